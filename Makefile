@@ -1,0 +1,33 @@
+# make test: every check CI runs. It installs redis-server from Debian's
+# packages when it is missing (as root), or says what to install.
+GO          ?= go
+STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
+PKGS        := ./...
+
+.PHONY: test fmt vet staticcheck unit redis-server bench
+
+test: fmt vet staticcheck redis-server unit
+
+fmt:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change these files (run gofmt -w):"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+	cd bench && $(GO) vet ./...
+
+staticcheck:
+	$(STATICCHECK) $(PKGS)
+
+unit:
+	$(GO) test -race -count=1 $(PKGS)
+
+redis-server:
+	@if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "installing redis-server from Debian's packages"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; \
+		else \
+			echo "make test needs redis-server and redis-cli: install them (Debian: sudo apt-get install redis-server)"; exit 1; \
+		fi; \
+	fi

@@ -1,0 +1,243 @@
+package locks
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+)
+
+// processTable is the lease table that every InProcessDriver on the real
+// clock shares, so that two schedulers in one process never both hold a key.
+var processTable = newTable(clockwork.NewRealClock())
+
+// closedChan is the Done channel of a lease that was already over when Done
+// was first called.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// An InProcessDriver is a Driver whose leases live in this process's memory.
+// It is correct on one node and meaningless across nodes. Every driver made
+// by NewInProcessDriver without options shares one process-wide lease table.
+// Expired leases simply expire: there is no sweeper goroutine.
+type InProcessDriver struct {
+	t *table
+}
+
+// An InProcessOption configures an InProcessDriver.
+type InProcessOption func(*InProcessDriver)
+
+// WithClock makes the driver read time from c. A driver with its own clock
+// gets its own lease table, since times from different clocks cannot be
+// compared; drivers share a table only on the real clock. It is meant for
+// tests with a fake clock.
+func WithClock(c clockwork.Clock) InProcessOption {
+	return func(d *InProcessDriver) {
+		if c != nil {
+			d.t = newTable(c)
+		}
+	}
+}
+
+// NewInProcessDriver returns a driver on the process-wide lease table.
+func NewInProcessDriver(opts ...InProcessOption) *InProcessDriver {
+	d := &InProcessDriver{t: processTable}
+	for _, o := range opts {
+		o(d)
+	}
+	return d
+}
+
+// table is a lease table: the current lease of each key, and the waiters
+// watching keys.
+type table struct {
+	clock clockwork.Clock
+
+	mu       sync.Mutex                 // protects the fields below and every lease's mutable fields
+	holders  map[string]*inProcessLease // the latest lease of each key; it may have expired
+	watchers map[string]*watch          // waiters to wake when a key is released
+	last     uint64                     // the last fencing token issued
+}
+
+type watch struct {
+	ch chan struct{}
+	n  int // watchers that have not stopped
+}
+
+func newTable(c clockwork.Clock) *table {
+	return &table{clock: c, holders: map[string]*inProcessLease{}, watchers: map[string]*watch{}}
+}
+
+// Acquire implements Driver.
+func (d *InProcessDriver) Acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error) {
+	if err := Check(ctx, key, ttl); err != nil {
+		return nil, err
+	}
+	t := d.t
+	now := t.clock.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if cur := t.holders[key]; cur != nil && now.Before(cur.expires) {
+		return nil, fmt.Errorf("%w: key %q is held", ErrNotAcquired, key)
+	}
+	t.last++
+	l := &inProcessLease{t: t, key: key, token: t.last, expires: now.Add(ttl)}
+	t.holders[key] = l
+	return l, nil
+}
+
+// Watch implements Watcher: the channel closes when key is released.
+func (d *InProcessDriver) Watch(key string) (<-chan struct{}, func()) {
+	t := d.t
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	w := t.watchers[key]
+	if w == nil {
+		w = &watch{ch: make(chan struct{})}
+		t.watchers[key] = w
+	}
+	w.n++
+	var once sync.Once
+	return w.ch, func() {
+		once.Do(func() {
+			t.mu.Lock()
+			defer t.mu.Unlock()
+			if w.n--; w.n == 0 && t.watchers[key] == w {
+				delete(t.watchers, key)
+			}
+		})
+	}
+}
+
+// free forgets key's lease and wakes the key's watchers. t.mu must be held.
+func (t *table) free(key string) {
+	delete(t.holders, key)
+	if w := t.watchers[key]; w != nil {
+		close(w.ch)
+		delete(t.watchers, key)
+	}
+}
+
+type leaseState uint8
+
+const (
+	held leaseState = iota
+	released
+	lost
+)
+
+type inProcessLease struct {
+	t     *table
+	key   string
+	token uint64
+
+	// Guarded by t.mu.
+	state   leaseState
+	expires time.Time       // on the table's clock
+	done    chan struct{}   // made on the first call to Done
+	timer   clockwork.Timer // closes done at expiry; armed by Done
+}
+
+// Key implements Lease.
+func (l *inProcessLease) Key() string { return l.key }
+
+// Token implements Lease.
+func (l *inProcessLease) Token() uint64 { return l.token }
+
+// live reports whether l is the key's current, unexpired lease. t.mu must be held.
+func (l *inProcessLease) live(now time.Time) bool {
+	return l.state == held && l.t.holders[l.key] == l && now.Before(l.expires)
+}
+
+// Extend implements Lease.
+func (l *inProcessLease) Extend(ctx context.Context, ttl time.Duration) error {
+	if err := Check(ctx, l.key, ttl); err != nil {
+		return err
+	}
+	t := l.t
+	now := t.clock.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !l.live(now) {
+		return l.lose()
+	}
+	l.expires = now.Add(ttl)
+	if l.timer != nil {
+		l.timer.Reset(ttl)
+	}
+	return nil
+}
+
+// Release implements Lease.
+func (l *inProcessLease) Release(context.Context) error {
+	t := l.t
+	now := t.clock.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if l.state == released {
+		return nil
+	}
+	if !l.live(now) {
+		return l.lose()
+	}
+	l.state = released
+	l.finish()
+	return nil
+}
+
+// lose marks l as lost and returns ErrLeaseLost. t.mu must be held.
+func (l *inProcessLease) lose() error {
+	l.state = lost
+	l.finish()
+	return fmt.Errorf("%w: key %q token %d", ErrLeaseLost, l.key, l.token)
+}
+
+// finish closes l's Done channel and, if l still holds its key's table
+// entry, frees the key and wakes its watchers. t.mu must be held.
+func (l *inProcessLease) finish() {
+	if l.timer != nil {
+		l.timer.Stop()
+		l.timer = nil
+	}
+	if l.done != nil && l.done != closedChan {
+		close(l.done)
+		l.done = closedChan
+	}
+	if l.t.holders[l.key] == l {
+		l.t.free(l.key)
+	}
+}
+
+// Done implements Lease.
+func (l *inProcessLease) Done() <-chan struct{} {
+	t := l.t
+	now := t.clock.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if l.done == nil {
+		if l.live(now) {
+			l.done = make(chan struct{})
+			l.timer = t.clock.AfterFunc(l.expires.Sub(now), l.expire)
+		} else {
+			l.done = closedChan
+		}
+	}
+	return l.done
+}
+
+// expire runs at l's local expiry, or later if l was extended meanwhile.
+func (l *inProcessLease) expire() {
+	t := l.t
+	now := t.clock.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if l.timer == nil {
+		return
+	}
+	if l.live(now) {
+		l.timer.Reset(l.expires.Sub(now))
+		return
+	}
+	l.finish()
+}
