@@ -1,0 +1,474 @@
+// Package lockstest is the conformance suite that every locks.Driver must
+// pass. A driver's own tests call [Run] with a [Harness] that makes fresh
+// drivers; the suite checks mutual exclusion, fencing-token order, stale
+// holders, expiry, Done, waiting, context cancellation and bad input.
+package lockstest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/ndigo/ndigo/locks"
+)
+
+// A Harness tells the suite how to make and drive a locks.Driver.
+type Harness struct {
+	// NewDriver returns a driver for one test. Drivers made by one harness
+	// may share state (the suite uses distinct keys per test).
+	NewDriver func(t *testing.T) locks.Driver
+	// Clock is the driver's clock. A *clockwork.FakeClock is advanced by
+	// the suite; nil means real time, and the suite then sleeps to let
+	// leases expire.
+	Clock clockwork.Clock
+	// TTL is the short lease the suite lets expire; zero means 100ms. With
+	// real time, keep it well above the driver's round-trip time.
+	TTL time.Duration
+}
+
+// long is a lease that no test lets expire.
+const long = time.Minute
+
+// Run runs the conformance suite against the harness's drivers.
+func Run(t *testing.T, h Harness) {
+	if h.NewDriver == nil {
+		t.Fatal("lockstest: Harness.NewDriver is nil")
+	}
+	if h.TTL == 0 {
+		h.TTL = 100 * time.Millisecond
+	}
+	s := &suite{h: h}
+	t.Run("BadInput", s.badInput)
+	t.Run("CancelledContext", s.cancelledContext)
+	t.Run("MutualExclusion", s.mutualExclusion)
+	t.Run("TokensIncrease", s.tokensIncrease)
+	t.Run("KeysAreIndependent", s.keysAreIndependent)
+	t.Run("ReleaseTwice", s.releaseTwice)
+	t.Run("Expiry", s.expiry)
+	t.Run("StaleHolder", s.staleHolder)
+	t.Run("Extend", s.extend)
+	t.Run("DoneOnRelease", s.doneOnRelease)
+	t.Run("DoneOnExpiry", s.doneOnExpiry)
+	t.Run("DoneOnLostExtend", s.doneOnLostExtend)
+	t.Run("WaitForRelease", s.waitForRelease)
+	t.Run("WaitBudget", s.waitBudget)
+	t.Run("LeaseContext", s.leaseContext)
+}
+
+type suite struct {
+	h Harness
+	n atomic.Int64
+}
+
+// key returns a key no other test of this run uses.
+func (s *suite) key(t *testing.T) string {
+	return fmt.Sprintf("lockstest/%s/%d/%d", t.Name(), time.Now().UnixNano(), s.n.Add(1))
+}
+
+// advance lets d pass on the driver's clock.
+func (s *suite) advance(d time.Duration) {
+	if fc, ok := s.h.Clock.(*clockwork.FakeClock); ok {
+		fc.Advance(d)
+		return
+	}
+	time.Sleep(d)
+}
+
+// pastTTL lets a lease of the harness's TTL expire.
+func (s *suite) pastTTL() { s.advance(s.h.TTL + s.h.TTL/2) }
+
+func mustAcquire(t *testing.T, d locks.Driver, key string, ttl time.Duration) locks.Lease {
+	t.Helper()
+	l, err := d.Acquire(context.Background(), key, ttl)
+	if err != nil {
+		t.Fatalf("Acquire(%q, %v): %v", key, ttl, err)
+	}
+	if l.Key() != key {
+		t.Fatalf("Key() = %q, want %q", l.Key(), key)
+	}
+	return l
+}
+
+func mustBeHeld(t *testing.T, d locks.Driver, key string) {
+	t.Helper()
+	l, err := d.Acquire(context.Background(), key, long)
+	if !errors.Is(err, locks.ErrNotAcquired) {
+		if l != nil {
+			_ = l.Release(context.Background())
+		}
+		t.Fatalf("Acquire(%q) on a held key: %v, want ErrNotAcquired", key, err)
+	}
+}
+
+// closesSoon fails t unless ch closes within a bound. The bound is a failure
+// deadline, not a wait for the behaviour: a correct driver closes ch long
+// before it.
+func closesSoon(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: Done not closed", what)
+	}
+}
+
+func isOpen(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return false
+	default:
+		return true
+	}
+}
+
+func (s *suite) badInput(t *testing.T) {
+	d := s.h.NewDriver(t)
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		key  string
+		ttl  time.Duration
+	}{
+		{"empty key", "", time.Second},
+		{"zero ttl", s.key(t), 0},
+		{"negative ttl", s.key(t), -time.Second},
+	} {
+		l, err := d.Acquire(ctx, c.key, c.ttl)
+		if !errors.Is(err, locks.ErrInvalid) || l != nil {
+			t.Errorf("%s: Acquire(%q, %v) = %v, %v; want ErrInvalid", c.name, c.key, c.ttl, l, err)
+		}
+	}
+	var nilCtx context.Context
+	if _, err := d.Acquire(nilCtx, s.key(t), time.Second); !errors.Is(err, locks.ErrInvalid) {
+		t.Errorf("nil ctx: Acquire = %v, want ErrInvalid", err)
+	}
+	key := s.key(t)
+	l := mustAcquire(t, d, key, long)
+	if err := l.Extend(ctx, 0); !errors.Is(err, locks.ErrInvalid) {
+		t.Errorf("Extend(0) = %v, want ErrInvalid", err)
+	}
+	mustBeHeld(t, d, key)
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("Release after a bad Extend: %v", err)
+	}
+	if _, err := locks.Wait(ctx, nil, key, time.Second, locks.WaitOptions{}); !errors.Is(err, locks.ErrInvalid) {
+		t.Errorf("Wait(nil driver) = %v, want ErrInvalid", err)
+	}
+}
+
+func (s *suite) cancelledContext(t *testing.T) {
+	d := s.h.NewDriver(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	key := s.key(t)
+	if l, err := d.Acquire(ctx, key, long); !errors.Is(err, context.Canceled) || l != nil {
+		t.Fatalf("Acquire with a cancelled ctx = %v, %v; want context.Canceled", l, err)
+	}
+	l := mustAcquire(t, d, key, long) // the cancelled attempt took nothing
+	if err := l.Extend(ctx, long); !errors.Is(err, context.Canceled) {
+		t.Errorf("Extend with a cancelled ctx = %v, want context.Canceled", err)
+	}
+	if err := l.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (s *suite) mutualExclusion(t *testing.T) {
+	d := s.h.NewDriver(t)
+	key := s.key(t)
+	const workers, rounds = 16, 20
+	var inside, entered, maxInside atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range rounds {
+				l, err := d.Acquire(context.Background(), key, long)
+				if errors.Is(err, locks.ErrNotAcquired) {
+					continue
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				entered.Add(1)
+				if n := inside.Add(1); n > maxInside.Load() {
+					maxInside.Store(n)
+				}
+				inside.Add(-1)
+				if err := l.Release(context.Background()); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if maxInside.Load() != 1 {
+		t.Fatalf("%d holders at once, want 1", maxInside.Load())
+	}
+	if entered.Load() == 0 {
+		t.Fatal("no worker ever acquired the key")
+	}
+}
+
+func (s *suite) tokensIncrease(t *testing.T) {
+	d := s.h.NewDriver(t)
+	key := s.key(t)
+	var last uint64
+	for i := range 20 {
+		l := mustAcquire(t, d, key, long)
+		if l.Token() <= last {
+			t.Fatalf("acquisition %d: token %d not above the previous %d", i, l.Token(), last)
+		}
+		last = l.Token()
+		if err := l.Release(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Tokens also increase across a driver made later (a restart of the
+	// holder's process).
+	l := mustAcquire(t, s.h.NewDriver(t), key, long)
+	if l.Token() <= last {
+		t.Fatalf("token %d from a new driver not above %d", l.Token(), last)
+	}
+	_ = l.Release(context.Background())
+}
+
+func (s *suite) keysAreIndependent(t *testing.T) {
+	d := s.h.NewDriver(t)
+	a, b := s.key(t), s.key(t)
+	la := mustAcquire(t, d, a, long)
+	lb := mustAcquire(t, d, b, long)
+	if err := la.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mustBeHeld(t, d, b)
+	if err := lb.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (s *suite) releaseTwice(t *testing.T) {
+	d := s.h.NewDriver(t)
+	key := s.key(t)
+	ctx := context.Background()
+	l := mustAcquire(t, d, key, long)
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("first Release: %v", err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("second Release: %v, want nil", err)
+	}
+	next := mustAcquire(t, d, key, long)
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("third Release after a successor acquired: %v, want nil", err)
+	}
+	mustBeHeld(t, d, key) // the old handle's Release touched nothing
+	if err := l.Extend(ctx, long); !errors.Is(err, locks.ErrLeaseLost) {
+		t.Fatalf("Extend after Release = %v, want ErrLeaseLost", err)
+	}
+	mustBeHeld(t, d, key)
+	if err := next.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (s *suite) expiry(t *testing.T) {
+	d := s.h.NewDriver(t)
+	key := s.key(t)
+	first := mustAcquire(t, d, key, s.h.TTL)
+	mustBeHeld(t, d, key)
+	s.pastTTL()
+	second := mustAcquire(t, d, key, long)
+	if second.Token() <= first.Token() {
+		t.Fatalf("token after expiry %d not above %d", second.Token(), first.Token())
+	}
+	if err := second.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (s *suite) staleHolder(t *testing.T) {
+	d := s.h.NewDriver(t)
+	key := s.key(t)
+	ctx := context.Background()
+	stale := mustAcquire(t, d, key, s.h.TTL)
+	s.pastTTL()
+	// Expired without a successor: still lost, and it changes nothing.
+	if err := stale.Extend(ctx, long); !errors.Is(err, locks.ErrLeaseLost) {
+		t.Fatalf("Extend of an expired lease = %v, want ErrLeaseLost", err)
+	}
+	successor := mustAcquire(t, d, key, long)
+	if err := stale.Release(ctx); !errors.Is(err, locks.ErrLeaseLost) {
+		t.Fatalf("stale Release = %v, want ErrLeaseLost", err)
+	}
+	mustBeHeld(t, d, key)
+	if err := stale.Extend(ctx, time.Millisecond); !errors.Is(err, locks.ErrLeaseLost) {
+		t.Fatalf("stale Extend = %v, want ErrLeaseLost", err)
+	}
+	// The stale Extend did not shorten the successor's lease.
+	s.pastTTL()
+	mustBeHeld(t, d, key)
+	if err := successor.Extend(ctx, long); err != nil {
+		t.Fatalf("successor Extend: %v", err)
+	}
+	if err := successor.Release(ctx); err != nil {
+		t.Fatalf("successor Release: %v", err)
+	}
+}
+
+func (s *suite) extend(t *testing.T) {
+	d := s.h.NewDriver(t)
+	key := s.key(t)
+	ctx := context.Background()
+	l := mustAcquire(t, d, key, 2*s.h.TTL)
+	for range 3 {
+		s.advance(s.h.TTL)
+		if err := l.Extend(ctx, 2*s.h.TTL); err != nil {
+			t.Fatalf("Extend of a live lease: %v", err)
+		}
+		mustBeHeld(t, d, key)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (s *suite) doneOnRelease(t *testing.T) {
+	d := s.h.NewDriver(t)
+	l := mustAcquire(t, d, s.key(t), long)
+	done := l.Done()
+	if !isOpen(done) {
+		t.Fatal("Done closed while the lease is held")
+	}
+	if err := l.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	closesSoon(t, done, "after Release")
+}
+
+func (s *suite) doneOnExpiry(t *testing.T) {
+	d := s.h.NewDriver(t)
+	l := mustAcquire(t, d, s.key(t), s.h.TTL)
+	done := l.Done()
+	if !isOpen(done) {
+		t.Fatal("Done closed while the lease is held")
+	}
+	s.pastTTL()
+	closesSoon(t, done, "after expiry")
+	if err := l.Release(context.Background()); !errors.Is(err, locks.ErrLeaseLost) {
+		t.Fatalf("Release after expiry = %v, want ErrLeaseLost", err)
+	}
+}
+
+func (s *suite) doneOnLostExtend(t *testing.T) {
+	d := s.h.NewDriver(t)
+	key := s.key(t)
+	l := mustAcquire(t, d, key, s.h.TTL)
+	s.pastTTL()
+	successor := mustAcquire(t, d, key, long)
+	if err := l.Extend(context.Background(), long); !errors.Is(err, locks.ErrLeaseLost) {
+		t.Fatalf("Extend = %v, want ErrLeaseLost", err)
+	}
+	closesSoon(t, l.Done(), "after a lost Extend")
+	if !isOpen(successor.Done()) {
+		t.Fatal("the successor's Done closed")
+	}
+	_ = successor.Release(context.Background())
+}
+
+// waitResult is what a Wait in a goroutine returned.
+type waitResult struct {
+	l   locks.Lease
+	err error
+}
+
+func (s *suite) goWait(d locks.Driver, key string, budget time.Duration) <-chan waitResult {
+	ch := make(chan waitResult, 1)
+	go func() {
+		l, err := locks.Wait(context.Background(), d, key, long, locks.WaitOptions{
+			Budget: budget, Step: s.h.TTL, Clock: s.h.Clock,
+		})
+		ch <- waitResult{l, err}
+	}()
+	return ch
+}
+
+// await returns the waiter's result, advancing a fake clock by step while
+// the waiter polls, for at most a bounded number of steps.
+func (s *suite) await(t *testing.T, ch <-chan waitResult, step time.Duration) waitResult {
+	t.Helper()
+	for range 1000 {
+		select {
+		case r := <-ch:
+			return r
+		case <-time.After(10 * time.Millisecond):
+			if _, fake := s.h.Clock.(*clockwork.FakeClock); fake {
+				s.advance(step)
+			}
+		}
+	}
+	t.Fatal("Wait did not return")
+	return waitResult{}
+}
+
+func (s *suite) waitForRelease(t *testing.T) {
+	d := s.h.NewDriver(t)
+	key := s.key(t)
+	holder := mustAcquire(t, d, key, long)
+	ch := s.goWait(d, key, long)
+	if err := holder.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r := s.await(t, ch, s.h.TTL)
+	if r.err != nil {
+		t.Fatalf("Wait after Release: %v", r.err)
+	}
+	if r.l.Token() <= holder.Token() {
+		t.Fatalf("waiter's token %d not above the holder's %d", r.l.Token(), holder.Token())
+	}
+	_ = r.l.Release(context.Background())
+}
+
+func (s *suite) waitBudget(t *testing.T) {
+	d := s.h.NewDriver(t)
+	key := s.key(t)
+	holder := mustAcquire(t, d, key, long)
+	r := s.await(t, s.goWait(d, key, 3*s.h.TTL), s.h.TTL)
+	if !errors.Is(r.err, locks.ErrNotAcquired) || r.l != nil {
+		t.Fatalf("Wait on a key held past the budget = %v, %v; want ErrNotAcquired", r.l, r.err)
+	}
+	_ = holder.Release(context.Background())
+}
+
+func (s *suite) leaseContext(t *testing.T) {
+	d := s.h.NewDriver(t)
+	key := s.key(t)
+	l := mustAcquire(t, d, key, s.h.TTL)
+	ctx, cancel := locks.WithLease(context.Background(), l)
+	defer cancel()
+	if got, ok := locks.FromContext(ctx); !ok || got.Token() != l.Token() {
+		t.Fatalf("FromContext = %v, %v; want the lease", got, ok)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("lease context cancelled while the lease is held")
+	}
+	s.pastTTL()
+	closesSoon(t, ctx.Done(), "lease context after expiry")
+	if !errors.Is(context.Cause(ctx), locks.ErrLeaseLost) {
+		t.Fatalf("cause = %v, want ErrLeaseLost", context.Cause(ctx))
+	}
+}
