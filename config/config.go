@@ -1,0 +1,163 @@
+// Package config loads an application's typed configuration from a YAML file
+// and environment variables, and validates it at startup.
+//
+// The configuration is a struct of the application's choosing. It embeds
+// [Framework], the settings ndigo itself reads, with `yaml:",inline"` so that
+// its keys sit at the top level of the file, and adds the application's own
+// sections beside it:
+//
+//	type Config struct {
+//		config.Framework `yaml:",inline"`
+//		Payroll          Payroll `yaml:"payroll"`
+//	}
+//
+// [Load] fills it in four steps, each overriding the one before: `default`
+// struct tags, the YAML file, environment variables, and then validation with
+// the `validate` tags of github.com/go-playground/validator/v10. Every bad
+// setting is reported at once, each error naming the key, the value and the
+// rule (see [FieldError]); secrets are redacted there as everywhere (see
+// [Secret] and [SecretURL]).
+//
+// # Struct tags
+//
+//   - yaml: the key, as in go.yaml.in/yaml/v3 (default: the lower-cased field
+//     name); ",inline" promotes an embedded struct's keys. Keys the struct does
+//     not know are errors.
+//   - env: the exact environment variable name, or "-" for none. Without it,
+//     the name is [LoadOptions.EnvPrefix] plus the yaml path upper-cased with
+//     "." and "-" turned into "_": redis.url is NDIGO_REDIS_URL.
+//   - default: the value, written as in an environment variable.
+//   - validate: validator/v10 rules. Besides the built-in ones, "redis_url"
+//     (redis:// or rediss:// with a host) and "lock_namespace"
+//     ([A-Za-z0-9_.-]{1,64}) are registered.
+//   - secret:"true": allowed on [Secret] and [SecretURL] fields, whose types
+//     already redact them.
+//
+// Environment variables and defaults are read as text: strings, booleans,
+// integers, floats, time.Duration ("5s", or whole milliseconds "500", in the
+// file too) and types implementing encoding.TextUnmarshaler. Lists and maps
+// come from the file only.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+)
+
+// LoadOptions says where [Load] reads configuration from.
+type LoadOptions struct {
+	// Path is the YAML file to read. Empty means no file, unless Data is set.
+	Path string
+	// Data is YAML to read instead of the file at Path; Path, if set, then
+	// only names it in error messages. It lets tests and embedded defaults
+	// skip the file system.
+	Data []byte
+	// Env looks up an environment variable. Nil means os.LookupEnv.
+	Env func(name string) (string, bool)
+	// EnvPrefix starts every derived environment variable name, e.g.
+	// "NDIGO_". Empty means no derived names at all, only those given with
+	// `env` tags: unprefixed names like PATH or HOME would collide with the
+	// process environment.
+	EnvPrefix string
+}
+
+// A source records where a setting's value came from, for error messages.
+type source struct {
+	env  string
+	file string
+	line int
+}
+
+type loader struct {
+	file    string
+	sources map[string]source // by yaml path
+	seen    map[visit]bool
+	errs    []error
+}
+
+// Load reads a T from the options' file or data and the environment, then
+// validates it. T must be a struct type. Bad input returns an error wrapping
+// [ErrInvalid] that names every bad setting; a file that cannot be read
+// returns the file system's error.
+func Load[T any](opts LoadOptions) (T, error) {
+	var cfg T
+	if err := load(&cfg, opts); err != nil {
+		var zero T
+		return zero, err
+	}
+	return cfg, nil
+}
+
+func load(cfg any, opts LoadOptions) error {
+	root := reflect.ValueOf(cfg).Elem()
+	if root.Kind() != reflect.Struct {
+		return fmt.Errorf("config: Load[%s]: the configuration type must be a struct", root.Type())
+	}
+	ls, err := leaves(root.Type(), opts.EnvPrefix)
+	if err != nil {
+		return err
+	}
+	order := make([]string, 0, len(ls))
+	for gp := range ls {
+		order = append(order, gp)
+	}
+	slices.SortFunc(order, func(a, b string) int { return strings.Compare(ls[a].path, ls[b].path) })
+
+	ld := &loader{file: opts.Path, sources: map[string]source{}, seen: map[visit]bool{}}
+	for _, gp := range order {
+		l := ls[gp]
+		if !l.hasDef {
+			continue
+		}
+		v, ok := fieldAt(root, l.index, false)
+		if !ok {
+			continue
+		}
+		if rule, ok := setText(v, l.def); !ok {
+			return fmt.Errorf("config: field %s: tag default:%q %s", gp, l.def, rule)
+		}
+	}
+
+	data := opts.Data
+	if data == nil && opts.Path != "" {
+		if data, err = os.ReadFile(opts.Path); err != nil {
+			return fmt.Errorf("config: %w", err)
+		}
+	}
+	if err := ld.decodeFile(data, root); err != nil {
+		return err
+	}
+
+	lookup := opts.Env
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	for _, gp := range order {
+		l := ls[gp]
+		if l.env == "" {
+			continue
+		}
+		s, ok := lookup(l.env)
+		if !ok {
+			continue
+		}
+		v, _ := fieldAt(root, l.index, true)
+		if rule, ok := setText(v, s); !ok {
+			ld.errs = append(ld.errs, &FieldError{Key: l.path, Value: redact(l.typ, s), Env: l.env, Rule: rule})
+			continue
+		}
+		ld.sources[l.path] = source{env: l.env}
+	}
+	if len(ld.errs) > 0 {
+		return errors.Join(ld.errs...)
+	}
+
+	if err := ld.validate(&cfg, root.Type(), ls); err != nil {
+		return err
+	}
+	return nil
+}

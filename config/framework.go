@@ -1,0 +1,66 @@
+package config
+
+import "log/slog"
+
+// Framework holds the settings ndigo itself reads. Embed it in the
+// application's configuration struct with `yaml:",inline"`:
+//
+//	node: billing-1
+//	redis:
+//	  url: redis://:password@redis.internal:6379/0
+//	  namespace: prod
+//	log:
+//	  format: json
+//	  level: info
+type Framework struct {
+	// Node names this process in logs and lock diagnostics. Empty lets the
+	// application choose, e.g. from the host name.
+	Node string `yaml:"node" validate:"max=128"`
+	// Redis configures the Redis lock driver.
+	Redis Redis `yaml:"redis"`
+	// Log configures the process's slog handler.
+	Log Log `yaml:"log"`
+}
+
+// FrameworkConfig returns f. Through embedding, every configuration struct
+// that embeds Framework has it too, which is how [Module] finds the
+// framework's settings in an application's type.
+func (f Framework) FrameworkConfig() Framework { return f }
+
+// HasFramework is implemented by every struct that embeds [Framework].
+type HasFramework interface {
+	FrameworkConfig() Framework
+}
+
+// Redis configures the Redis lock driver.
+type Redis struct {
+	// URL is the go-redis URL, redis:// or rediss://, with the password, if
+	// any, in its userinfo. Empty means no Redis: locks stay in-process,
+	// which is correct on one node only.
+	URL SecretURL `yaml:"url" validate:"omitempty,redis_url"`
+	// Namespace isolates the lock keys of one environment from others
+	// sharing the same Redis.
+	Namespace string `yaml:"namespace" default:"default" validate:"lock_namespace"`
+}
+
+// Log configures the process's slog handler.
+type Log struct {
+	// Format is "text" or "json".
+	Format string `yaml:"format" default:"text" validate:"oneof=text json"`
+	// Level is "debug", "info", "warn" or "error".
+	Level string `yaml:"level" default:"info" validate:"oneof=debug info warn error"`
+}
+
+// SlogLevel returns Level as a slog.Level; a level that did not validate
+// reads as slog.LevelInfo.
+func (l Log) SlogLevel() slog.Level {
+	switch l.Level {
+	case "debug":
+		return slog.LevelDebug
+	case "warn":
+		return slog.LevelWarn
+	case "error":
+		return slog.LevelError
+	}
+	return slog.LevelInfo
+}
