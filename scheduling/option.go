@@ -1,0 +1,82 @@
+package scheduling
+
+import "time"
+
+// An Option sets one field of a task's spec. Options only record values;
+// the spec is validated as a whole when the task is added to a scheduler, so
+// that every problem is reported at once.
+type Option func(*Task)
+
+// Cron sets the schedule: a cron expression of five fields (minute, hour,
+// day of month, month, day of week) or six with a leading seconds field, a
+// descriptor (@yearly, @monthly, @weekly, @daily, @hourly), or "@every D"
+// with D a Go duration. A "CRON_TZ=Zone " prefix sets the zone. Required.
+func Cron(expr string) Option {
+	return func(t *Task) { t.spec.Cron = expr }
+}
+
+// Lock makes each run hold a lease on key, so that a fire runs on one node
+// only. A fire that finds the key held is skipped (see [LockWait]).
+func Lock(key string) Option {
+	return func(t *Task) { t.spec.Lock = &key }
+}
+
+// LockWait sets how long a fire waits for a held lock before it is skipped.
+// The default, zero, skips at once. Requires [Lock].
+func LockWait(d time.Duration) Option {
+	return func(t *Task) { t.spec.LockWait = &d }
+}
+
+// LockWaitStep sets the poll interval while waiting for a held lock (default
+// 100ms; a driver that reports releases wakes the waiter at once). Requires
+// [Lock].
+func LockWaitStep(d time.Duration) Option {
+	return func(t *Task) { t.spec.LockWaitStep = &d }
+}
+
+// LockTTL sets the lease duration (default 60s). It must cover the whole run
+// unless [Renew] is on: a lapsed lease lets another node take over. Requires
+// [Lock].
+func LockTTL(d time.Duration) Option {
+	return func(t *Task) { t.spec.LockTTL = &d }
+}
+
+// MaxRunTime sets the run context's deadline, measured on the scheduler's
+// clock. For a locked task it must not exceed the lock TTL unless [Renew] is
+// on.
+func MaxRunTime(d time.Duration) Option {
+	return func(t *Task) { t.spec.MaxRunTime = &d }
+}
+
+// Renew extends the lease every third of the lock TTL while the run lasts, so
+// that a run may outlast the TTL. A failed extension cancels the run's
+// context. Requires [Lock].
+func Renew() Option {
+	return func(t *Task) { t.spec.Renew = true }
+}
+
+// Name sets the task's name, used in logs, in [Scheduler.Tasks] and in the
+// fire claim. The default is "Type.Method" for a method value, or the
+// package-qualified function name for a plain function. Names are unique
+// within a scheduler.
+func Name(name string) Option {
+	return func(t *Task) { t.spec.Name = &name }
+}
+
+// Origin names the controller type and method a task was declared on, for
+// error messages and the default name. [Scheduled] derives them from the
+// method value; spec readers such as package annotations, which know them
+// better, set them explicitly.
+func Origin(controllerType, method string) Option {
+	return func(t *Task) { t.typ, t.method = controllerType, method }
+}
+
+// Invalid records a declaration error that a spec reader found before the
+// task was built: option is the option's name, value its text, rule what is
+// wrong. The task then fails validation with that problem listed beside any
+// others, so that one startup error still lists everything.
+func Invalid(option, value, rule string) Option {
+	return func(t *Task) {
+		t.problems = append(t.problems, Problem{Option: option, Value: value, Rule: rule})
+	}
+}

@@ -1,0 +1,306 @@
+package scheduling
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/ndigo/ndigo/locks"
+)
+
+// MaxClaimTTL caps the TTL of a fire claim. A claim lives one period of the
+// task's schedule, up to this cap, so nodes whose clocks differ by less than
+// that never run the same fire twice.
+const MaxClaimTTL = time.Minute
+
+// A Run is what a running task knows about its run.
+type Run struct {
+	Task  string      // the task's name
+	Fire  time.Time   // the scheduled instant, identical on every node
+	Node  string      // the node running it
+	Lease locks.Lease // the task's lease (its Token fences writes); nil if unlocked
+}
+
+type runKey struct{}
+
+// RunFromContext returns the Run of the task running with ctx.
+func RunFromContext(ctx context.Context) (Run, bool) {
+	r, ok := ctx.Value(runKey{}).(Run)
+	return r, ok
+}
+
+// An Outcome says how a fire ended on this node.
+type Outcome string
+
+// Outcomes of a fire.
+const (
+	OutcomeOK         Outcome = "ok"                     // the task returned nil
+	OutcomeError      Outcome = "error"                  // the task returned an error
+	OutcomePanic      Outcome = "panic"                  // the task panicked
+	OutcomeLockHeld   Outcome = "skipped: lock held"     // another holder had the lock
+	OutcomeRunning    Outcome = "skipped: still running" // the previous run on this node was still going
+	OutcomeAlreadyRun Outcome = "skipped: already run"   // another node claimed this fire
+	OutcomeLockFailed Outcome = "failed: lock"           // the driver failed, or there was none
+)
+
+// LastRun describes the last fire of a task on this node.
+type LastRun struct {
+	Fire     time.Time     // the scheduled instant
+	Start    time.Time     // when the task started; zero if it did not run
+	Duration time.Duration // how long it ran
+	Outcome  Outcome
+	Err      error  // the task's error, panic or lock failure
+	Token    uint64 // the lease's fencing token; 0 if unlocked or not acquired
+	Node     string
+}
+
+// TaskInfo describes one task in a scheduler's registry.
+type TaskInfo struct {
+	Name     string
+	Type     string // the controller type; "" for a plain func
+	Method   string
+	Spec     Spec
+	Next     time.Time // the next fire; zero if none
+	Running  bool      // a run is going on this node
+	Last     LastRun   // zero Fire if it never fired
+	Runs     uint64    // fires that ran (whatever they returned)
+	Skips    uint64    // fires skipped: lock held, still running, already run
+	Failures uint64    // runs that errored or panicked, and lock failures
+}
+
+// dispatch starts the fires of one batch. Unlocked tasks start at once;
+// locked ones acquire their locks in batch order on one goroutine, so that
+// among tasks sharing a lock the earlier-registered one wins. The caller has
+// counted the dispatch as begun.
+func (s *Scheduler) dispatch(batch []firing) {
+	var locked []firing
+	for _, f := range batch {
+		if !f.e.running.CompareAndSwap(false, true) {
+			s.skip(f, OutcomeRunning, nil, 0)
+			s.log.Info("previous run still going; fire skipped", "task", f.e.name, "fire", f.fire)
+			continue
+		}
+		if f.e.spec.Lock == "" {
+			s.begin()
+			go s.run(f, nil)
+			continue
+		}
+		locked = append(locked, f)
+	}
+	if len(locked) == 0 {
+		s.end()
+		return
+	}
+	go func() {
+		defer s.end()
+		for _, f := range locked {
+			s.acquire(f)
+		}
+	}()
+}
+
+// acquire takes f's lock and claim and starts the run, or records why not.
+func (s *Scheduler) acquire(f firing) {
+	e := f.e
+	if s.stopping() {
+		e.running.Store(false)
+		return
+	}
+	if s.driver == nil {
+		s.fail(f, fmt.Errorf("%w: task %s needs lock %q", ErrNoDriver, e.name, e.spec.Lock))
+		return
+	}
+	lease, err := s.driver.Acquire(s.runCtx, e.spec.Lock, e.spec.LockTTL)
+	if errors.Is(err, locks.ErrNotAcquired) && e.spec.LockWait > 0 {
+		s.begin()
+		go func() {
+			defer s.end()
+			lease, err := locks.Wait(s.runCtx, s.driver, e.spec.Lock, e.spec.LockTTL, locks.WaitOptions{
+				Budget: e.spec.LockWait, Step: e.spec.LockWaitStep, Clock: s.clock})
+			s.claim(f, lease, err)
+		}()
+		return
+	}
+	s.claim(f, lease, err)
+}
+
+// claim takes the fire claim for f once its lock acquisition ended, and
+// starts the run.
+func (s *Scheduler) claim(f firing, lease locks.Lease, err error) {
+	e := f.e
+	if errors.Is(err, locks.ErrNotAcquired) {
+		s.skip(f, OutcomeLockHeld, nil, 0)
+		s.log.Info(fmt.Sprintf("lock '%s' is held", e.spec.Lock), "task", e.name, "fire", f.fire, "lock", e.spec.Lock)
+		return
+	}
+	if err != nil {
+		s.fail(f, err)
+		return
+	}
+	ttl := min(f.period, MaxClaimTTL)
+	if ttl <= 0 {
+		ttl = MaxClaimTTL
+	}
+	// The claim is never released: it expires. Its key names the fire, so it
+	// never delays the next one.
+	key := e.spec.Lock + "@" + strconv.FormatInt(f.fire.UnixMilli(), 10) + ":" + e.name
+	if _, err = s.driver.Acquire(s.runCtx, key, ttl); err != nil {
+		s.releaseLease(e, lease)
+		if errors.Is(err, locks.ErrNotAcquired) {
+			s.skip(f, OutcomeAlreadyRun, nil, 0)
+			s.log.Info("fire already run on another node", "task", e.name, "fire", f.fire, "lock", e.spec.Lock)
+			return
+		}
+		s.fail(f, err)
+		return
+	}
+	if s.stopping() {
+		s.releaseLease(e, lease)
+		e.running.Store(false)
+		return
+	}
+	s.begin()
+	go s.run(f, lease)
+}
+
+// skip records a skipped fire.
+func (s *Scheduler) skip(f firing, o Outcome, err error, token uint64) {
+	s.mu.Lock()
+	f.e.stats.skips++
+	f.e.last = &LastRun{Fire: f.fire, Outcome: o, Err: err, Token: token, Node: s.node}
+	s.mu.Unlock()
+	if o != OutcomeRunning {
+		f.e.running.Store(false)
+	}
+}
+
+// fail records a fire that could not run for lack of its lock.
+func (s *Scheduler) fail(f firing, err error) {
+	s.mu.Lock()
+	f.e.stats.failures++
+	f.e.last = &LastRun{Fire: f.fire, Outcome: OutcomeLockFailed, Err: err, Node: s.node}
+	s.mu.Unlock()
+	f.e.running.Store(false)
+	s.log.Error("lock failed; fire not run", "task", f.e.name, "fire", f.fire, "lock", f.e.spec.Lock, "err", err)
+}
+
+func (s *Scheduler) releaseLease(e *entry, l locks.Lease) {
+	if err := l.Release(context.Background()); err != nil {
+		s.log.Warn("lease release failed", "task", e.name, "lock", e.spec.Lock, "token", l.Token(), "err", err)
+	}
+}
+
+// An activeRun is a locked run in flight, so that Stop can release its lease.
+type activeRun struct {
+	e     *entry
+	lease locks.Lease
+	once  sync.Once
+}
+
+func (r *activeRun) release(s *Scheduler) {
+	r.once.Do(func() { s.releaseLease(r.e, r.lease) })
+}
+
+// run runs one fire of a task. lease is nil for an unlocked task. The caller
+// has counted the run as begun and set e.running.
+func (s *Scheduler) run(f firing, lease locks.Lease) {
+	e := f.e
+	// Deferred calls run in reverse: the lease is released before the slot
+	// frees and before Stop sees the run end.
+	defer s.end()
+	defer e.running.Store(false)
+	ctx := s.runCtx
+	var token uint64
+	if lease != nil {
+		token = lease.Token()
+		r := &activeRun{e: e, lease: lease}
+		s.mu.Lock()
+		s.locked[r] = struct{}{}
+		s.mu.Unlock()
+		defer func() {
+			s.mu.Lock()
+			delete(s.locked, r)
+			s.mu.Unlock()
+			r.release(s)
+		}()
+		var cancel context.CancelFunc
+		ctx, cancel = locks.WithLease(ctx, lease)
+		defer cancel()
+	}
+	if e.spec.MaxRunTime > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = clockwork.WithTimeout(ctx, s.clock, e.spec.MaxRunTime)
+		defer cancel()
+	}
+	ctx = context.WithValue(ctx, runKey{}, Run{Task: e.name, Fire: f.fire, Node: s.node, Lease: lease})
+	if e.spec.Renew && lease != nil {
+		defer s.renew(ctx, e, lease)()
+	}
+
+	start := s.clock.Now()
+	err, panicked := call(ctx, e.fn)
+	last := &LastRun{Fire: f.fire, Start: start, Duration: s.clock.Since(start), Outcome: OutcomeOK,
+		Err: err, Token: token, Node: s.node}
+	switch {
+	case panicked:
+		last.Outcome = OutcomePanic
+		s.log.Error("task panicked", "task", e.name, "fire", f.fire, "err", err)
+	case err != nil:
+		last.Outcome = OutcomeError
+		s.log.Error("task failed", "task", e.name, "fire", f.fire, "err", err)
+	}
+	s.mu.Lock()
+	e.stats.runs++
+	if last.Outcome != OutcomeOK {
+		e.stats.failures++
+	}
+	e.last = last
+	s.mu.Unlock()
+}
+
+// call runs fn, turning a panic into an error wrapping ErrPanic.
+func call(ctx context.Context, fn func(context.Context) error) (err error, panicked bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			err, panicked = fmt.Errorf("%w: %v\n%s", ErrPanic, r, debug.Stack()), true
+		}
+	}()
+	return fn(ctx), false
+}
+
+// renew extends lease every third of the lock TTL until the returned
+// function is called. A failed extension closes the lease's Done channel,
+// which cancels the run's context.
+func (s *Scheduler) renew(ctx context.Context, e *entry, lease locks.Lease) (stop func()) {
+	ticker := s.clock.NewTicker(e.spec.LockTTL / 3)
+	quit := make(chan struct{})
+	done := make(chan struct{})
+	ctx = context.WithoutCancel(ctx)
+	go func() {
+		defer close(done)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-lease.Done():
+				return
+			case <-ticker.Chan():
+				if err := lease.Extend(ctx, e.spec.LockTTL); err != nil {
+					s.log.Error("lease renewal failed", "task", e.name, "lock", e.spec.Lock, "token", lease.Token(), "err", err)
+					return
+				}
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-done
+	}
+}

@@ -1,0 +1,154 @@
+package scheduling
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+)
+
+// A schedule computes fire instants. Next returns the first instant strictly
+// after t, or the zero time if there is none.
+type schedule interface {
+	Next(t time.Time) time.Time
+}
+
+var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour |
+	cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// allHours is the bit set of a cron hour field that names every hour.
+const allHours = 1<<24 - 1
+
+// neverReference is where parseSchedule looks for a first fire, to reject
+// expressions such as "0 0 30 2 *" that never fire.
+var neverReference = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// parseSchedule parses a cron expression. loc is the zone of an expression
+// without a TZ= or CRON_TZ= prefix; nil means time.Local.
+func parseSchedule(expr string, loc *time.Location) (s schedule, err error) {
+	defer func() {
+		// robfig/cron has panicked on malformed input before; a bad spec
+		// must be an error, never a crash.
+		if r := recover(); r != nil {
+			s, err = nil, fmt.Errorf("unparsable: %v", r)
+		}
+	}()
+	body := strings.TrimSpace(expr)
+	zoned := strings.HasPrefix(body, "TZ=") || strings.HasPrefix(body, "CRON_TZ=")
+	if zoned {
+		i := strings.IndexAny(body, " \t")
+		if i < 0 {
+			return nil, fmt.Errorf("a zone prefix must be followed by a schedule")
+		}
+		if _, err := time.LoadLocation(body[strings.IndexByte(body, '=')+1 : i]); err != nil {
+			return nil, err
+		}
+		body = strings.TrimSpace(body[i:])
+	}
+	if rest, ok := strings.CutPrefix(body, "@every"); ok && (rest == "" || rest[0] == ' ' || rest[0] == '\t') {
+		d, err := time.ParseDuration(strings.TrimSpace(rest))
+		if err != nil {
+			return nil, fmt.Errorf("@every needs a duration such as 5m: %w", err)
+		}
+		if d < time.Millisecond {
+			return nil, fmt.Errorf("@every %v: the interval must be at least 1ms", d)
+		}
+		return gridSchedule{every: d}, nil
+	}
+	if body == "" {
+		return nil, fmt.Errorf("empty expression")
+	}
+	parsed, err := cronParser.Parse(expr)
+	if err != nil {
+		return nil, err
+	}
+	spec, ok := parsed.(*cron.SpecSchedule)
+	if !ok {
+		return nil, fmt.Errorf("unsupported schedule %T", parsed)
+	}
+	if !zoned && loc != nil {
+		spec.Location = loc
+	}
+	if spec.Hour&allHours == allHours {
+		s = spec
+	} else {
+		utc := *spec
+		utc.Location = time.UTC
+		s = wallSchedule{utc: &utc, loc: spec.Location}
+	}
+	if s.Next(neverReference).IsZero() {
+		return nil, fmt.Errorf("the expression never fires")
+	}
+	return s, nil
+}
+
+// gridSchedule fires at every multiple of every since the Unix epoch, so
+// that all nodes compute the same instants whenever they started.
+type gridSchedule struct {
+	every time.Duration
+}
+
+func (g gridSchedule) Next(t time.Time) time.Time {
+	n, d := t.UnixNano(), int64(g.every)
+	q := n / d
+	if n%d < 0 {
+		q--
+	}
+	return time.Unix(0, (q+1)*d)
+}
+
+// wallSchedule evaluates a cron spec on the wall clock of loc, so that each
+// wall time fires once across DST changes: at its first occurrence when
+// clocks fall back, at the end of the gap when they spring forward.
+type wallSchedule struct {
+	utc *cron.SpecSchedule // the spec evaluated in UTC, which has no DST
+	loc *time.Location
+}
+
+func (w wallSchedule) Next(t time.Time) time.Time {
+	lt := t.In(w.loc)
+	wall := time.Date(lt.Year(), lt.Month(), lt.Day(), lt.Hour(), lt.Minute(), lt.Second(), lt.Nanosecond(), time.UTC)
+	// Candidates before t occur only for wall times repeated by a fall-back
+	// that already passed; an hour has at most 3600 of them.
+	for range 4000 {
+		wall = w.utc.Next(wall)
+		if wall.IsZero() {
+			return wall
+		}
+		if c := wallInstant(wall, w.loc); c.After(t) {
+			return c
+		}
+	}
+	return time.Time{}
+}
+
+// wallInstant returns the first instant at which loc's clocks read wall (whose
+// fields are given in UTC), or, when a spring-forward gap skips wall, the
+// first instant after the gap. time.Date leaves both choices unspecified.
+func wallInstant(wall time.Time, loc *time.Location) time.Time {
+	var first time.Time
+	for _, probe := range [2]time.Time{wall.Add(-24 * time.Hour), wall.Add(24 * time.Hour)} {
+		_, off := probe.In(loc).Zone()
+		c := wall.Add(-time.Duration(off) * time.Second).In(loc)
+		if sameWall(c, wall) && (first.IsZero() || c.Before(first)) {
+			first = c
+		}
+	}
+	if !first.IsZero() {
+		return first
+	}
+	// With the offset from before the gap, wall lands after it, in the zone
+	// period that the gap opens.
+	_, off := wall.Add(-24 * time.Hour).In(loc).Zone()
+	start, _ := wall.Add(-time.Duration(off) * time.Second).In(loc).ZoneBounds()
+	return start
+}
+
+func sameWall(c, wall time.Time) bool {
+	y, mo, d := c.Date()
+	h, mi, s := c.Clock()
+	wy, wmo, wd := wall.Date()
+	wh, wmi, ws := wall.Clock()
+	return y == wy && mo == wmo && d == wd && h == wh && mi == wmi && s == ws && c.Nanosecond() == wall.Nanosecond()
+}

@@ -1,0 +1,116 @@
+package scheduling
+
+import (
+	"context"
+	"reflect"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// Default values of the lock options.
+const (
+	DefaultLockWaitStep = 100 * time.Millisecond
+	DefaultLockTTL      = 60 * time.Second
+)
+
+// A Task is one declared task: a func and its spec. A Task may carry
+// declaration errors; they surface when it is added to a scheduler.
+type Task struct {
+	fn       func(context.Context) error
+	spec     spec
+	typ      string // controller type, "" for a plain func
+	method   string
+	problems []Problem // recorded by Invalid, and for a nil func
+}
+
+// Scheduled declares fn as a task with the given options. The controller type
+// and method are read from fn when it is a method value (c.CloseBooks).
+func Scheduled(fn func(context.Context) error, opts ...Option) Task {
+	t := Task{fn: fn}
+	if fn != nil {
+		t.typ, t.method = funcOrigin(fn)
+	}
+	for _, o := range opts {
+		if o != nil {
+			o(&t)
+		}
+	}
+	return t
+}
+
+// Name returns the task's name: the Name option, or "Type.Method".
+func (t Task) Name() string {
+	if t.spec.Name != nil {
+		return *t.spec.Name
+	}
+	if t.typ == "" {
+		return t.method
+	}
+	return t.typ + "." + t.method
+}
+
+// Spec returns the task's spec with defaults applied.
+func (t Task) Spec() Spec {
+	s := Spec{Cron: t.spec.Cron, Renew: t.spec.Renew}
+	if t.spec.Lock != nil {
+		s.Lock = *t.spec.Lock
+		s.LockWaitStep = DefaultLockWaitStep
+		s.LockTTL = DefaultLockTTL
+	}
+	if t.spec.LockWait != nil {
+		s.LockWait = *t.spec.LockWait
+	}
+	if t.spec.LockWaitStep != nil {
+		s.LockWaitStep = *t.spec.LockWaitStep
+	}
+	if t.spec.LockTTL != nil {
+		s.LockTTL = *t.spec.LockTTL
+	}
+	if t.spec.MaxRunTime != nil {
+		s.MaxRunTime = *t.spec.MaxRunTime
+	}
+	return s
+}
+
+// A Spec is a task's validated spec with defaults applied. Lock is "" for an
+// unlocked task, and the lock durations are then zero.
+type Spec struct {
+	Cron         string
+	Lock         string
+	LockWait     time.Duration
+	LockWaitStep time.Duration
+	LockTTL      time.Duration
+	MaxRunTime   time.Duration
+	Renew        bool
+}
+
+// funcOrigin splits the runtime name of fn, such as
+// "example.com/pkg.(*PayrollController).CloseBooks-fm", into the type
+// "PayrollController" and method "CloseBooks". A plain function yields ""
+// and its package-qualified name, "pkg.Func".
+func funcOrigin(fn any) (typ, method string) {
+	f := runtime.FuncForPC(reflect.ValueOf(fn).Pointer())
+	if f == nil {
+		return "", "func"
+	}
+	name := strings.TrimSuffix(f.Name(), "-fm")
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		name = name[i+1:]
+	}
+	// name is now "pkg.(*T).M", "pkg.T.M", "pkg.Func" or "pkg.Func.func1".
+	if open := strings.Index(name, ".("); open >= 0 {
+		if close := strings.Index(name[open:], ")."); close >= 0 {
+			typ = strings.TrimPrefix(name[open+2:open+close], "*")
+			return typ, name[open+close+2:]
+		}
+	}
+	if !strings.HasSuffix(f.Name(), "-fm") {
+		return "", name
+	}
+	parts := strings.Split(name, ".")
+	if len(parts) >= 3 {
+		return parts[1], strings.Join(parts[2:], ".")
+	}
+	return "", name
+}

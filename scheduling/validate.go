@@ -1,0 +1,201 @@
+package scheduling
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-playground/validator/v10"
+)
+
+// spec is what the options record. Pointer fields distinguish "not set" from
+// a zero value, so that a lock option given without a lock is reported.
+type spec struct {
+	Cron         string         `opt:"cron" validate:"required,cronexpr"`
+	Lock         *string        `opt:"lock" validate:"omitempty,min=1"`
+	LockWait     *time.Duration `opt:"lockWait" validate:"omitempty,excluded_without=Lock,gte=0"`
+	LockWaitStep *time.Duration `opt:"lockWaitStep" validate:"omitempty,excluded_without=Lock,gt=0"`
+	LockTTL      *time.Duration `opt:"lockTtl" validate:"omitempty,excluded_without=Lock,gt=0"`
+	MaxRunTime   *time.Duration `opt:"maxRunTime" validate:"omitempty,gt=0"`
+	Renew        bool           `opt:"renew" validate:"excluded_without=Lock"`
+	Name         *string        `opt:"name" validate:"omitempty,min=1"`
+}
+
+// A Problem is one thing wrong with one task's spec.
+type Problem struct {
+	Task   string // the task's name
+	Type   string // the controller type; "" for a plain func
+	Method string // the method, or the function's name
+	Option string // the option, named as in struct tags: cron, lock, lockTtl, ...
+	Value  string // the option's value as given
+	Rule   string // what the value breaks
+}
+
+// String formats p as one line naming the task, the option, the value and the rule.
+func (p Problem) String() string {
+	var b strings.Builder
+	if p.Type != "" {
+		fmt.Fprintf(&b, "%s.%s", p.Type, p.Method)
+	} else {
+		b.WriteString(p.Method)
+	}
+	if full := p.Type + "." + p.Method; p.Task != "" && p.Task != full && p.Task != p.Method {
+		fmt.Fprintf(&b, " (task %q)", p.Task)
+	}
+	fmt.Fprintf(&b, ": option %s", p.Option)
+	if p.Value != "" {
+		fmt.Fprintf(&b, " = %q", p.Value)
+	}
+	fmt.Fprintf(&b, ": %s", p.Rule)
+	return b.String()
+}
+
+// A ValidationError lists every problem found in a set of task specs. It
+// wraps ErrInvalidSpec.
+type ValidationError struct {
+	Problems []Problem
+}
+
+// Error lists the problems, one per line.
+func (e *ValidationError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%v: %d problem", ErrInvalidSpec, len(e.Problems))
+	if len(e.Problems) != 1 {
+		b.WriteString("s")
+	}
+	for _, p := range e.Problems {
+		b.WriteString("\n\t")
+		b.WriteString(p.String())
+	}
+	return b.String()
+}
+
+// Unwrap returns ErrInvalidSpec.
+func (e *ValidationError) Unwrap() error { return ErrInvalidSpec }
+
+// Validate checks tasks as a scheduler would when they are added (except for
+// the lock driver, which only a scheduler knows) and returns a
+// *ValidationError listing every problem, or nil.
+func Validate(tasks ...Task) error {
+	return validateTasks(tasks, nil, true)
+}
+
+var (
+	validateOnce sync.Once
+	specValidate *validator.Validate
+)
+
+func specValidator() *validator.Validate {
+	validateOnce.Do(func() {
+		v := validator.New(validator.WithRequiredStructEnabled())
+		v.RegisterTagNameFunc(func(f reflect.StructField) string { return f.Tag.Get("opt") })
+		// validator's own "cron" tag is a regular expression that rejects
+		// valid expressions; the parser that will run the spec decides.
+		if err := v.RegisterValidation("cronexpr", func(fl validator.FieldLevel) bool {
+			_, err := parseSchedule(fl.Field().String(), nil)
+			return err == nil
+		}); err != nil {
+			panic(err)
+		}
+		v.RegisterStructValidation(func(sl validator.StructLevel) {
+			s := sl.Current().Interface().(spec)
+			if s.Lock == nil || s.MaxRunTime == nil || s.Renew {
+				return
+			}
+			ttl := DefaultLockTTL
+			if s.LockTTL != nil {
+				ttl = *s.LockTTL
+			}
+			if *s.MaxRunTime > ttl {
+				sl.ReportError(*s.MaxRunTime, "maxRunTime", "MaxRunTime", "ltettl", ttl.String())
+			}
+		}, spec{})
+		specValidate = v
+	})
+	return specValidate
+}
+
+// validateTasks checks every task and returns a *ValidationError listing all
+// problems. names, when not nil, holds names already taken (it is updated).
+// needDriver reports whether a locked task is acceptable; when it is false,
+// locked tasks are problems.
+func validateTasks(tasks []Task, names map[string]bool, haveDriver bool) error {
+	var problems []Problem
+	if names == nil {
+		names = map[string]bool{}
+	}
+	v := specValidator()
+	for _, t := range tasks {
+		add := func(p Problem) {
+			p.Task, p.Type, p.Method = t.Name(), t.typ, t.method
+			problems = append(problems, p)
+		}
+		for _, p := range t.problems {
+			add(p)
+		}
+		if t.fn == nil {
+			add(Problem{Option: "func", Rule: "must not be nil"})
+		}
+		if err := v.Struct(t.spec); err != nil {
+			var fes validator.ValidationErrors
+			if !errors.As(err, &fes) {
+				add(Problem{Option: "spec", Rule: err.Error()})
+				continue
+			}
+			for _, fe := range fes {
+				add(Problem{Option: fe.Field(), Value: optionValue(fe.Value()), Rule: ruleText(t.spec, fe)})
+			}
+		}
+		if t.spec.Lock != nil && !haveDriver {
+			add(Problem{Option: "lock", Value: *t.spec.Lock,
+				Rule: "needs a lock driver, and the scheduler has none (provide a locks.Driver, e.g. locks.Module); a locked task never runs unguarded"})
+		}
+		name := t.Name()
+		if names[name] {
+			add(Problem{Option: "name", Value: name, Rule: "must be unique within the scheduler; set a distinct name with Name or the name tag"})
+		}
+		names[name] = true
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return &ValidationError{Problems: problems}
+}
+
+func optionValue(v any) string {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() == reflect.Pointer {
+		if rv.IsNil() {
+			return ""
+		}
+		v = rv.Elem().Interface()
+	}
+	if b, ok := v.(bool); ok && !b {
+		return ""
+	}
+	return fmt.Sprint(v)
+}
+
+func ruleText(s spec, fe validator.FieldError) string {
+	switch fe.Tag() {
+	case "required":
+		return "is required"
+	case "cronexpr":
+		_, err := parseSchedule(s.Cron, nil)
+		return fmt.Sprintf("must be a valid cron expression (%v)", err)
+	case "min":
+		return "must not be empty"
+	case "gte":
+		return "must not be negative"
+	case "gt":
+		return "must be positive"
+	case "excluded_without":
+		return "needs lock: it only applies to a locked task"
+	case "ltettl":
+		return fmt.Sprintf("must not exceed lockTtl (%s) unless renew is on: a run that outlasts its lease lets another node run the same fire", fe.Param())
+	}
+	return fmt.Sprintf("breaks rule %q", fe.Tag())
+}
