@@ -156,7 +156,7 @@ func load(cfg any, opts LoadOptions) error {
 		return errors.Join(ld.errs...)
 	}
 
-	if err := ld.validate(&cfg, root.Type(), ls); err != nil {
+	if err := ld.validate(cfg, root.Type(), ls); err != nil {
 		return err
 	}
 	return nil

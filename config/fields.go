@@ -113,11 +113,12 @@ type leaf struct {
 // (e.g. "Framework.Redis.URL"), the namespace validator reports.
 func leaves(t reflect.Type, prefix string) (map[string]*leaf, error) {
 	out := map[string]*leaf{}
-	err := walkLeaves(t, "", "", nil, prefix, map[reflect.Type]bool{}, out)
+	err := walkLeaves(t, "", "", nil, "", prefix, map[reflect.Type]bool{}, out)
 	return out, err
 }
 
-func walkLeaves(t reflect.Type, path, goPath string, index []int, prefix string, active map[reflect.Type]bool, out map[string]*leaf) error {
+// ptr is the Go path of the first pointer-to-struct field above t, if any.
+func walkLeaves(t reflect.Type, path, goPath string, index []int, ptr, prefix string, active map[reflect.Type]bool, out map[string]*leaf) error {
 	if active[t] {
 		return nil // a recursive type: settings below the first level are file-only
 	}
@@ -133,7 +134,11 @@ func walkLeaves(t reflect.Type, path, goPath string, index []int, prefix string,
 		idx := append(append([]int(nil), index...), f.index...)
 		ft := deref(f.sf.Type)
 		if !isLeaf(ft) {
-			if err := walkLeaves(ft, p, gp, idx, prefix, active, out); err != nil {
+			sub := ptr
+			if sub == "" && f.sf.Type.Kind() == reflect.Pointer {
+				sub = gp
+			}
+			if err := walkLeaves(ft, p, gp, idx, sub, prefix, active, out); err != nil {
 				return err
 			}
 			continue
@@ -148,7 +153,7 @@ func walkLeaves(t reflect.Type, path, goPath string, index []int, prefix string,
 				return fmt.Errorf("config: field %s: tag secret:\"true\" needs type config.Secret or config.SecretURL (not %s), so that printing it redacts it", gp, ft)
 			}
 		}
-		if settable(ft) {
+		if settable(ft) && prefix != "" {
 			l.env = prefix + envName(p)
 		}
 		if v, ok := f.sf.Tag.Lookup("env"); ok {
@@ -164,6 +169,11 @@ func walkLeaves(t reflect.Type, path, goPath string, index []int, prefix string,
 		l.def, l.hasDef = f.sf.Tag.Lookup("default")
 		if l.hasDef && !settable(ft) {
 			return fmt.Errorf("config: field %s: tag default:%q on type %s, which cannot be read from text", gp, l.def, ft)
+		}
+		if l.hasDef && ptr != "" {
+			// yaml allocates such a section without defaults; the tag would
+			// work only when env creates it, which is worse than never.
+			return fmt.Errorf("config: field %s: tag default:%q under pointer field %s, where defaults cannot apply; make %[3]s a value", gp, l.def, ptr)
 		}
 		out[gp] = l
 	}

@@ -94,7 +94,6 @@ func (ld *loader) walk(n *yaml.Node, t reflect.Type, path string) {
 				return
 			}
 			n.Value, n.Tag, n.Style = d.String(), "!!str", 0
-			ld.line(path, n)
 			return
 		}
 	case reflect.PointerTo(t).Implements(textUnmarshalerType):
@@ -106,23 +105,22 @@ func (ld *loader) walk(n *yaml.Node, t reflect.Type, path string) {
 	case t.Kind() == reflect.Map:
 		if n.Kind == yaml.MappingNode {
 			for i := 0; i+1 < len(n.Content); i += 2 {
-				ld.walk(n.Content[i+1], t.Elem(), join(path, n.Content[i].Value, "."))
+				k := n.Content[i]
+				ld.walk(n.Content[i+1], t.Elem(), ld.at(join(path, k.Value, "."), k))
 			}
 			return
 		}
 	case t.Kind() == reflect.Slice || t.Kind() == reflect.Array:
 		if n.Kind == yaml.SequenceNode {
 			for i, c := range n.Content {
-				ld.walk(c, t.Elem(), path+"["+strconv.Itoa(i)+"]")
+				ld.walk(c, t.Elem(), ld.at(path+"["+strconv.Itoa(i)+"]", c))
 			}
 			return
 		}
 	}
 	if err := n.Decode(reflect.New(t).Interface()); err != nil {
 		ld.fail(n, t, path, typeRule(t))
-		return
 	}
-	ld.line(path, n)
 }
 
 func (ld *loader) walkStruct(n *yaml.Node, t reflect.Type, path string) {
@@ -149,7 +147,7 @@ func (ld *loader) walkStruct(n *yaml.Node, t reflect.Type, path string) {
 			})
 			continue
 		}
-		ld.walk(v, fields[j].sf.Type, join(path, k.Value, "."))
+		ld.walk(v, fields[j].sf.Type, ld.at(join(path, k.Value, "."), k))
 	}
 }
 
@@ -165,8 +163,10 @@ func (ld *loader) walkMerge(v *yaml.Node, t reflect.Type, path string) {
 	ld.walk(v, t, path)
 }
 
-func (ld *loader) line(path string, n *yaml.Node) {
+// at records that the file sets path at n's line, and returns path.
+func (ld *loader) at(path string, n *yaml.Node) string {
 	ld.sources[path] = source{file: ld.file, line: n.Line}
+	return path
 }
 
 func (ld *loader) fail(n *yaml.Node, t reflect.Type, path string, rule string) {

@@ -67,7 +67,10 @@ func redactURL(s string) string {
 	// A password holding an unescaped '/' or '?' parses as a host and a
 	// path, so an '@' the parser did not read as userinfo is distrusted too.
 	if p, err := url.Parse(s); err == nil && (p.User != nil || !strings.Contains(s, "@")) {
-		return p.Redacted()
+		if _, has := p.User.Password(); has {
+			return p.Redacted()
+		}
+		return s
 	}
 	scheme, rest, ok := strings.Cut(s, "://")
 	if !ok {

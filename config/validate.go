@@ -55,9 +55,11 @@ func (ld *loader) validate(cfg any, t reflect.Type, ls map[string]*leaf) (err er
 		e := &FieldError{Key: gp, Value: fmt.Sprint(fe.Value()), Rule: ruleWords(fe), noValue: fe.Tag() == "required"}
 		if l, ok := ls[gp]; ok {
 			e.Key = l.path
-			src := ld.sources[l.path]
-			e.Env, e.File, e.Line = src.env, src.file, src.line
+		} else {
+			e.Key = yamlPath(t, gp)
 		}
+		src := ld.source(e.Key)
+		e.Env, e.File, e.Line = src.env, src.file, src.line
 		errs = append(errs, e)
 	}
 	return errors.Join(errs...)
@@ -115,4 +117,55 @@ func ruleWords(fe validator.FieldError) string {
 		return "must satisfy " + fe.Tag() + "=" + p
 	}
 	return "must satisfy " + fe.Tag()
+}
+
+// source returns where the value at path came from or, for a value that was
+// never set (a missing required key), where its nearest enclosing section
+// was written.
+func (ld *loader) source(path string) source {
+	for {
+		if src, ok := ld.sources[path]; ok {
+			return src
+		}
+		i := strings.LastIndexAny(path, ".[")
+		if i < 0 {
+			return source{}
+		}
+		path = path[:i]
+	}
+}
+
+// yamlPath turns a validator struct namespace below t, such as
+// "Payroll.Accounts[0].Name", into its yaml path, "payroll.accounts[0].name".
+func yamlPath(t reflect.Type, goNS string) string {
+	var path string
+	for seg := range strings.SplitSeq(goNS, ".") {
+		name, subs, _ := strings.Cut(seg, "[")
+		t = deref(t)
+		if t.Kind() != reflect.Struct {
+			return goNS
+		}
+		sf, ok := t.FieldByName(name)
+		if !ok || len(sf.Index) != 1 {
+			return goNS
+		}
+		key, flags, _ := strings.Cut(sf.Tag.Get("yaml"), ",")
+		if !hasFlag(flags, "inline") {
+			if key == "" {
+				key = strings.ToLower(sf.Name)
+			}
+			path = join(path, key, ".")
+		}
+		t = sf.Type
+		if subs != "" {
+			path += "[" + subs
+			for range strings.Count(subs, "[") + 1 {
+				if t = deref(t); t.Kind() != reflect.Slice && t.Kind() != reflect.Array && t.Kind() != reflect.Map {
+					return goNS
+				}
+				t = t.Elem()
+			}
+		}
+	}
+	return path
 }
