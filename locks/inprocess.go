@@ -53,6 +53,7 @@ func NewInProcessDriver(opts ...InProcessOption) *InProcessDriver {
 // watching keys.
 type table struct {
 	clock clockwork.Clock
+	base  time.Time // times in the table are durations since base: clock.Since is cheaper than clock.Now
 
 	mu       sync.Mutex                 // protects the fields below and every lease's mutable fields
 	holders  map[string]*inProcessLease // the latest lease of each key; it may have expired
@@ -66,7 +67,7 @@ type watch struct {
 }
 
 func newTable(c clockwork.Clock) *table {
-	return &table{clock: c, holders: map[string]*inProcessLease{}, watchers: map[string]*watch{}}
+	return &table{clock: c, base: c.Now(), holders: map[string]*inProcessLease{}, watchers: map[string]*watch{}}
 }
 
 // Acquire implements Driver.
@@ -75,14 +76,14 @@ func (d *InProcessDriver) Acquire(ctx context.Context, key string, ttl time.Dura
 		return nil, err
 	}
 	t := d.t
-	now := t.clock.Now()
+	now := t.clock.Since(t.base)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if cur := t.holders[key]; cur != nil && now.Before(cur.expires) {
+	if cur := t.holders[key]; cur != nil && now < cur.expires {
 		return nil, fmt.Errorf("%w: key %q is held", ErrNotAcquired, key)
 	}
 	t.last++
-	l := &inProcessLease{t: t, key: key, token: t.last, expires: now.Add(ttl)}
+	l := &inProcessLease{t: t, key: key, token: t.last, expires: now + ttl}
 	t.holders[key] = l
 	return l, nil
 }
@@ -134,9 +135,15 @@ type inProcessLease struct {
 
 	// Guarded by t.mu.
 	state   leaseState
-	expires time.Time       // on the table's clock
-	done    chan struct{}   // made on the first call to Done
-	timer   clockwork.Timer // closes done at expiry; armed by Done
+	expires time.Duration // since t.base
+	done    *leaseDone    // made by the first call to Done
+}
+
+// leaseDone is the Done channel of a lease and the timer that closes it at
+// expiry. Few callers use Done, so it is kept out of the lease itself.
+type leaseDone struct {
+	ch    chan struct{}
+	timer clockwork.Timer // nil once stopped or never armed
 }
 
 // Key implements Lease.
@@ -146,8 +153,8 @@ func (l *inProcessLease) Key() string { return l.key }
 func (l *inProcessLease) Token() uint64 { return l.token }
 
 // live reports whether l is the key's current, unexpired lease. t.mu must be held.
-func (l *inProcessLease) live(now time.Time) bool {
-	return l.state == held && l.t.holders[l.key] == l && now.Before(l.expires)
+func (l *inProcessLease) live(now time.Duration) bool {
+	return l.state == held && l.t.holders[l.key] == l && now < l.expires
 }
 
 // Extend implements Lease.
@@ -156,15 +163,15 @@ func (l *inProcessLease) Extend(ctx context.Context, ttl time.Duration) error {
 		return err
 	}
 	t := l.t
-	now := t.clock.Now()
+	now := t.clock.Since(t.base)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !l.live(now) {
 		return l.lose()
 	}
-	l.expires = now.Add(ttl)
-	if l.timer != nil {
-		l.timer.Reset(ttl)
+	l.expires = now + ttl
+	if l.done != nil && l.done.timer != nil {
+		l.done.timer.Reset(ttl)
 	}
 	return nil
 }
@@ -172,7 +179,7 @@ func (l *inProcessLease) Extend(ctx context.Context, ttl time.Duration) error {
 // Release implements Lease.
 func (l *inProcessLease) Release(context.Context) error {
 	t := l.t
-	now := t.clock.Now()
+	now := t.clock.Since(t.base)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if l.state == released {
@@ -196,13 +203,13 @@ func (l *inProcessLease) lose() error {
 // finish closes l's Done channel and, if l still holds its key's table
 // entry, frees the key and wakes its watchers. t.mu must be held.
 func (l *inProcessLease) finish() {
-	if l.timer != nil {
-		l.timer.Stop()
-		l.timer = nil
-	}
-	if l.done != nil && l.done != closedChan {
-		close(l.done)
-		l.done = closedChan
+	if d := l.done; d != nil && d.ch != closedChan {
+		if d.timer != nil {
+			d.timer.Stop()
+			d.timer = nil
+		}
+		close(d.ch)
+		d.ch = closedChan
 	}
 	if l.t.holders[l.key] == l {
 		l.t.free(l.key)
@@ -212,31 +219,31 @@ func (l *inProcessLease) finish() {
 // Done implements Lease.
 func (l *inProcessLease) Done() <-chan struct{} {
 	t := l.t
-	now := t.clock.Now()
+	now := t.clock.Since(t.base)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if l.done == nil {
 		if l.live(now) {
-			l.done = make(chan struct{})
-			l.timer = t.clock.AfterFunc(l.expires.Sub(now), l.expire)
+			l.done = &leaseDone{ch: make(chan struct{})}
+			l.done.timer = t.clock.AfterFunc(l.expires-now, l.expire)
 		} else {
-			l.done = closedChan
+			l.done = &leaseDone{ch: closedChan}
 		}
 	}
-	return l.done
+	return l.done.ch
 }
 
 // expire runs at l's local expiry, or later if l was extended meanwhile.
 func (l *inProcessLease) expire() {
 	t := l.t
-	now := t.clock.Now()
+	now := t.clock.Since(t.base)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if l.timer == nil {
+	if l.done.timer == nil {
 		return
 	}
 	if l.live(now) {
-		l.timer.Reset(l.expires.Sub(now))
+		l.done.timer.Reset(l.expires - now)
 		return
 	}
 	l.finish()

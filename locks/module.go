@@ -2,17 +2,12 @@ package locks
 
 import "go.uber.org/fx"
 
-// Module provides the default Driver: an InProcessDriver on the process-wide
-// lease table. To replace it app-wide, decorate locks.Driver at the root of
-// the application; the in-process constructor is then never called:
-//
-//	fx.New(
-//		locks.Module,
-//		fx.Decorate(func(c *redis.Client) (locks.Driver, error) {
-//			return redislocks.New(redislocks.Options{Client: c, Namespace: "prod"})
-//		}),
-//		...
-//	)
+// Module provides the default [Driver]: an [InProcessDriver] on the
+// process-wide lease table. Decorate locks.Driver at the root of the app to
+// replace it; see the package documentation.
 var Module = fx.Module("locks",
-	fx.Provide(func() Driver { return NewInProcessDriver() }),
+	fx.Provide(func() Driver { return newDefaultDriver() }),
 )
+
+// newDefaultDriver makes the default driver; tests count its calls.
+var newDefaultDriver = func() Driver { return NewInProcessDriver() }
