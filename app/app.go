@@ -1,0 +1,142 @@
+// Package app composes an ndigo application from fx modules: logging,
+// configuration, the lock driver and the scheduler, then the user's
+// controllers and modules.
+//
+//	err := app.Run(ctx,
+//		config.Module[Config](config.LoadOptions{Path: "app.yaml", EnvPrefix: "APP_"}),
+//		annotations.Controller[*PayrollController](),
+//		fx.Provide(NewPayrollController),
+//	)
+//
+// Run starts the application, waits for SIGINT, SIGTERM, the context's end or
+// an fx shutdown, and stops it gracefully: no new fires, running tasks get
+// until the stop timeout, leases are released.
+//
+// The lock driver defaults to the in-process one (locks.Module). A
+// configuration module replaces it app-wide by decorating locks.Driver at the
+// root of the application, as redislocks.Module does.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxevent"
+
+	"github.com/ndigo/ndigo/config"
+	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/scheduling"
+)
+
+// Module holds the framework's own modules: a *slog.Logger built from
+// config.Framework's log settings (when the graph has them), the default lock
+// driver and the scheduler. [New] includes it; use it directly to compose an
+// fx.App by hand.
+var Module = fx.Options(
+	fx.Module("logging",
+		fx.Provide(newLogger),
+		fx.Provide(fx.Annotate(nodeName, fx.ResultTags(`name:"`+scheduling.NodeName+`"`))),
+	),
+	locks.Module,
+	scheduling.Module,
+)
+
+// New returns an fx application made of Module and opts, with fx's own
+// events logged through the application's *slog.Logger at debug level.
+func New(opts ...fx.Option) *fx.App {
+	return fx.New(
+		Module,
+		fx.Options(opts...),
+		fx.WithLogger(func(l *slog.Logger) fxevent.Logger {
+			fl := &fxevent.SlogLogger{Logger: l}
+			fl.UseLogLevel(slog.LevelDebug)
+			return fl
+		}),
+	)
+}
+
+// Run builds the application with New, starts it, and stops it when ctx
+// ends, on SIGINT or SIGTERM, or when a component asks fx to shut down. It
+// returns the first error of building, starting or stopping.
+func Run(ctx context.Context, opts ...fx.Option) error {
+	a := New(opts...)
+	if err := a.Err(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// Starting runs to completion (or its timeout) even if ctx ends
+	// meanwhile; the stop below then undoes it.
+	startCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.StartTimeout())
+	defer cancel()
+	if err := a.Start(startCtx); err != nil {
+		return fmt.Errorf("app: start: %w", err)
+	}
+	sigCtx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+	var exit error
+	select {
+	case <-sigCtx.Done():
+	case sig := <-a.Wait():
+		if sig.ExitCode != 0 {
+			exit = fmt.Errorf("app: shut down with exit code %d", sig.ExitCode)
+		}
+	}
+	stopCtx, cancelStop := context.WithTimeout(context.Background(), a.StopTimeout())
+	defer cancelStop()
+	if err := a.Stop(stopCtx); err != nil {
+		return errors.Join(exit, fmt.Errorf("app: stop: %w", err))
+	}
+	return exit
+}
+
+// LogOutputName is the fx name of an io.Writer that, when the graph has one,
+// receives the application's log instead of os.Stderr.
+const LogOutputName = "app.log-output"
+
+type loggerParams struct {
+	fx.In
+	Framework config.Framework `optional:"true"`
+	Output    io.Writer        `name:"app.log-output" optional:"true"` // LogOutputName
+}
+
+type frameworkParams struct {
+	fx.In
+	Framework config.Framework `optional:"true"`
+}
+
+// newLogger builds the application's logger from the framework's log
+// settings: text or JSON, at the configured level.
+func newLogger(p loggerParams) *slog.Logger {
+	out := p.Output
+	if out == nil {
+		out = os.Stderr
+	}
+	return NewLogger(out, p.Framework.Log)
+}
+
+// NewLogger returns a logger that writes to w in cfg's format ("json", or
+// text otherwise) at cfg's level (info when empty or unknown).
+func NewLogger(w io.Writer, cfg config.Log) *slog.Logger {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cfg.Level)); err != nil {
+		level = slog.LevelInfo
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// nodeName gives the scheduler the configured node name; empty lets it
+// choose "<hostname>-<pid>".
+func nodeName(p frameworkParams) string { return p.Framework.Node }

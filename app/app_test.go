@@ -1,0 +1,167 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"go.uber.org/fx"
+	"go.uber.org/goleak"
+
+	"github.com/ndigo/ndigo/app"
+	"github.com/ndigo/ndigo/config"
+	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/scheduling"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// syncBuffer is a log destination that the scheduler's goroutines and the
+// test share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func logTo(w io.Writer) fx.Option {
+	return fx.Supply(fx.Annotate(w, fx.As(new(io.Writer)), fx.ResultTags(`name:"`+app.LogOutputName+`"`)))
+}
+
+func fakeClock(fc *clockwork.FakeClock) fx.Option {
+	return fx.Supply(fx.Annotate(fc, fx.As(new(clockwork.Clock))))
+}
+
+// A locked task declared by a user runs on the default in-process driver,
+// with its token in the run's context, and the app stops cleanly.
+func TestRunsLockedTaskOnDefaultDriver(t *testing.T) {
+	fc := clockwork.NewFakeClockAt(time.Date(2026, 1, 1, 0, 0, 0, 500_000_000, time.UTC))
+	// The in-process lease table is process-wide: a key of its own keeps
+	// this test's fire claims apart from a rerun's.
+	key := fmt.Sprintf("app-test-window-%d", time.Now().UnixNano())
+	tokens := make(chan uint64, 10)
+	var driver locks.Driver
+	var sched *scheduling.Scheduler
+	a := app.New(
+		fakeClock(fc),
+		logTo(io.Discard),
+		fx.Populate(&driver, &sched),
+		scheduling.Provide(func() scheduling.Task {
+			return scheduling.Scheduled(func(ctx context.Context) error {
+				l, _ := locks.FromContext(ctx)
+				tokens <- l.Token()
+				return nil
+			}, scheduling.Name("close-books"), scheduling.Cron("@every 1s"), scheduling.Lock(key))
+		}),
+	)
+	if err := a.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := driver.(*locks.InProcessDriver); !ok {
+		t.Fatalf("default driver %T, want *locks.InProcessDriver", driver)
+	}
+	ctx := context.Background()
+	if err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := fc.BlockUntilContext(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	fc.Advance(time.Second)
+	var token uint64
+	select {
+	case token = <-tokens:
+	case <-time.After(10 * time.Second):
+		t.Fatal("task did not run")
+	}
+	if err := a.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	info := sched.Tasks()[0]
+	if info.Runs != 1 || info.Last.Token != token || token == 0 {
+		t.Fatalf("registry: %d runs, last token %d; want 1 run with token %d", info.Runs, info.Last.Token, token)
+	}
+}
+
+// The logger follows config.Framework: JSON at the configured level.
+func TestLoggerFollowsConfig(t *testing.T) {
+	var out syncBuffer
+	cfg := config.Framework{Node: "node-a", Log: config.Log{Format: "json", Level: "warn"}}
+	var logger *slog.Logger
+	var node struct {
+		fx.In
+		Name string `name:"scheduling.node"`
+	}
+	a := app.New(fx.Supply(cfg), logTo(&out), fx.Populate(&logger, &node))
+	if err := a.Err(); err != nil {
+		t.Fatal(err)
+	}
+	logger.Info("hidden")
+	logger.Warn("shown", "k", "v")
+	var line map[string]any
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out.String())), &line); err != nil {
+		t.Fatalf("log %q is not one JSON line: %v", out.String(), err)
+	}
+	if line["msg"] != "shown" || line["k"] != "v" {
+		t.Fatalf("logged %v", line)
+	}
+	if node.Name != "node-a" {
+		t.Fatalf("node name %q, want node-a", node.Name)
+	}
+}
+
+// Run stops the app when its context ends, running OnStop hooks.
+func TestRunStopsOnContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := false
+	err := app.Run(ctx, logTo(io.Discard), fx.Invoke(func(lc fx.Lifecycle) {
+		lc.Append(fx.Hook{
+			OnStart: func(context.Context) error { cancel(); return nil },
+			OnStop:  func(context.Context) error { stopped = true; return nil },
+		})
+	}))
+	if err != nil || !stopped {
+		t.Fatalf("Run = %v, stopped = %v; want nil, true", err, stopped)
+	}
+}
+
+// Run reports every invalid task spec before starting anything.
+func TestRunFailsOnInvalidSpecs(t *testing.T) {
+	noop := func(context.Context) error { return nil }
+	err := app.Run(context.Background(), logTo(io.Discard),
+		scheduling.Provide(func() []scheduling.Task {
+			return []scheduling.Task{
+				scheduling.Scheduled(noop, scheduling.Name("a"), scheduling.Cron("not a cron")),
+				scheduling.Scheduled(noop, scheduling.Name("b"), scheduling.Cron("@every 1s"), scheduling.LockTTL(time.Second)),
+			}
+		}),
+	)
+	if !errors.Is(err, scheduling.ErrInvalidSpec) {
+		t.Fatalf("Run = %v, want ErrInvalidSpec", err)
+	}
+	for _, want := range []string{"not a cron", "lockTtl"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+}
