@@ -1,0 +1,239 @@
+// Package redislocks is a locks.Driver on Redis: it makes a locked task
+// single-executor across every node that shares one Redis (single server,
+// Sentinel failover, or Cluster).
+//
+// # Operations
+//
+// Each operation is one Lua script, so one round trip: Acquire is SET NX PX
+// plus minting the fencing token, Release is compare-token-and-DEL plus a
+// release notification, Extend is compare-token-and-PEXPIRE. A NOSCRIPT
+// reply (the script cache was emptied) costs one more round trip, once.
+//
+// # Key layout
+//
+// For namespace ns and lock key k the driver uses
+//
+//	ndigo:{ns:k}:lock        the lease; its value is the holder's token
+//	ndigo:{ns:k}:token       the last token minted for k; it expires
+//	ndigo:ns:released:k      the channel a release is published on
+//
+// The hash tag {ns:k} keeps both keys of one lock in one Cluster slot for any
+// k (it is never empty). Keys and channels are passed to the scripts as
+// KEYS and ARGV, never spliced into script text. Namespaces are isolated:
+// no key or channel of one namespace is a key or channel of another.
+//
+// # Fencing tokens
+//
+// A token is max(last token + 1, the Redis server's TIME in microseconds).
+// Tokens of a key therefore keep increasing when the counter key is lost to
+// a restart without persistence, eviction, FLUSHALL or failover to a replica
+// that had not received it, provided that the clock of the server that mints
+// the next token is not behind the clock that minted the last one by more than
+// the time between the two mints. Keep the servers' clocks synchronised (NTP)
+// well within your failover time. Because TIME carries the order, the counter
+// key can expire (after max(lease TTL, 24h) without acquisitions) and never
+// leaks.
+//
+// # Local expiry
+//
+// A lease's Done channel closes at a local monotonic deadline: the time the
+// Acquire (or the last successful Extend) was sent plus the TTL, less a drift
+// margin (Options.DriftRatio of the TTL plus Options.MinDrift, by default 1%
+// plus 2ms). Redis cannot expire the key before the request reaches it, so a
+// holder that stops when Done closes stops before Redis could hand the key to
+// another node, as long as the two clocks' rates differ by less than the
+// margin.
+//
+// # Waiting
+//
+// The driver implements locks.Watcher: locks.Wait wakes when the key is
+// released instead of polling. All waiters of a driver share one Redis
+// subscription (PSUBSCRIBE ndigo:ns:released:*) on its own connection, run
+// by one goroutine that starts with the first Watch and stops a short while
+// after the last watcher stops, or at once on Close. A release wakes one local
+// waiter per key, in the order they watched, so 64 waiters cost one retry per
+// release rather than 64; polling at the wait step remains the fallback for
+// expiries and lost notifications.
+package redislocks
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ndigo/ndigo/locks"
+)
+
+// A Client is the part of a go-redis v9 client the driver uses: scripting
+// and pattern subscriptions. *redis.Client (also from NewFailoverClient),
+// *redis.ClusterClient, *redis.Ring and redis.UniversalClient all satisfy it.
+// The driver borrows the client: it never closes it.
+type Client interface {
+	redis.Scripter
+	PSubscribe(ctx context.Context, patterns ...string) *redis.PubSub
+}
+
+// Options configures a Driver made by New.
+type Options struct {
+	// Client is the Redis client to borrow. Required.
+	Client Client
+	// Namespace isolates this driver's locks from those of other
+	// environments sharing the Redis. Required: 1 to 64 characters from
+	// [A-Za-z0-9_.-].
+	Namespace string
+	// Clock measures local lease deadlines; nil means the real clock.
+	Clock clockwork.Clock
+	// DriftRatio is the share of a lease's TTL by which Done closes early,
+	// in [0, 0.5); zero means 0.01.
+	DriftRatio float64
+	// MinDrift is added to the drift margin; zero means 2ms, negative is
+	// invalid.
+	MinDrift time.Duration
+	// Logger receives warnings about the shared release subscription; nil
+	// means they are dropped.
+	Logger *slog.Logger
+}
+
+const (
+	defaultDriftRatio = 0.01
+	defaultMinDrift   = 2 * time.Millisecond
+	maxNamespaceLen   = 64
+	// counterTTL is the shortest life of a token counter key after its last
+	// use. Tokens stay ordered without it (TIME carries the order); it only
+	// covers clock steps back within this window.
+	counterTTL = 24 * time.Hour
+)
+
+// A Driver is a locks.Driver and locks.Watcher on Redis. Make one with New;
+// it is safe for concurrent use.
+type Driver struct {
+	client     Client
+	ns         string
+	clock      clockwork.Clock
+	driftRatio float64
+	minDrift   time.Duration
+	channels   string // prefix of the release channels: ndigo:ns:released:
+	hub        *hub
+}
+
+var (
+	_ locks.Driver  = (*Driver)(nil)
+	_ locks.Watcher = (*Driver)(nil)
+)
+
+// New returns a driver on opts.Client. It does not contact Redis: a bad
+// address shows up as ErrRedis from the first operation.
+func New(opts Options) (*Driver, error) {
+	if opts.Client == nil {
+		return nil, fmt.Errorf("%w: redislocks: Options.Client must not be nil", locks.ErrInvalid)
+	}
+	if err := checkNamespace(opts.Namespace); err != nil {
+		return nil, err
+	}
+	if opts.DriftRatio < 0 || opts.DriftRatio >= 0.5 {
+		return nil, fmt.Errorf("%w: redislocks: Options.DriftRatio %v must be in [0, 0.5)", locks.ErrInvalid, opts.DriftRatio)
+	}
+	if opts.MinDrift < 0 {
+		return nil, fmt.Errorf("%w: redislocks: Options.MinDrift %v must not be negative", locks.ErrInvalid, opts.MinDrift)
+	}
+	d := &Driver{
+		client:     opts.Client,
+		ns:         opts.Namespace,
+		clock:      opts.Clock,
+		driftRatio: opts.DriftRatio,
+		minDrift:   opts.MinDrift,
+		channels:   "ndigo:" + opts.Namespace + ":released:",
+	}
+	if d.clock == nil {
+		d.clock = clockwork.NewRealClock()
+	}
+	if d.driftRatio == 0 {
+		d.driftRatio = defaultDriftRatio
+	}
+	if d.minDrift == 0 {
+		d.minDrift = defaultMinDrift
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	d.hub = newHub(d.client, d.channels, log)
+	return d, nil
+}
+
+func checkNamespace(ns string) error {
+	switch {
+	case ns == "":
+		return fmt.Errorf("%w: Options.Namespace %q must not be empty", ErrInvalidNamespace, ns)
+	case len(ns) > maxNamespaceLen:
+		return fmt.Errorf("%w: Options.Namespace %q is %d bytes long, the limit is %d", ErrInvalidNamespace, ns, len(ns), maxNamespaceLen)
+	}
+	for i := 0; i < len(ns); i++ {
+		c := ns[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-') {
+			return fmt.Errorf("%w: Options.Namespace %q has %q at byte %d; only A-Z, a-z, 0-9, '_', '.' and '-' are allowed", ErrInvalidNamespace, ns, c, i)
+		}
+	}
+	return nil
+}
+
+// Namespace returns the driver's namespace.
+func (d *Driver) Namespace() string { return d.ns }
+
+// keys returns the lock key and the token counter key of key.
+func (d *Driver) keys(key string) []string {
+	tag := "ndigo:{" + d.ns + ":" + key + "}:"
+	return []string{tag + "lock", tag + "token"}
+}
+
+// margin is how much earlier than Redis a lease of ttl ends locally.
+func (d *Driver) margin(ttl time.Duration) time.Duration {
+	return time.Duration(float64(ttl)*d.driftRatio) + d.minDrift
+}
+
+// millis rounds ttl up to whole milliseconds, so that Redis never expires a
+// key before the local deadline.
+func millis(ttl time.Duration) int64 {
+	return int64((ttl + time.Millisecond - 1) / time.Millisecond)
+}
+
+func counterMillis(ttl time.Duration) int64 { return millis(max(ttl, counterTTL)) }
+
+// Acquire implements locks.Driver in one round trip.
+func (d *Driver) Acquire(ctx context.Context, key string, ttl time.Duration) (locks.Lease, error) {
+	if err := locks.Check(ctx, key, ttl); err != nil {
+		return nil, err
+	}
+	sent := d.clock.Now()
+	n, err := acquireScript.Run(ctx, d.client, d.keys(key), millis(ttl), counterMillis(ttl)).Int64()
+	if err != nil {
+		return nil, fmt.Errorf("%w: acquire key %q: %w", ErrRedis, key, err)
+	}
+	if n <= 0 {
+		return nil, fmt.Errorf("%w: key %q is held (for about %v more)", locks.ErrNotAcquired, key, time.Duration(-1-n)*time.Millisecond)
+	}
+	return &lease{d: d, key: key, token: uint64(n), deadline: sent.Add(ttl - d.margin(ttl))}, nil
+}
+
+// Watch implements locks.Watcher. The first Watch of an idle driver starts
+// the shared subscription and waits (up to half a second) until Redis
+// confirms it, so that a release right after Watch returns is not missed.
+// Each release wakes one watcher of the key; the channel may also close
+// spuriously, for example after the subscription reconnects.
+func (d *Driver) Watch(key string) (<-chan struct{}, func()) {
+	return d.hub.watch(key)
+}
+
+// Close stops the shared release subscription, if it runs, and waits for its
+// goroutine to end. It does not close the Client. The driver stays usable: a
+// later Watch starts the subscription again. Calling Close is optional (the
+// subscription stops on its own shortly after the last watcher stops), but
+// tests that check for leaked goroutines should call it.
+func (d *Driver) Close() error {
+	d.hub.close()
+	return nil
+}

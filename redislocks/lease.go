@@ -1,0 +1,171 @@
+package redislocks
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/ndigo/ndigo/locks"
+)
+
+// closedChan is the Done channel of a lease that was already over when Done
+// was first called.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+type leaseState uint8
+
+const (
+	held leaseState = iota
+	released
+	lost
+)
+
+// lease is one acquisition. Redis decides whether it is still the holder;
+// the local fields only decide when Done closes and spare round trips for a
+// lease known to be over.
+type lease struct {
+	d     *Driver
+	key   string
+	token uint64
+
+	mu       sync.Mutex      // protects the fields below
+	state    leaseState      // released and lost are final
+	deadline time.Time       // local expiry on d.clock
+	done     chan struct{}   // made on the first call to Done
+	timer    clockwork.Timer // closes done at the deadline; armed by Done
+}
+
+// Key implements locks.Lease.
+func (l *lease) Key() string { return l.key }
+
+// Token implements locks.Lease.
+func (l *lease) Token() uint64 { return l.token }
+
+func (l *lease) tokenArg() string { return strconv.FormatUint(l.token, 10) }
+
+// Extend implements locks.Lease in one round trip. A lease past its local
+// deadline is not extended even if Redis still holds it: its Done has closed
+// and its holder was told to stop.
+func (l *lease) Extend(ctx context.Context, ttl time.Duration) error {
+	if err := locks.Check(ctx, l.key, ttl); err != nil {
+		return err
+	}
+	d := l.d
+	sent := d.clock.Now()
+	l.mu.Lock()
+	if l.state != held || !sent.Before(l.deadline) {
+		err := l.lose()
+		l.mu.Unlock()
+		return err
+	}
+	l.mu.Unlock()
+	n, err := extendScript.Run(ctx, d.client, d.keys(l.key), l.tokenArg(), millis(ttl), counterMillis(ttl)).Int64()
+	if err != nil {
+		return fmt.Errorf("%w: extend key %q token %d: %w", ErrRedis, l.key, l.token, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n != 1 || l.state != held {
+		return l.lose()
+	}
+	l.deadline = sent.Add(ttl - d.margin(ttl))
+	if l.timer != nil {
+		l.timer.Reset(l.deadline.Sub(d.clock.Now()))
+	}
+	return nil
+}
+
+// Release implements locks.Lease in one round trip. A lease past its local
+// deadline is still released in Redis if Redis still holds it, so the key
+// frees before its TTL runs out.
+func (l *lease) Release(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: ctx must not be nil", locks.ErrInvalid)
+	}
+	l.mu.Lock()
+	switch l.state {
+	case released:
+		l.mu.Unlock()
+		return nil
+	case lost:
+		err := l.lose()
+		l.mu.Unlock()
+		return err
+	}
+	l.mu.Unlock()
+	d := l.d
+	n, err := releaseScript.Run(ctx, d.client, d.keys(l.key)[:1], l.tokenArg(), d.channels+l.key).Int64()
+	if err != nil {
+		return fmt.Errorf("%w: release key %q token %d: %w", ErrRedis, l.key, l.token, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.state == released {
+		return nil
+	}
+	if n != 1 {
+		return l.lose()
+	}
+	l.state = released
+	l.finish()
+	return nil
+}
+
+// lose marks l as lost and returns ErrLeaseLost. l.mu must be held.
+func (l *lease) lose() error {
+	if l.state == held {
+		l.state = lost
+	}
+	l.finish()
+	return fmt.Errorf("%w: key %q token %d", locks.ErrLeaseLost, l.key, l.token)
+}
+
+// finish closes Done. l.mu must be held.
+func (l *lease) finish() {
+	if l.timer != nil {
+		l.timer.Stop()
+		l.timer = nil
+	}
+	if l.done == nil {
+		l.done = closedChan
+	} else if l.done != closedChan {
+		close(l.done)
+		l.done = closedChan
+	}
+}
+
+// Done implements locks.Lease. It closes at the local deadline (see the
+// package documentation), on Release, and when Extend finds the lease lost.
+func (l *lease) Done() <-chan struct{} {
+	now := l.d.clock.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done == nil {
+		if l.state == held && now.Before(l.deadline) {
+			l.done = make(chan struct{})
+			l.timer = l.d.clock.AfterFunc(l.deadline.Sub(now), l.expire)
+		} else {
+			l.done = closedChan
+		}
+	}
+	return l.done
+}
+
+// expire runs at the local deadline, or later if an Extend moved it.
+func (l *lease) expire() {
+	now := l.d.clock.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.timer == nil {
+		return
+	}
+	if now.Before(l.deadline) {
+		l.timer.Reset(l.deadline.Sub(now))
+		return
+	}
+	l.finish()
+}

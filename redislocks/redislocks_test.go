@@ -1,0 +1,117 @@
+package redislocks_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/ndigo/ndigo/internal/redistest"
+	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/locks/lockstest"
+	"github.com/ndigo/ndigo/redislocks"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// conformanceTTL is the suite's short lease: well above a round trip under
+// -race on a busy machine, and well above the default drift margin.
+const conformanceTTL = 200 * time.Millisecond
+
+// newDriver returns a driver on c in namespace ns, closed by t.Cleanup.
+func newDriver(t *testing.T, c redislocks.Client, ns string) *redislocks.Driver {
+	t.Helper()
+	d, err := redislocks.New(redislocks.Options{Client: c, Namespace: ns})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	return d
+}
+
+func TestConformanceSingleServer(t *testing.T) {
+	c := redistest.Start(t).Client()
+	lockstest.Run(t, lockstest.Harness{
+		NewDriver: func(t *testing.T) locks.Driver { return newDriver(t, c, "conformance") },
+		TTL:       conformanceTTL,
+	})
+}
+
+func TestConformanceCluster(t *testing.T) {
+	c := redistest.StartCluster(t, 3).Client()
+	lockstest.Run(t, lockstest.Harness{
+		NewDriver: func(t *testing.T) locks.Driver { return newDriver(t, c, "conformance") },
+		TTL:       conformanceTTL,
+	})
+}
+
+// Every go-redis client kind fits Options.Client.
+var (
+	_ redislocks.Client = (*redis.Client)(nil)
+	_ redislocks.Client = (*redis.ClusterClient)(nil)
+	_ redislocks.Client = (*redis.Ring)(nil)
+	_ redislocks.Client = redis.UniversalClient(nil)
+)
+
+func TestClientIsBorrowed(t *testing.T) {
+	c := redistest.Start(t).Client()
+	ctx := context.Background()
+	d := newDriver(t, c, "borrow")
+	l, err := d.Acquire(ctx, "k", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	released, stop := d.Watch("k")
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-released
+	stop()
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatalf("client after the driver closed: %v", err)
+	}
+	// The closed driver stays usable, and so does the client.
+	if _, err := d.Acquire(ctx, "k", time.Minute); err != nil {
+		t.Fatalf("Acquire after Close: %v", err)
+	}
+}
+
+func TestNewRejectsBadOptions(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer c.Close()
+	for _, ns := range []string{"", "prod:eu", "a{b}", "a}", "a*", "a?", "a[b]", "a b", "a\\b", "ünïcode", "a\nb",
+		strings.Repeat("x", 65)} {
+		d, err := redislocks.New(redislocks.Options{Client: c, Namespace: ns})
+		if d != nil || !errors.Is(err, redislocks.ErrInvalidNamespace) || !errors.Is(err, locks.ErrInvalid) {
+			t.Errorf("New(Namespace %q) = %v, %v; want ErrInvalidNamespace wrapping locks.ErrInvalid", ns, d, err)
+			continue
+		}
+		if !strings.Contains(err.Error(), "Options.Namespace") || !strings.Contains(err.Error(), fmt.Sprintf("%q", ns)) {
+			t.Errorf("error %q does not name the field", err)
+		}
+	}
+	for _, ns := range []string{"prod", "Prod_1", "eu-west.2", strings.Repeat("y", 64)} {
+		if _, err := redislocks.New(redislocks.Options{Client: c, Namespace: ns}); err != nil {
+			t.Errorf("New(Namespace %q) = %v, want nil", ns, err)
+		}
+	}
+	bad := []redislocks.Options{
+		{Namespace: "prod"},
+		{Client: c, Namespace: "prod", DriftRatio: -0.1},
+		{Client: c, Namespace: "prod", DriftRatio: 0.5},
+		{Client: c, Namespace: "prod", MinDrift: -time.Millisecond},
+	}
+	for _, o := range bad {
+		if _, err := redislocks.New(o); !errors.Is(err, locks.ErrInvalid) {
+			t.Errorf("New(%+v) = %v, want ErrInvalid", o, err)
+		}
+	}
+}

@@ -1,0 +1,23 @@
+package redislocks
+
+import (
+	_ "embed"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The scripts run with EVALSHA and fall back to EVAL on NOSCRIPT (after a
+// restart or SCRIPT FLUSH), so each operation is one round trip in the
+// steady state.
+var (
+	//go:embed acquire.lua
+	acquireSource string
+	//go:embed release.lua
+	releaseSource string
+	//go:embed extend.lua
+	extendSource string
+
+	acquireScript = redis.NewScript(acquireSource)
+	releaseScript = redis.NewScript(releaseSource)
+	extendScript  = redis.NewScript(extendSource)
+)
