@@ -152,19 +152,19 @@ func TestLoadFileKeepsDefaultsOfUnsetKeys(t *testing.T) {
 
 func TestLoadEnvOnly(t *testing.T) {
 	cfg, err := Load[appConfig](LoadOptions{EnvPrefix: "NDIGO_", Env: env(map[string]string{
-		"NDIGO_NODE":             "n2",
-		"NDIGO_REDIS_URL":        "rediss://user:pw@r:6380",
-		"NDIGO_REDIS_NAMESPACE":  "staging",
-		"NDIGO_LOG_LEVEL":        "warn",
-		"NDIGO_PAYROLL_WINDOW":   "2m",
-		"NDIGO_PAYROLL_RETRIES":  "7",
-		"NDIGO_PAYROLL_ENABLED":  "true",
-		"NDIGO_PAYROLL_RATIO":    "1.5",
-		"NDIGO_PAYROLL_API_KEY":  "0123456789",
+		"NDIGO_NODE":              "n2",
+		"NDIGO_REDIS_URL":         "rediss://user:pw@r:6380",
+		"NDIGO_REDIS_NAMESPACE":   "staging",
+		"NDIGO_LOG_LEVEL":         "warn",
+		"NDIGO_PAYROLL_WINDOW":    "2m",
+		"NDIGO_PAYROLL_RETRIES":   "7",
+		"NDIGO_PAYROLL_ENABLED":   "true",
+		"NDIGO_PAYROLL_RATIO":     "1.5",
+		"NDIGO_PAYROLL_API_KEY":   "0123456789",
 		"NDIGO_PAYROLL_BANK_HOST": "b:1",
-		"PAYROLL_OWNER":          "finance",
-		"NDIGO_PAYROLL_OWNER":    "ignored: an env tag names the variable exactly",
-		"NDIGO_PAYROLL_INTERNAL": "ignored: env:\"-\"",
+		"PAYROLL_OWNER":           "finance",
+		"NDIGO_PAYROLL_OWNER":     "ignored: an env tag names the variable exactly",
+		"NDIGO_PAYROLL_INTERNAL":  "ignored: env:\"-\"",
 	})})
 	if err != nil {
 		t.Fatal(err)
