@@ -28,7 +28,7 @@
 //     "." and "-" turned into "_": redis.url is NDIGO_REDIS_URL.
 //   - default: the value, written as in an environment variable.
 //   - validate: validator/v10 rules. Besides the built-in ones, "redis_url"
-//     (redis:// or rediss:// with a host) and "lock_namespace"
+//     (redis:// or rediss://, a host, an optional /db number) and "lock_namespace"
 //     ([A-Za-z0-9_.-]{1,64}) are registered.
 //   - secret:"true": allowed on [Secret] and [SecretURL] fields, whose types
 //     already redact them.
@@ -82,7 +82,8 @@ type loader struct {
 // Load reads a T from the options' file or data and the environment, then
 // validates it. T must be a struct type. Bad input returns an error wrapping
 // [ErrInvalid] that names every bad setting; a file that cannot be read
-// returns the file system's error.
+// returns the file system's error; a malformed T (a misused tag) returns an
+// error naming the field, which wraps neither.
 func Load[T any](opts LoadOptions) (T, error) {
 	var cfg T
 	if err := load(&cfg, opts); err != nil {

@@ -322,6 +322,8 @@ func TestLoadValidationErrors(t *testing.T) {
 			`config: redis.url "http://h:1" (app.yaml:2): must be a redis:// or rediss:// URL with a host`},
 		{"redis no host", "", map[string]string{"NDIGO_REDIS_URL": "redis://"},
 			`config: redis.url "redis://" (env NDIGO_REDIS_URL): must be a redis:// or rediss:// URL with a host`},
+		{"redis database", "redis:\n  url: redis://h:1/zero\n", nil,
+			`config: redis.url "redis://h:1/zero" (app.yaml:2): must be a redis:// or rediss:// URL with a host and an optional /database number`},
 		{"log format", "log:\n  format: xml\n", nil,
 			`config: log.format "xml" (app.yaml:2): must be one of text, json`},
 		{"log level", "", map[string]string{"NDIGO_LOG_LEVEL": "trace"},

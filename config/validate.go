@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/go-playground/validator/v10"
@@ -22,7 +23,13 @@ func newValidator() *validator.Validate {
 	// Both registrations only fail on an empty tag name or a nil function.
 	_ = v.RegisterValidation("redis_url", func(fl validator.FieldLevel) bool {
 		u, err := url.Parse(fl.Field().String())
-		return err == nil && (u.Scheme == "redis" || u.Scheme == "rediss") && u.Host != ""
+		if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
+			return false
+		}
+		// go-redis reads the path as the database number.
+		db := strings.Trim(u.Path, "/")
+		_, err = strconv.ParseUint(db, 10, 32)
+		return db == "" || err == nil
 	})
 	_ = v.RegisterValidation("lock_namespace", func(fl validator.FieldLevel) bool {
 		return namespacePattern.MatchString(fl.Field().String())
@@ -81,7 +88,7 @@ func ruleWords(fe validator.FieldError) string {
 	case "oneof":
 		return "must be one of " + strings.Join(strings.Fields(p), ", ")
 	case "redis_url":
-		return "must be a redis:// or rediss:// URL with a host"
+		return "must be a redis:// or rediss:// URL with a host and an optional /database number"
 	case "lock_namespace":
 		return "must match " + strings.Trim(namespacePattern.String(), "^$")
 	case "min", "gte":
