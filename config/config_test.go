@@ -404,6 +404,25 @@ func TestLoadBadTypes(t *testing.T) {
 	if _, err := Load[defaultUnderPointer](LoadOptions{Env: noEnv()}); err == nil || !strings.Contains(err.Error(), `field S.D: tag default:"1s" under pointer field S`) {
 		t.Errorf("default under pointer: err = %v", err)
 	}
+	type inlinePointer struct {
+		*Framework `yaml:",inline"`
+	}
+	if _, err := Load[inlinePointer](LoadOptions{Env: noEnv()}); err == nil || !strings.Contains(err.Error(), ",inline is supported on struct values only, not *config.Framework") {
+		t.Errorf("inline pointer: err = %v", err)
+	}
+	type sameEnv struct {
+		A string `yaml:"api-key"`
+		B string `yaml:"api_key"`
+	}
+	if _, err := Load[sameEnv](LoadOptions{EnvPrefix: "P_", Env: noEnv()}); err == nil || !strings.Contains(err.Error(), "fields A and B both read environment variable P_API_KEY") {
+		t.Errorf("env name collision: err = %v", err)
+	}
+	type badSecretTag struct {
+		S Secret `yaml:"s" secret:"maybe"`
+	}
+	if _, err := Load[badSecretTag](LoadOptions{Env: noEnv()}); err == nil || !strings.Contains(err.Error(), `field S: tag secret:"maybe" must be true or false`) {
+		t.Errorf("bad secret tag: err = %v", err)
+	}
 	type hidden struct{ X string }
 	type inlineUnexported struct {
 		hidden `yaml:",inline"`
@@ -418,4 +437,43 @@ func TestLoadReturnsZeroOnError(t *testing.T) {
 	if err == nil || cfg.Node != "" {
 		t.Errorf("cfg.Node = %q, err = %v; want a zero value with the error", cfg.Node, err)
 	}
+}
+
+func TestLoadSecretTagOnSecretTypes(t *testing.T) {
+	type creds struct {
+		Password Secret    `yaml:"password" secret:"true"`
+		DSN      SecretURL `yaml:"dsn" secret:"true"`
+	}
+	cfg, err := Load[creds](LoadOptions{Data: []byte("password: pw\ndsn: postgres://u:pw@h/db\n"), EnvPrefix: "C_", Env: env(map[string]string{"C_PASSWORD": "pw2"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Password.Reveal() != "pw2" || cfg.DSN.Reveal() != "postgres://u:pw@h/db" {
+		t.Errorf("creds = %q %q", cfg.Password.Reveal(), cfg.DSN.Reveal())
+	}
+}
+
+func TestLoadAnchorsAndMergeKeys(t *testing.T) {
+	cfg, err := Load[appConfig](LoadOptions{Data: []byte(`
+payroll:
+  accounts:
+    - &main {name: main, grace: 500}
+    - <<: *main
+      name: spare
+    - *main
+`), Env: noEnv()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := cfg.Payroll.Accounts
+	if len(a) != 3 || a[1].Name != "spare" || a[2].Name != "main" {
+		t.Fatalf("accounts = %+v", a)
+	}
+	for i, acc := range a {
+		if acc.Grace != 500*time.Millisecond {
+			t.Errorf("accounts[%d].grace = %v, want 500ms through the anchor", i, acc.Grace)
+		}
+	}
+	_, err = Load[appConfig](LoadOptions{Data: []byte("payroll:\n  accounts:\n    - &a {name: a, color: red}\n    - <<: *a\n"), Env: noEnv()})
+	wantErrors(t, err, "config: payroll.accounts[0].color (line 3): unknown key; known keys here: name, grace")
 }

@@ -52,14 +52,12 @@ func yamlFields(t reflect.Type) ([]field, error) {
 			out = append(out, field{key: name, index: []int{i}, goPath: sf.Name, sf: sf})
 			continue
 		}
-		ft := sf.Type
-		if ft.Kind() == reflect.Pointer {
-			ft = ft.Elem()
+		// Inline pointers are refused: yaml would allocate them, leaving
+		// their defaults unapplied.
+		if sf.Type.Kind() != reflect.Struct {
+			return nil, fmt.Errorf("config: field %s.%s: ,inline is supported on struct values only, not %s", t, sf.Name, sf.Type)
 		}
-		if ft.Kind() != reflect.Struct {
-			return nil, fmt.Errorf("config: field %s.%s: ,inline is supported on struct fields only", t, sf.Name)
-		}
-		inner, err := yamlFields(ft)
+		inner, err := yamlFields(sf.Type)
 		if err != nil {
 			return nil, err
 		}
@@ -113,8 +111,21 @@ type leaf struct {
 // (e.g. "Framework.Redis.URL"), the namespace validator reports.
 func leaves(t reflect.Type, prefix string) (map[string]*leaf, error) {
 	out := map[string]*leaf{}
-	err := walkLeaves(t, "", "", nil, "", prefix, map[reflect.Type]bool{}, out)
-	return out, err
+	if err := walkLeaves(t, "", "", nil, "", prefix, map[reflect.Type]bool{}, out); err != nil {
+		return nil, err
+	}
+	byEnv := map[string]string{}
+	for gp, l := range out {
+		if l.env == "" {
+			continue
+		}
+		if other, dup := byEnv[l.env]; dup {
+			a, b := min(gp, other), max(gp, other)
+			return nil, fmt.Errorf("config: fields %s and %s both read environment variable %s; give one an env tag", a, b, l.env)
+		}
+		byEnv[l.env] = gp
+	}
+	return out, nil
 }
 
 // ptr is the Go path of the first pointer-to-struct field above t, if any.
