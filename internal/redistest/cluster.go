@@ -58,8 +58,10 @@ func (c *Cluster) Addrs() []string {
 }
 
 // Client returns a new cluster client for the cluster, closed by t.Cleanup.
+// It sets ContextTimeoutEnabled, so that a context deadline bounds every
+// command.
 func (c *Cluster) Client() *redis.ClusterClient {
-	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), ContextTimeoutEnabled: true})
 	c.t.Cleanup(func() { _ = cc.Close() })
 	return cc
 }

@@ -195,9 +195,11 @@ func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.It
 func (s *Server) Port() int { return s.port }
 
 // Client returns a new go-redis client for the server, closed by t.Cleanup.
-// opts, if given, is used as the template: its Addr is replaced.
+// Without opts it sets ContextTimeoutEnabled, so that a context deadline
+// bounds every command, as fault tests expect. With opts, *opts[0] is the
+// template and only its Addr is replaced.
 func (s *Server) Client(opts ...*redis.Options) *redis.Client {
-	o := &redis.Options{}
+	o := &redis.Options{ContextTimeoutEnabled: true}
 	if len(opts) > 0 && opts[0] != nil {
 		c := *opts[0]
 		o = &c

@@ -1,0 +1,163 @@
+package redislocks_test
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/ndigo/ndigo/internal/redistest"
+	"github.com/ndigo/ndigo/locks"
+)
+
+// A waiter on one node wakes when a holder on another node releases, with
+// polling set so slow that only the notification can explain the wake.
+func TestWaitWakesAcrossNodes(t *testing.T) {
+	s := redistest.Start(t)
+	nodeA, nodeB := newDriver(t, s.Client(), "watch"), newDriver(t, s.Client(), "watch")
+	ctx := context.Background()
+	holder, err := nodeB.Acquire(ctx, "job", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	var lease locks.Lease
+	watching := make(chan struct{})
+	go func() {
+		// Once the subscription is up, the holder may release.
+		_, stop := nodeA.Watch("job")
+		close(watching)
+		defer stop()
+		l, err := locks.Wait(ctx, nodeA, "job", time.Minute, locks.WaitOptions{Budget: 30 * time.Second, Step: time.Hour})
+		lease = l
+		got <- err
+	}()
+	<-watching
+	if err := holder.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("Wait on node A after node B released: %v", err)
+	}
+	if lease.Token() <= holder.Token() {
+		t.Fatalf("waiter's token %d not above the holder's %d", lease.Token(), holder.Token())
+	}
+	_ = lease.Release(ctx)
+}
+
+// One release wakes one local waiter, the longest waiting, so waiters do
+// not stampede Redis.
+func TestReleaseWakesOneWaiterInOrder(t *testing.T) {
+	s := redistest.Start(t)
+	d, other := newDriver(t, s.Client(), "watch"), newDriver(t, s.Client(), "watch")
+	ctx := context.Background()
+	var waiters [3]<-chan struct{}
+	for i := range waiters {
+		ch, stop := d.Watch("job")
+		defer stop()
+		waiters[i] = ch
+	}
+	for round := range waiters {
+		l, err := other.Acquire(ctx, "job", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		probeLease, err := other.Acquire(ctx, "probe", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		probe, stopProbe := d.Watch("probe")
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// The probe's release is published after the job's, so once it
+		// arrives every wake for the job's release has happened.
+		if err := probeLease.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		waitClosed(t, probe, "probe")
+		stopProbe()
+		for i, w := range waiters {
+			if want := i > round; isOpen(w) != want {
+				t.Fatalf("after release %d waiter %d open = %v, want %v", round+1, i, !want, want)
+			}
+		}
+	}
+}
+
+// The subscription goroutine starts with the first Watch and ends on Close,
+// or on its own shortly after the last watcher stops.
+func TestSubscriptionLifecycle(t *testing.T) {
+	c := redistest.Start(t).Client()
+	ctx := context.Background()
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	before := goleak.IgnoreCurrent()
+	d := newDriver(t, c, "watch")
+	l, err := d.Acquire(ctx, "k", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := goleak.Find(before); err != nil {
+		t.Fatalf("a driver that was never watched runs goroutines: %v", err)
+	}
+
+	_, stop := d.Watch("k")
+	if !subscriptionRunning() {
+		t.Fatal("Watch started no subscription goroutine")
+	}
+	stop()
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	goleak.VerifyNone(t, before)
+
+	// Without Close, the goroutine ends after the last watcher stops.
+	_, stop1 := d.Watch("k")
+	_, stop2 := d.Watch("other")
+	stop1()
+	stop1() // idempotent: must not count as the second watcher stopping
+	if !subscriptionRunning() {
+		t.Fatal("the subscription ended while a watcher was left")
+	}
+	stop2()
+	goleak.VerifyNone(t, before)
+}
+
+// After Redis restarts, the subscription comes back by itself and waiters
+// wake (a release may have been missed while it was down).
+func TestSubscriptionSurvivesRestart(t *testing.T) {
+	s := redistest.Start(t)
+	d := newDriver(t, s.Client(), "watch")
+	ctx := context.Background()
+	released, stop := d.Watch("k")
+	defer stop()
+	s.Restart()
+	waitClosed(t, released, "watch across a restart")
+
+	// And it delivers releases again.
+	l, err := d.Acquire(ctx, "k", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, stopAgain := d.Watch("k")
+	defer stopAgain()
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, again, "watch after the subscription came back")
+}
+
+// subscriptionRunning reports whether a driver's subscription goroutine
+// exists now.
+func subscriptionRunning() bool {
+	buf := make([]byte, 1<<20)
+	return strings.Contains(string(buf[:runtime.Stack(buf, true)]), "redislocks.(*hub).run(")
+}
