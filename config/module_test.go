@@ -11,8 +11,9 @@ import (
 
 func TestModuleProvidesConfigAndFramework(t *testing.T) {
 	var (
-		cfg appConfig
-		fw  Framework
+		cfg    appConfig
+		fw     Framework
+		values Values
 	)
 	app := fx.New(
 		fx.NopLogger,
@@ -21,7 +22,7 @@ func TestModuleProvidesConfigAndFramework(t *testing.T) {
 			EnvPrefix: "NDIGO_",
 			Env:       env(map[string]string{"NDIGO_LOG_FORMAT": "json"}),
 		}),
-		fx.Populate(&cfg, &fw),
+		fx.Populate(&cfg, &fw, &values),
 	)
 	if err := app.Err(); err != nil {
 		t.Fatal(err)
@@ -32,6 +33,9 @@ func TestModuleProvidesConfigAndFramework(t *testing.T) {
 	want := Framework{Node: "n1", Redis: Redis{Namespace: "prod"}, Log: Log{Format: "json", Level: "info"}}
 	if fw != want {
 		t.Errorf("Framework = %+v, want %+v", fw, want)
+	}
+	if v, ok := values("log.format"); !ok || v != "json" {
+		t.Errorf(`Values("log.format") = %q, %v; want "json"`, v, ok)
 	}
 }
 
