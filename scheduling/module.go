@@ -52,10 +52,10 @@ var (
 func Provide(constructor any) fx.Option {
 	seq := provideSeq.Add(1)
 	cv := reflect.ValueOf(constructor)
-	ct := cv.Type()
 	if cv.Kind() != reflect.Func || cv.IsNil() {
 		return fx.Error(fmt.Errorf("scheduling.Provide: constructor %T must be a non-nil function returning Task or []Task", constructor))
 	}
+	ct := cv.Type()
 	okResults := ct.NumOut() >= 1 && ct.NumOut() <= 2 &&
 		(ct.Out(0) == taskType || ct.Out(0) == taskSliceType) &&
 		(ct.NumOut() == 1 || ct.Out(1) == errorType)

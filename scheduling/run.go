@@ -74,10 +74,11 @@ type TaskInfo struct {
 	Failures uint64    // runs that errored or panicked, and lock failures
 }
 
-// dispatch starts the fires of one batch. Unlocked tasks start at once;
-// locked ones acquire their locks in batch order on one goroutine, so that
-// among tasks sharing a lock the earlier-registered one wins. The caller has
-// counted the dispatch as begun.
+// dispatch starts the fires of one batch. Unlocked tasks start at once.
+// Locked ones acquire their locks and claims one after another in batch
+// order, and only then start, so that among tasks sharing a lock the
+// earlier-registered one holds it while the others try: it wins and they
+// skip. The caller has counted the dispatch as begun.
 func (s *Scheduler) dispatch(batch []firing) {
 	var locked []firing
 	for _, f := range batch {
@@ -99,22 +100,29 @@ func (s *Scheduler) dispatch(batch []firing) {
 	}
 	go func() {
 		defer s.end()
-		for _, f := range locked {
-			s.acquire(f)
+		leases := make([]locks.Lease, len(locked))
+		for i, f := range locked {
+			leases[i] = s.acquire(f)
+		}
+		for i, f := range locked {
+			if leases[i] != nil {
+				s.start(f, leases[i])
+			}
 		}
 	}()
 }
 
-// acquire takes f's lock and claim and starts the run, or records why not.
-func (s *Scheduler) acquire(f firing) {
+// acquire takes f's lock and claim. It returns the lease, or nil when the
+// fire does not run now (skipped, failed, or left to a lock waiter).
+func (s *Scheduler) acquire(f firing) locks.Lease {
 	e := f.e
 	if s.stopping() {
 		e.running.Store(false)
-		return
+		return nil
 	}
 	if s.driver == nil {
 		s.fail(f, fmt.Errorf("%w: task %s needs lock %q", ErrNoDriver, e.name, e.spec.Lock))
-		return
+		return nil
 	}
 	lease, err := s.driver.Acquire(s.runCtx, e.spec.Lock, e.spec.LockTTL)
 	if errors.Is(err, locks.ErrNotAcquired) && e.spec.LockWait > 0 {
@@ -123,25 +131,27 @@ func (s *Scheduler) acquire(f firing) {
 			defer s.end()
 			lease, err := locks.Wait(s.runCtx, s.driver, e.spec.Lock, e.spec.LockTTL, locks.WaitOptions{
 				Budget: e.spec.LockWait, Step: e.spec.LockWaitStep, Clock: s.clock})
-			s.claim(f, lease, err)
+			if lease = s.claim(f, lease, err); lease != nil {
+				s.start(f, lease)
+			}
 		}()
-		return
+		return nil
 	}
-	s.claim(f, lease, err)
+	return s.claim(f, lease, err)
 }
 
-// claim takes the fire claim for f once its lock acquisition ended, and
-// starts the run.
-func (s *Scheduler) claim(f firing, lease locks.Lease, err error) {
+// claim takes the fire claim for f once its lock acquisition ended. It
+// returns the lease if the fire is to run, and otherwise records why not.
+func (s *Scheduler) claim(f firing, lease locks.Lease, err error) locks.Lease {
 	e := f.e
 	if errors.Is(err, locks.ErrNotAcquired) {
 		s.skip(f, OutcomeLockHeld, nil, 0)
 		s.log.Info(fmt.Sprintf("lock '%s' is held", e.spec.Lock), "task", e.name, "fire", f.fire, "lock", e.spec.Lock)
-		return
+		return nil
 	}
 	if err != nil {
 		s.fail(f, err)
-		return
+		return nil
 	}
 	ttl := min(f.period, MaxClaimTTL)
 	if ttl <= 0 {
@@ -155,14 +165,19 @@ func (s *Scheduler) claim(f firing, lease locks.Lease, err error) {
 		if errors.Is(err, locks.ErrNotAcquired) {
 			s.skip(f, OutcomeAlreadyRun, nil, 0)
 			s.log.Info("fire already run on another node", "task", e.name, "fire", f.fire, "lock", e.spec.Lock)
-			return
+			return nil
 		}
 		s.fail(f, err)
-		return
+		return nil
 	}
+	return lease
+}
+
+// start starts a locked run, unless Stop was called meanwhile.
+func (s *Scheduler) start(f firing, lease locks.Lease) {
 	if s.stopping() {
-		s.releaseLease(e, lease)
-		e.running.Store(false)
+		s.releaseLease(f.e, lease)
+		f.e.running.Store(false)
 		return
 	}
 	s.begin()
@@ -295,6 +310,9 @@ func (s *Scheduler) renew(ctx context.Context, e *entry, lease locks.Lease) (sto
 				if err := lease.Extend(ctx, e.spec.LockTTL); err != nil {
 					s.log.Error("lease renewal failed", "task", e.name, "lock", e.spec.Lock, "token", lease.Token(), "err", err)
 					return
+				}
+				if s.onRenew != nil {
+					s.onRenew()
 				}
 			}
 		}

@@ -95,7 +95,7 @@ func (g gridSchedule) Next(t time.Time) time.Time {
 	if n%d < 0 {
 		q--
 	}
-	return time.Unix(0, (q+1)*d)
+	return time.Unix(0, (q+1)*d).In(t.Location())
 }
 
 // wallSchedule evaluates a cron spec on the wall clock of loc, so that each

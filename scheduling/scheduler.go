@@ -52,6 +52,8 @@ type Scheduler struct {
 	cancelRuns context.CancelCauseFunc
 	runWG      sync.WaitGroup // dispatches and runs in flight, for Stop
 
+	onRenew func() // called after each lease extension; for tests
+
 	mu      sync.Mutex // protects the fields below
 	state   state
 	entries []*entry        // in registration order

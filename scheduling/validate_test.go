@@ -1,0 +1,140 @@
+package scheduling
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ndigo/ndigo/locks"
+)
+
+type PayrollController struct{}
+
+func (c *PayrollController) CloseBooks(context.Context) error { return nil }
+func (c *PayrollController) Audit(context.Context) error      { return nil }
+
+func plainJob(context.Context) error { return nil }
+
+func TestDefaultNames(t *testing.T) {
+	c := &PayrollController{}
+	cases := []struct {
+		task               Task
+		name, typ, method string
+	}{
+		{Scheduled(c.CloseBooks, Cron("@daily")), "PayrollController.CloseBooks", "PayrollController", "CloseBooks"},
+		{Scheduled(plainJob, Cron("@daily")), "scheduling.plainJob", "", "scheduling.plainJob"},
+		{Scheduled(c.Audit, Cron("@daily"), Name("audit")), "audit", "PayrollController", "Audit"},
+		{Scheduled(plainJob, Origin("Ledger", "Close")), "Ledger.Close", "Ledger", "Close"},
+	}
+	for _, c := range cases {
+		if c.task.Name() != c.name || c.task.typ != c.typ || c.task.method != c.method {
+			t.Errorf("Name %q type %q method %q, want %q %q %q", c.task.Name(), c.task.typ, c.task.method, c.name, c.typ, c.method)
+		}
+	}
+}
+
+func TestValidationListsEveryProblem(t *testing.T) {
+	c := &PayrollController{}
+	s := New(Config{}) // no driver
+	err := s.Add(
+		Scheduled(c.CloseBooks, Cron("61 * * * *"), Lock("payroll")),
+		Scheduled(c.Audit, LockTTL(time.Second), LockWait(-time.Second), LockWaitStep(0), Renew()),
+		Scheduled(plainJob, Cron("@every 1m"), Lock(""), MaxRunTime(2*time.Minute)),
+		Scheduled(nil, Cron("@daily"), Name("nil-func"), Invalid("lockTTL", "5s", `unknown tag key; did you mean "lockTtl"?`)),
+	)
+	var ve *ValidationError
+	if !errors.As(err, &ve) || !errors.Is(err, ErrInvalidSpec) {
+		t.Fatalf("Add: %v, want a *ValidationError wrapping ErrInvalidSpec", err)
+	}
+	want := []Problem{
+		{Task: "PayrollController.CloseBooks", Type: "PayrollController", Method: "CloseBooks", Option: "cron", Value: "61 * * * *"},
+		{Task: "PayrollController.CloseBooks", Type: "PayrollController", Method: "CloseBooks", Option: "lock", Value: "payroll"},
+		{Task: "PayrollController.Audit", Type: "PayrollController", Method: "Audit", Option: "cron"},
+		{Task: "PayrollController.Audit", Type: "PayrollController", Method: "Audit", Option: "lockWait", Value: "-1s"},
+		{Task: "PayrollController.Audit", Type: "PayrollController", Method: "Audit", Option: "lockWaitStep", Value: "0s"},
+		{Task: "PayrollController.Audit", Type: "PayrollController", Method: "Audit", Option: "lockTtl", Value: "1s"},
+		{Task: "PayrollController.Audit", Type: "PayrollController", Method: "Audit", Option: "renew", Value: "true"},
+		{Task: "scheduling.plainJob", Method: "scheduling.plainJob", Option: "lock"},
+		{Task: "scheduling.plainJob", Method: "scheduling.plainJob", Option: "maxRunTime", Value: "2m0s"},
+		{Task: "scheduling.plainJob", Method: "scheduling.plainJob", Option: "lock"},
+		{Task: "nil-func", Option: "lockTTL", Value: "5s"},
+		{Task: "nil-func", Option: "func"},
+	}
+	got := map[string]bool{}
+	for _, p := range ve.Problems {
+		if p.Rule == "" {
+			t.Errorf("problem without a rule: %+v", p)
+		}
+		p.Rule = ""
+		got[p.String()] = true
+	}
+	for _, w := range want {
+		if !got[w.String()] {
+			t.Errorf("missing problem %s", w)
+		}
+	}
+	msg := err.Error()
+	for _, frag := range []string{
+		`PayrollController.CloseBooks: option cron = "61 * * * *": must be a valid cron expression (end of range (61) above maximum (59)`,
+		`PayrollController.CloseBooks: option lock = "payroll": needs a lock driver`,
+		`PayrollController.Audit: option cron: is required`,
+		`PayrollController.Audit: option lockWait = "-1s": needs lock`,
+		`PayrollController.Audit: option lockWaitStep = "0s": needs lock`,
+		`scheduling.plainJob: option lock: must not be empty`,
+		`scheduling.plainJob: option maxRunTime = "2m0s": must not exceed lockTtl (1m0s) unless renew is on`,
+		`did you mean "lockTtl"?`,
+		`option func: must not be nil`,
+	} {
+		if !strings.Contains(msg, frag) {
+			t.Errorf("error lacks %q:\n%s", frag, msg)
+		}
+	}
+	if len(s.Tasks()) != 0 {
+		t.Fatalf("a failed Add added tasks")
+	}
+}
+
+func TestValidationRules(t *testing.T) {
+	c := &PayrollController{}
+	d := locks.NewInProcessDriver()
+	ok := [][]Option{
+		{Cron("0 2 * * *"), Lock("k"), LockTTL(time.Minute), MaxRunTime(time.Minute)},
+		{Cron("0 2 * * *"), Lock("k"), LockTTL(time.Second), MaxRunTime(time.Hour), Renew()},
+		{Cron("CRON_TZ=Europe/Paris 0 0 2 * * *"), Lock("k"), LockWait(0)},
+		{Cron("@every 90s"), MaxRunTime(time.Hour)},
+	}
+	for _, opts := range ok {
+		if err := New(Config{Driver: d}).Add(Scheduled(c.CloseBooks, opts...)); err != nil {
+			t.Errorf("valid spec rejected: %v", err)
+		}
+	}
+	bad := map[string][]Option{
+		"lockTtl":      {Cron("@daily"), Lock("k"), LockTTL(0)},
+		"maxRunTime":   {Cron("@daily"), MaxRunTime(-1)},
+		"lockWait":     {Cron("@daily"), LockWait(time.Second)},
+		"lockWaitStep": {Cron("@daily"), LockWaitStep(time.Second)},
+		"renew":        {Cron("@daily"), Renew()},
+		"cron":         {Cron("0 0 30 2 *")},
+	}
+	for opt, opts := range bad {
+		err := New(Config{Driver: d}).Add(Scheduled(c.CloseBooks, opts...))
+		var ve *ValidationError
+		if !errors.As(err, &ve) || len(ve.Problems) != 1 || ve.Problems[0].Option != opt {
+			t.Errorf("%s: got %v, want one problem on %s", opt, err, opt)
+		}
+	}
+	// Names are unique within a scheduler, also across Add calls.
+	s := New(Config{})
+	if err := s.Add(Scheduled(c.CloseBooks, Cron("@daily"))); err != nil {
+		t.Fatal(err)
+	}
+	err := s.Add(Scheduled(c.CloseBooks, Cron("@hourly")), Scheduled(c.Audit, Cron("@hourly"), Name("PayrollController.Audit2")))
+	if err == nil || !strings.Contains(err.Error(), "option name = \"PayrollController.CloseBooks\": must be unique") {
+		t.Fatalf("duplicate name: %v", err)
+	}
+	if err := Validate(Scheduled(c.CloseBooks, Cron("@daily"), Lock("k"))); err != nil {
+		t.Fatalf("Validate (driver-agnostic) rejected a locked task: %v", err)
+	}
+}
