@@ -1,0 +1,178 @@
+package annotations
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"time"
+
+	"go.uber.org/fx"
+
+	"github.com/ndigo/ndigo/scheduling"
+)
+
+// Scheduled is the marker field type that declares one scheduled task on a
+// controller struct; its tags name the method and set the options. It has no
+// size, so markers cost the controller nothing.
+type Scheduled struct{}
+
+// ErrNoController reports a value that is not a controller: not a struct or
+// a pointer to one, or nil.
+var ErrNoController = errors.New("annotations: not a controller")
+
+var (
+	scheduledType = reflect.TypeFor[Scheduled]()
+	taskFuncType  = reflect.TypeFor[func(context.Context) error]()
+)
+
+// Tasks reads controller's Scheduled fields, in field order, and returns one
+// task per field bound to controller's methods. controller is a struct or,
+// usually, a pointer to one (pointer-receiver methods need the pointer).
+// Problems in the tags, missing methods and wrong signatures ride in the
+// tasks as declaration errors, so that adding them to a scheduler reports
+// them beside every other problem; Tasks also returns them, with the spec
+// validation of scheduling.Validate, as one *scheduling.ValidationError.
+func Tasks(controller any) ([]scheduling.Task, error) {
+	v := reflect.ValueOf(controller)
+	if !v.IsValid() || (v.Kind() == reflect.Pointer && v.IsNil()) {
+		return nil, fmt.Errorf("%w: %T is nil", ErrNoController, controller)
+	}
+	st := v.Type()
+	if st.Kind() == reflect.Pointer {
+		st = st.Elem()
+	}
+	if st.Kind() != reflect.Struct {
+		return nil, fmt.Errorf("%w: %T is not a struct or a pointer to one", ErrNoController, controller)
+	}
+	var tasks []scheduling.Task
+	for i := range st.NumField() {
+		f := st.Field(i)
+		if f.Type != scheduledType {
+			continue
+		}
+		tasks = append(tasks, fieldTask(v, st, f))
+	}
+	if len(tasks) == 0 {
+		return nil, fmt.Errorf("%w: %s has no annotations.Scheduled field", ErrNoController, st)
+	}
+	return tasks, scheduling.Validate(tasks...)
+}
+
+// Controller registers the tasks declared on T with scheduling.Module. T
+// must be in the fx graph; usually it is a pointer type (*PayrollController)
+// so that pointer-receiver methods bind. Registration order is the order of
+// Controller calls, then field order.
+func Controller[T any]() fx.Option {
+	return scheduling.Provide(func(c T) ([]scheduling.Task, error) {
+		tasks, err := Tasks(c)
+		if errors.Is(err, ErrNoController) {
+			return nil, err
+		}
+		return tasks, nil // problems ride in the tasks; scheduling.Module lists them all
+	})
+}
+
+// fieldTask builds the task that the Scheduled field f of struct type st
+// declares on controller v.
+func fieldTask(v reflect.Value, st reflect.Type, f reflect.StructField) scheduling.Task {
+	typeName := st.Name()
+	if typeName == "" {
+		typeName = st.String()
+	}
+	pairs, err := parseTag(string(f.Tag))
+	if err != nil {
+		// The tag's options are unknown; report the tag alone rather than
+		// every option it seems to lack. The cron is a placeholder: the
+		// declaration error keeps the task from ever running.
+		return scheduling.Scheduled(unbound, scheduling.Origin(typeName, fmt.Sprintf("field %d", f.Index[0])),
+			scheduling.Invalid("tag", string(f.Tag), err.Error()), scheduling.Cron("@yearly"))
+	}
+	var method string
+	for _, p := range pairs {
+		if p.key == "method" {
+			method = p.value
+		}
+	}
+	opts := []scheduling.Option{scheduling.Origin(typeName, method)}
+	fn := bindMethod(v, typeName, method, &opts)
+	for _, p := range pairs {
+		opts = append(opts, option(p))
+	}
+	return scheduling.Scheduled(fn, opts...)
+}
+
+// unbound stands in for a method that cannot be bound; its task always
+// fails validation, so it never runs.
+func unbound(context.Context) error { return errors.New("annotations: unbound method") }
+
+// bindMethod returns v's method name as a task func, or unbound with the
+// problem appended to opts.
+func bindMethod(v reflect.Value, typeName, name string, opts *[]scheduling.Option) func(context.Context) error {
+	want := "func(context.Context) error"
+	if name == "" {
+		*opts = append(*opts, scheduling.Invalid("method", "", "is required: name the method to run, of type "+want))
+		return unbound
+	}
+	m := v.MethodByName(name)
+	if !m.IsValid() {
+		rule := fmt.Sprintf("%s has no method %s; want a method %s(ctx context.Context) error", typeName, name, name)
+		if v.Kind() != reflect.Pointer {
+			if _, ok := reflect.PointerTo(v.Type()).MethodByName(name); ok {
+				rule = fmt.Sprintf("%s has method %s only on *%s: register a *%s", typeName, name, typeName, typeName)
+			}
+		}
+		*opts = append(*opts, scheduling.Invalid("method", name, rule))
+		return unbound
+	}
+	if m.Type() != taskFuncType {
+		*opts = append(*opts, scheduling.Invalid("method", name,
+			fmt.Sprintf("%s.%s has signature %s; want %s", typeName, name, m.Type(), want)))
+		return unbound
+	}
+	return m.Interface().(func(context.Context) error)
+}
+
+// option turns one tag pair into a scheduling option.
+func option(p tagPair) scheduling.Option {
+	duration := func(set func(d time.Duration) scheduling.Option) scheduling.Option {
+		d, err := ParseDuration(p.value)
+		if err != nil {
+			return scheduling.Invalid(p.key, p.value, err.Error())
+		}
+		return set(d)
+	}
+	switch p.key {
+	case "method":
+		return nil
+	case "cron":
+		return scheduling.Cron(p.value)
+	case "lock":
+		return scheduling.Lock(p.value)
+	case "name":
+		return scheduling.Name(p.value)
+	case "lockWait":
+		return duration(scheduling.LockWait)
+	case "lockWaitStep":
+		return duration(scheduling.LockWaitStep)
+	case "lockTtl":
+		return duration(scheduling.LockTTL)
+	case "maxRunTime":
+		return duration(scheduling.MaxRunTime)
+	case "renew":
+		on, err := strconv.ParseBool(p.value)
+		if err != nil {
+			return scheduling.Invalid(p.key, p.value, `must be "true" or "false"`)
+		}
+		if on {
+			return scheduling.Renew()
+		}
+		return nil
+	}
+	rule := "unknown tag key; known keys are method, cron, lock, lockWait, lockWaitStep, lockTtl, maxRunTime, name, renew"
+	if s := suggest(p.key); s != "" {
+		rule = fmt.Sprintf("unknown tag key; did you mean %q?", s)
+	}
+	return scheduling.Invalid(p.key, p.value, rule)
+}

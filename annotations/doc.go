@@ -1,0 +1,31 @@
+// Package annotations declares scheduled tasks with struct tags on a
+// controller type: a marker field of type [Scheduled] per task, whose tags
+// name the method and set the options of package scheduling.
+//
+//	type PayrollController struct {
+//		_ annotations.Scheduled `method:"CloseBooks" cron:"0 2 * * *" lock:"payroll-window" lockTtl:"60s"`
+//		_ annotations.Scheduled `method:"SendPayslips" cron:"0 8 1 * *"`
+//	}
+//
+//	func (c *PayrollController) CloseBooks(ctx context.Context) error { ... }
+//
+// Tag keys, named as in the guide's option table:
+//
+//	method        the method to run: func(context.Context) error (required)
+//	cron          the schedule, as scheduling.Cron (required)
+//	lock          the lock key, as scheduling.Lock
+//	lockWait      wait budget for a held lock (default: skip)
+//	lockWaitStep  poll interval while waiting (default 100ms)
+//	lockTtl       lease duration (default 60s)
+//	maxRunTime    run context deadline
+//	name          task name (default "Type.Method")
+//	renew         "true" to extend the lease while the run lasts
+//
+// Durations take both of the guide's forms: a Go duration ("5s", "1m30s") or
+// a whole number of milliseconds ("500"). Any other key is an error, with a
+// suggestion when it looks like a known one (lockTTL: did you mean lockTtl?).
+//
+// [Controller] registers a controller's tasks with scheduling.Module; [Tasks]
+// builds them without fx. Both report every problem of every field at once,
+// through the same validation as the builder form.
+package annotations

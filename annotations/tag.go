@@ -1,0 +1,121 @@
+package annotations
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// A tagPair is one key:"value" pair of a struct tag.
+type tagPair struct {
+	key, value string
+}
+
+// parseTag splits a struct tag into its key:"value" pairs, in order. It
+// follows the conventions of reflect.StructTag, but reports malformed tags
+// instead of ignoring them, since a silently dropped option is a bug.
+func parseTag(tag string) ([]tagPair, error) {
+	var pairs []tagPair
+	seen := map[string]bool{}
+	for i := 0; ; {
+		for i < len(tag) && tag[i] == ' ' {
+			i++
+		}
+		if i == len(tag) {
+			return pairs, nil
+		}
+		start := i
+		for i < len(tag) && tag[i] > ' ' && tag[i] != ':' && tag[i] != '"' && tag[i] != 0x7f {
+			i++
+		}
+		key := tag[start:i]
+		if key == "" {
+			return nil, fmt.Errorf("malformed tag at byte %d: want a key, found %q", start, tag[start:])
+		}
+		if i+1 >= len(tag) || tag[i] != ':' || tag[i+1] != '"' {
+			return nil, fmt.Errorf("malformed tag at key %q: want %s:\"value\"", key, key)
+		}
+		i++
+		qstart := i
+		for i++; i < len(tag) && tag[i] != '"'; i++ {
+			if tag[i] == '\\' {
+				i++
+			}
+		}
+		if i >= len(tag) {
+			return nil, fmt.Errorf("malformed tag at key %q: unterminated value", key)
+		}
+		i++
+		value, err := strconv.Unquote(tag[qstart:i])
+		if err != nil {
+			return nil, fmt.Errorf("malformed tag at key %q: value %s: %w", key, tag[qstart:i], err)
+		}
+		if seen[key] {
+			return nil, fmt.Errorf("malformed tag: key %q appears twice", key)
+		}
+		seen[key] = true
+		pairs = append(pairs, tagPair{key, value})
+	}
+}
+
+// ParseDuration parses a duration in either form of the guide: a Go duration
+// such as "5s" or "1m30s", or a whole number of milliseconds such as "500".
+func ParseDuration(s string) (time.Duration, error) {
+	t := strings.TrimSpace(s)
+	if t == "" {
+		return 0, fmt.Errorf("empty duration: want a Go duration such as \"5s\" or milliseconds such as \"500\"")
+	}
+	digits := strings.TrimPrefix(t, "-")
+	if digits != "" && strings.Trim(digits, "0123456789") == "" {
+		ms, err := strconv.ParseInt(t, 10, 64)
+		const limit = int64(1<<63-1) / int64(time.Millisecond)
+		if err != nil || ms > limit || ms < -limit {
+			return 0, fmt.Errorf("duration %q: too many milliseconds", s)
+		}
+		return time.Duration(ms) * time.Millisecond, nil
+	}
+	d, err := time.ParseDuration(t)
+	if err != nil {
+		return 0, fmt.Errorf("duration %q: want a Go duration such as \"5s\" or milliseconds such as \"500\"", s)
+	}
+	return d, nil
+}
+
+// knownKeys are the tag keys annotations reads.
+var knownKeys = []string{"method", "cron", "lock", "lockWait", "lockWaitStep", "lockTtl", "maxRunTime", "name", "renew"}
+
+// suggest returns the known key that key most likely misspells, or "".
+func suggest(key string) string {
+	best, bestDist := "", 3
+	for _, k := range knownKeys {
+		if strings.EqualFold(k, key) {
+			return k
+		}
+		if d := editDistance(strings.ToLower(k), strings.ToLower(key)); d < bestDist {
+			best, bestDist = k, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
