@@ -95,7 +95,11 @@ func fieldTask(v reflect.Value, st reflect.Type, f reflect.StructField) scheduli
 			method = p.value
 		}
 	}
-	opts := []scheduling.Option{scheduling.Origin(typeName, method)}
+	origin := method
+	if origin == "" {
+		origin = fmt.Sprintf("field %d", f.Index[0])
+	}
+	opts := []scheduling.Option{scheduling.Origin(typeName, origin)}
 	fn := bindMethod(v, typeName, method, &opts)
 	for _, p := range pairs {
 		opts = append(opts, option(p))

@@ -15,7 +15,7 @@ import (
 	"github.com/ndigo/ndigo/locks"
 )
 
-type Ledger struct{ log []string }
+type Ledger struct{}
 
 func (l *Ledger) Close(context.Context) error { return nil }
 func (l *Ledger) Audit(context.Context) error { return nil }

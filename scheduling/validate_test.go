@@ -20,7 +20,7 @@ func plainJob(context.Context) error { return nil }
 func TestDefaultNames(t *testing.T) {
 	c := &PayrollController{}
 	cases := []struct {
-		task               Task
+		task              Task
 		name, typ, method string
 	}{
 		{Scheduled(c.CloseBooks, Cron("@daily")), "PayrollController.CloseBooks", "PayrollController", "CloseBooks"},

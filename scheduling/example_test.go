@@ -1,0 +1,101 @@
+package scheduling_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"go.uber.org/fx"
+
+	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/scheduling"
+)
+
+type PayrollController struct {
+	closed chan scheduling.Run
+}
+
+func (c *PayrollController) CloseBooks(ctx context.Context) error {
+	run, _ := scheduling.RunFromContext(ctx)
+	c.closed <- run
+	return nil
+}
+
+// The builder form, run on a fake clock: the task fires at 02:00 and runs
+// under the payroll-window lease.
+func Example() {
+	clock := clockwork.NewFakeClockAt(time.Date(2026, 3, 2, 1, 59, 0, 0, time.UTC))
+	s := scheduling.New(scheduling.Config{
+		Driver:   locks.NewInProcessDriver(locks.WithClock(clock)),
+		Clock:    clock,
+		Logger:   slog.New(slog.DiscardHandler),
+		Node:     "node-1",
+		Location: time.UTC,
+	})
+	c := &PayrollController{closed: make(chan scheduling.Run, 1)}
+	err := s.Add(scheduling.Scheduled(c.CloseBooks,
+		scheduling.Cron("0 2 * * *"),
+		scheduling.Lock("payroll-window"),
+		scheduling.LockTTL(time.Minute)))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_ = s.Start()
+	defer s.Stop(context.Background())
+
+	_ = clock.BlockUntilContext(context.Background(), 1) // the scheduler's one timer
+	clock.Advance(time.Minute)
+	run := <-c.closed
+	fmt.Println(run.Task, run.Fire.Format(time.RFC3339), run.Node, run.Lease.Key())
+	fmt.Println("next:", s.Tasks()[0].Next.Format(time.RFC3339))
+	// Output:
+	// PayrollController.CloseBooks 2026-03-02T02:00:00Z node-1 payroll-window
+	// next: 2026-03-03T02:00:00Z
+}
+
+// Invalid specs are all reported at once, each naming the controller type,
+// the method, the option, the value and the rule.
+func ExampleScheduler_Add() {
+	c := &PayrollController{}
+	s := scheduling.New(scheduling.Config{Driver: locks.NewInProcessDriver()})
+	err := s.Add(
+		scheduling.Scheduled(c.CloseBooks, scheduling.Cron("0 25 * * *")),
+		scheduling.Scheduled(c.CloseBooks, scheduling.Cron("@daily"), scheduling.Name("close-early"),
+			scheduling.LockTTL(time.Minute)),
+	)
+	fmt.Println(errors.Is(err, scheduling.ErrInvalidSpec))
+	fmt.Println(err)
+	// Output:
+	// true
+	// scheduling: invalid task spec: 2 problems
+	// 	PayrollController.CloseBooks: option cron = "0 25 * * *": must be a valid cron expression (end of range (25) above maximum (23): 25)
+	// 	PayrollController.CloseBooks (task "close-early"): option lockTtl = "1m0s": needs lock: it only applies to a locked task
+}
+
+// With fx, constructors registered with Provide feed Module, which validates
+// every task when the application is built and runs them between OnStart
+// and OnStop.
+func ExampleModule() {
+	app := fx.New(
+		fx.NopLogger,
+		locks.Module,
+		fx.Provide(func() *PayrollController { return &PayrollController{closed: make(chan scheduling.Run, 1)} }),
+		scheduling.Provide(func(c *PayrollController) scheduling.Task {
+			return scheduling.Scheduled(c.CloseBooks, scheduling.Cron("0 2 * * *"), scheduling.Lock("payroll-window"))
+		}),
+		scheduling.Module,
+		fx.Invoke(func(s *scheduling.Scheduler) {
+			for _, t := range s.Tasks() {
+				fmt.Println(t.Name, t.Spec.Cron, t.Spec.Lock, t.Spec.LockTTL)
+			}
+		}),
+	)
+	fmt.Println(app.Err())
+	// Output:
+	// PayrollController.CloseBooks 0 2 * * * payroll-window 1m0s
+	// <nil>
+}
