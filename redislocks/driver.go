@@ -47,19 +47,31 @@
 // # Waiting
 //
 // The driver implements locks.Watcher: locks.Wait wakes when the key is
-// released instead of polling. All waiters of a driver share one Redis
-// subscription (PSUBSCRIBE ndigo:ns:released:*) on its own connection, run
-// by one goroutine that starts with the first Watch and stops a short while
-// after the last watcher stops, or at once on Close. A release wakes one local
-// waiter per key, in the order they watched, so 64 waiters cost one retry per
-// release rather than 64; polling at the wait step remains the fallback for
-// expiries and lost notifications.
+// released instead of polling. A release is published only when someone
+// waits: when an Acquire failed during the lease (the failing script marks
+// the lease) or the releasing driver has watchers of the key. Uncontended
+// locks therefore cost no notification. All waiters of a driver share one
+// Redis subscription (PSUBSCRIBE ndigo:ns:released:*) on its own connection,
+// run by one goroutine that starts with the first Watch and stops a short
+// while after the last watcher stops, or at once on Close. A release wakes one
+// local waiter per key, in the order they watched, so 64 waiters cost one
+// retry per release rather than 64; polling at the wait step remains the
+// fallback for expiries and lost notifications.
+//
+// # Requirements
+//
+// Redis 6.2 or later (the scripts use SET with the GET option). Use a
+// maxmemory policy that does not evict lock keys (noeviction, or a
+// volatile-* policy only if nothing else of yours has a TTL). go-redis
+// ignores context deadlines unless the client has ContextTimeoutEnabled;
+// without it, the client's read and write timeouts bound each operation.
 package redislocks
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -190,6 +202,9 @@ func (d *Driver) keys(key string) []string {
 	return []string{tag + "lock", tag + "token"}
 }
 
+// lockKey returns the lock key of key.
+func (d *Driver) lockKey(key string) string { return "ndigo:{" + d.ns + ":" + key + "}:lock" }
+
 // margin is how much earlier than Redis a lease of ttl ends locally.
 func (d *Driver) margin(ttl time.Duration) time.Duration {
 	return time.Duration(float64(ttl)*d.driftRatio) + d.minDrift
@@ -214,16 +229,19 @@ func (d *Driver) Acquire(ctx context.Context, key string, ttl time.Duration) (lo
 		return nil, fmt.Errorf("%w: acquire key %q: %w", ErrRedis, key, err)
 	}
 	if n <= 0 {
-		return nil, fmt.Errorf("%w: key %q is held (for about %v more)", locks.ErrNotAcquired, key, time.Duration(-1-n)*time.Millisecond)
+		return nil, fmt.Errorf("%w: key %q is held", locks.ErrNotAcquired, key)
 	}
-	return &lease{d: d, key: key, token: uint64(n), deadline: sent.Add(ttl - d.margin(ttl))}, nil
+	return &lease{d: d, key: key, token: uint64(n), tokenArg: strconv.FormatInt(n, 10), deadline: sent.Add(ttl - d.margin(ttl))}, nil
 }
 
 // Watch implements locks.Watcher. The first Watch of an idle driver starts
 // the shared subscription and waits (up to half a second) until Redis
 // confirms it, so that a release right after Watch returns is not missed.
-// Each release wakes one watcher of the key; the channel may also close
-// spuriously, for example after the subscription reconnects.
+// Each published release wakes one watcher of the key, the longest waiting.
+// A release is published if this driver had watchers of the key when the
+// lease was released, or an Acquire of the key failed during the lease: so
+// watch, then Acquire, then wait, as locks.Wait does. The channel may also
+// close spuriously, for example after the subscription reconnects.
 func (d *Driver) Watch(key string) (<-chan struct{}, func()) {
 	return d.hub.watch(key)
 }

@@ -3,7 +3,6 @@ package redislocks
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -28,9 +27,10 @@ const (
 // the local fields only decide when Done closes and spare round trips for a
 // lease known to be over.
 type lease struct {
-	d     *Driver
-	key   string
-	token uint64
+	d        *Driver
+	key      string
+	token    uint64
+	tokenArg string // token in decimal, as the scripts compare it
 
 	mu       sync.Mutex      // protects the fields below
 	state    leaseState      // released and lost are final
@@ -44,8 +44,6 @@ func (l *lease) Key() string { return l.key }
 
 // Token implements locks.Lease.
 func (l *lease) Token() uint64 { return l.token }
-
-func (l *lease) tokenArg() string { return strconv.FormatUint(l.token, 10) }
 
 // Extend implements locks.Lease in one round trip. A lease past its local
 // deadline is not extended even if Redis still holds it: its Done has closed
@@ -63,7 +61,7 @@ func (l *lease) Extend(ctx context.Context, ttl time.Duration) error {
 		return err
 	}
 	l.mu.Unlock()
-	n, err := extendScript.Run(ctx, d.client, d.keys(l.key), l.tokenArg(), millis(ttl), counterMillis(ttl)).Int64()
+	n, err := extendScript.Run(ctx, d.client, d.keys(l.key), l.tokenArg, millis(ttl), counterMillis(ttl)).Int64()
 	if err != nil {
 		return fmt.Errorf("%w: extend key %q token %d: %w", ErrRedis, l.key, l.token, err)
 	}
@@ -98,7 +96,11 @@ func (l *lease) Release(ctx context.Context) error {
 	}
 	l.mu.Unlock()
 	d := l.d
-	n, err := releaseScript.Run(ctx, d.client, d.keys(l.key)[:1], l.tokenArg(), d.channels+l.key).Int64()
+	waiters := "0"
+	if d.hub.watched(l.key) {
+		waiters = "1"
+	}
+	n, err := releaseScript.Run(ctx, d.client, []string{d.lockKey(l.key)}, l.tokenArg, d.channels+l.key, waiters).Int64()
 	if err != nil {
 		return fmt.Errorf("%w: release key %q token %d: %w", ErrRedis, l.key, l.token, err)
 	}

@@ -29,6 +29,17 @@ func TestNamespacesAreIsolated(t *testing.T) {
 		t.Fatalf("second prod Acquire = %v, want ErrNotAcquired", err)
 	}
 
+	// Staging's failed attempt marks its lease as waited for, so its
+	// release is published (on staging's channel).
+	if _, err := staging.Acquire(ctx, "payroll", time.Minute); !errors.Is(err, locks.ErrNotAcquired) {
+		t.Fatalf("second staging Acquire = %v, want ErrNotAcquired", err)
+	}
+	published := c.PSubscribe(ctx, "ndigo:*")
+	defer published.Close()
+	if _, err := published.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+
 	prodReleased, stop := prod.Watch("payroll")
 	defer stop()
 	probeLease, err := prod.Acquire(ctx, "probe", time.Minute)
@@ -48,6 +59,9 @@ func TestNamespacesAreIsolated(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitClosed(t, probe, "prod probe watch")
+	if msg, err := published.ReceiveMessage(ctx); err != nil || msg.Channel != "ndigo:staging:released:payroll" {
+		t.Fatalf("first release published = %v, %v; want it on ndigo:staging:released:payroll", msg, err)
+	}
 	if !isOpen(prodReleased) {
 		t.Fatal("a staging release woke a prod waiter")
 	}

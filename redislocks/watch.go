@@ -20,7 +20,7 @@ const (
 	// that a waiter looping Watch/Acquire/stop does not redo it each time.
 	// It is short so that tests checking for leaked goroutines see it end
 	// even without Close.
-	linger = 200 * time.Millisecond
+	linger = 100 * time.Millisecond
 	// healthEvery is how long the subscription may stay silent before it
 	// is pinged; a second silent period replaces its connection, which
 	// catches a hung server or a dropped connection nobody reported.
@@ -39,8 +39,9 @@ type hub struct {
 	mu      sync.Mutex           // protects the fields below
 	keys    map[string][]*waiter // waiters per key, in the order they watched
 	waiters int                  // waiters that have not stopped
+	watches uint64               // Watch calls so far
 	sub     *subscription        // the running subscription, or nil
-	idle    *time.Timer          // stops sub after linger without waiters
+	idle    *time.Timer          // checks for linger without waiters; armed at most once at a time
 }
 
 type waiter struct {
@@ -68,10 +69,7 @@ func (h *hub) watch(key string) (<-chan struct{}, func()) {
 	h.mu.Lock()
 	h.keys[key] = append(h.keys[key], w)
 	h.waiters++
-	if h.idle != nil {
-		h.idle.Stop()
-		h.idle = nil
-	}
+	h.watches++
 	if h.sub == nil {
 		h.sub = h.start()
 	}
@@ -110,15 +108,38 @@ func (h *hub) unwatch(key string, w *waiter) {
 	}
 	h.waiters--
 	if h.waiters == 0 && h.sub != nil && h.idle == nil {
-		sub := h.sub
-		h.idle = time.AfterFunc(linger, func() {
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			if h.sub == sub && h.waiters == 0 {
-				h.stopLocked()
-			}
-		})
+		h.armIdle()
 	}
+}
+
+// armIdle arms the idle check. A waiter looping Watch/stop must not pay for a
+// timer each time, so the timer is not stopped by Watch: when it fires, it
+// stops the subscription only if nobody watched during the whole period,
+// and otherwise checks again later. h.mu must be held.
+func (h *hub) armIdle() {
+	sub, seen := h.sub, h.watches
+	h.idle = time.AfterFunc(linger, func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.idle = nil
+		if h.sub != sub {
+			return
+		}
+		switch {
+		case h.waiters == 0 && h.watches == seen:
+			h.stopLocked()
+		case h.waiters == 0:
+			h.armIdle()
+		}
+		// With waiters left, the last of them to stop arms it again.
+	})
+}
+
+// watched reports whether key has waiters.
+func (h *hub) watched(key string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.keys[key]) > 0
 }
 
 // wakeOne wakes the longest-waiting watcher of key.

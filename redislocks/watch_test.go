@@ -2,6 +2,7 @@ package redislocks_test
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"strings"
 	"testing"
@@ -70,6 +71,13 @@ func TestReleaseWakesOneWaiterInOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 		probe, stopProbe := d.Watch("probe")
+		// The waiters' failed attempts mark both leases as waited for;
+		// without them the other node's releases would publish nothing.
+		for _, k := range []string{"job", "probe"} {
+			if _, err := d.Acquire(ctx, k, time.Minute); !errors.Is(err, locks.ErrNotAcquired) {
+				t.Fatalf("Acquire(%q) of a held key = %v", k, err)
+			}
+		}
 		if err := l.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -160,4 +168,56 @@ func TestSubscriptionSurvivesRestart(t *testing.T) {
 func subscriptionRunning() bool {
 	buf := make([]byte, 1<<20)
 	return strings.Contains(string(buf[:runtime.Stack(buf, true)]), "redislocks.(*hub).run(")
+}
+
+// A release is published only if someone waits for it: an uncontended lock
+// costs no notification.
+func TestReleasePublishesOnlyWhenWaitedFor(t *testing.T) {
+	c := redistest.Start(t).Client()
+	ctx := context.Background()
+	ps := c.PSubscribe(ctx, "ndigo:*")
+	defer ps.Close()
+	if _, err := ps.Receive(ctx); err != nil { // the subscription's confirmation
+		t.Fatal(err)
+	}
+	d, other := newDriver(t, c, "pub"), newDriver(t, c, "pub")
+
+	quiet, err := d.Acquire(ctx, "quiet", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := quiet.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	contended, err := d.Acquire(ctx, "contended", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Acquire(ctx, "contended", time.Minute); !errors.Is(err, locks.ErrNotAcquired) {
+		t.Fatalf("Acquire of a held key = %v", err)
+	}
+	if err := contended.Extend(ctx, time.Minute); err != nil { // the mark survives Extend
+		t.Fatal(err)
+	}
+	if err := contended.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	watched, err := d.Acquire(ctx, "watched", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, stop := d.Watch("watched") // a local watcher that has not tried yet
+	defer stop()
+	if err := watched.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"ndigo:pub:released:contended", "ndigo:pub:released:watched"} {
+		msg, err := ps.ReceiveMessage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if msg.Channel != want {
+			t.Fatalf("published on %q, want %q (an uncontended release must publish nothing)", msg.Channel, want)
+		}
+	}
 }

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/bsm/redislock"
+	"github.com/go-redsync/redsync/v4"
+	redsyncgoredis "github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/redislocks"
+)
+
+// ttl is every contender's lease; no benchmark lets it expire.
+const ttl = 10 * time.Second
+
+// A contender is one lock implementation. lock takes key, waiting as the
+// implementation does when the key is held, and returns the release.
+type contender struct {
+	name  string
+	lock  func(ctx context.Context, key string) (release func(context.Context) error, err error)
+	close func()
+}
+
+func ndigo(c *redis.Client) (*contender, error) {
+	d, err := redislocks.New(redislocks.Options{Client: c, Namespace: "bench"})
+	if err != nil {
+		return nil, err
+	}
+	return &contender{
+		name: "ndigo redislocks",
+		lock: func(ctx context.Context, key string) (func(context.Context) error, error) {
+			l, err := locks.Wait(ctx, d, key, ttl, locks.WaitOptions{Budget: time.Minute})
+			if err != nil {
+				return nil, err
+			}
+			return l.Release, nil
+		},
+		close: func() { _ = d.Close() },
+	}, nil
+}
+
+func bsm(c *redis.Client, retry time.Duration) *contender {
+	client := redislock.New(c)
+	return &contender{
+		name: "bsm/redislock",
+		lock: func(ctx context.Context, key string) (func(context.Context) error, error) {
+			l, err := client.Obtain(ctx, key, ttl, &redislock.Options{RetryStrategy: redislock.LinearBackoff(retry)})
+			if err != nil {
+				return nil, err
+			}
+			return l.Release, nil
+		},
+		close: func() {},
+	}
+}
+
+func redsyncV4(c *redis.Client, retry time.Duration) *contender {
+	rs := redsync.New(redsyncgoredis.NewPool(c))
+	return &contender{
+		name: "redsync v4",
+		lock: func(ctx context.Context, key string) (func(context.Context) error, error) {
+			m := rs.NewMutex(key, redsync.WithExpiry(ttl), redsync.WithTries(1<<30), redsync.WithRetryDelay(retry))
+			if err := m.LockContext(ctx); err != nil {
+				return nil, err
+			}
+			return func(ctx context.Context) error {
+				ok, err := m.UnlockContext(ctx)
+				if err == nil && !ok {
+					err = errors.New("redsync: unlock failed")
+				}
+				return err
+			}, nil
+		},
+		close: func() {},
+	}
+}
+
+// The raw loop is the floor: the same SET NX PX + token mint and
+// compare-and-delete as one script each, a retry sleep when held, and
+// nothing else (no local deadline, no notifications, no validation).
+var (
+	rawAcquire = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+local token = redis.call('INCR', KEYS[2])
+redis.call('SET', KEYS[1], token, 'PX', ARGV[1])
+return token`)
+	rawRelease = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`)
+)
+
+func raw(c *redis.Client, retry time.Duration) *contender {
+	return rawLoop("raw script, INCR token", c, retry, rawAcquire, rawRelease, func(key string) ([]string, []any) {
+		return []string{"raw:{" + key + "}:lock", "raw:{" + key + "}:token"}, []any{ttl.Milliseconds()}
+	}, func(string, int64) []any { return nil })
+}
+
+// rawSame runs the driver's own scripts, read from dir, in a bare loop:
+// the same work in Redis (TIME-based restart-safe tokens), none of the
+// driver's Go code.
+func rawSame(c *redis.Client, retry time.Duration, dir string) (*contender, error) {
+	acq, err := os.ReadFile(filepath.Join(dir, "acquire.lua"))
+	if err != nil {
+		return nil, err
+	}
+	rel, err := os.ReadFile(filepath.Join(dir, "release.lua"))
+	if err != nil {
+		return nil, err
+	}
+	counterTTL := (24 * time.Hour).Milliseconds()
+	return rawLoop("raw script, same Lua", c, retry, redis.NewScript(string(acq)), redis.NewScript(string(rel)), func(key string) ([]string, []any) {
+		return []string{"ndigo:{raw:" + key + "}:lock", "ndigo:{raw:" + key + "}:token"}, []any{ttl.Milliseconds(), counterTTL}
+	}, func(key string, tok int64) []any { return []any{"ndigo:raw:released:" + key, "0"} }), nil
+}
+
+func rawLoop(name string, c *redis.Client, retry time.Duration, acquire, release *redis.Script,
+	acqArgs func(key string) ([]string, []any), relArgs func(key string, tok int64) []any) *contender {
+	return &contender{
+		name: name,
+		lock: func(ctx context.Context, key string) (func(context.Context) error, error) {
+			keys, args := acqArgs(key)
+			for {
+				tok, err := acquire.Run(ctx, c, keys, args...).Int64()
+				if err != nil {
+					return nil, err
+				}
+				if tok > 0 {
+					return func(ctx context.Context) error {
+						return release.Run(ctx, c, keys[:1], append([]any{tok}, relArgs(key, tok)...)...).Err()
+					}, nil
+				}
+				select {
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				case <-time.After(retry):
+				}
+			}
+		},
+		close: func() {},
+	}
+}

@@ -1,0 +1,82 @@
+package redislocks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/fx"
+
+	"github.com/ndigo/ndigo/config"
+	"github.com/ndigo/ndigo/locks"
+)
+
+// Module replaces the app's default lock driver with a Redis driver, the
+// configuration-module pattern: it reads config.Framework's redis section
+// (redis.url, redis.namespace) from the graph, provides the go-redis client
+// as a redis.UniversalClient for the app's own use, and decorates
+// locks.Driver.
+//
+// The module owns the client it builds: it pings Redis on start, so a wrong
+// URL or an unreachable server fails startup with a message naming the
+// (redacted) URL, and closes the client on stop, after the scheduler has
+// released its leases. The driver itself only borrows the client.
+//
+// Include Module at the root of the application, beside locks.Module, not
+// inside another fx.Module: fx applies a decoration to the module that
+// declares it and that module's children only, so a nested Module would
+// leave the rest of the app on in-process locks.
+var Module = fx.Options(
+	fx.Module("redislocks", fx.Provide(newClient)),
+	fx.Decorate(newModuleDriver),
+)
+
+func newClient(lc fx.Lifecycle, cfg config.Framework) (redis.UniversalClient, error) {
+	if cfg.Redis.URL == "" {
+		return nil, fmt.Errorf("redislocks.Module: redis.url is empty: set it, or leave the module out to keep in-process locks")
+	}
+	opts, err := redis.ParseURL(cfg.Redis.URL.Reveal())
+	if err != nil {
+		// A *url.Error quotes the whole URL, password included.
+		if ue := (*url.Error)(nil); errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("%w: redislocks.Module: redis.url %s: %v", locks.ErrInvalid, cfg.Redis.URL, err)
+	}
+	c := redis.NewClient(opts)
+	lc.Append(fx.Hook{
+		OnStart: func(ctx context.Context) error {
+			if err := c.Ping(ctx).Err(); err != nil {
+				_ = c.Close() // fx runs OnStop only for hooks whose OnStart succeeded
+				return fmt.Errorf("%w: redislocks.Module: cannot reach Redis at %s (redis.url %s): %w", ErrRedis, opts.Addr, cfg.Redis.URL, err)
+			}
+			return nil
+		},
+		OnStop: func(context.Context) error { return c.Close() },
+	})
+	return c, nil
+}
+
+type moduleDriverParams struct {
+	fx.In
+	Lifecycle fx.Lifecycle
+	Client    redis.UniversalClient
+	Config    config.Framework
+	Logger    *slog.Logger `optional:"true"`
+}
+
+// newModuleDriver decorates locks.Driver without asking for the default, so
+// the in-process constructor is never called.
+func newModuleDriver(p moduleDriverParams) (locks.Driver, error) {
+	d, err := New(Options{Client: p.Client, Namespace: p.Config.Redis.Namespace, Logger: p.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("redislocks.Module: redis.namespace: %w", err)
+	}
+	// Appended after the client's hook, so it runs first on stop: the
+	// release subscription ends while its connection lives.
+	p.Lifecycle.Append(fx.StopHook(d.Close))
+	return d, nil
+}

@@ -1,0 +1,80 @@
+package redislocks_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxtest"
+
+	"github.com/ndigo/ndigo/config"
+	"github.com/ndigo/ndigo/internal/redistest"
+	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/redislocks"
+)
+
+func frameworkWith(url string) fx.Option {
+	return fx.Supply(config.Framework{Redis: config.Redis{URL: config.SecretURL(url), Namespace: "module-test"}})
+}
+
+// The module replaces the in-process default app-wide with a Redis driver on
+// a client it owns: open while the app runs, closed when it stops.
+func TestModuleOverridesDefaultDriver(t *testing.T) {
+	srv := redistest.Start(t)
+	var d locks.Driver
+	var c redis.UniversalClient
+	app := fxtest.New(t, locks.Module, frameworkWith("redis://"+srv.Addr()), redislocks.Module,
+		fx.Module("consumer", fx.Populate(&d)), fx.Populate(&c))
+	app.RequireStart()
+	if _, ok := d.(*redislocks.Driver); !ok {
+		t.Fatalf("driver %T, want *redislocks.Driver", d)
+	}
+	ctx := context.Background()
+	l, err := d.Acquire(ctx, "module", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := srv.Client().Exists(ctx, "ndigo:{module-test:module}:lock").Result(); err != nil || n != 1 {
+		t.Fatalf("lease key in Redis: %d, %v; want it there", n, err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	app.RequireStop()
+	if err := c.Ping(ctx).Err(); !errors.Is(err, redis.ErrClosed) {
+		t.Fatalf("Ping after stop = %v, want redis.ErrClosed", err)
+	}
+}
+
+// An unreachable Redis fails startup naming the address, never the password.
+func TestModuleUnreachableRedisFailsStart(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	app := fx.New(fx.NopLogger, locks.Module, frameworkWith("redis://:hunter2@"+addr), redislocks.Module,
+		fx.Invoke(func(locks.Driver) {}))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = app.Start(ctx)
+	if !errors.Is(err, redislocks.ErrRedis) || !strings.Contains(err.Error(), addr) || strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("Start = %v; want ErrRedis naming %s without the password", err, addr)
+	}
+}
+
+// A malformed URL fails fx.New naming redis.url, never the password.
+func TestModuleBadURL(t *testing.T) {
+	app := fx.New(fx.NopLogger, locks.Module, frameworkWith("redis://:hunter2@localhost:notaport"), redislocks.Module,
+		fx.Invoke(func(locks.Driver) {}))
+	err := app.Err()
+	if !errors.Is(err, locks.ErrInvalid) || !strings.Contains(err.Error(), "redis.url") || strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("fx.New = %v; want ErrInvalid naming redis.url without the password", err)
+	}
+}
