@@ -36,7 +36,7 @@ func waitIdle(t testing.TB, s *Scheduler) {
 	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for !(s.parked && s.active == 0 && (len(s.due) == 0 || s.due[0].next.After(s.clock.Now()))) {
+	for !(s.parked && s.active.Load() == 0 && (len(s.due) == 0 || s.due[0].next.After(s.clock.Now()))) {
 		s.idle.Wait()
 	}
 }

@@ -29,10 +29,26 @@ type Run struct {
 
 type runKey struct{}
 
+// runContext carries a Run; one allocation, where context.WithValue with a
+// Run would take two.
+type runContext struct {
+	context.Context
+	run Run
+}
+
+func (c *runContext) Value(key any) any {
+	if key == (runKey{}) {
+		return &c.run
+	}
+	return c.Context.Value(key)
+}
+
 // RunFromContext returns the Run of the task running with ctx.
 func RunFromContext(ctx context.Context) (Run, bool) {
-	r, ok := ctx.Value(runKey{}).(Run)
-	return r, ok
+	if r, ok := ctx.Value(runKey{}).(*Run); ok {
+		return *r, true
+	}
+	return Run{}, false
 }
 
 // An Outcome says how a fire ended on this node.
@@ -81,17 +97,22 @@ type TaskInfo struct {
 // skip. The caller has counted the dispatch as begun.
 func (s *Scheduler) dispatch(batch []firing) {
 	var locked []firing
+	// Count the runs as begun before any starts, in one step: the batch is
+	// on the path to every run's start.
+	s.active.Add(int64(len(batch)))
+	s.runWG.Add(len(batch))
 	for _, f := range batch {
 		if !f.e.running.CompareAndSwap(false, true) {
+			s.end()
 			s.skip(f, OutcomeRunning, nil, 0)
 			s.log.Info("previous run still going; fire skipped", "task", f.e.name, "fire", f.fire)
 			continue
 		}
 		if f.e.spec.Lock == "" {
-			s.begin()
 			go s.run(f, nil)
 			continue
 		}
+		s.end()
 		locked = append(locked, f)
 	}
 	if len(locked) == 0 {
@@ -153,9 +174,9 @@ func (s *Scheduler) claim(f firing, lease locks.Lease, err error) locks.Lease {
 		s.fail(f, err)
 		return nil
 	}
-	ttl := min(f.period, MaxClaimTTL)
-	if ttl <= 0 {
-		ttl = MaxClaimTTL
+	ttl := MaxClaimTTL
+	if next := e.sched.Next(f.fire); !next.IsZero() {
+		ttl = min(next.Sub(f.fire), MaxClaimTTL)
 	}
 	// The claim is never released: it expires. Its key names the fire, so it
 	// never delays the next one.
@@ -186,10 +207,7 @@ func (s *Scheduler) start(f firing, lease locks.Lease) {
 
 // skip records a skipped fire.
 func (s *Scheduler) skip(f firing, o Outcome, err error, token uint64) {
-	s.mu.Lock()
-	f.e.stats.skips++
-	f.e.last = &LastRun{Fire: f.fire, Outcome: o, Err: err, Token: token, Node: s.node}
-	s.mu.Unlock()
+	f.e.record(LastRun{Fire: f.fire, Outcome: o, Err: err, Token: token, Node: s.node}, counts{skips: 1})
 	if o != OutcomeRunning {
 		f.e.running.Store(false)
 	}
@@ -197,10 +215,7 @@ func (s *Scheduler) skip(f firing, o Outcome, err error, token uint64) {
 
 // fail records a fire that could not run for lack of its lock.
 func (s *Scheduler) fail(f firing, err error) {
-	s.mu.Lock()
-	f.e.stats.failures++
-	f.e.last = &LastRun{Fire: f.fire, Outcome: OutcomeLockFailed, Err: err, Node: s.node}
-	s.mu.Unlock()
+	f.e.record(LastRun{Fire: f.fire, Outcome: OutcomeLockFailed, Err: err, Node: s.node}, counts{failures: 1})
 	f.e.running.Store(false)
 	s.log.Error("lock failed; fire not run", "task", f.e.name, "fire", f.fire, "lock", f.e.spec.Lock, "err", err)
 }
@@ -253,14 +268,14 @@ func (s *Scheduler) run(f firing, lease locks.Lease) {
 		ctx, cancel = clockwork.WithTimeout(ctx, s.clock, e.spec.MaxRunTime)
 		defer cancel()
 	}
-	ctx = context.WithValue(ctx, runKey{}, Run{Task: e.name, Fire: f.fire, Node: s.node, Lease: lease})
+	ctx = &runContext{Context: ctx, run: Run{Task: e.name, Fire: f.fire, Node: s.node, Lease: lease}}
 	if e.spec.Renew && lease != nil {
 		defer s.renew(ctx, e, lease)()
 	}
 
 	start := s.clock.Now()
 	err, panicked := call(ctx, e.fn)
-	last := &LastRun{Fire: f.fire, Start: start, Duration: s.clock.Since(start), Outcome: OutcomeOK,
+	last := LastRun{Fire: f.fire, Start: start, Duration: s.clock.Since(start), Outcome: OutcomeOK,
 		Err: err, Token: token, Node: s.node}
 	switch {
 	case panicked:
@@ -270,13 +285,11 @@ func (s *Scheduler) run(f firing, lease locks.Lease) {
 		last.Outcome = OutcomeError
 		s.log.Error("task failed", "task", e.name, "fire", f.fire, "err", err)
 	}
-	s.mu.Lock()
-	e.stats.runs++
+	c := counts{runs: 1}
 	if last.Outcome != OutcomeOK {
-		e.stats.failures++
+		c.failures = 1
 	}
-	e.last = last
-	s.mu.Unlock()
+	e.record(last, c)
 }
 
 // call runs fn, turning a panic into an error wrapping ErrPanic.

@@ -20,10 +20,6 @@ var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour |
 // allHours is the bit set of a cron hour field that names every hour.
 const allHours = 1<<24 - 1
 
-// neverReference is where parseSchedule looks for a first fire, to reject
-// expressions such as "0 0 30 2 *" that never fire.
-var neverReference = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
-
 // parseSchedule parses a cron expression. loc is the zone of an expression
 // without a TZ= or CRON_TZ= prefix; nil means time.Local.
 func parseSchedule(expr string, loc *time.Location) (s schedule, err error) {
@@ -77,10 +73,35 @@ func parseSchedule(expr string, loc *time.Location) (s schedule, err error) {
 		utc.Location = time.UTC
 		s = wallSchedule{utc: &utc, loc: spec.Location}
 	}
-	if s.Next(neverReference).IsZero() {
-		return nil, fmt.Errorf("the expression never fires")
+	if !canFire(spec) {
+		return nil, fmt.Errorf("the expression never fires: no month it names has the days it names")
 	}
 	return s, nil
+}
+
+// daysIn is the most days each month can have (February in leap years).
+var daysIn = [13]int{0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}
+
+// canFire reports whether spec fires at all. Only a day of month that no
+// named month has (30 2 means February 30) makes it never fire: robfig
+// requires both day fields to match when either is "*", and either one
+// otherwise, and a restricted day of week always matches some day.
+func canFire(spec *cron.SpecSchedule) bool {
+	const star = 1 << 63
+	if spec.Dom&star != 0 || spec.Dow&star == 0 {
+		return true
+	}
+	for m := 1; m <= 12; m++ {
+		if spec.Month&(1<<m) == 0 {
+			continue
+		}
+		for d := 1; d <= daysIn[m]; d++ {
+			if spec.Dom&(1<<d) != 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // gridSchedule fires at every multiple of every since the Unix epoch, so

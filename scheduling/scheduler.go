@@ -61,8 +61,9 @@ type Scheduler struct {
 	due     entryHeap       // entries with a next fire, earliest first
 	locked  map[*activeRun]struct{}
 	parked  bool       // the loop waits for the earliest fire
-	active  int        // dispatches and runs in flight
-	idle    *sync.Cond // signalled when parked or active changes; for tests
+	idle    *sync.Cond // signalled when parked turns true or active drops to 0; for tests
+
+	active atomic.Int64 // dispatches and runs in flight
 }
 
 type state uint8
@@ -117,8 +118,23 @@ type entry struct {
 	// Guarded by Scheduler.mu.
 	next  time.Time // zero when the schedule has no further fire
 	index int       // in Scheduler.due; -1 when absent
-	last  *LastRun  // nil until the first fire
+
+	mu    sync.Mutex // protects last and stats, apart from Scheduler.mu so runs do not contend
+	last  *LastRun   // nil until the first fire; reused after
 	stats counts
+}
+
+// record stores the outcome of a fire.
+func (e *entry) record(r LastRun, c counts) {
+	e.mu.Lock()
+	if e.last == nil {
+		e.last = new(LastRun)
+	}
+	*e.last = r
+	e.stats.runs += c.runs
+	e.stats.skips += c.skips
+	e.stats.failures += c.failures
+	e.mu.Unlock()
 }
 
 type counts struct{ runs, skips, failures uint64 }
@@ -133,15 +149,13 @@ func (s *Scheduler) Add(tasks ...Task) error {
 	if s.state == stopped {
 		return errors.New("scheduling: Add after Stop")
 	}
-	if err := validateTasks(tasks, s.names, s.driver != nil); err != nil {
+	cache := newParseCache(s.loc)
+	if err := validateTasks(tasks, s.names, s.driver != nil, cache); err != nil {
 		return err
 	}
 	now := s.clock.Now()
 	for _, t := range tasks {
-		sched, err := parseSchedule(t.spec.Cron, s.loc)
-		if err != nil {
-			return fmt.Errorf("scheduling: task %s: cron %q: %w", t.Name(), t.spec.Cron, err)
-		}
+		sched, _ := cache.parse(t.spec.Cron) // validated above
 		e := &entry{fn: t.fn, name: t.Name(), typ: t.typ, method: t.method, spec: t.Spec(),
 			sched: sched, seq: len(s.entries), index: -1, next: sched.Next(now)}
 		s.entries = append(s.entries, e)
@@ -233,9 +247,8 @@ func (s *Scheduler) stopping() bool {
 
 // firing is one due fire of one entry.
 type firing struct {
-	e      *entry
-	fire   time.Time
-	period time.Duration // to the schedule's following fire; 0 if none
+	e    *entry
+	fire time.Time
 }
 
 // loop waits on one timer for the earliest fire, and dispatches the due
@@ -250,37 +263,33 @@ func (s *Scheduler) loop() {
 	}()
 	var batch []firing
 	for {
+		// Due entries leave the heap, start, and only then get their next
+		// fire: computing it (a cron search) is not on the path to the run.
 		s.mu.Lock()
+		s.parked = false
 		now := s.clock.Now()
 		batch = batch[:0]
 		for len(s.due) > 0 && !s.due[0].next.After(now) {
-			e := s.due[0]
-			f := firing{e: e, fire: e.next}
-			next := e.sched.Next(f.fire)
-			if !next.IsZero() {
-				f.period = next.Sub(f.fire)
-				if !next.After(now) {
-					next = e.sched.Next(now) // missed fires are not caught up
-				}
-			}
-			e.next = next
-			if next.IsZero() {
-				heap.Remove(&s.due, 0)
-			} else {
-				heap.Fix(&s.due, 0)
-			}
-			batch = append(batch, f)
-		}
-		if len(batch) > 0 {
-			s.active++
-			s.runWG.Add(1)
+			e := heap.Pop(&s.due).(*entry)
+			batch = append(batch, firing{e: e, fire: e.next})
 		}
 		s.mu.Unlock()
 		if len(batch) > 0 {
+			s.begin()
 			s.dispatch(batch)
 		}
 
 		s.mu.Lock()
+		for _, f := range batch {
+			e := f.e
+			next := e.sched.Next(f.fire)
+			if !next.IsZero() && !next.After(now) {
+				next = e.sched.Next(now) // missed fires are not caught up
+			}
+			if e.next = next; !next.IsZero() {
+				heap.Push(&s.due, e)
+			}
+		}
 		var fired <-chan time.Time
 		if len(s.due) > 0 {
 			d := s.due[0].next.Sub(s.clock.Now())
@@ -300,26 +309,22 @@ func (s *Scheduler) loop() {
 		case <-s.stop:
 			return
 		}
-		s.mu.Lock()
-		s.parked = false
-		s.mu.Unlock()
 	}
 }
 
 // begin counts one more dispatch or run in flight.
 func (s *Scheduler) begin() {
-	s.mu.Lock()
-	s.active++
+	s.active.Add(1)
 	s.runWG.Add(1)
-	s.mu.Unlock()
 }
 
 // end counts one dispatch or run as finished.
 func (s *Scheduler) end() {
-	s.mu.Lock()
-	s.active--
-	s.idle.Broadcast()
-	s.mu.Unlock()
+	if s.active.Add(-1) == 0 {
+		s.mu.Lock()
+		s.idle.Broadcast()
+		s.mu.Unlock()
+	}
 	s.runWG.Done()
 }
 
@@ -331,10 +336,13 @@ func (s *Scheduler) Tasks() []TaskInfo {
 	out := make([]TaskInfo, len(s.entries))
 	for i, e := range s.entries {
 		out[i] = TaskInfo{Name: e.name, Type: e.typ, Method: e.method, Spec: e.spec, Next: e.next,
-			Running: e.running.Load(), Runs: e.stats.runs, Skips: e.stats.skips, Failures: e.stats.failures}
+			Running: e.running.Load()}
+		e.mu.Lock()
+		out[i].Runs, out[i].Skips, out[i].Failures = e.stats.runs, e.stats.skips, e.stats.failures
 		if e.last != nil {
 			out[i].Last = *e.last
 		}
+		e.mu.Unlock()
 	}
 	return out
 }

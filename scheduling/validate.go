@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"reflect"
@@ -80,7 +81,7 @@ func (e *ValidationError) Unwrap() error { return ErrInvalidSpec }
 // the lock driver, which only a scheduler knows) and returns a
 // *ValidationError listing every problem, or nil.
 func Validate(tasks ...Task) error {
-	return validateTasks(tasks, nil, true)
+	return validateTasks(tasks, nil, true, newParseCache(nil))
 }
 
 var (
@@ -94,8 +95,8 @@ func specValidator() *validator.Validate {
 		v.RegisterTagNameFunc(func(f reflect.StructField) string { return f.Tag.Get("opt") })
 		// validator's own "cron" tag is a regular expression that rejects
 		// valid expressions; the parser that will run the spec decides.
-		if err := v.RegisterValidation("cronexpr", func(fl validator.FieldLevel) bool {
-			_, err := parseSchedule(fl.Field().String(), nil)
+		if err := v.RegisterValidationCtx("cronexpr", func(ctx context.Context, fl validator.FieldLevel) bool {
+			_, err := cacheFrom(ctx).parse(fl.Field().String())
 			return err == nil
 		}); err != nil {
 			panic(err)
@@ -118,16 +119,49 @@ func specValidator() *validator.Validate {
 	return specValidate
 }
 
-// validateTasks checks every task and returns a *ValidationError listing all
-// problems. names, when not nil, holds names already taken (it is updated).
-// needDriver reports whether a locked task is acceptable; when it is false,
-// locked tasks are problems.
-func validateTasks(tasks []Task, names map[string]bool, haveDriver bool) error {
-	var problems []Problem
-	if names == nil {
-		names = map[string]bool{}
+// A parseCache parses each distinct cron expression of one validation once,
+// and keeps the schedules for the scheduler to run. Schedules are immutable,
+// so tasks with the same expression share one.
+type parseCache struct {
+	loc *time.Location
+	m   map[string]parsed
+}
+
+type parsed struct {
+	s   schedule
+	err error
+}
+
+func newParseCache(loc *time.Location) *parseCache {
+	return &parseCache{loc: loc, m: map[string]parsed{}}
+}
+
+func (c *parseCache) parse(expr string) (schedule, error) {
+	p, ok := c.m[expr]
+	if !ok {
+		p.s, p.err = parseSchedule(expr, c.loc)
+		c.m[expr] = p
 	}
+	return p.s, p.err
+}
+
+type cacheKey struct{}
+
+func cacheFrom(ctx context.Context) *parseCache {
+	if c, ok := ctx.Value(cacheKey{}).(*parseCache); ok {
+		return c
+	}
+	return newParseCache(nil)
+}
+
+// validateTasks checks every task and returns a *ValidationError listing all
+// problems. taken holds the names already in use. A locked task is a problem
+// unless haveDriver. Parsed schedules are left in cache.
+func validateTasks(tasks []Task, taken map[string]bool, haveDriver bool, cache *parseCache) error {
+	var problems []Problem
+	names := map[string]bool{}
 	v := specValidator()
+	ctx := context.WithValue(context.Background(), cacheKey{}, cache)
 	for _, t := range tasks {
 		add := func(p Problem) {
 			p.Task, p.Type, p.Method = t.Name(), t.typ, t.method
@@ -139,14 +173,14 @@ func validateTasks(tasks []Task, names map[string]bool, haveDriver bool) error {
 		if t.fn == nil {
 			add(Problem{Option: "func", Rule: "must not be nil"})
 		}
-		if err := v.Struct(t.spec); err != nil {
+		if err := v.StructCtx(ctx, t.spec); err != nil {
 			var fes validator.ValidationErrors
 			if !errors.As(err, &fes) {
 				add(Problem{Option: "spec", Rule: err.Error()})
 				continue
 			}
 			for _, fe := range fes {
-				add(Problem{Option: fe.Field(), Value: optionValue(fe.Value()), Rule: ruleText(t.spec, fe)})
+				add(Problem{Option: fe.Field(), Value: optionValue(fe.Value()), Rule: ruleText(cache, t.spec, fe)})
 			}
 		}
 		if t.spec.Lock != nil && !haveDriver {
@@ -154,7 +188,7 @@ func validateTasks(tasks []Task, names map[string]bool, haveDriver bool) error {
 				Rule: "needs a lock driver, and the scheduler has none (provide a locks.Driver, e.g. locks.Module); a locked task never runs unguarded"})
 		}
 		name := t.Name()
-		if names[name] {
+		if names[name] || taken[name] {
 			add(Problem{Option: "name", Value: name, Rule: "must be unique within the scheduler; set a distinct name with Name or the name tag"})
 		}
 		names[name] = true
@@ -179,12 +213,12 @@ func optionValue(v any) string {
 	return fmt.Sprint(v)
 }
 
-func ruleText(s spec, fe validator.FieldError) string {
+func ruleText(cache *parseCache, s spec, fe validator.FieldError) string {
 	switch fe.Tag() {
 	case "required":
 		return "is required"
 	case "cronexpr":
-		_, err := parseSchedule(s.Cron, nil)
+		_, err := cache.parse(s.Cron)
 		return fmt.Sprintf("must be a valid cron expression (%v)", err)
 	case "min":
 		return "must not be empty"
