@@ -3,6 +3,8 @@ package scheduling
 import (
 	"context"
 	"log/slog"
+	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -17,7 +19,7 @@ import (
 // lock alone is free again long before the lagging node reaches the fire; the
 // fire claim is what keeps it from running the fire a second time.
 func TestEachFireRunsOnceAcrossSkewedNodes(t *testing.T) {
-	for _, skew := range []time.Duration{600 * time.Millisecond, -600 * time.Millisecond, 900 * time.Millisecond} {
+	for _, skew := range []time.Duration{600 * time.Millisecond, -600 * time.Millisecond, 900 * time.Millisecond, -900 * time.Millisecond} {
 		t.Run(skew.String(), func(t *testing.T) {
 			fc := clockwork.NewFakeClockAt(epoch)
 			driver := locks.NewInProcessDriver(locks.WithClock(fc))
@@ -59,5 +61,56 @@ func TestEachFireRunsOnceAcrossSkewedNodes(t *testing.T) {
 				t.Errorf("%d skips across nodes, want about one per fire", skipped)
 			}
 		})
+	}
+}
+
+// releaseRecorder is a driver that records the keys whose leases are
+// released.
+type releaseRecorder struct {
+	locks.Driver
+	mu       sync.Mutex
+	released []string
+}
+
+func (r *releaseRecorder) Acquire(ctx context.Context, key string, ttl time.Duration) (locks.Lease, error) {
+	l, err := r.Driver.Acquire(ctx, key, ttl)
+	if err != nil {
+		return nil, err
+	}
+	return &recordedLease{Lease: l, r: r}, nil
+}
+
+type recordedLease struct {
+	locks.Lease
+	r *releaseRecorder
+}
+
+func (l *recordedLease) Release(ctx context.Context) error {
+	l.r.mu.Lock()
+	l.r.released = append(l.r.released, l.Key())
+	l.r.mu.Unlock()
+	return l.Lease.Release(ctx)
+}
+
+func TestClaimsAreReleasedAtTheNextClaim(t *testing.T) {
+	fc := clockwork.NewFakeClockAt(epoch)
+	d := &releaseRecorder{Driver: locks.NewInProcessDriver(locks.WithClock(fc))}
+	s := New(Config{Driver: d, Clock: fc, Logger: slog.New(&logRecorder{})})
+	var f fires
+	mustAdd(t, s, Scheduled(f.task, Cron("@every 1h"), Lock("k"), Name("hourly")))
+	mustStart(t, s)
+	defer s.Stop(context.Background())
+	step(t, fc, 3*time.Hour, time.Hour, s)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	claim := func(h int) string {
+		return "k@" + strconv.FormatInt(epoch.Add(time.Duration(h)*time.Hour).UnixMilli(), 10) + ":hourly"
+	}
+	// Each fire: the lock is released after the run; the claim for the
+	// previous fire when the next is claimed. The claim of the last fire
+	// stays, to guard it against lagging nodes.
+	want := []string{"k", claim(1), "k", claim(2), "k"}
+	if !slices.Equal(d.released, want) {
+		t.Fatalf("released %q, want %q", d.released, want)
 	}
 }

@@ -15,8 +15,8 @@ import (
 )
 
 // MaxClaimTTL caps the TTL of a fire claim. A claim lives one period of the
-// task's schedule, up to this cap, so nodes whose clocks differ by less than
-// that never run the same fire twice.
+// task's schedule (the time to its next fire), up to this cap, so nodes
+// whose clocks differ by less than that never run the same fire twice.
 const MaxClaimTTL = time.Minute
 
 // A Run is what a running task knows about its run.
@@ -145,12 +145,12 @@ func (s *Scheduler) acquire(f firing) locks.Lease {
 		s.fail(f, fmt.Errorf("%w: task %s needs lock %q", ErrNoDriver, e.name, e.spec.Lock))
 		return nil
 	}
-	lease, err := s.driver.Acquire(s.runCtx, e.spec.Lock, e.spec.LockTTL)
+	lease, err := s.driver.Acquire(s.acquireCtx, e.spec.Lock, e.spec.LockTTL)
 	if errors.Is(err, locks.ErrNotAcquired) && e.spec.LockWait > 0 {
 		s.begin()
 		go func() {
 			defer s.end()
-			lease, err := locks.Wait(s.runCtx, s.driver, e.spec.Lock, e.spec.LockTTL, locks.WaitOptions{
+			lease, err := locks.Wait(s.acquireCtx, s.driver, e.spec.Lock, e.spec.LockTTL, locks.WaitOptions{
 				Budget: e.spec.LockWait, Step: e.spec.LockWaitStep, Clock: s.clock})
 			if lease = s.claim(f, lease, err); lease != nil {
 				s.start(f, lease)
@@ -170,6 +170,10 @@ func (s *Scheduler) claim(f firing, lease locks.Lease, err error) locks.Lease {
 		s.log.Info(fmt.Sprintf("lock '%s' is held", e.spec.Lock), "task", e.name, "fire", f.fire, "lock", e.spec.Lock)
 		return nil
 	}
+	if err != nil && s.stopping() {
+		e.running.Store(false) // the wait was cut short by Stop
+		return nil
+	}
 	if err != nil {
 		s.fail(f, err)
 		return nil
@@ -178,19 +182,31 @@ func (s *Scheduler) claim(f firing, lease locks.Lease, err error) locks.Lease {
 	if next := e.sched.Next(f.fire); !next.IsZero() {
 		ttl = min(next.Sub(f.fire), MaxClaimTTL)
 	}
-	// The claim is never released: it expires. Its key names the fire, so it
-	// never delays the next one.
+	// The claim outlives the run: it keeps a lagging node from running the
+	// same fire. Its key names the fire, so it never delays the next one; this
+	// node releases it when it claims its next fire (a lagging node has
+	// reached this fire by then), so that claims do not pile up in drivers
+	// that keep expired keys.
 	key := e.spec.Lock + "@" + strconv.FormatInt(f.fire.UnixMilli(), 10) + ":" + e.name
-	if _, err = s.driver.Acquire(s.runCtx, key, ttl); err != nil {
+	claim, err := s.driver.Acquire(s.acquireCtx, key, ttl)
+	if err != nil {
 		s.releaseLease(e, lease)
-		if errors.Is(err, locks.ErrNotAcquired) {
+		switch {
+		case errors.Is(err, locks.ErrNotAcquired):
 			s.skip(f, OutcomeAlreadyRun, nil, 0)
 			s.log.Info("fire already run on another node", "task", e.name, "fire", f.fire, "lock", e.spec.Lock)
-			return nil
+		case s.stopping():
+			e.running.Store(false)
+		default:
+			s.fail(f, err)
 		}
-		s.fail(f, err)
 		return nil
 	}
+	if prev := e.claim; prev != nil {
+		// A claim that expired already answers ErrLeaseLost: nothing to do.
+		_ = prev.Release(context.WithoutCancel(s.acquireCtx))
+	}
+	e.claim = claim
 	return lease
 }
 

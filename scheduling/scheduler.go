@@ -48,9 +48,11 @@ type Scheduler struct {
 	stop     chan struct{} // closed by Stop
 	loopDone chan struct{} // closed when the loop returns
 
-	runCtx     context.Context // parent of every run; cancelled at the stop deadline
-	cancelRuns context.CancelCauseFunc
-	runWG      sync.WaitGroup // dispatches and runs in flight, for Stop
+	runCtx        context.Context // parent of every run; cancelled at the stop deadline
+	cancelRuns    context.CancelCauseFunc
+	acquireCtx    context.Context // lock acquisitions and waits; cancelled when Stop begins
+	cancelAcquire context.CancelFunc
+	runWG         sync.WaitGroup // dispatches and runs in flight, for Stop
 
 	onRenew func() // called after each lease extension; for tests
 
@@ -100,6 +102,7 @@ func New(cfg Config) *Scheduler {
 	}
 	s.idle = sync.NewCond(&s.mu)
 	s.runCtx, s.cancelRuns = context.WithCancelCause(context.Background())
+	s.acquireCtx, s.cancelAcquire = context.WithCancel(s.runCtx)
 	return s
 }
 
@@ -114,6 +117,10 @@ type entry struct {
 	seq    int // registration order
 
 	running atomic.Bool // single flight on this node
+
+	// claim is this node's latest fire claim. Only the fire in flight, which
+	// single flight makes one at a time, touches it.
+	claim locks.Lease
 
 	// Guarded by Scheduler.mu.
 	next  time.Time // zero when the schedule has no further fire
@@ -207,6 +214,7 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 		return nil
 	case started:
 		close(s.stop)
+		s.cancelAcquire() // fires waiting for a lock give up: no new runs
 		<-s.loopDone
 	}
 	done := make(chan struct{})

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jonboulle/clockwork"
 
 	"github.com/ndigo/ndigo/locks"
 )
@@ -26,6 +29,12 @@ func TestFiresOnScheduleWithOneTimer(t *testing.T) {
 	// Idle tasks cost no goroutine: the loop is the only one added.
 	if n := runtime.NumGoroutine() - before; n > 1 {
 		t.Fatalf("%d goroutines for 1001 tasks, want 1 (the loop)", n)
+	}
+	// And no timer: the loop's is the only one on the clock.
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := fc.BlockUntilContext(done, 2); err == nil {
+		t.Fatalf("two or more timers on the clock for 1001 tasks, want one")
 	}
 	step(t, fc, 3*time.Second, 500*time.Millisecond, s)
 	got := f.list()
@@ -393,6 +402,56 @@ func TestRenewKeepsLease(t *testing.T) {
 				t.Fatalf("Stop with a run going and no time left: %v", err)
 			}
 			<-ended
+		})
+	}
+}
+
+func TestStopEndsLockWaits(t *testing.T) {
+	s, fc, rec, d := newTest(t, true)
+	var f fires
+	mustAdd(t, s, Scheduled(f.task, Cron("@every 10s"), Lock("k"), LockWait(time.Hour), Name("patient")))
+	mustStart(t, s)
+	other, err := d.Acquire(context.Background(), "k", 2*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Release(context.Background())
+	waitIdle(t, s)
+	fc.Advance(10 * time.Second)
+	if err := fc.BlockUntilContext(context.Background(), 3); err != nil { // loop, wait budget, poll step
+		t.Fatal(err)
+	}
+	// Stop does not wait out the hour-long lock wait, and nothing runs.
+	if err := s.Stop(context.Background()); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if f.count() != 0 || len(rec.find("lock failed")) != 0 {
+		t.Fatalf("runs %d, failure logs %v", f.count(), rec.find("lock failed"))
+	}
+}
+
+func TestDaylightSavingOnTheFakeClock(t *testing.T) {
+	paris := mustLoc(t, "Europe/Paris")
+	for _, c := range []struct {
+		name  string
+		start time.Time
+		want  time.Time
+	}{
+		{"fall back", time.Date(2026, 10, 25, 0, 0, 0, 0, paris), time.Date(2026, 10, 25, 0, 30, 0, 0, time.UTC)},   // 02:30 CEST, the first of two
+		{"spring forward", time.Date(2026, 3, 29, 0, 0, 0, 0, paris), time.Date(2026, 3, 29, 1, 0, 0, 0, time.UTC)}, // 03:00 CEST, the end of the gap
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fc := clockwork.NewFakeClockAt(c.start)
+			s := New(Config{Clock: fc, Location: paris, Logger: slog.New(&logRecorder{})})
+			defer s.Stop(context.Background())
+			var f fires
+			mustAdd(t, s, Scheduled(f.task, Cron("30 2 * * *")))
+			mustStart(t, s)
+			step(t, fc, 6*time.Hour, 10*time.Minute, s)
+			got := f.list()
+			if len(got) != 1 || !got[0].Equal(c.want) {
+				t.Fatalf("fires %v, want exactly %v", got, c.want)
+			}
 		})
 	}
 }
