@@ -455,3 +455,17 @@ func TestDaylightSavingOnTheFakeClock(t *testing.T) {
 		})
 	}
 }
+
+func TestAddAfterStart(t *testing.T) {
+	s, fc, _, _ := newTest(t, false)
+	var early, late fires
+	mustAdd(t, s, Scheduled(early.task, Cron("@every 1h"), Name("hourly")))
+	mustStart(t, s)
+	waitIdle(t, s)
+	// The loop waits for the hourly fire; a task due sooner must wake it.
+	mustAdd(t, s, Scheduled(late.task, Cron("@every 1s"), Name("secondly")))
+	step(t, fc, 2*time.Second, time.Second, s)
+	if late.count() != 2 || early.count() != 0 {
+		t.Fatalf("secondly ran %d times, hourly %d; want 2 and 0", late.count(), early.count())
+	}
+}
