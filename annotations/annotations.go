@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/fx"
 
+	"github.com/ndigo/ndigo/config"
 	"github.com/ndigo/ndigo/scheduling"
 )
 
@@ -35,6 +36,15 @@ var (
 // them beside every other problem; Tasks also returns them, with the spec
 // validation of scheduling.Validate, as one *scheduling.ValidationError.
 func Tasks(controller any) ([]scheduling.Task, error) {
+	return TasksWithValues(controller, nil)
+}
+
+// TasksWithValues is [Tasks] with ${path} placeholders in tag values
+// resolved by values, as [Controller] does with the config.Values in the
+// graph. A placeholder without a value, and without a default
+// (${path:default}), is a problem like any other; so is any placeholder when
+// values is nil.
+func TasksWithValues(controller any, values config.Values) ([]scheduling.Task, error) {
 	v := reflect.ValueOf(controller)
 	if !v.IsValid() || (v.Kind() == reflect.Pointer && v.IsNil()) {
 		return nil, fmt.Errorf("%w: %T is nil", ErrNoController, controller)
@@ -52,7 +62,7 @@ func Tasks(controller any) ([]scheduling.Task, error) {
 		if f.Type != scheduledType {
 			continue
 		}
-		tasks = append(tasks, fieldTask(v, st, f))
+		tasks = append(tasks, fieldTask(v, st, f, values))
 	}
 	if len(tasks) == 0 {
 		return nil, fmt.Errorf("%w: %s has no annotations.Scheduled field", ErrNoController, st)
@@ -62,11 +72,13 @@ func Tasks(controller any) ([]scheduling.Task, error) {
 
 // Controller registers the tasks declared on T with scheduling.Module. T
 // must be in the fx graph; usually it is a pointer type (*PayrollController)
-// so that pointer-receiver methods bind. Registration order is the order of
-// Controller calls, then field order.
+// so that pointer-receiver methods bind. ${path} placeholders in tag values
+// are resolved with the config.Values in the graph (config.Module provides
+// it), if any. Registration order is the order of Controller calls, then
+// field order.
 func Controller[T any]() fx.Option {
-	return scheduling.Provide(func(c T) ([]scheduling.Task, error) {
-		tasks, err := Tasks(c)
+	return scheduling.Provide(func(p controllerParams[T]) ([]scheduling.Task, error) {
+		tasks, err := TasksWithValues(p.Controller, p.Values)
 		if errors.Is(err, ErrNoController) {
 			return nil, err
 		}
@@ -74,9 +86,15 @@ func Controller[T any]() fx.Option {
 	})
 }
 
+type controllerParams[T any] struct {
+	fx.In
+	Controller T
+	Values     config.Values `optional:"true"`
+}
+
 // fieldTask builds the task that the Scheduled field f of struct type st
 // declares on controller v.
-func fieldTask(v reflect.Value, st reflect.Type, f reflect.StructField) scheduling.Task {
+func fieldTask(v reflect.Value, st reflect.Type, f reflect.StructField, values config.Values) scheduling.Task {
 	typeName := st.Name()
 	if typeName == "" {
 		typeName = st.String()
@@ -102,6 +120,23 @@ func fieldTask(v reflect.Value, st reflect.Type, f reflect.StructField) scheduli
 	opts := []scheduling.Option{scheduling.Origin(typeName, origin)}
 	fn := bindMethod(v, typeName, method, &opts)
 	for _, p := range pairs {
+		if p.key == "method" {
+			continue
+		}
+		raw := p.value
+		if p.value, err = expand(p.value, values); err != nil {
+			opts = append(opts, scheduling.Invalid(p.key, raw, err.Error()))
+			// A stand-in keeps this problem from causing others (cron is
+			// required, lock options need a lock); the declaration error
+			// keeps the task from ever running.
+			switch p.key {
+			case "cron":
+				opts = append(opts, scheduling.Cron("@yearly"))
+			case "lock", "name":
+				opts = append(opts, option(tagPair{p.key, raw}))
+			}
+			continue
+		}
 		opts = append(opts, option(p))
 	}
 	return scheduling.Scheduled(fn, opts...)

@@ -21,7 +21,10 @@
 //	name          task name (default "Type.Method")
 //	renew         "true" to extend the lease while the run lasts
 //
-// Durations take both of the guide's forms: a Go duration ("5s", "1m30s") or
+// Values may hold ${path} placeholders, resolved from the configuration
+// (config.Values, as config.Module provides it) when the tasks are built, as
+// Spring's @Scheduled(cron = "${...}") does; ${path:default} gives a
+// default. Durations take both of the guide's forms: a Go duration ("5s", "1m30s") or
 // a whole number of milliseconds ("500"). Any other key is an error, with a
 // suggestion when it looks like a known one (lockTTL: did you mean lockTtl?).
 //

@@ -76,3 +76,19 @@ func FuzzControllerTag(f *testing.F) {
 		}
 	})
 }
+
+func FuzzExpand(f *testing.F) {
+	for _, seed := range []string{"${payroll.cron}", "a${x}b${y:d}c", "${", "${}", "$${x}", "}${x:}{", "plain"} {
+		f.Add(seed)
+	}
+	values := func(path string) (string, bool) { return "<" + path + ">", path != "missing" }
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := expand(s, values)
+		if !strings.Contains(s, "${") && (err != nil || got != s) {
+			t.Fatalf("expand(%q) = %q, %v; want it unchanged", s, got, err)
+		}
+		if err == nil && strings.Contains(s, "${missing}") {
+			t.Fatalf("expand(%q) = %q: a missing setting without default resolved", s, got)
+		}
+	})
+}

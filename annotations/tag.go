@@ -59,6 +59,48 @@ func parseTag(tag string) ([]tagPair, error) {
 	}
 }
 
+// expand replaces each ${path} in s with values(path), or with the default
+// of ${path:default} when values has none.
+func expand(s string, values func(string) (string, bool)) (string, error) {
+	if !strings.Contains(s, "${") {
+		return s, nil
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String(), nil
+		}
+		b.WriteString(s[:i])
+		end := strings.IndexByte(s[i:], '}')
+		if end < 0 {
+			return "", fmt.Errorf("unterminated placeholder %q: want ${path}", s[i:])
+		}
+		inner := s[i+2 : i+end]
+		path, def, hasDef := strings.Cut(inner, ":")
+		if path == "" {
+			return "", fmt.Errorf("placeholder ${%s} names no setting", inner)
+		}
+		var v string
+		var ok bool
+		if values != nil {
+			v, ok = values(path)
+		}
+		switch {
+		case ok:
+		case hasDef:
+			v = def
+		case values == nil:
+			return "", fmt.Errorf("placeholder ${%s} needs configuration: provide config.Values (config.Module does), or use TasksWithValues", path)
+		default:
+			return "", fmt.Errorf("placeholder ${%s}: no setting %s in the configuration (a default is written ${%s:value})", path, path, path)
+		}
+		b.WriteString(v)
+		s = s[i+end+1:]
+	}
+}
+
 // ParseDuration parses a duration in either form of the guide: a Go duration
 // such as "5s" or "1m30s", or a whole number of milliseconds such as "500".
 func ParseDuration(s string) (time.Duration, error) {
