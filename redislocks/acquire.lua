@@ -1,34 +1,31 @@
 -- Acquire a lease and mint its fencing token in one step.
 -- KEYS[1] the lock key, KEYS[2] the token counter key (same hash slot).
--- ARGV[1] the lease TTL in ms, ARGV[2] the counter TTL in ms.
+-- ARGV[1] the lease TTL in ms, ARGV[2] the counter's TTL in ms, set when the
+-- counter is created.
 -- Returns the token (> 0), or 0 when the key is held.
 --
--- The token is max(last token + 1, server TIME in microseconds). The counter
--- only guards against two mints in one microsecond and small clock steps
--- back; when it is lost (restart without persistence, eviction, FLUSHALL,
--- failover), TIME alone keeps tokens above every earlier one, so the counter
--- can carry a TTL instead of living forever. Microseconds stay exact in a Lua
--- double until 2^53, around the year 2255.
+-- Tokens count up from the server's TIME in microseconds at the counter's
+-- creation. A counter advances by one per acquisition and a clock by one per
+-- microsecond, so tokens stay behind the clock by about the counter's age.
+-- When the counter is lost (its TTL, a restart without persistence,
+-- eviction, FLUSHALL, failover), the next one starts again from TIME, above
+-- every earlier token. So the counter can expire and never leaks, and one
+-- INCR mints a token.
 --
 -- The lock's value is the token, with '+' appended once an Acquire failed
 -- during the lease: then its Release tells waiters, and otherwise it
 -- publishes nothing.
-local now = redis.call('TIME')
-local token = tonumber(now[1]) * 1000000 + tonumber(now[2])
-local s = string.format('%d', token)
-if not redis.call('SET', KEYS[1], s, 'NX', 'PX', ARGV[1]) then
+local token = redis.call('INCR', KEYS[2])
+if token == 1 then
+  local now = redis.call('TIME')
+  token = tonumber(now[1]) * 1000000 + tonumber(now[2])
+  redis.call('SET', KEYS[2], string.format('%d', token), 'PX', ARGV[2])
+end
+if not redis.call('SET', KEYS[1], string.format('%d', token), 'NX', 'PX', ARGV[1]) then
   local v = redis.call('GET', KEYS[1])
   if v and string.sub(v, -1) ~= '+' then
     redis.call('APPEND', KEYS[1], '+')
   end
   return 0
-end
-local last = tonumber(redis.call('SET', KEYS[2], s, 'PX', ARGV[2], 'GET') or '')
-if last and last >= token then
-  -- The counter is ahead of this server's clock: continue from it.
-  token = last + 1
-  s = string.format('%d', token)
-  redis.call('SET', KEYS[2], s, 'PX', ARGV[2])
-  redis.call('SET', KEYS[1], s, 'PX', ARGV[1])
 end
 return token

@@ -24,15 +24,18 @@
 //
 // # Fencing tokens
 //
-// A token is max(last token + 1, the Redis server's TIME in microseconds).
-// Tokens of a key therefore keep increasing when the counter key is lost to
-// a restart without persistence, eviction, FLUSHALL or failover to a replica
-// that had not received it, provided that the clock of the server that mints
-// the next token is not behind the clock that minted the last one by more than
-// the time between the two mints. Keep the servers' clocks synchronised (NTP)
-// well within your failover time. Because TIME carries the order, the counter
-// key can expire (after max(lease TTL, 24h) without acquisitions) and never
-// leaks.
+// The first acquisition of a key starts its token counter at the Redis
+// server's TIME in microseconds; later ones add one. The counter advances by
+// one per acquisition while the clock advances by one per microsecond, so
+// the last token stays behind the clock by about the counter's age. When the
+// counter is lost (it expires max(lease TTL, 24h) after its creation; or a
+// restart without persistence, eviction, FLUSHALL, or failover to a replica
+// that had not received it), the next token starts again from TIME, above
+// every earlier one. This rests on one assumption: the clock of the server
+// that mints after the loss is not behind the last token, that is, no clock
+// steps back (and no failover lands on a server whose clock is behind) by more
+// than the age the counter had. Keep the servers' clocks synchronised (NTP).
+// Because TIME restores the order, the counter can expire and never leaks.
 //
 // # Local expiry
 //
@@ -60,7 +63,8 @@
 //
 // # Requirements
 //
-// Redis 6.2 or later (the scripts use SET with the GET option). Use a
+// Redis 5.0 or later (a script writes after calling TIME); the tests run on
+// 7.0. Use a
 // maxmemory policy that does not evict lock keys (noeviction, or a
 // volatile-* policy only if nothing else of yours has a TTL). go-redis
 // ignores context deadlines unless the client has ContextTimeoutEnabled;
@@ -114,9 +118,9 @@ const (
 	defaultDriftRatio = 0.01
 	defaultMinDrift   = 2 * time.Millisecond
 	maxNamespaceLen   = 64
-	// counterTTL is the shortest life of a token counter key after its last
-	// use. Tokens stay ordered without it (TIME carries the order); it only
-	// covers clock steps back within this window.
+	// counterTTL is the shortest life of a token counter. A longer life puts
+	// tokens further behind the clock (see the package documentation); a
+	// bounded one keeps counters of keys no longer used from piling up.
 	counterTTL = 24 * time.Hour
 )
 

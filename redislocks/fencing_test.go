@@ -70,8 +70,9 @@ func TestTokensIncreaseAfterFlushAndClockStepBack(t *testing.T) {
 	}
 }
 
-// The token is the server time in microseconds, stored as the lease's
-// value, and the counter expires instead of living forever.
+// A new key's first token is the server time in microseconds, later ones
+// count up from it; the token is the lease's value, and the counter expires
+// instead of living forever.
 func TestTokenLayout(t *testing.T) {
 	c := redistest.Start(t).Client()
 	ctx := context.Background()
@@ -86,7 +87,7 @@ func TestTokenLayout(t *testing.T) {
 	}
 	after, _ := c.Time(ctx).Result()
 	if tok := int64(l.Token()); tok < before.UnixMicro() || tok > after.UnixMicro() {
-		t.Fatalf("token %d not within server TIME [%d, %d]", tok, before.UnixMicro(), after.UnixMicro())
+		t.Fatalf("first token %d not within server TIME [%d, %d]", tok, before.UnixMicro(), after.UnixMicro())
 	}
 	if v, err := c.Get(ctx, "ndigo:{fence:k}:lock").Result(); err != nil || v != strconv.FormatUint(l.Token(), 10) {
 		t.Fatalf("lock value = %q, %v; want the token %d", v, err, l.Token())
@@ -98,12 +99,51 @@ func TestTokenLayout(t *testing.T) {
 	if err != nil || ttl < 23*time.Hour || ttl > 24*time.Hour {
 		t.Fatalf("counter PTTL = %v, %v; want about 24h", ttl, err)
 	}
-	long := 48 * time.Hour
-	if err := l.Extend(ctx, long); err != nil {
+	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	ttl, err = c.PTTL(ctx, "ndigo:{fence:k}:token").Result()
-	if err != nil || ttl < long-time.Minute {
-		t.Fatalf("counter PTTL after Extend(%v) = %v, %v; the counter must outlive the lease", long, ttl, err)
+	next, err := d.Acquire(ctx, "k", 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.Token() != l.Token()+1 {
+		t.Fatalf("second token %d, want %d", next.Token(), l.Token()+1)
+	}
+	// A lease longer than a day gets a counter that lives as long.
+	long, err := d.Acquire(ctx, "long", 48*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer long.Release(ctx)
+	if ttl, err := c.PTTL(ctx, "ndigo:{fence:long}:token").Result(); err != nil || ttl < 47*time.Hour {
+		t.Fatalf("counter PTTL for a 48h lease = %v, %v; want about 48h", ttl, err)
+	}
+}
+
+// A lost counter restarts from TIME, above tokens minted from the old one.
+func TestTokensIncreaseWhenCounterExpires(t *testing.T) {
+	c := redistest.Start(t).Client()
+	ctx := context.Background()
+	d := newDriver(t, c, "fence")
+	var last uint64
+	for range 3 {
+		l, err := d.Acquire(ctx, "k", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = l.Token()
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Del(ctx, "ndigo:{fence:k}:token").Err(); err != nil { // as its TTL would
+		t.Fatal(err)
+	}
+	l, err := d.Acquire(ctx, "k", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Token() <= last {
+		t.Fatalf("token after the counter expired %d, not above %d", l.Token(), last)
 	}
 }

@@ -61,7 +61,7 @@ func (l *lease) Extend(ctx context.Context, ttl time.Duration) error {
 		return err
 	}
 	l.mu.Unlock()
-	n, err := extendScript.Run(ctx, d.client, d.keys(l.key), l.tokenArg, millis(ttl), counterMillis(ttl)).Int64()
+	n, err := extendScript.Run(ctx, d.client, []string{d.lockKey(l.key)}, l.tokenArg, millis(ttl)).Int64()
 	if err != nil {
 		return fmt.Errorf("%w: extend key %q token %d: %w", ErrRedis, l.key, l.token, err)
 	}
