@@ -255,44 +255,64 @@ func (r *activeRun) release(s *Scheduler) {
 
 // run runs one fire of a task. lease is nil for an unlocked task. The caller
 // has counted the run as begun and set e.running.
+//
+// The work is split across small functions so that a run's goroutine starts
+// with little stack: a thousand runs due on one tick should not each copy
+// their stack while growing it.
 func (s *Scheduler) run(f firing, lease locks.Lease) {
-	e := f.e
 	// Deferred calls run in reverse: the lease is released before the slot
 	// frees and before Stop sees the run end.
 	defer s.end()
-	defer e.running.Store(false)
-	ctx := s.runCtx
-	var token uint64
+	defer f.e.running.Store(false)
 	if lease != nil {
-		token = lease.Token()
-		r := &activeRun{e: e, lease: lease}
-		s.mu.Lock()
-		s.locked[r] = struct{}{}
-		s.mu.Unlock()
-		defer func() {
-			s.mu.Lock()
-			delete(s.locked, r)
-			s.mu.Unlock()
-			r.release(s)
-		}()
-		var cancel context.CancelFunc
-		ctx, cancel = locks.WithLease(ctx, lease)
-		defer cancel()
+		s.runLocked(f, lease)
+		return
 	}
+	s.execute(s.runCtx, f, nil)
+}
+
+// runLocked runs f under lease, which it releases when the run ends.
+func (s *Scheduler) runLocked(f firing, lease locks.Lease) {
+	r := &activeRun{e: f.e, lease: lease}
+	s.mu.Lock()
+	s.locked[r] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.locked, r)
+		s.mu.Unlock()
+		r.release(s)
+	}()
+	ctx, cancel := locks.WithLease(s.runCtx, lease)
+	defer cancel()
+	if f.e.spec.Renew {
+		defer s.renew(ctx, f.e, lease)()
+	}
+	s.execute(ctx, f, lease)
+}
+
+// execute calls the task with its run context and records the outcome.
+func (s *Scheduler) execute(ctx context.Context, f firing, lease locks.Lease) {
+	e := f.e
 	if e.spec.MaxRunTime > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = clockwork.WithTimeout(ctx, s.clock, e.spec.MaxRunTime)
 		defer cancel()
 	}
 	ctx = &runContext{Context: ctx, run: Run{Task: e.name, Fire: f.fire, Node: s.node, Lease: lease}}
-	if e.spec.Renew && lease != nil {
-		defer s.renew(ctx, e, lease)()
-	}
-
 	start := s.clock.Now()
 	err, panicked := call(ctx, e.fn)
+	s.finish(f, lease, start, err, panicked)
+}
+
+// finish records and logs how a run ended.
+func (s *Scheduler) finish(f firing, lease locks.Lease, start time.Time, err error, panicked bool) {
+	e := f.e
 	last := LastRun{Fire: f.fire, Start: start, Duration: s.clock.Since(start), Outcome: OutcomeOK,
-		Err: err, Token: token, Node: s.node}
+		Err: err, Node: s.node}
+	if lease != nil {
+		last.Token = lease.Token()
+	}
 	switch {
 	case panicked:
 		last.Outcome = OutcomePanic
