@@ -27,6 +27,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"go.uber.org/dig"
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
 
@@ -68,7 +69,9 @@ func New(opts ...fx.Option) *fx.App {
 func Run(ctx context.Context, opts ...fx.Option) error {
 	a := New(opts...)
 	if err := a.Err(); err != nil {
-		return err
+		// The root cause is the message a user acts on (an invalid spec,
+		// a bad setting); fx's wrapping only names the constructors.
+		return fmt.Errorf("app: %w", dig.RootCause(err))
 	}
 	if err := ctx.Err(); err != nil {
 		return err

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/ndigo/ndigo/annotations"
+	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/scheduling"
+)
+
+// fireFormat is RFC 3339 with milliseconds: the same text on every node for
+// the same fire.
+const fireFormat = "2006-01-02T15:04:05.000Z07:00"
+
+// PayrollController closes the books on a schedule. Its CloseBooks task is
+// declared with struct tags; its schedule and lease come from configuration
+// (payroll.cron or --cron, payroll.lock-ttl).
+type PayrollController struct {
+	_ annotations.Scheduled `method:"CloseBooks" cron:"${payroll.cron}" lock:"payroll-window" lockTtl:"${payroll.lock-ttl}"`
+
+	ledger ledger
+	log    *slog.Logger
+}
+
+// NewPayrollController returns a controller that records to l and logs to log.
+func NewPayrollController(l ledger, log *slog.Logger) *PayrollController {
+	return &PayrollController{ledger: l, log: log}
+}
+
+// CloseBooks records one closed payroll in the fenced ledger and logs it.
+// It runs only while this node holds the payroll-window lease.
+func (c *PayrollController) CloseBooks(ctx context.Context) error {
+	run, _ := scheduling.RunFromContext(ctx)
+	lease, ok := locks.FromContext(ctx)
+	if !ok {
+		return fmt.Errorf("payroll: CloseBooks ran without a lease")
+	}
+	fire := run.Fire.UTC().Format(fireFormat)
+	entry := fmt.Sprintf("%s %s %d", fire, run.Node, lease.Token())
+	if err := c.ledger.Append(ctx, lease.Token(), entry); err != nil {
+		return err
+	}
+	c.log.Info("payroll closed", "fire", fire, "node", run.Node, "token", lease.Token())
+	return nil
+}
+
+// reconcile is the builder-option form: a second task, checked on its own
+// lock, that waits briefly for a busy lock instead of skipping at once.
+func reconcile(log *slog.Logger) scheduling.Task {
+	return scheduling.Scheduled(func(ctx context.Context) error {
+		run, _ := scheduling.RunFromContext(ctx)
+		log.Info("accounts reconciled", "fire", run.Fire.UTC().Format(fireFormat), "node", run.Node)
+		return nil
+	},
+		scheduling.Name("Reconcile"),
+		scheduling.Cron("@every 5s"),
+		scheduling.Lock("reconcile"),
+		scheduling.LockWait(time.Second),
+		scheduling.LockTTL(10*time.Second),
+	)
+}

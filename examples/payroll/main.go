@@ -1,0 +1,136 @@
+// Command payroll is the ndigo example: a controller whose CloseBooks task,
+// declared with struct tags, runs on exactly one node per fire.
+//
+// With no flags it runs on one node with the in-process lock driver:
+//
+//	go run ./examples/payroll
+//
+// With --redis it coordinates with every other node on the same Redis and
+// namespace:
+//
+//	go run ./examples/payroll --redis redis://localhost:6379 --node a --cron '@every 1s'
+//
+// Every flag can also be set through the environment variable named beside
+// it in --help.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/fx"
+
+	"github.com/ndigo/ndigo/annotations"
+	"github.com/ndigo/ndigo/app"
+	"github.com/ndigo/ndigo/config"
+	"github.com/ndigo/ndigo/redislocks"
+	"github.com/ndigo/ndigo/scheduling"
+)
+
+// Config is the example's configuration: ndigo's own settings plus the
+// payroll section.
+type Config struct {
+	config.Framework `yaml:",inline"`
+	Payroll          Payroll `yaml:"payroll"`
+}
+
+// Payroll holds the example's own settings.
+type Payroll struct {
+	// Cron is CloseBooks's schedule.
+	Cron string `yaml:"cron" env:"PAYROLL_CRON" default:"@every 2s" validate:"required"`
+	// LockTTL is CloseBooks's lease: how long the lock outlives a node that
+	// dies holding it.
+	LockTTL time.Duration `yaml:"lock-ttl" env:"PAYROLL_LOCK_TTL" default:"30s" validate:"gt=0"`
+	// ClockOffset shifts this node's clock, to show skew tolerance.
+	ClockOffset time.Duration `yaml:"clock-offset" env:"PAYROLL_CLOCK_OFFSET"`
+	// For stops the process cleanly after this long; zero runs until a signal.
+	For time.Duration `yaml:"for" env:"PAYROLL_FOR" validate:"min=0"`
+}
+
+// flags maps each command-line flag to the environment variable that
+// configuration reads; a flag given on the command line wins.
+var flags = []struct{ name, env, usage string }{
+	{"redis", "PAYROLL_REDIS_URL", "Redis URL; absent: in-process locks on this node only"},
+	{"namespace", "PAYROLL_REDIS_NAMESPACE", "lock namespace shared by the nodes of one environment"},
+	{"node", "PAYROLL_NODE", "this node's name (default: <hostname>-<pid>)"},
+	{"cron", "PAYROLL_CRON", "CloseBooks's schedule (default: @every 2s)"},
+	{"clock-offset", "PAYROLL_CLOCK_OFFSET", "shift this node's clock by a duration, e.g. 300ms or -300ms"},
+	{"log-format", "PAYROLL_LOG_FORMAT", "text or json"},
+	{"for", "PAYROLL_FOR", "exit cleanly after this long, e.g. 10s (default: run until a signal)"},
+}
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("payroll", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	set := map[string]*string{}
+	for _, f := range flags {
+		set[f.env] = fs.String(f.name, "", f.usage+" ($"+f.env+")")
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	given := map[string]string{}
+	fs.Visit(func(f *flag.Flag) {
+		for _, m := range flags {
+			if m.name == f.Name {
+				given[m.env] = f.Value.String()
+			}
+		}
+	})
+	cfg, err := config.Load[Config](config.LoadOptions{
+		EnvPrefix: "PAYROLL_",
+		Env: func(name string) (string, bool) {
+			if v, ok := given[name]; ok {
+				return v, true
+			}
+			return os.LookupEnv(name)
+		},
+	})
+	if err != nil {
+		return err
+	}
+	if cfg.Payroll.For > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cfg.Payroll.For)
+		defer cancel()
+	}
+	err = app.Run(ctx, options(cfg, stderr)...)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return nil
+	}
+	return err
+}
+
+// options composes the example: its configuration, the lock driver it
+// chose, its clock, and its controller.
+func options(cfg Config, logOut io.Writer) []fx.Option {
+	opts := []fx.Option{
+		fx.Supply(cfg, cfg.Framework, config.ValuesOf(cfg)),
+		fx.Supply(fx.Annotate(logOut, fx.As(new(io.Writer)), fx.ResultTags(`name:"`+app.LogOutputName+`"`))),
+		fx.Supply(fx.Annotate(clockwork.Clock(offsetClock{clockwork.NewRealClock(), cfg.Payroll.ClockOffset}), fx.As(new(clockwork.Clock)))),
+		fx.Provide(NewPayrollController),
+		annotations.Controller[*PayrollController](),
+		scheduling.Provide(reconcile),
+	}
+	if cfg.Redis.URL == "" {
+		return append(opts, fx.Supply(fx.Annotate(&memoryLedger{}, fx.As(new(ledger)))))
+	}
+	return append(opts,
+		redislocks.Module,
+		fx.Provide(func(c redis.UniversalClient) ledger { return newRedisLedger(c, cfg.Redis.Namespace) }),
+	)
+}
