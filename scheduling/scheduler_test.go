@@ -469,3 +469,25 @@ func TestAddAfterStart(t *testing.T) {
 		t.Fatalf("secondly ran %d times, hourly %d; want 2 and 0", late.count(), early.count())
 	}
 }
+
+func TestLockedFireWithoutDriverNeverRuns(t *testing.T) {
+	// Add refuses a locked task without a driver; this is the run-time
+	// guard behind it, for a fire that reaches the runner anyway.
+	s, _, rec, _ := newTest(t, false)
+	var f fires
+	e := &entry{fn: f.task, name: "guarded", spec: Spec{Cron: "@daily", Lock: "k", LockTTL: time.Minute},
+		sched: gridSchedule{every: time.Hour}}
+	e.running.Store(true)
+	if l := s.acquire(firing{e: e, fire: epoch}); l != nil {
+		t.Fatalf("acquired a lease without a driver")
+	}
+	if f.count() != 0 || e.running.Load() {
+		t.Fatalf("ran %d times; slot held %v", f.count(), e.running.Load())
+	}
+	if e.last == nil || e.last.Outcome != OutcomeLockFailed || !errors.Is(e.last.Err, ErrNoDriver) {
+		t.Fatalf("last %+v", e.last)
+	}
+	if logs := rec.find("lock failed"); len(logs) != 1 || logs[0].level != slog.LevelError || logs[0].attrs["task"] != "guarded" {
+		t.Fatalf("logs %+v", logs)
+	}
+}
