@@ -41,9 +41,10 @@ func LockTTL(d time.Duration) Option {
 	return func(t *Task) { t.spec.LockTTL = &d }
 }
 
-// MaxRunTime sets the run context's deadline, measured on the scheduler's
-// clock. For a locked task it must not exceed the lock TTL unless [Renew] is
-// on.
+// MaxRunTime sets the run context's deadline, measured with
+// clockwork.WithTimeout on the scheduler's clock (a *clockwork.FakeClock, or
+// real time for any other clock). For a locked task it must not exceed the
+// lock TTL unless [Renew] is on.
 func MaxRunTime(d time.Duration) Option {
 	return func(t *Task) { t.spec.MaxRunTime = &d }
 }

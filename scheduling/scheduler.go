@@ -31,7 +31,9 @@ type Config struct {
 	// "<hostname>-<pid>".
 	Node string
 	// Location is the zone of cron expressions without a CRON_TZ= prefix;
-	// nil means time.Local.
+	// nil means time.Local. Nodes that share locked tasks must agree on it
+	// (or the expressions must name their zone), or they compute different
+	// fire instants.
 	Location *time.Location
 }
 
