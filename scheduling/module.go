@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"reflect"
 	"slices"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -31,17 +32,11 @@ type registration struct {
 	tasks []Task
 }
 
-type registrationOut struct {
-	fx.Out
-	Registration registration `group:"scheduling.tasks"`
-}
-
 var (
-	provideSeq          atomic.Uint64
-	taskType            = reflect.TypeFor[Task]()
-	taskSliceType       = reflect.TypeFor[[]Task]()
-	errorType           = reflect.TypeFor[error]()
-	registrationOutType = reflect.TypeFor[registrationOut]()
+	provideSeq    atomic.Uint64
+	taskType      = reflect.TypeFor[Task]()
+	taskSliceType = reflect.TypeFor[[]Task]()
+	errorType     = reflect.TypeFor[error]()
 )
 
 // Provide registers the tasks that constructor returns with Module's
@@ -62,36 +57,18 @@ func Provide(constructor any) fx.Option {
 	if !okResults {
 		return fx.Error(fmt.Errorf("scheduling.Provide: constructor %T must return Task or []Task, optionally followed by error", constructor))
 	}
-	in := make([]reflect.Type, ct.NumIn())
-	for i := range in {
-		in[i] = ct.In(i)
+	// The constructor goes to fx as it is, so that fx's errors name it and
+	// its source line; its result, under a name of its own, is then numbered
+	// into the group.
+	name := `name:"scheduling.task.` + strconv.FormatUint(seq, 10) + `"`
+	var number any = func(t Task) registration { return registration{seq: seq, tasks: []Task{t}} }
+	if ct.Out(0) == taskSliceType {
+		number = func(ts []Task) registration { return registration{seq: seq, tasks: ts} }
 	}
-	wrapped := reflect.MakeFunc(reflect.FuncOf(in, []reflect.Type{registrationOutType, errorType}, ct.IsVariadic()),
-		func(args []reflect.Value) []reflect.Value {
-			var res []reflect.Value
-			if ct.IsVariadic() {
-				res = cv.CallSlice(args)
-			} else {
-				res = cv.Call(args)
-			}
-			var out registrationOut
-			var err error
-			if len(res) == 2 && !res[1].IsNil() {
-				err = res[1].Interface().(error)
-			}
-			switch v := res[0].Interface().(type) {
-			case Task:
-				out.Registration = registration{seq: seq, tasks: []Task{v}}
-			case []Task:
-				out.Registration = registration{seq: seq, tasks: v}
-			}
-			errv := reflect.Zero(errorType)
-			if err != nil {
-				errv = reflect.ValueOf(&err).Elem()
-			}
-			return []reflect.Value{reflect.ValueOf(out), errv}
-		})
-	return fx.Provide(wrapped.Interface())
+	return fx.Options(
+		fx.Provide(fx.Annotate(constructor, fx.ResultTags(name))),
+		fx.Provide(fx.Annotate(number, fx.ParamTags(name), fx.ResultTags(`group:"scheduling.tasks"`))),
+	)
 }
 
 type moduleParams struct {
