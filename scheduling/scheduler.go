@@ -186,7 +186,8 @@ func (s *Scheduler) nudge() {
 	}
 }
 
-// Start starts the scheduler's loop and returns at once.
+// Start starts the scheduler's loop and returns at once. The schedule starts
+// then: fires that fell due between Add and Start do not run.
 func (s *Scheduler) Start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -197,6 +198,15 @@ func (s *Scheduler) Start() error {
 		return errors.New("scheduling: Start after Stop")
 	}
 	s.state = started
+	// Fires that fell due between Add and Start are not run late: the
+	// schedule starts now.
+	now := s.clock.Now()
+	for _, e := range s.due {
+		if !e.next.After(now) {
+			e.next = e.sched.Next(now)
+		}
+	}
+	heap.Init(&s.due)
 	go s.loop()
 	return nil
 }

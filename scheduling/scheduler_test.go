@@ -491,3 +491,19 @@ func TestLockedFireWithoutDriverNeverRuns(t *testing.T) {
 		t.Fatalf("logs %+v", logs)
 	}
 }
+
+func TestFiresDueBeforeStartDoNotRun(t *testing.T) {
+	s, fc, _, _ := newTest(t, false)
+	var f fires
+	mustAdd(t, s, Scheduled(f.task, Cron("@every 1m")))
+	fc.Advance(90 * time.Second) // the 1m fire passes before Start
+	mustStart(t, s)
+	waitIdle(t, s)
+	if f.count() != 0 {
+		t.Fatalf("ran %v at Start", f.list())
+	}
+	step(t, fc, 30*time.Second, 30*time.Second, s)
+	if got := f.list(); len(got) != 1 || !got[0].Equal(epoch.Add(2*time.Minute)) {
+		t.Fatalf("fires %v, want only 2m", got)
+	}
+}
