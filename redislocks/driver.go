@@ -13,7 +13,7 @@
 //
 // For namespace ns and lock key k the driver uses
 //
-//	ndigo:{ns:k}:lock        the lease; its value is the holder's token
+//	ndigo:{ns:k}:lock        the lease; its value is the holder's token, plus "+" once someone waited
 //	ndigo:{ns:k}:token       the last token minted for k; it expires
 //	ndigo:ns:released:k      the channel a release is published on
 //
