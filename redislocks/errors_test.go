@@ -113,3 +113,21 @@ func TestPausedRedisIsBoundedByReadTimeout(t *testing.T) {
 		t.Fatalf("Acquire took %v with a 100ms read timeout", elapsed)
 	}
 }
+
+// Waiting on a dead Redis ends with the Redis error at the first attempt,
+// not after the wait budget and not as ErrNotAcquired.
+func TestWaitOnKilledRedis(t *testing.T) {
+	s := redistest.Start(t)
+	d := newDriver(t, s.Client(), "errs")
+	s.Kill()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	l, err := locks.Wait(ctx, d, "job", time.Minute, locks.WaitOptions{Budget: time.Hour})
+	if l != nil {
+		t.Fatal("Wait on a killed Redis returned a lease")
+	}
+	checkRedisError(t, "Wait", "job", err)
+	if ctx.Err() != nil {
+		t.Fatalf("Wait ran into the test's 5s context (%v) instead of failing at once", err)
+	}
+}
