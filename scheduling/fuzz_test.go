@@ -3,6 +3,8 @@ package scheduling
 import (
 	"testing"
 	"time"
+
+	"github.com/robfig/cron/v3"
 )
 
 func FuzzParseSchedule(f *testing.F) {
@@ -27,6 +29,45 @@ func FuzzParseSchedule(f *testing.F) {
 				t.Fatalf("%q: Next(%v) = %v, not after it", expr, prev, next)
 			}
 			prev = next
+		}
+	})
+}
+
+// FuzzNextUTC checks the integer cron search against robfig's own, in UTC
+// and in a fixed zone.
+func FuzzNextUTC(f *testing.F) {
+	for _, seed := range []string{"0 2 * * *", "*/7 * * * * *", "0 0 29 2 *", "0 0 31 * *", "15 10 * * MON-FRI",
+		"0 0 1,15 * 3", "59 23 31 12 *", "0 0 * * 0", "30 */5 1-10 */2 *", "@yearly", "0 0 13 * 5", "1-5/2 * * * * *"} {
+		f.Add(seed, int64(1767225600), int32(0))
+		f.Add(seed, int64(4102444799), int32(3600*5+1800))
+	}
+	f.Fuzz(func(t *testing.T, expr string, unix int64, offset int32) {
+		if unix < 0 || unix > 7258118400 || offset < -14*3600 || offset > 14*3600 {
+			return // 1970 to 2200, real offsets
+		}
+		parsed, err := cronParser.Parse(expr)
+		if err != nil {
+			return
+		}
+		spec, ok := parsed.(*cron.SpecSchedule)
+		if !ok {
+			return
+		}
+		// robfig truncates to minutes on absolute time, which is wrong for
+		// offsets that are not whole minutes (only historic zones have
+		// them); real offsets are multiples of 15 minutes.
+		offset = offset / 900 * 900
+		from := time.Unix(unix, int64(unix%1000)*1e6)
+		for _, loc := range []*time.Location{time.UTC, time.FixedZone("fixed", int(offset))} {
+			ref := *spec
+			ref.Location = loc
+			utc := *spec
+			utc.Location = time.UTC
+			want := ref.Next(from)
+			got := utcSchedule{spec: &utc, loc: loc}.Next(from)
+			if !got.Equal(want) {
+				t.Fatalf("%q in %v from %v: got %v, robfig %v", expr, loc, from, got, want)
+			}
 		}
 	})
 }

@@ -66,11 +66,14 @@ func parseSchedule(expr string, loc *time.Location) (s schedule, err error) {
 	if !zoned && loc != nil {
 		spec.Location = loc
 	}
-	if spec.Hour&allHours == allHours {
+	utc := *spec
+	utc.Location = time.UTC
+	switch {
+	case fixedZone(spec.Location):
+		s = utcSchedule{spec: &utc, loc: spec.Location}
+	case spec.Hour&allHours == allHours:
 		s = spec
-	} else {
-		utc := *spec
-		utc.Location = time.UTC
+	default:
 		s = wallSchedule{utc: &utc, loc: spec.Location}
 	}
 	if !canFire(spec) {
@@ -133,7 +136,7 @@ func (w wallSchedule) Next(t time.Time) time.Time {
 	// Candidates before t occur only for wall times repeated by a fall-back
 	// that already passed; an hour has at most 3600 of them.
 	for range 4000 {
-		wall = w.utc.Next(wall)
+		wall = nextUTC(w.utc, wall)
 		if wall.IsZero() {
 			return wall
 		}
@@ -142,6 +145,13 @@ func (w wallSchedule) Next(t time.Time) time.Time {
 		}
 	}
 	return time.Time{}
+}
+
+// fixedZone reports whether loc has one offset for all time (UTC, a fixed
+// zone), so that its schedules need no DST handling.
+func fixedZone(loc *time.Location) bool {
+	start, end := time.Unix(0, 0).In(loc).ZoneBounds()
+	return start.IsZero() && end.IsZero()
 }
 
 // wallInstant returns the first instant at which loc's clocks read wall (whose
