@@ -33,7 +33,8 @@ func (c *PayrollController) SendPayslips(context.Context) error {
 	return nil
 }
 
-// The struct-tag form, run on a fake clock without fx.
+// The struct-tag form, beside one task in the builder form, run on a fake
+// clock without fx.
 func Example() {
 	clock := clockwork.NewFakeClockAt(time.Date(2026, 3, 1, 1, 0, 0, 0, time.UTC))
 	c := &PayrollController{done: make(chan string, 2)}
@@ -42,6 +43,8 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
+	tasks = append(tasks, scheduling.Scheduled(c.SendPayslips, scheduling.Name("payslips-reminder"),
+		scheduling.Cron("0 9 28 * *")))
 	s := scheduling.New(scheduling.Config{
 		Driver:   locks.NewInProcessDriver(locks.WithClock(clock)),
 		Clock:    clock,
@@ -63,6 +66,7 @@ func Example() {
 	// Output:
 	// PayrollController.CloseBooks next 2026-03-01T02:00:00Z lock payroll-window 1m0s 0s
 	// PayrollController.SendPayslips next 2026-03-01T08:00:00Z lock payslips 1m0s 500ms
+	// payslips-reminder next 2026-03-28T09:00:00Z lock  0s 0s
 	// closed books under payroll-window
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"go.uber.org/fx"
 
+	"github.com/ndigo/ndigo/annotations"
 	"github.com/ndigo/ndigo/locks"
 	"github.com/ndigo/ndigo/scheduling"
 )
@@ -98,4 +99,39 @@ func ExampleModule() {
 	// Output:
 	// PayrollController.CloseBooks 0 2 * * * payroll-window 1m0s
 	// <nil>
+}
+
+type LedgerController struct {
+	_ annotations.Scheduled `method:"Close" cron:"0 2 * * *" lock:"ledger" lockTtl:"30s"`
+}
+
+func (c *LedgerController) Close(context.Context) error { return nil }
+
+// Both spec forms side by side in one application: struct tags read by
+// package annotations, and builder options. They become the same validated
+// spec and run in one scheduler, in registration order.
+func Example_bothForms() {
+	var s *scheduling.Scheduler
+	app := fx.New(
+		fx.NopLogger,
+		locks.Module,
+		fx.Provide(func() *LedgerController { return &LedgerController{} }),
+		annotations.Controller[*LedgerController](),
+		scheduling.Provide(func(c *LedgerController) scheduling.Task {
+			return scheduling.Scheduled(c.Close, scheduling.Name("ledger-audit"),
+				scheduling.Cron("30 2 * * *"), scheduling.Lock("ledger"), scheduling.LockWait(5*time.Second))
+		}),
+		scheduling.Module,
+		fx.Populate(&s),
+	)
+	if err := app.Err(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, t := range s.Tasks() {
+		fmt.Printf("%s: cron %q lock %s ttl %v wait %v\n", t.Name, t.Spec.Cron, t.Spec.Lock, t.Spec.LockTTL, t.Spec.LockWait)
+	}
+	// Output:
+	// LedgerController.Close: cron "0 2 * * *" lock ledger ttl 30s wait 0s
+	// ledger-audit: cron "30 2 * * *" lock ledger ttl 1m0s wait 5s
 }
