@@ -229,6 +229,10 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 		s.cancelAcquire() // fires waiting for a lock give up: no new runs
 		<-s.loopDone
 	}
+	if s.active.Load() == 0 { // nothing in flight, whatever ctx says
+		s.cancelRuns(context.Canceled)
+		return nil
+	}
 	done := make(chan struct{})
 	go func() {
 		s.runWG.Wait()

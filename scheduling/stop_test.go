@@ -93,3 +93,16 @@ func TestStartDoesNotBlock(t *testing.T) {
 		t.Fatal("second Start succeeded")
 	}
 }
+
+func TestStopWithExpiredContextAndNothingRunning(t *testing.T) {
+	s, fc, _, _ := newTest(t, true)
+	var f fires
+	mustAdd(t, s, Scheduled(f.task, Cron("@every 1s"), Lock("k")))
+	mustStart(t, s)
+	step(t, fc, 3*time.Second, time.Second, s)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := s.Stop(ctx); err != nil {
+		t.Fatalf("Stop with nothing running: %v", err)
+	}
+}
