@@ -38,12 +38,15 @@ type Problem struct {
 // String formats p as one line naming the task, the option, the value and the rule.
 func (p Problem) String() string {
 	var b strings.Builder
-	if p.Type != "" {
+	switch {
+	case p.Type != "":
 		fmt.Fprintf(&b, "%s.%s", p.Type, p.Method)
-	} else {
+	case p.Method != "":
 		b.WriteString(p.Method)
+	default:
+		fmt.Fprintf(&b, "task %q", p.Task)
 	}
-	if full := p.Type + "." + p.Method; p.Task != "" && p.Task != full && p.Task != p.Method {
+	if full := p.Type + "." + p.Method; p.Method != "" && p.Task != "" && p.Task != full && p.Task != p.Method {
 		fmt.Fprintf(&b, " (task %q)", p.Task)
 	}
 	fmt.Fprintf(&b, ": option %s", p.Option)

@@ -85,7 +85,7 @@ func TestValidationListsEveryProblem(t *testing.T) {
 		`scheduling.plainJob: option lock: must not be empty`,
 		`scheduling.plainJob: option maxRunTime = "2m0s": must not exceed lockTtl (1m0s) unless renew is on`,
 		`did you mean "lockTtl"?`,
-		`option func: must not be nil`,
+		`task "nil-func": option func: must not be nil`,
 	} {
 		if !strings.Contains(msg, frag) {
 			t.Errorf("error lacks %q:\n%s", frag, msg)
