@@ -1,0 +1,10 @@
+// Package chaos holds the fault tests of ndigo: real redis-server processes
+// and real node processes are killed, paused, restarted and stopped while
+// locked tasks run, and histories of lock operations recorded under faults
+// are checked for linearizability with github.com/anishathalye/porcupine.
+//
+// The package has no API: everything is in its tests. A node process is the
+// test binary itself, re-executed with CHAOS_ROLE set (see node_test.go), or
+// the payroll example built with go build. docs/GUARANTEES.md names the test
+// behind each guarantee.
+package chaos

@@ -1,0 +1,51 @@
+package chaos
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+)
+
+var (
+	linOps = flag.Int("lin.ops", 6000, "operations the linearizability check records (make chaos: 60000)")
+	long   = flag.Bool("chaos.long", false, "run the long versions of the fault tests")
+)
+
+// TestMain runs a child role when the test binary was re-executed as a node
+// or a linearizability worker, and the tests otherwise.
+func TestMain(m *testing.M) {
+	switch role := os.Getenv(roleEnv); role {
+	case "":
+		// go-redis logs every failed dial itself; the tests read the
+		// errors from the operations instead.
+		redis.SetLogger(quietRedis{})
+		goleak.VerifyTestMain(m, goleak.Cleanup(func(int) {
+			if payrollBin != "" {
+				_ = os.RemoveAll(filepath.Dir(payrollBin))
+			}
+		}))
+	case roleNode:
+		os.Exit(nodeMain())
+	case roleLinWorker:
+		os.Exit(linWorkerMain())
+	default:
+		fmt.Fprintf(os.Stderr, "chaos: unknown %s %q\n", roleEnv, role)
+		os.Exit(2)
+	}
+}
+
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}
+
+const (
+	roleEnv       = "CHAOS_ROLE"
+	roleNode      = "node"
+	roleLinWorker = "linworker"
+)

@@ -1,0 +1,148 @@
+package chaos
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/fx"
+
+	"github.com/ndigo/ndigo/app"
+	"github.com/ndigo/ndigo/config"
+	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/redislocks"
+	"github.com/ndigo/ndigo/scheduling"
+)
+
+// A node is the test binary re-executed with CHAOS_ROLE=node: an ndigo app
+// (app.Run, redislocks.Module, scheduling) with one locked task, Job, that
+// runs longer than the payroll example's so that a test can kill, pause or
+// stop its holder mid-run. Its settings come from the environment:
+//
+//	CHAOS_REDIS   lock Redis host:port          CHAOS_LEDGER  ledger Redis host:port
+//	CHAOS_NODE    node name                     CHAOS_CRON    schedule (default @every 1s)
+//	CHAOS_TTL     lock TTL                      CHAOS_WORK    how long a run works
+//	CHAOS_RENEW   "1" to renew the lease while the run works
+//
+// A run writes a "start" entry to the fenced ledger with its token, logs
+// "run start", works
+// until CHAOS_WORK passes or its context ends, then, as a stale holder that
+// ignores its cancelled context would, extends its lease and writes an "end"
+// entry, and logs "run end" with what the context's cause, the Extend and
+// the end write returned. Logs are JSON lines on stderr.
+const (
+	nodeLock   = "job"
+	nodeNS     = "chaos"
+	fireFormat = "2006-01-02T15:04:05.000Z07:00"
+)
+
+//go:embed ledger.lua
+var ledgerLua string
+
+var ledgerScript = redis.NewScript(ledgerLua)
+
+// ledgerKeys are the fenced ledger's list and high-water mark.
+var ledgerKeys = []string{"chaos:{ledger}", "chaos:{ledger}:high"}
+
+// errStale is a write the ledger rejected.
+var errStale = errors.New("chaos: ledger rejected a stale fencing token")
+
+func appendLedger(ctx context.Context, c redis.Scripter, token uint64, entry string) error {
+	res, err := ledgerScript.Run(ctx, c, ledgerKeys, token, entry).Slice()
+	if err != nil {
+		return fmt.Errorf("chaos: ledger append: %w", err)
+	}
+	if ok, _ := res[0].(int64); ok != 1 {
+		return fmt.Errorf("%w: token %d, ledger at %v", errStale, token, res[1])
+	}
+	return nil
+}
+
+func nodeMain() int {
+	env := func(k, def string) string {
+		if v := os.Getenv(k); v != "" {
+			return v
+		}
+		return def
+	}
+	dur := func(k, def string) time.Duration {
+		d, err := time.ParseDuration(env(k, def))
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "chaos node: %s: %v\n", k, err)
+			os.Exit(2)
+		}
+		return d
+	}
+	node := env("CHAOS_NODE", "node-"+strconv.Itoa(os.Getpid()))
+	ttl, work := dur("CHAOS_TTL", "2s"), dur("CHAOS_WORK", "300ms")
+	ledger := redis.NewClient(&redis.Options{Addr: env("CHAOS_LEDGER", os.Getenv("CHAOS_REDIS"))})
+	defer ledger.Close()
+	opts := []scheduling.Option{
+		scheduling.Name("Job"), scheduling.Cron(env("CHAOS_CRON", "@every 1s")),
+		scheduling.Lock(nodeLock), scheduling.LockTTL(ttl),
+	}
+	if os.Getenv("CHAOS_RENEW") == "1" {
+		opts = append(opts, scheduling.Renew())
+	}
+	err := app.Run(context.Background(),
+		fx.Supply(config.Framework{
+			Node:  node,
+			Redis: config.Redis{URL: config.SecretURL("redis://" + os.Getenv("CHAOS_REDIS")), Namespace: nodeNS},
+			Log:   config.Log{Format: "json", Level: "info"},
+		}),
+		redislocks.Module,
+		scheduling.Provide(func(log *slog.Logger) scheduling.Task {
+			return scheduling.Scheduled(func(ctx context.Context) error {
+				return job(ctx, log, ledger, work, ttl)
+			}, opts...)
+		}),
+	)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "chaos node %s: %v\n", node, err)
+		return 1
+	}
+	return 0
+}
+
+func job(ctx context.Context, log *slog.Logger, ledger redis.Scripter, work, ttl time.Duration) error {
+	run, _ := scheduling.RunFromContext(ctx)
+	lease, _ := locks.FromContext(ctx)
+	fire := run.Fire.UTC().Format(fireFormat)
+	entry := func(what string) string { return fmt.Sprintf("%s %s %s %d", what, fire, run.Node, lease.Token()) }
+	bounded := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	}
+	wctx, cancel := bounded()
+	startErr := appendLedger(wctx, ledger, lease.Token(), entry("start"))
+	cancel()
+	log.Info("run start", "fire", fire, "node", run.Node, "token", lease.Token(), "goroutines", runtime.NumGoroutine(),
+		"start_ledger", text(startErr))
+	timer := time.NewTimer(work)
+	select {
+	case <-timer.C:
+	case <-ctx.Done():
+		timer.Stop()
+	}
+	cause := context.Cause(ctx)
+	wctx, cancel = bounded()
+	defer cancel()
+	extendErr := lease.Extend(wctx, ttl)
+	endErr := appendLedger(wctx, ledger, lease.Token(), entry("end"))
+	log.Info("run end", "fire", fire, "node", run.Node, "token", lease.Token(),
+		"cause", text(cause), "extend", text(extendErr), "ledger", text(endErr))
+	return nil
+}
+
+func text(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

@@ -1,0 +1,239 @@
+package chaos
+
+import (
+	"context"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ndigo/ndigo/internal/redistest"
+)
+
+// ledgerEntries returns the fenced ledger's entries as fields: what, fire,
+// node, token.
+func ledgerEntries(t *testing.T, c *redis.Client) [][]string {
+	t.Helper()
+	raw, err := c.LRange(context.Background(), ledgerKeys[0], 0, -1).Result()
+	if err != nil {
+		t.Fatalf("reading the ledger: %v", err)
+	}
+	var out [][]string
+	for _, e := range raw {
+		out = append(out, strings.Fields(e))
+	}
+	return out
+}
+
+// hasEntry reports whether the ledger has the entry what for fire by node.
+func hasEntry(entries [][]string, what, fire, node string) bool {
+	for _, e := range entries {
+		if e[0] == what && e[1] == fire && e[2] == node {
+			return true
+		}
+	}
+	return false
+}
+
+func isRun(msg string) func(line) bool {
+	return func(l line) bool { return l.Msg == msg }
+}
+
+// A node SIGKILLed in the middle of a run holds the lock until its lease
+// ends: another node runs the first fire after that, within lockTtl plus one
+// period, and from then on every fire runs exactly once.
+func TestHolderKilledMidRun(t *testing.T) {
+	srv := redistest.Start(t)
+	p := newProcs(t)
+	for _, n := range []string{"n0", "n1", "n2"} {
+		p.startNode(n, srv.Addr(), "CHAOS_TTL=2s", "CHAOS_WORK=600ms")
+	}
+	_, i := p.waitLine("second completed run", 0, 30*time.Second, isRun("run end"))
+	_, i = p.waitLine("another completed run", i+1, 10*time.Second, isRun("run end"))
+	victim, _ := p.waitLine("a run starting", i+1, 10*time.Second, isRun("run start"))
+	p.signal(victim.Proc, syscall.SIGKILL)
+	t.Logf("killed %s in its run of fire %s (token %d)", victim.Proc, victim.Fire, victim.Token)
+
+	victimFire := parseFire(t, victim.Fire)
+	takeover, _ := p.waitLine("a survivor's run", 0, 15*time.Second, func(l line) bool {
+		return l.Msg == "run start" && l.Fire > victim.Fire
+	})
+	if takeover.Proc == victim.Proc {
+		t.Fatalf("the killed node ran fire %s", takeover.Fire)
+	}
+	// The lease was taken at the fire and lasts 2s; the first fire after
+	// it ends is at most one period later.
+	if limit := victimFire.Add(2*time.Second + time.Second); parseFire(t, takeover.Fire).After(limit) {
+		t.Errorf("takeover at fire %s, later than lockTtl plus one period after the killed run's fire %s", takeover.Fire, victim.Fire)
+	}
+	if takeover.Token <= victim.Token {
+		t.Errorf("takeover token %d not above the killed holder's %d", takeover.Token, victim.Token)
+	}
+	fires := p.waitFires("run end", takeover.Fire, 5, 20*time.Second)
+	p.checkEveryFireOnce("run end", fires, time.Second)
+	p.checkEveryFireOnce("run start", fires, time.Second)
+
+	entries := ledgerEntries(t, srv.Client())
+	if !hasEntry(entries, "start", victim.Fire, victim.Proc) || hasEntry(entries, "end", victim.Fire, victim.Proc) {
+		t.Errorf("ledger should have the killed run's start and not its end: %v", entries)
+	}
+	for _, f := range fires {
+		if !hasEntry(entries, "end", f, p.runs("run end", f)[f][0].Proc) {
+			t.Errorf("ledger lacks the end of fire %s", f)
+		}
+	}
+}
+
+// A holder paused (SIGSTOP, as a long GC pause would) past its lease while
+// it renews: a successor takes the lock and writes; the resumed holder's run
+// context is cancelled with ErrLeaseLost, its Extend and Release return
+// ErrLeaseLost, and its fenced ledger write is rejected. Nothing the
+// successor wrote is lost.
+func TestPausedHolderIsFenced(t *testing.T) {
+	srv := redistest.Start(t)
+	p := newProcs(t)
+	for _, n := range []string{"n0", "n1"} {
+		p.startNode(n, srv.Addr(), "CHAOS_TTL=1500ms", "CHAOS_WORK=4s", "CHAOS_RENEW=1")
+	}
+	victim, _ := p.waitLine("a run starting", 0, 30*time.Second, isRun("run start"))
+	p.signal(victim.Proc, syscall.SIGSTOP)
+	succ, _ := p.waitLine("a successor's run", 0, 15*time.Second, func(l line) bool {
+		return l.Msg == "run start" && l.Proc != victim.Proc
+	})
+	p.signal(victim.Proc, syscall.SIGCONT)
+	t.Logf("%s paused in fire %s (token %d); %s took fire %s (token %d)", victim.Proc, victim.Fire, victim.Token, succ.Proc, succ.Fire, succ.Token)
+	if succ.Token <= victim.Token {
+		t.Fatalf("successor token %d not above the paused holder's %d", succ.Token, victim.Token)
+	}
+	stale, _ := p.waitLine("the resumed holder's run end", 0, 15*time.Second, func(l line) bool {
+		return l.Msg == "run end" && l.Proc == victim.Proc && l.Fire == victim.Fire
+	})
+	for what, got := range map[string]string{"run context cause": stale.Cause, "Extend": stale.Extend} {
+		if !strings.Contains(got, "locks: lease lost") {
+			t.Errorf("resumed holder: %s = %q, want ErrLeaseLost", what, got)
+		}
+	}
+	if !strings.Contains(stale.Ledger, errStale.Error()) {
+		t.Errorf("resumed holder's ledger write = %q, want it rejected as stale", stale.Ledger)
+	}
+	p.waitLine("the resumed holder's failed release", 0, 10*time.Second, func(l line) bool {
+		return l.Proc == victim.Proc && l.Msg == "lease release failed" && strings.Contains(l.Err, "locks: lease lost")
+	})
+	done, _ := p.waitLine("the successor's run end", 0, 15*time.Second, func(l line) bool {
+		return l.Msg == "run end" && l.Proc == succ.Proc && l.Fire == succ.Fire
+	})
+	if succ.StartLedger != "" || done.Cause != "" || done.Extend != "" || done.Ledger != "" {
+		t.Errorf("the successor's run was disturbed: %+v", done)
+	}
+	entries := ledgerEntries(t, srv.Client())
+	if !hasEntry(entries, "start", succ.Fire, succ.Proc) || !hasEntry(entries, "end", succ.Fire, succ.Proc) {
+		t.Errorf("ledger lost what the successor wrote: %v", entries)
+	}
+	if hasEntry(entries, "end", victim.Fire, victim.Proc) {
+		t.Errorf("ledger accepted the stale holder's end entry: %v", entries)
+	}
+}
+
+// SIGTERM during a run: the node finishes the run, releases the lease and
+// exits 0; a peer runs a fire right after, long before the 30s lease could
+// have expired.
+func TestGracefulStopHandsOver(t *testing.T) {
+	srv := redistest.Start(t)
+	p := newProcs(t)
+	for _, n := range []string{"n0", "n1"} {
+		p.startNode(n, srv.Addr(), "CHAOS_TTL=30s", "CHAOS_WORK=1500ms")
+	}
+	victim, _ := p.waitLine("a run starting", 0, 30*time.Second, isRun("run start"))
+	p.signal(victim.Proc, syscall.SIGTERM)
+	if err := p.waitExit(victim.Proc, 20*time.Second); err != nil {
+		t.Fatalf("%s exited with %v after SIGTERM, want 0", victim.Proc, err)
+	}
+	end, _ := p.waitLine("the stopped node's run end", 0, time.Second, func(l line) bool {
+		return l.Msg == "run end" && l.Proc == victim.Proc && l.Fire == victim.Fire
+	})
+	if end.Cause != "" || end.Ledger != "" {
+		t.Errorf("the run cut short by the graceful stop: %+v", end)
+	}
+	for _, l := range p.all() {
+		if l.Proc == victim.Proc && l.Level != "INFO" {
+			t.Errorf("%s logged %s %q: %s", victim.Proc, l.Level, l.Msg, l.Err)
+		}
+	}
+	peer, _ := p.waitLine("the peer's run", 0, 10*time.Second, func(l line) bool {
+		return l.Msg == "run start" && l.Proc != victim.Proc && l.Fire > victim.Fire
+	})
+	// The run works 1.5s; the peer's fire at most one period after the
+	// release, far from the 30s a lease left behind would block.
+	if limit := parseFire(t, victim.Fire).Add(1500*time.Millisecond + 2*time.Second); parseFire(t, peer.Fire).After(limit) {
+		t.Errorf("peer took fire %s, more than a period after the stopped run (fire %s) ended", peer.Fire, victim.Fire)
+	}
+}
+
+// Redis restarts without persistence in the middle of a run. Tokens after
+// the restart are above every token before it; the nodes recover by
+// themselves and every later fire that finds the lock free runs once. The window: the run in flight
+// keeps going while a node takes the next fire (two runs at once), and its
+// late ledger write is rejected by the fence, which lives on another Redis.
+func TestRedisRestartMidRun(t *testing.T) {
+	locksSrv, ledgerSrv := redistest.Start(t), redistest.Start(t)
+	p := newProcs(t)
+	for _, n := range []string{"n0", "n1", "n2"} {
+		p.startNode(n, locksSrv.Addr(), "CHAOS_TTL=3s", "CHAOS_WORK=1500ms", "CHAOS_LEDGER="+ledgerSrv.Addr())
+	}
+	_, i := p.waitLine("a completed run", 0, 30*time.Second, isRun("run end"))
+	inflight, i := p.waitLine("a run starting", i+1, 10*time.Second, isRun("run start"))
+	locksSrv.Restart()
+	t.Logf("restarted Redis during %s's run of fire %s (token %d)", inflight.Proc, inflight.Fire, inflight.Token)
+	var before uint64
+	for _, l := range p.all()[:i+1] {
+		before = max(before, l.Token)
+	}
+	after := p.waitFires("run end", inflight.Fire, 5, 30*time.Second)[1:]
+	for _, l := range p.all()[i+1:] {
+		if l.Msg == "run start" && l.Token <= before {
+			t.Errorf("token %d of fire %s after the restart is not above %d, the highest before", l.Token, l.Fire, before)
+		}
+	}
+	// Runs of 1.5s every 1s: each run makes the nodes skip the next fire, so
+	// a run every 2s is every fire that could run.
+	p.checkEveryFireOnce("run start", after, 2*time.Second)
+	if n := len(p.runs("run start", inflight.Fire)[inflight.Fire]); n > 2 {
+		t.Errorf("the fire in flight at the restart ran %d times", n)
+	}
+	stale, _ := p.waitLine("the in-flight run's end", 0, 10*time.Second, func(l line) bool {
+		return l.Msg == "run end" && l.Proc == inflight.Proc && l.Fire == inflight.Fire
+	})
+	// A node took the next fire at most 1s after the in-flight run began,
+	// and wrote its start entry before that run's end at 1.5s.
+	if !strings.Contains(stale.Extend, "locks: lease lost") || !strings.Contains(stale.Ledger, errStale.Error()) {
+		t.Errorf("the run in flight at the restart: Extend %q, ledger %q; want lease lost and a stale rejection", stale.Extend, stale.Ledger)
+	}
+	// Only that run overlapped another one.
+	ends := map[string]line{}
+	for _, l := range p.all() {
+		if l.Msg == "run end" {
+			ends[l.Proc+l.Fire] = l
+		}
+	}
+	var open []line
+	for _, l := range p.all() {
+		switch l.Msg {
+		case "run start":
+			for _, o := range open {
+				if o.Fire != inflight.Fire {
+					t.Errorf("run of fire %s on %s overlaps the run of fire %s on %s", l.Fire, l.Proc, o.Fire, o.Proc)
+				}
+			}
+			open = append(open, l)
+		case "run end":
+			for k, o := range open {
+				if o.Proc == l.Proc && o.Fire == l.Fire {
+					open = append(open[:k], open[k+1:]...)
+					break
+				}
+			}
+		}
+	}
+}
