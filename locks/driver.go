@@ -44,11 +44,25 @@ type Lease interface {
 // free, so that [Wait] wakes at once instead of polling. Drivers that cannot
 // tell need not implement it.
 type Watcher interface {
-	// Watch returns a channel that is closed when key is next released (it
-	// may also close spuriously), and a function that stops watching. Watch
+	// Watch returns a channel that is closed when a release of key may let
+	// this watcher acquire it, and a function that stops watching. Watch
 	// before trying to acquire, so that a release in between is not missed.
-	// The stop function is idempotent.
+	// A driver may wake only some watchers per release (one per process,
+	// say) as long as a release after a failed Acquire wakes at least one
+	// watcher still waiting; the others keep polling. The channel may also
+	// close spuriously. The stop function is idempotent.
 	Watch(key string) (<-chan struct{}, func())
+}
+
+// A Marker is a Driver that can set a mark: a key taken for a TTL without a
+// fencing token, which no one extends or releases. The scheduler claims each
+// fire with a mark where the driver has them; a mark costs less than a lease
+// (no token to mint) and leaves nothing behind when it expires.
+type Marker interface {
+	// Mark takes key for ttl unless it is already marked, and reports
+	// whether it did. Marks and leases of the same key are independent.
+	// Bad input returns an error wrapping ErrInvalid, like Acquire.
+	Mark(ctx context.Context, key string, ttl time.Duration) (bool, error)
 }
 
 // Check validates the arguments of an Acquire or Extend call and returns an

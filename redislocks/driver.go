@@ -16,6 +16,7 @@
 //	ndigo:{ns:k}:lock        the lease; its value is the holder's token, plus "+" once someone waited
 //	ndigo:{ns:k}:token       the last token minted for k; it expires
 //	ndigo:ns:released:k      the channel a release is published on
+//	ndigo:{ns:k}:mark        a mark (locks.Marker): a fire claim of the scheduler
 //
 // The hash tag {ns:k} keeps both keys of one lock in one Cluster slot for any
 // k (it is never empty). Keys and channels are passed to the scripts as
@@ -139,6 +140,7 @@ type Driver struct {
 var (
 	_ locks.Driver  = (*Driver)(nil)
 	_ locks.Watcher = (*Driver)(nil)
+	_ locks.Marker  = (*Driver)(nil)
 )
 
 // New returns a driver on opts.Client. It does not contact Redis: a bad
@@ -236,6 +238,20 @@ func (d *Driver) Acquire(ctx context.Context, key string, ttl time.Duration) (lo
 		return nil, fmt.Errorf("%w: key %q is held", locks.ErrNotAcquired, key)
 	}
 	return &lease{d: d, key: key, token: uint64(n), tokenArg: strconv.FormatInt(n, 10), deadline: sent.Add(ttl - d.margin(ttl))}, nil
+}
+
+// Mark implements locks.Marker in one round trip: SET NX PX on
+// ndigo:{ns:key}:mark, with no token counter, so a mark leaves nothing behind
+// when it expires.
+func (d *Driver) Mark(ctx context.Context, key string, ttl time.Duration) (bool, error) {
+	if err := locks.Check(ctx, key, ttl); err != nil {
+		return false, err
+	}
+	n, err := markScript.Run(ctx, d.client, []string{"ndigo:{" + d.ns + ":" + key + "}:mark"}, millis(ttl)).Int64()
+	if err != nil {
+		return false, fmt.Errorf("%w: mark key %q: %w", ErrRedis, key, err)
+	}
+	return n == 1, nil
 }
 
 // Watch implements locks.Watcher. The first Watch of an idle driver starts

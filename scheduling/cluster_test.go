@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -19,48 +20,100 @@ import (
 // lock alone is free again long before the lagging node reaches the fire; the
 // fire claim is what keeps it from running the fire a second time.
 func TestEachFireRunsOnceAcrossSkewedNodes(t *testing.T) {
-	for _, skew := range []time.Duration{600 * time.Millisecond, -600 * time.Millisecond, 900 * time.Millisecond, -900 * time.Millisecond} {
-		t.Run(skew.String(), func(t *testing.T) {
-			fc := clockwork.NewFakeClockAt(epoch)
-			driver := locks.NewInProcessDriver(locks.WithClock(fc))
-			var mu sync.Mutex
-			ran := map[int64][]string{} // by fire, in Unix ms
-			task := func(ctx context.Context) error {
-				r, _ := RunFromContext(ctx)
-				mu.Lock()
-				ran[r.Fire.UnixMilli()] = append(ran[r.Fire.UnixMilli()], r.Node)
-				mu.Unlock()
-				return nil
+	for _, c := range []struct {
+		name  string
+		marks bool
+	}{{"lease-claims", false}, {"mark-claims", true}} {
+		for _, skew := range []time.Duration{600 * time.Millisecond, -600 * time.Millisecond, 900 * time.Millisecond, -900 * time.Millisecond} {
+			t.Run(c.name+"/"+skew.String(), func(t *testing.T) { runsOnceAcrossSkew(t, skew, c.marks) })
+		}
+	}
+}
+
+// markingDriver claims fires with marks, as the Redis driver does: its marks
+// live in a table of their own and are never released.
+type markingDriver struct {
+	locks.Driver
+	marks    locks.Driver
+	mu       sync.Mutex
+	marked   int
+	acquired []string // keys passed to Acquire
+}
+
+func (m *markingDriver) Acquire(ctx context.Context, key string, ttl time.Duration) (locks.Lease, error) {
+	m.mu.Lock()
+	m.acquired = append(m.acquired, key)
+	m.mu.Unlock()
+	return m.Driver.Acquire(ctx, key, ttl)
+}
+
+func (m *markingDriver) Mark(ctx context.Context, key string, ttl time.Duration) (bool, error) {
+	_, err := m.marks.Acquire(ctx, key, ttl)
+	if errors.Is(err, locks.ErrNotAcquired) {
+		return false, nil
+	}
+	m.mu.Lock()
+	m.marked++
+	m.mu.Unlock()
+	return err == nil, err
+}
+
+func runsOnceAcrossSkew(t *testing.T, skew time.Duration, marks bool) {
+	fc := clockwork.NewFakeClockAt(epoch)
+	var driver locks.Driver = locks.NewInProcessDriver(locks.WithClock(fc))
+	var marker *markingDriver
+	if marks {
+		marker = &markingDriver{Driver: driver, marks: locks.NewInProcessDriver(locks.WithClock(fc))}
+		driver = marker
+	}
+	var mu sync.Mutex
+	ran := map[int64][]string{} // by fire, in Unix ms
+	task := func(ctx context.Context) error {
+		r, _ := RunFromContext(ctx)
+		mu.Lock()
+		ran[r.Fire.UnixMilli()] = append(ran[r.Fire.UnixMilli()], r.Node)
+		mu.Unlock()
+		return nil
+	}
+	var nodes []*Scheduler
+	for i, c := range []clockwork.Clock{fc, offsetClock{FakeClock: fc, off: skew}} {
+		s := New(Config{Driver: driver, Clock: c, Node: []string{"a", "b"}[i],
+			Logger: slog.New(&logRecorder{})})
+		mustAdd(t, s, Scheduled(task, Cron("@every 1s"), Lock("report"), LockTTL(30*time.Second)))
+		mustStart(t, s)
+		t.Cleanup(func() { _ = s.Stop(context.Background()) })
+		nodes = append(nodes, s)
+	}
+	const fires = 100
+	step(t, fc, fires*time.Second, 100*time.Millisecond, nodes...)
+	mu.Lock()
+	defer mu.Unlock()
+	lo, hi := epoch.Add(2*time.Second), epoch.Add((fires-2)*time.Second)
+	for f := lo; !f.After(hi); f = f.Add(time.Second) {
+		if got := ran[f.UnixMilli()]; len(got) != 1 {
+			t.Errorf("fire %v ran on %v, want exactly one node", f.Sub(epoch), got)
+		}
+	}
+	skipped := 0
+	for _, s := range nodes {
+		for _, info := range s.Tasks() {
+			skipped += int(info.Skips)
+		}
+	}
+	if skipped < fires-4 {
+		t.Errorf("%d skips across nodes, want about one per fire", skipped)
+	}
+	if marker != nil {
+		marker.mu.Lock()
+		defer marker.mu.Unlock()
+		if marker.marked < fires-4 {
+			t.Errorf("%d fires claimed with marks, want about one per fire", marker.marked)
+		}
+		for _, k := range marker.acquired {
+			if k != "report" {
+				t.Fatalf("claim taken as a lease (%q) from a driver with marks", k)
 			}
-			var nodes []*Scheduler
-			for i, c := range []clockwork.Clock{fc, offsetClock{FakeClock: fc, off: skew}} {
-				s := New(Config{Driver: driver, Clock: c, Node: []string{"a", "b"}[i],
-					Logger: slog.New(&logRecorder{})})
-				mustAdd(t, s, Scheduled(task, Cron("@every 1s"), Lock("report"), LockTTL(30*time.Second)))
-				mustStart(t, s)
-				t.Cleanup(func() { _ = s.Stop(context.Background()) })
-				nodes = append(nodes, s)
-			}
-			const fires = 100
-			step(t, fc, fires*time.Second, 100*time.Millisecond, nodes...)
-			mu.Lock()
-			defer mu.Unlock()
-			lo, hi := epoch.Add(2*time.Second), epoch.Add((fires-2)*time.Second)
-			for f := lo; !f.After(hi); f = f.Add(time.Second) {
-				if got := ran[f.UnixMilli()]; len(got) != 1 {
-					t.Errorf("fire %v ran on %v, want exactly one node", f.Sub(epoch), got)
-				}
-			}
-			skipped := 0
-			for _, s := range nodes {
-				for _, info := range s.Tasks() {
-					skipped += int(info.Skips)
-				}
-			}
-			if skipped < fires-4 {
-				t.Errorf("%d skips across nodes, want about one per fire", skipped)
-			}
-		})
+		}
 	}
 }
 

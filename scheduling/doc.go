@@ -46,15 +46,17 @@
 // A locked run:
 //   - acquires the lock with locks.Wait (LockWait budget, LockWaitStep polls);
 //     on contention the fire is skipped and logged as "lock 'x' is held";
-//   - claims the fire: a second lease on "<lock>@<fire unix ms>:<task>",
+//   - claims the fire under the key "<lock>@<fire unix ms>:<task>",
 //     with a TTL of one period capped at [MaxClaimTTL]. The claim outlives
 //     the run: a node whose clock lags and that reaches the same fire after
 //     a fast run on another node released the lock finds the claim and skips
 //     ("already run"). So each fire runs at most once across nodes whose
 //     clocks differ by less than that TTL (less scheduling jitter), without
 //     holding the lock for the period.
-//     A node releases its claim when it claims its next fire, so claims do
-//     not pile up;
+//     With a driver that has marks ([locks.Marker], as the Redis driver
+//     does), the claim is a mark that simply expires; otherwise it is a lease
+//     that the node releases when it claims its next fire, so claims do not
+//     pile up;
 //   - runs with a context that carries the lease ([locks.FromContext]) and the
 //     [Run] ([RunFromContext]), and that is cancelled when the lease is lost
 //     or MaxRunTime passes on the injected clock;

@@ -183,13 +183,9 @@ func (s *Scheduler) claim(f firing, lease locks.Lease, err error) locks.Lease {
 		ttl = min(next.Sub(f.fire), MaxClaimTTL)
 	}
 	// The claim outlives the run: it keeps a lagging node from running the
-	// same fire. Its key names the fire, so it never delays the next one; this
-	// node releases it when it claims its next fire (a lagging node has
-	// reached this fire by then), so that claims do not pile up in drivers
-	// that keep expired keys.
+	// same fire. Its key names the fire, so it never delays the next one.
 	key := e.spec.Lock + "@" + strconv.FormatInt(f.fire.UnixMilli(), 10) + ":" + e.name
-	claim, err := s.driver.Acquire(s.acquireCtx, key, ttl)
-	if err != nil {
+	if err := s.claimFire(e, key, ttl); err != nil {
 		s.releaseLease(e, lease)
 		switch {
 		case errors.Is(err, locks.ErrNotAcquired):
@@ -202,12 +198,33 @@ func (s *Scheduler) claim(f firing, lease locks.Lease, err error) locks.Lease {
 		}
 		return nil
 	}
+	return lease
+}
+
+// claimFire claims a fire under key for ttl. It returns an error wrapping
+// locks.ErrNotAcquired when another node claimed it first. A driver with
+// marks (locks.Marker) claims with a mark, which simply expires. Otherwise
+// the claim is a lease, which this node releases when it claims its next
+// fire (a lagging node has reached this fire by then), so that claims do not
+// pile up in drivers that keep expired keys.
+func (s *Scheduler) claimFire(e *entry, key string, ttl time.Duration) error {
+	if m, ok := s.driver.(locks.Marker); ok {
+		set, err := m.Mark(s.acquireCtx, key, ttl)
+		if err == nil && !set {
+			err = fmt.Errorf("%w: fire claim %q is taken", locks.ErrNotAcquired, key)
+		}
+		return err
+	}
+	claim, err := s.driver.Acquire(s.acquireCtx, key, ttl)
+	if err != nil {
+		return err
+	}
 	if prev := e.claim; prev != nil {
 		// A claim that expired already answers ErrLeaseLost: nothing to do.
 		_ = prev.Release(context.WithoutCancel(s.acquireCtx))
 	}
 	e.claim = claim
-	return lease
+	return nil
 }
 
 // start starts a locked run, unless Stop was called meanwhile.

@@ -59,6 +59,9 @@ func Run(t *testing.T, h Harness) {
 	t.Run("WaitForRelease", s.waitForRelease)
 	t.Run("WaitBudget", s.waitBudget)
 	t.Run("LeaseContext", s.leaseContext)
+	if _, ok := h.NewDriver(t).(locks.Marker); ok {
+		t.Run("Mark", s.mark)
+	}
 }
 
 type suite struct {
@@ -470,5 +473,36 @@ func (s *suite) leaseContext(t *testing.T) {
 	closesSoon(t, ctx.Done(), "lease context after expiry")
 	if !errors.Is(context.Cause(ctx), locks.ErrLeaseLost) {
 		t.Fatalf("cause = %v, want ErrLeaseLost", context.Cause(ctx))
+	}
+}
+
+func (s *suite) mark(t *testing.T) {
+	d := s.h.NewDriver(t)
+	m := d.(locks.Marker)
+	ctx := context.Background()
+	key := s.key(t)
+	if set, err := m.Mark(ctx, key, s.h.TTL); !set || err != nil {
+		t.Fatalf("first Mark = %v, %v; want true", set, err)
+	}
+	if set, err := m.Mark(ctx, key, s.h.TTL); set || err != nil {
+		t.Fatalf("second Mark = %v, %v; want false", set, err)
+	}
+	// A mark and a lease of one key are independent.
+	l := mustAcquire(t, d, key, long)
+	if set, err := m.Mark(ctx, key, s.h.TTL); set || err != nil {
+		t.Fatalf("Mark while leased and marked = %v, %v; want false", set, err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s.pastTTL()
+	if set, err := m.Mark(ctx, key, s.h.TTL); !set || err != nil {
+		t.Fatalf("Mark after the mark expired = %v, %v; want true", set, err)
+	}
+	if _, err := m.Mark(ctx, "", s.h.TTL); !errors.Is(err, locks.ErrInvalid) {
+		t.Errorf("Mark of an empty key = %v, want ErrInvalid", err)
+	}
+	if _, err := m.Mark(ctx, key, 0); !errors.Is(err, locks.ErrInvalid) {
+		t.Errorf("Mark with ttl 0 = %v, want ErrInvalid", err)
 	}
 }
