@@ -59,7 +59,13 @@ type table struct {
 	holders  map[string]*inProcessLease // the latest lease of each key; it may have expired
 	watchers map[string]*watch          // waiters to wake when a key is released
 	last     uint64                     // the last fencing token issued
+	sweepAt  int                        // len(holders) at which Acquire drops expired leases
 }
+
+// minSweep is the smallest table that Acquire sweeps. Sweeping whenever the
+// table doubles keeps the cost per Acquire constant and bounds the leases of
+// keys that expired and were never taken again.
+const minSweep = 64
 
 type watch struct {
 	ch chan struct{}
@@ -67,7 +73,7 @@ type watch struct {
 }
 
 func newTable(c clockwork.Clock) *table {
-	return &table{clock: c, base: c.Now(), holders: map[string]*inProcessLease{}, watchers: map[string]*watch{}}
+	return &table{clock: c, base: c.Now(), holders: map[string]*inProcessLease{}, watchers: map[string]*watch{}, sweepAt: minSweep}
 }
 
 // Acquire implements Driver.
@@ -85,6 +91,9 @@ func (d *InProcessDriver) Acquire(ctx context.Context, key string, ttl time.Dura
 	t.last++
 	l := &inProcessLease{t: t, key: key, token: t.last, expires: now + ttl}
 	t.holders[key] = l
+	if len(t.holders) >= t.sweepAt {
+		t.sweep(now)
+	}
 	return l, nil
 }
 
@@ -109,6 +118,17 @@ func (d *InProcessDriver) Watch(key string) (<-chan struct{}, func()) {
 			}
 		})
 	}
+}
+
+// sweep forgets every expired lease and sets the next sweep's size. Expired
+// leases are not live whether they are in the table or not. t.mu must be held.
+func (t *table) sweep(now time.Duration) {
+	for key, l := range t.holders {
+		if now >= l.expires {
+			delete(t.holders, key)
+		}
+	}
+	t.sweepAt = max(minSweep, 2*len(t.holders))
 }
 
 // free forgets key's lease and wakes the key's watchers. t.mu must be held.
