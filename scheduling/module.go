@@ -80,6 +80,8 @@ type moduleParams struct {
 	Node          string          `name:"scheduling.node" optional:"true"`
 	Location      *time.Location  `name:"scheduling.location" optional:"true"`
 	Registrations []registration  `group:"scheduling.tasks"`
+	Listeners     []Listener      `group:"scheduling.listeners"`       // ListenersGroup
+	Wrappers      []DriverWrapper `group:"scheduling.driver-wrappers"` // DriverWrappersGroup
 }
 
 // Module builds a *Scheduler from the fx graph, adds every task registered
@@ -87,7 +89,8 @@ type moduleParams struct {
 // on OnStart and stops it on OnStop. The graph may supply a locks.Driver
 // (without one, locked tasks fail validation), a clockwork.Clock, a
 // *slog.Logger, a node name ([NodeName]) and a zone ([LocationName]); all are
-// optional. If any task spec is invalid, fx.New fails with every problem
+// optional. Listeners registered with [Listen] are told about every run and
+// skip, and [DriverWrapper] values in [DriverWrappersGroup] wrap the driver. If any task spec is invalid, fx.New fails with every problem
 // listed.
 var Module = fx.Module("scheduling",
 	fx.Provide(newModuleScheduler),
@@ -95,7 +98,16 @@ var Module = fx.Module("scheduling",
 )
 
 func newModuleScheduler(p moduleParams) (*Scheduler, error) {
-	s := New(Config{Driver: p.Driver, Clock: p.Clock, Logger: p.Logger, Node: p.Node, Location: p.Location})
+	driver := p.Driver
+	if driver != nil {
+		for _, w := range p.Wrappers {
+			if w != nil {
+				driver = w(driver)
+			}
+		}
+	}
+	s := New(Config{Driver: driver, Clock: p.Clock, Logger: p.Logger, Node: p.Node, Location: p.Location,
+		Listeners: p.Listeners})
 	regs := slices.Clone(p.Registrations)
 	slices.SortFunc(regs, func(a, b registration) int { return cmp.Compare(a.seq, b.seq) })
 	var tasks []Task

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"strconv"
 	"sync"
@@ -101,11 +102,11 @@ func (s *Scheduler) dispatch(batch []firing) {
 	// on the path to every run's start.
 	s.active.Add(int64(len(batch)))
 	s.runWG.Add(len(batch))
+	var busy []firing
 	for _, f := range batch {
 		if !f.e.running.CompareAndSwap(false, true) {
 			s.end()
-			s.skip(f, OutcomeRunning, nil, 0)
-			s.log.Info("previous run still going; fire skipped", "task", f.e.name, "fire", f.fire)
+			busy = append(busy, f)
 			continue
 		}
 		if f.e.spec.Lock == "" {
@@ -114,6 +115,12 @@ func (s *Scheduler) dispatch(batch []firing) {
 		}
 		s.end()
 		locked = append(locked, f)
+	}
+	// Skips are recorded, logged and told to listeners after the runs of
+	// the batch started: they are not on the path to a run.
+	for _, f := range busy {
+		s.skip(f, OutcomeRunning, nil, 0)
+		s.log.Info("previous run still going; fire skipped", "task", f.e.name, "fire", f.fire)
 	}
 	if len(locked) == 0 {
 		s.end()
@@ -147,6 +154,8 @@ func (s *Scheduler) acquire(f firing) locks.Lease {
 	}
 	lease, err := s.driver.Acquire(s.acquireCtx, e.spec.Lock, e.spec.LockTTL)
 	if errors.Is(err, locks.ErrNotAcquired) && e.spec.LockWait > 0 {
+		s.log.Debug("waiting for lock", "task", e.name, "fire", f.fire,
+			"lock", e.spec.Lock, "budget", e.spec.LockWait)
 		s.begin()
 		go func() {
 			defer s.end()
@@ -198,6 +207,9 @@ func (s *Scheduler) claim(f firing, lease locks.Lease, err error) locks.Lease {
 		}
 		return nil
 	}
+	if s.log.Enabled(context.Background(), slog.LevelDebug) {
+		s.log.Debug("lock acquired", "task", e.name, "fire", f.fire, "lock", e.spec.Lock, "token", lease.Token())
+	}
 	return lease
 }
 
@@ -238,12 +250,13 @@ func (s *Scheduler) start(f firing, lease locks.Lease) {
 	go s.run(f, lease)
 }
 
-// skip records a skipped fire.
+// skip records a skipped fire and tells the listeners.
 func (s *Scheduler) skip(f firing, o Outcome, err error, token uint64) {
 	f.e.record(LastRun{Fire: f.fire, Outcome: o, Err: err, Token: token, Node: s.node}, counts{skips: 1})
 	if o != OutcomeRunning {
 		f.e.running.Store(false)
 	}
+	s.notifySkip(f, o, err)
 }
 
 // fail records a fire that could not run for lack of its lock.
@@ -251,6 +264,15 @@ func (s *Scheduler) fail(f firing, err error) {
 	f.e.record(LastRun{Fire: f.fire, Outcome: OutcomeLockFailed, Err: err, Node: s.node}, counts{failures: 1})
 	f.e.running.Store(false)
 	s.log.Error("lock failed; fire not run", "task", f.e.name, "fire", f.fire, "lock", f.e.spec.Lock, "err", err)
+	s.notifySkip(f, OutcomeLockFailed, err)
+}
+
+func (s *Scheduler) notifySkip(f firing, o Outcome, err error) {
+	if s.notify == nil {
+		return
+	}
+	ev := Event{Task: f.e.name, Lock: f.e.spec.Lock, Fire: f.fire, Node: s.node, Outcome: o, Err: err}
+	s.notify.skipped(&ev)
 }
 
 func (s *Scheduler) releaseLease(e *entry, l locks.Lease) {
@@ -285,7 +307,7 @@ func (s *Scheduler) run(f firing, lease locks.Lease) {
 		s.runLocked(f, lease)
 		return
 	}
-	s.execute(s.runCtx, f, nil)
+	s.execute(s.runCtx, f, nil, nil)
 }
 
 // runLocked runs f under lease, which it releases when the run ends.
@@ -302,14 +324,16 @@ func (s *Scheduler) runLocked(f firing, lease locks.Lease) {
 	}()
 	ctx, cancel := locks.WithLease(s.runCtx, lease)
 	defer cancel()
+	var rn *renewal
 	if f.e.spec.Renew {
-		defer s.renew(ctx, f.e, lease)()
+		rn = s.renew(ctx, f.e, lease)
+		defer rn.stop()
 	}
-	s.execute(ctx, f, lease)
+	s.execute(ctx, f, lease, rn)
 }
 
 // execute calls the task with its run context and records the outcome.
-func (s *Scheduler) execute(ctx context.Context, f firing, lease locks.Lease) {
+func (s *Scheduler) execute(ctx context.Context, f firing, lease locks.Lease, rn *renewal) {
 	e := f.e
 	if e.spec.MaxRunTime > 0 {
 		var cancel context.CancelFunc
@@ -318,17 +342,48 @@ func (s *Scheduler) execute(ctx context.Context, f firing, lease locks.Lease) {
 	}
 	ctx = &runContext{Context: ctx, run: Run{Task: e.name, Fire: f.fire, Node: s.node, Lease: lease}}
 	start := s.clock.Now()
+	var ev *Event
+	if s.notify != nil || s.log.Enabled(ctx, slog.LevelDebug) {
+		ctx, ev = s.started(ctx, f, lease, start)
+	}
 	err, panicked := call(ctx, e.fn)
-	s.finish(f, lease, start, err, panicked)
+	s.finish(ctx, f, lease, rn, start, err, panicked, ev)
 }
 
-// finish records and logs how a run ended.
-func (s *Scheduler) finish(f firing, lease locks.Lease, start time.Time, err error, panicked bool) {
+// started logs a run's start and tells the listeners, whose context the
+// task then runs with. It returns the event that finish completes.
+func (s *Scheduler) started(ctx context.Context, f firing, lease locks.Lease, start time.Time) (context.Context, *Event) {
+	ev := &Event{Task: f.e.name, Lock: f.e.spec.Lock, Fire: f.fire, Node: s.node, Start: start,
+		Lateness: start.Sub(f.fire)}
+	if lease != nil {
+		ev.Token = lease.Token()
+	}
+	s.log.Debug("task started", "task", ev.Task, "fire", ev.Fire, "lateness", ev.Lateness, "token", ev.Token)
+	if s.notify != nil {
+		ctx = s.notify.beforeRun(ctx, ev)
+	}
+	return ctx, ev
+}
+
+// finish records and logs how a run ended, and tells the listeners. ev is
+// nil when neither listeners nor debug logging want it.
+func (s *Scheduler) finish(ctx context.Context, f firing, lease locks.Lease, rn *renewal, start time.Time,
+	err error, panicked bool, ev *Event) {
 	e := f.e
 	last := LastRun{Fire: f.fire, Start: start, Duration: s.clock.Since(start), Outcome: OutcomeOK,
 		Err: err, Node: s.node}
+	var renewErr error
+	leaseLost := false
 	if lease != nil {
 		last.Token = lease.Token()
+		renewErr = rn.stop()
+		select {
+		case <-lease.Done(): // not yet released: the lease ended under the run
+			leaseLost = true
+			s.log.Warn("lease lost before the task returned; its context was cancelled", "task", e.name,
+				"fire", f.fire, "lock", e.spec.Lock, "token", last.Token)
+		default:
+		}
 	}
 	switch {
 	case panicked:
@@ -343,6 +398,15 @@ func (s *Scheduler) finish(f firing, lease locks.Lease, start time.Time, err err
 		c.failures = 1
 	}
 	e.record(last, c)
+	if ev == nil {
+		return
+	}
+	ev.Outcome, ev.Err, ev.Duration, ev.LeaseLost, ev.RenewErr = last.Outcome, err, last.Duration, leaseLost, renewErr
+	s.log.Debug("task finished", "task", e.name, "fire", f.fire, "outcome", string(last.Outcome),
+		"duration", last.Duration, "token", last.Token)
+	if s.notify != nil {
+		s.notify.afterRun(ctx, ev)
+	}
 }
 
 // call runs fn, turning a panic into an error wrapping ErrPanic.
@@ -355,25 +419,33 @@ func call(ctx context.Context, fn func(context.Context) error) (err error, panic
 	return fn(ctx), false
 }
 
-// renew extends lease every third of the lock TTL until the returned
-// function is called. A failed extension closes the lease's Done channel,
-// which cancels the run's context.
-func (s *Scheduler) renew(ctx context.Context, e *entry, lease locks.Lease) (stop func()) {
+// A renewal extends a lease in the background while its run lasts.
+type renewal struct {
+	quit chan struct{}
+	done chan struct{} // closed when the renewing goroutine returned
+	once sync.Once
+	err  error // the failed extension's error; read after done
+}
+
+// renew extends lease every third of the lock TTL until the renewal is
+// stopped. A failed extension that finds the lease lost closes the lease's
+// Done channel, which cancels the run's context.
+func (s *Scheduler) renew(ctx context.Context, e *entry, lease locks.Lease) *renewal {
 	ticker := s.clock.NewTicker(e.spec.LockTTL / 3)
-	quit := make(chan struct{})
-	done := make(chan struct{})
+	rn := &renewal{quit: make(chan struct{}), done: make(chan struct{})}
 	ctx = context.WithoutCancel(ctx)
 	go func() {
-		defer close(done)
+		defer close(rn.done)
 		defer ticker.Stop()
 		for {
 			select {
-			case <-quit:
+			case <-rn.quit:
 				return
 			case <-lease.Done():
 				return
 			case <-ticker.Chan():
 				if err := lease.Extend(ctx, e.spec.LockTTL); err != nil {
+					rn.err = err
 					s.log.Error("lease renewal failed", "task", e.name, "lock", e.spec.Lock, "token", lease.Token(), "err", err)
 					return
 				}
@@ -383,8 +455,16 @@ func (s *Scheduler) renew(ctx context.Context, e *entry, lease locks.Lease) (sto
 			}
 		}
 	}()
-	return func() {
-		close(quit)
-		<-done
+	return rn
+}
+
+// stop ends the renewal and returns its error, if an extension failed. It is
+// idempotent, and a nil renewal returns nil.
+func (rn *renewal) stop() error {
+	if rn == nil {
+		return nil
 	}
+	rn.once.Do(func() { close(rn.quit) })
+	<-rn.done
+	return rn.err
 }

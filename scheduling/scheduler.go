@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -35,6 +36,9 @@ type Config struct {
 	// (or the expressions must name their zone), or they compute different
 	// fire instants.
 	Location *time.Location
+	// Listeners are told about every run and skip, in this order; see
+	// [Listener].
+	Listeners []Listener
 }
 
 // A Scheduler runs tasks at their fire instants. It is safe for concurrent
@@ -45,6 +49,7 @@ type Scheduler struct {
 	log    *slog.Logger
 	node   string
 	loc    *time.Location
+	notify *notifier // nil without listeners, so that runs pay nothing for them
 
 	wake     chan struct{} // nudges the loop when the earliest fire changes
 	stop     chan struct{} // closed by Stop
@@ -101,6 +106,9 @@ func New(cfg Config) *Scheduler {
 	if s.node == "" {
 		host, _ := os.Hostname()
 		s.node = host + "-" + strconv.Itoa(os.Getpid())
+	}
+	if ls := slices.DeleteFunc(slices.Clone(cfg.Listeners), func(l Listener) bool { return l == nil }); len(ls) > 0 {
+		s.notify = &notifier{listeners: ls, log: s.log}
 	}
 	s.idle = sync.NewCond(&s.mu)
 	s.runCtx, s.cancelRuns = context.WithCancelCause(context.Background())
