@@ -1,0 +1,191 @@
+package docs
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ndigo/ndigo/annotations"
+	"github.com/ndigo/ndigo/config"
+	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/redislocks"
+	"github.com/ndigo/ndigo/scheduling"
+)
+
+var update = flag.Bool("update", false, "rewrite BAD-INPUT.md's table from the errors")
+
+// A badInput is one bad input and the sentinel its error must wrap (nil:
+// the API has none, any error will do).
+type badInput struct {
+	where, input string
+	sentinel     error
+	call         func() error
+}
+
+func task(opts ...scheduling.Option) func() error {
+	return func() error {
+		return scheduling.Validate(scheduling.Scheduled((&Payroll{}).Close, opts...))
+	}
+}
+
+// tagged returns a call that reads controller's tags.
+func tagged(controller any) func() error {
+	return func() error {
+		_, err := annotations.Tasks(controller)
+		return err
+	}
+}
+
+type appConfig struct {
+	config.Framework `yaml:",inline"`
+}
+
+func load(yaml string) func() error {
+	return func() error {
+		_, err := config.Load[appConfig](config.LoadOptions{Data: []byte(yaml), Path: "app.yaml",
+			Env: func(string) (string, bool) { return "", false }})
+		return err
+	}
+}
+
+func badInputs() []badInput {
+	var nilCtx context.Context
+	bg := context.Background()
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never contacted
+	ns := func(namespace string) func() error {
+		return func() error {
+			_, err := redislocks.New(redislocks.Options{Client: client, Namespace: namespace})
+			return err
+		}
+	}
+	d := locks.NewInProcessDriver()
+	return []badInput{
+		{"locks.Check (every driver's Acquire, Extend)", `key ""`, locks.ErrInvalid, func() error { return locks.Check(bg, "", time.Second) }},
+		{"locks.Check", `ttl 0`, locks.ErrInvalid, func() error { return locks.Check(bg, "k", 0) }},
+		{"locks.Check", `ttl -1s`, locks.ErrInvalid, func() error { return locks.Check(bg, "k", -time.Second) }},
+		{"locks.Check", `nil context`, locks.ErrInvalid, func() error { return locks.Check(nilCtx, "k", time.Second) }},
+		{"locks.Wait", `nil driver`, locks.ErrInvalid, func() error { _, err := locks.Wait(bg, nil, "k", time.Second, locks.WaitOptions{}); return err }},
+		{"locks.Wait", `Budget -1s`, locks.ErrInvalid, func() error {
+			_, err := locks.Wait(bg, d, "k", time.Second, locks.WaitOptions{Budget: -time.Second})
+			return err
+		}},
+		{"locks.Wait", `Step -1ms`, locks.ErrInvalid, func() error {
+			_, err := locks.Wait(bg, d, "k", time.Second, locks.WaitOptions{Budget: time.Second, Step: -time.Millisecond})
+			return err
+		}},
+		{"redislocks.New", `Client nil`, locks.ErrInvalid, func() error { _, err := redislocks.New(redislocks.Options{Namespace: "prod"}); return err }},
+		{"redislocks.New", `Namespace ""`, redislocks.ErrInvalidNamespace, ns("")},
+		{"redislocks.New", `Namespace of 65 bytes`, redislocks.ErrInvalidNamespace, ns(strings.Repeat("n", 65))},
+		{"redislocks.New", `Namespace "prod env"`, redislocks.ErrInvalidNamespace, ns("prod env")},
+		{"redislocks.New", `Namespace "a:b"`, redislocks.ErrInvalidNamespace, ns("a:b")},
+		{"redislocks.New", `Namespace "{x}"`, redislocks.ErrInvalidNamespace, ns("{x}")},
+		{"redislocks.New", `DriftRatio 0.5`, locks.ErrInvalid, func() error {
+			_, err := redislocks.New(redislocks.Options{Client: client, Namespace: "prod", DriftRatio: 0.5})
+			return err
+		}},
+		{"redislocks.New", `MinDrift -1ms`, locks.ErrInvalid, func() error {
+			_, err := redislocks.New(redislocks.Options{Client: client, Namespace: "prod", MinDrift: -time.Millisecond})
+			return err
+		}},
+		{"scheduling.Validate", `no Cron`, scheduling.ErrInvalidSpec, task()},
+		{"scheduling.Validate", `Cron("61 * * * *")`, scheduling.ErrInvalidSpec, task(scheduling.Cron("61 * * * *"))},
+		{"scheduling.Validate", `Cron("0 2 * *")`, scheduling.ErrInvalidSpec, task(scheduling.Cron("0 2 * *"))},
+		{"scheduling.Validate", `Cron("CRON_TZ=Nowhere 0 2 * * *")`, scheduling.ErrInvalidSpec, task(scheduling.Cron("CRON_TZ=Nowhere 0 2 * * *"))},
+		{"scheduling.Validate", `Cron("@every 0s")`, scheduling.ErrInvalidSpec, task(scheduling.Cron("@every 0s"))},
+		{"scheduling.Validate", `Cron("0 0 30 2 *")`, scheduling.ErrInvalidSpec, task(scheduling.Cron("0 0 30 2 *"))},
+		{"scheduling.Validate", `Lock("")`, scheduling.ErrInvalidSpec, task(scheduling.Cron("@daily"), scheduling.Lock(""))},
+		{"scheduling.Validate", `LockTTL(5s) without Lock`, scheduling.ErrInvalidSpec, task(scheduling.Cron("@daily"), scheduling.LockTTL(5*time.Second))},
+		{"scheduling.Validate", `LockTTL(-1s)`, scheduling.ErrInvalidSpec, task(scheduling.Cron("@daily"), scheduling.Lock("k"), scheduling.LockTTL(-time.Second))},
+		{"scheduling.Validate", `LockWait(-1s)`, scheduling.ErrInvalidSpec, task(scheduling.Cron("@daily"), scheduling.Lock("k"), scheduling.LockWait(-time.Second))},
+		{"scheduling.Validate", `MaxRunTime(2m) over LockTTL(1m)`, scheduling.ErrInvalidSpec,
+			task(scheduling.Cron("@daily"), scheduling.Lock("k"), scheduling.LockTTL(time.Minute), scheduling.MaxRunTime(2*time.Minute))},
+		{"scheduling.Validate", `nil func`, scheduling.ErrInvalidSpec, func() error { return scheduling.Validate(scheduling.Scheduled(nil, scheduling.Cron("@daily"))) }},
+		{"annotations.Tasks", "`lockTtl:\"soon\"`", scheduling.ErrInvalidSpec, tagged(&TTLSoon{})},
+		{"annotations.Tasks", "`lockTTL:\"5s\"`", scheduling.ErrInvalidSpec, tagged(&MisspelledKey{})},
+		{"annotations.Tasks", "`renew:\"yes\"`", scheduling.ErrInvalidSpec, tagged(&RenewYes{})},
+		{"annotations.Tasks", "`method:\"Open\"`", scheduling.ErrInvalidSpec, tagged(&NoMethod{})},
+		{"annotations.Tasks", "`cron:\"${payroll.cron}\"` without values", scheduling.ErrInvalidSpec, tagged(&Placeholder{})},
+		{"annotations.ParseDuration", `"5 s"`, nil, func() error { _, err := annotations.ParseDuration("5 s"); return err }},
+		{"annotations.ParseDuration", `""`, nil, func() error { _, err := annotations.ParseDuration(""); return err }},
+		{"annotations.ParseDuration", `"99999999999999999999"`, nil, func() error { _, err := annotations.ParseDuration("99999999999999999999"); return err }},
+		{"config.Load", "`node: [`", config.ErrInvalid, load("node: [\n")},
+		{"config.Load", "`log: {format: xml}`", config.ErrInvalid, load("log: {format: xml}\n")},
+		{"config.Load", "`redis: {namespace: prod env}`", config.ErrInvalid, load("redis: {namespace: prod env}\n")},
+		{"config.Load", "`redis: {url: http://h:6379}`", config.ErrInvalid, load("redis: {url: \"http://h:6379\"}\n")},
+		{"config.Load", "`redis: {url: \"redis://:secret@h:6379/x\"}`", config.ErrInvalid, load("redis: {url: \"redis://:secret@h:6379/x\"}\n")},
+		{"config.Load", "`nodes: a`", config.ErrInvalid, load("nodes: a\n")},
+	}
+}
+
+// table renders the bad inputs and their errors as a Markdown table.
+func table(t *testing.T) string {
+	t.Helper()
+	cell := func(s string) string {
+		s = strings.ReplaceAll(s, "|", `\|`)
+		return strings.ReplaceAll(strings.ReplaceAll(s, "\n\t", "<br>"), "\n", "<br>")
+	}
+	var b strings.Builder
+	b.WriteString("| where | input | error |\n|---|---|---|\n")
+	for _, c := range badInputs() {
+		var err error
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("%s %s panicked: %v", c.where, c.input, r)
+				}
+			}()
+			err = c.call()
+		}()
+		switch {
+		case err == nil:
+			t.Errorf("%s accepted %s", c.where, c.input)
+			continue
+		case c.sentinel != nil && !errors.Is(err, c.sentinel):
+			t.Errorf("%s %s: %v does not wrap %v", c.where, c.input, err, c.sentinel)
+		}
+		input := c.input
+		if !strings.HasPrefix(input, "`") {
+			input = "`" + input + "`"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", cell(c.where), cell(input), "`"+cell(err.Error())+"`")
+	}
+	return b.String()
+}
+
+const (
+	tableStart = "<!-- table: generated by TestBadInputTable; go test ./docs -run TestBadInputTable -update -->\n"
+	tableEnd   = "<!-- end of table -->\n"
+)
+
+// Every bad input gets an error (never a panic) wrapping its package's
+// sentinel, and BAD-INPUT.md shows exactly those errors.
+func TestBadInputTable(t *testing.T) {
+	got := table(t)
+	doc, err := os.ReadFile("BAD-INPUT.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(doc)
+	i, j := strings.Index(s, tableStart), strings.Index(s, tableEnd)
+	if i < 0 || j < i {
+		t.Fatalf("BAD-INPUT.md lacks the table markers %q and %q", tableStart, tableEnd)
+	}
+	current := s[i+len(tableStart) : j]
+	if current == got {
+		return
+	}
+	if *update {
+		if err := os.WriteFile("BAD-INPUT.md", []byte(s[:i+len(tableStart)]+got+s[j:]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Errorf("BAD-INPUT.md's table is out of date; run go test ./docs -run TestBadInputTable -update. Want:\n%s", got)
+}
