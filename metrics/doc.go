@@ -1,0 +1,26 @@
+// Package metrics exposes what ndigo's scheduler and locks do as Prometheus
+// metrics (github.com/prometheus/client_golang), on a registry the
+// application passes or the default one.
+//
+// Lock attempts, from a driver wrapped by [Metrics.InstrumentDriver]:
+//
+//	ndigo_lock_attempts_total{outcome="acquired|held|error"}
+//	ndigo_lock_acquire_duration_seconds          histogram
+//
+// Fires, runs and skips, from the scheduler's listener hook
+// (scheduling.Listener), by task name:
+//
+//	ndigo_task_fires_total{task}
+//	ndigo_task_runs_total{task, outcome="ok|error|panic"}
+//	ndigo_task_skips_total{task, reason="lock_held|still_running|already_run|no_driver|lock_error"}
+//	ndigo_task_run_duration_seconds{task}        histogram
+//	ndigo_task_lateness_seconds{task}            histogram: run start minus the scheduled instant
+//	ndigo_leases_lost_total{task}                the lease ended before the task returned
+//	ndigo_lease_renewals_failed_total{task}
+//
+// Lock keys are not labels: fire claims name their instant, so keys are
+// unbounded. Task names are bounded by the application's code.
+//
+// With fx, include [Module]; without, call [New] and pass the result in
+// scheduling.Config.Listeners and its InstrumentDriver(d) as the driver.
+package metrics

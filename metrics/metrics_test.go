@@ -1,0 +1,324 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxtest"
+	"go.uber.org/goleak"
+
+	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/scheduling"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// sample returns the value of the series name{labels} gathered from g: a
+// counter's value or a histogram's sample count. It fails the test if the
+// series is absent.
+func sample(t *testing.T, g prometheus.Gatherer, name string, labels ...string) float64 {
+	t.Helper()
+	families, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for i := 0; i+1 < len(labels); i += 2 {
+		want[labels[i]] = labels[i+1]
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range f.GetMetric() {
+			if len(m.GetLabel()) != len(want) {
+				continue
+			}
+			for _, lp := range m.GetLabel() {
+				if want[lp.GetName()] != lp.GetValue() {
+					continue series
+				}
+			}
+			return value(f.GetType(), m)
+		}
+	}
+	t.Fatalf("no series %s%v", name, labels)
+	return 0
+}
+
+func value(typ dto.MetricType, m *dto.Metric) float64 {
+	switch typ {
+	case dto.MetricType_COUNTER:
+		return m.GetCounter().GetValue()
+	case dto.MetricType_HISTOGRAM:
+		return float64(m.GetHistogram().GetSampleCount())
+	}
+	return m.GetUntyped().GetValue()
+}
+
+// fireCounter is a listener that announces every run and skip.
+type fireCounter struct {
+	scheduling.NopListener
+	ch chan struct{}
+}
+
+func newFireCounter() *fireCounter { return &fireCounter{ch: make(chan struct{}, 100)} }
+
+func (c *fireCounter) AfterRun(context.Context, scheduling.Event) { c.ch <- struct{}{} }
+func (c *fireCounter) Skipped(scheduling.Event)                   { c.ch <- struct{}{} }
+
+// settle advances fc one second at a time, seconds times, and waits after
+// each for perSecond runs or skips.
+func settle(t *testing.T, fc *clockwork.FakeClock, s *scheduling.Scheduler, c *fireCounter, seconds, perSecond int) {
+	t.Helper()
+	for range seconds {
+		// The loop sets each task's next fire and arms its timer in one
+		// step: once every next fire is ahead, advancing cannot skip one. A run
+		// tells its listeners before it frees its slot: wait for that too.
+		for !allAhead(s, fc.Now()) {
+			runtime.Gosched()
+		}
+		fc.Advance(time.Second)
+		for range perSecond {
+			<-c.ch
+		}
+	}
+}
+
+func allAhead(s *scheduling.Scheduler, now time.Time) bool {
+	for _, ti := range s.Tasks() {
+		if !ti.Next.After(now) || ti.Running {
+			return false
+		}
+	}
+	return true
+}
+
+func TestSchedulerMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc := clockwork.NewFakeClockAt(epoch)
+	d := locks.NewInProcessDriver(locks.WithClock(fc))
+	other, err := d.Acquire(context.Background(), "busy", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Release(context.Background())
+	counter := newFireCounter()
+	s := scheduling.New(scheduling.Config{Clock: fc, Driver: m.InstrumentDriver(d),
+		Listeners: []scheduling.Listener{m, counter}, Logger: slog.New(slog.DiscardHandler)})
+	err = s.Add(
+		scheduling.Scheduled(func(context.Context) error { return nil }, scheduling.Cron("@every 1s"),
+			scheduling.Lock("free"), scheduling.Name("ok")),
+		scheduling.Scheduled(func(context.Context) error { return errors.New("no") }, scheduling.Cron("@every 1s"),
+			scheduling.Name("fails")),
+		scheduling.Scheduled(func(context.Context) error { panic("boom") }, scheduling.Cron("@every 1s"),
+			scheduling.Name("panics")),
+		scheduling.Scheduled(func(context.Context) error { return nil }, scheduling.Cron("@every 1s"),
+			scheduling.Lock("busy"), scheduling.Name("blocked")),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, fc, s, counter, 3, 4)
+	if err := s.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, c := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{TaskFires, []string{"task", "ok"}, 3},
+		{TaskFires, []string{"task", "blocked"}, 3},
+		{TaskRuns, []string{"task", "ok", "outcome", "ok"}, 3},
+		{TaskRuns, []string{"task", "fails", "outcome", "error"}, 3},
+		{TaskRuns, []string{"task", "panics", "outcome", "panic"}, 3},
+		{TaskSkips, []string{"task", "blocked", "reason", ReasonLockHeld}, 3},
+		{TaskRunDuration, []string{"task", "ok"}, 3},
+		{TaskLateness, []string{"task", "panics"}, 3},
+		// Each fire of "ok" takes its lock and claims the fire; "blocked"
+		// finds its lock held.
+		{LockAttempts, []string{"outcome", "acquired"}, 6},
+		{LockAttempts, []string{"outcome", "held"}, 3},
+		{LockAttempts, []string{"outcome", "error"}, 0},
+		{LockAcquireDuration, nil, 9},
+	} {
+		if got := sample(t, reg, c.name, c.labels...); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP ndigo_task_skips_total Fires skipped on this node by reason: lock_held, still_running, already_run, no_driver, lock_error.
+# TYPE ndigo_task_skips_total counter
+ndigo_task_skips_total{reason="lock_held",task="blocked"} 3
+`), TaskSkips); err != nil {
+		t.Fatal(err)
+	}
+	// Every name follows the conventions: prefix, unit, _total on counters.
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(problems) > 0 {
+		t.Fatalf("lint: %+v", problems)
+	}
+}
+
+func TestSkipReasonsAndLeaseMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := errors.New("connection refused")
+	for _, e := range []scheduling.Event{
+		{Task: "t", Outcome: scheduling.OutcomeRunning},
+		{Task: "t", Outcome: scheduling.OutcomeAlreadyRun},
+		{Task: "t", Outcome: scheduling.OutcomeLockFailed, Err: scheduling.ErrNoDriver},
+		{Task: "t", Outcome: scheduling.OutcomeLockFailed, Err: down},
+	} {
+		m.Skipped(e)
+	}
+	m.AfterRun(context.Background(), scheduling.Event{Task: "t", Outcome: scheduling.OutcomeError,
+		LeaseLost: true, RenewErr: locks.ErrLeaseLost})
+	for reason, want := range map[string]float64{ReasonStillRunning: 1, ReasonAlreadyRun: 1, ReasonNoDriver: 1, ReasonLockError: 1} {
+		if got := sample(t, reg, TaskSkips, "task", "t", "reason", reason); got != want {
+			t.Errorf("skips %s = %v, want %v", reason, got, want)
+		}
+	}
+	if got := sample(t, reg, LeasesLost, "task", "t"); got != 1 {
+		t.Errorf("leases lost %v", got)
+	}
+	if got := sample(t, reg, LeaseRenewalsFailed, "task", "t"); got != 1 {
+		t.Errorf("renewals failed %v", got)
+	}
+	if got := sample(t, reg, TaskFires, "task", "t"); got != 4 {
+		t.Errorf("fires %v, want 4 (skips count as fires)", got)
+	}
+}
+
+// plainDriver is a Driver with no optional interfaces, failing or not.
+type plainDriver struct{ err error }
+
+func (d plainDriver) Acquire(context.Context, string, time.Duration) (locks.Lease, error) {
+	return nil, d.err
+}
+
+type markingDriver struct{ plainDriver }
+
+func (markingDriver) Mark(context.Context, string, time.Duration) (bool, error) { return true, nil }
+
+type bothDriver struct{ markingDriver }
+
+func (bothDriver) Watch(string) (<-chan struct{}, func()) { return nil, func() {} }
+
+func TestInstrumentDriverKeepsOptionalInterfaces(t *testing.T) {
+	m, err := New(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		d              locks.Driver
+		watch, marking bool
+	}{
+		{plainDriver{}, false, false},
+		{locks.NewInProcessDriver(), true, false},
+		{markingDriver{}, false, true},
+		{bothDriver{}, true, true},
+	} {
+		got := m.InstrumentDriver(c.d)
+		_, w := got.(locks.Watcher)
+		_, mk := got.(locks.Marker)
+		if w != c.watch || mk != c.marking {
+			t.Errorf("%T wrapped: Watcher %v Marker %v, want %v %v", c.d, w, mk, c.watch, c.marking)
+		}
+	}
+}
+
+func TestInstrumentDriverCountsErrors(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := errors.New("connection refused")
+	d := m.InstrumentDriver(plainDriver{down})
+	if _, err := d.Acquire(context.Background(), "k", time.Second); !errors.Is(err, down) {
+		t.Fatalf("error not passed through: %v", err)
+	}
+	if got := sample(t, reg, LockAttempts, "outcome", "error"); got != 1 {
+		t.Fatalf("error attempts %v", got)
+	}
+}
+
+func TestNewSharesCollectorsOnOneRegistry(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	a, err := New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(reg)
+	if err != nil {
+		t.Fatalf("second New on one registry: %v", err)
+	}
+	a.Skipped(scheduling.Event{Task: "t", Outcome: scheduling.OutcomeLockHeld})
+	b.Skipped(scheduling.Event{Task: "t", Outcome: scheduling.OutcomeLockHeld})
+	if got := sample(t, reg, TaskSkips, "task", "t", "reason", ReasonLockHeld); got != 2 {
+		t.Fatalf("shared counter %v, want 2", got)
+	}
+}
+
+func TestModuleBesideARootDecoration(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	fc := clockwork.NewFakeClockAt(epoch)
+	counter := newFireCounter()
+	var s *scheduling.Scheduler
+	app := fxtest.New(t,
+		fx.Supply(fx.Annotate(reg, fx.As(new(prometheus.Registerer)))),
+		fx.Provide(func() clockwork.Clock { return fc }),
+		fx.Provide(func() *slog.Logger { return slog.New(slog.DiscardHandler) }),
+		locks.Module,
+		// As redislocks.Module does: the one decoration fx allows at the root.
+		fx.Decorate(func() locks.Driver { return locks.NewInProcessDriver(locks.WithClock(fc)) }),
+		scheduling.Provide(func() scheduling.Task {
+			return scheduling.Scheduled(func(context.Context) error { return nil },
+				scheduling.Cron("@every 1s"), scheduling.Lock("k"), scheduling.Name("job"))
+		}),
+		scheduling.Module,
+		Module,
+		scheduling.Listen(func() *fireCounter { return counter }),
+		fx.Populate(&s),
+	)
+	app.RequireStart()
+	settle(t, fc, s, counter, 2, 1)
+	app.RequireStop() // after the scheduler's Stop, every listener has returned
+	if got := sample(t, reg, TaskRuns, "task", "job", "outcome", "ok"); got != 2 {
+		t.Fatalf("runs %v, want 2", got)
+	}
+	if got := sample(t, reg, LockAttempts, "outcome", "acquired"); got != 4 {
+		t.Fatalf("acquired %v, want 4 (lock and claim per fire)", got)
+	}
+}
