@@ -4,9 +4,9 @@ GO          ?= go
 STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 PKGS        := ./...
 
-.PHONY: test fmt vet staticcheck unit redis-server bench
+.PHONY: test fmt vet staticcheck unit redis-server bench chaos fuzz fuzz-short
 
-test: fmt vet staticcheck redis-server unit
+test: fmt vet staticcheck redis-server unit fuzz-short
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); \
@@ -31,3 +31,27 @@ redis-server:
 			echo "make test needs redis-server and redis-cli: install them (Debian: sudo apt-get install redis-server)"; exit 1; \
 		fi; \
 	fi
+
+# Every fuzz target, as package:Target; -fuzz runs one target per invocation.
+FUZZ_TARGETS := ./locks:FuzzCheck ./redislocks:FuzzNamespace ./docs:FuzzValidate \
+	./scheduling:FuzzParseSchedule ./scheduling:FuzzNextUTC \
+	./annotations:FuzzParseTag ./annotations:FuzzParseDuration ./annotations:FuzzControllerTag ./annotations:FuzzExpand \
+	./config:FuzzLoad
+FUZZTIME ?= 2m
+
+# fuzz-short: each target for 3s (part of make test); fuzz: each for $(FUZZTIME).
+fuzz-short:
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=3s
+
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t##*:}; \
+		echo "fuzz $$fn in $$pkg for $(FUZZTIME)"; \
+		out=$$($(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) $$pkg 2>&1) || { echo "$$out"; exit 1; }; \
+	done
+
+# chaos: the long fault runs: a linearizability history of 100,000 operations
+# under Redis pauses, then every fault test three times.
+chaos: redis-server
+	$(GO) test -race -count=1 -run '^TestLinearizable$$' -v ./internal/chaos -lin.ops 100000
+	$(GO) test -race -count=3 ./internal/chaos

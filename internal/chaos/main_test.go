@@ -12,10 +12,7 @@ import (
 	"go.uber.org/goleak"
 )
 
-var (
-	linOps = flag.Int("lin.ops", 6000, "operations the linearizability check records (make chaos: 60000)")
-	long   = flag.Bool("chaos.long", false, "run the long versions of the fault tests")
-)
+var linOps = flag.Int("lin.ops", 6000, "operations the linearizability check records, at least (make chaos: 100000)")
 
 // TestMain runs a child role when the test binary was re-executed as a node
 // or a linearizability worker, and the tests otherwise.
