@@ -27,13 +27,14 @@ import (
 // added to Listener later get a no-op there.
 type Listener interface {
 	// BeforeRun is called when a run is about to call its task, with the
-	// run's context. The context it returns is the one the task receives
-	// and AfterRun gets: return ctx itself, or a context derived from it (a
-	// span's).
+	// run's context as the listeners before it left it. Return ctx itself,
+	// or a context derived from it (a span's): the task receives the
+	// context the last listener returned.
 	BeforeRun(ctx context.Context, e Event) context.Context
 	// AfterRun is called when the task returned or panicked, with the
-	// context BeforeRun returned. e.Outcome is OutcomeOK, OutcomeError or
-	// OutcomePanic.
+	// context this listener's BeforeRun returned; listeners are called in
+	// reverse order, as deferred calls are. e.Outcome is OutcomeOK,
+	// OutcomeError or OutcomePanic.
 	AfterRun(ctx context.Context, e Event)
 	// Skipped is called when a fire does not run on this node. e.Outcome
 	// says why: OutcomeLockHeld, OutcomeRunning, OutcomeAlreadyRun, or
@@ -117,9 +118,18 @@ type notifier struct {
 	log       *slog.Logger
 }
 
-func (n *notifier) beforeRun(ctx context.Context, e *Event) context.Context {
-	for _, l := range n.listeners {
-		ctx = n.safeBefore(l, ctx, e)
+// runEvent is an Event in flight, with the context each listener's
+// BeforeRun returned, for its AfterRun.
+type runEvent struct {
+	Event
+	ctxs []context.Context
+}
+
+func (n *notifier) beforeRun(ctx context.Context, e *runEvent) context.Context {
+	e.ctxs = make([]context.Context, len(n.listeners))
+	for i, l := range n.listeners {
+		ctx = n.safeBefore(l, ctx, &e.Event)
+		e.ctxs[i] = ctx
 	}
 	return ctx
 }
@@ -133,9 +143,9 @@ func (n *notifier) safeBefore(l Listener, ctx context.Context, e *Event) (out co
 	return out
 }
 
-func (n *notifier) afterRun(ctx context.Context, e *Event) {
-	for _, l := range n.listeners {
-		n.safeAfter(l, ctx, e)
+func (n *notifier) afterRun(e *runEvent) {
+	for i := len(n.listeners) - 1; i >= 0; i-- {
+		n.safeAfter(n.listeners[i], e.ctxs[i], &e.Event)
 	}
 }
 

@@ -3,8 +3,10 @@ package scheduling
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -425,5 +427,48 @@ func TestModuleTakesListenersAndDriverWrappers(t *testing.T) {
 	}
 	if n := acquires.Load(); n != 2 { // the lock and the fire claim
 		t.Fatalf("wrapped driver saw %d acquires, want 2", n)
+	}
+}
+
+// orderListener records the order of calls and checks that AfterRun gets
+// the context its own BeforeRun returned.
+type orderListener struct {
+	name string
+	log  *[]string
+	mu   *sync.Mutex
+}
+
+type orderKey struct{ name string }
+
+func (l orderListener) BeforeRun(ctx context.Context, _ Event) context.Context {
+	l.mu.Lock()
+	*l.log = append(*l.log, "before "+l.name)
+	l.mu.Unlock()
+	return context.WithValue(ctx, orderKey{l.name}, true)
+}
+
+func (l orderListener) AfterRun(ctx context.Context, _ Event) {
+	mine := ctx.Value(orderKey{l.name}) != nil
+	later := ctx.Value(orderKey{"second"}) != nil && l.name == "first"
+	l.mu.Lock()
+	*l.log = append(*l.log, fmt.Sprintf("after %s own=%v later=%v", l.name, mine, later))
+	l.mu.Unlock()
+}
+
+func (orderListener) Skipped(Event) {}
+
+func TestListenersNestLikeDefers(t *testing.T) {
+	var mu sync.Mutex
+	var calls []string
+	s, fc, _, _ := newListened(t, false, orderListener{"first", &calls, &mu}, orderListener{"second", &calls, &mu})
+	var f fires
+	mustAdd(t, s, Scheduled(f.task, Cron("@every 1s"), Name("t")))
+	mustStart(t, s)
+	step(t, fc, time.Second, time.Second, s)
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"before first", "before second", "after second own=true later=false", "after first own=true later=false"}
+	if !slices.Equal(calls, want) {
+		t.Fatalf("calls %q, want %q", calls, want)
 	}
 }

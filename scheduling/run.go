@@ -342,18 +342,19 @@ func (s *Scheduler) execute(ctx context.Context, f firing, lease locks.Lease, rn
 	}
 	ctx = &runContext{Context: ctx, run: Run{Task: e.name, Fire: f.fire, Node: s.node, Lease: lease}}
 	start := s.clock.Now()
-	var ev *Event
+	var ev *runEvent
 	if s.notify != nil || s.log.Enabled(ctx, slog.LevelDebug) {
 		ctx, ev = s.started(ctx, f, lease, start)
 	}
 	err, panicked := call(ctx, e.fn)
-	s.finish(ctx, f, lease, rn, start, err, panicked, ev)
+	s.finish(f, lease, rn, start, err, panicked, ev)
 }
 
 // started logs a run's start and tells the listeners, whose context the
 // task then runs with. It returns the event that finish completes.
-func (s *Scheduler) started(ctx context.Context, f firing, lease locks.Lease, start time.Time) (context.Context, *Event) {
-	ev := &Event{Task: f.e.name, Lock: f.e.spec.Lock, Fire: f.fire, Node: s.node, Start: start,
+func (s *Scheduler) started(ctx context.Context, f firing, lease locks.Lease, start time.Time) (context.Context, *runEvent) {
+	ev := &runEvent{}
+	ev.Event = Event{Task: f.e.name, Lock: f.e.spec.Lock, Fire: f.fire, Node: s.node, Start: start,
 		Lateness: start.Sub(f.fire)}
 	if lease != nil {
 		ev.Token = lease.Token()
@@ -367,8 +368,8 @@ func (s *Scheduler) started(ctx context.Context, f firing, lease locks.Lease, st
 
 // finish records and logs how a run ended, and tells the listeners. ev is
 // nil when neither listeners nor debug logging want it.
-func (s *Scheduler) finish(ctx context.Context, f firing, lease locks.Lease, rn *renewal, start time.Time,
-	err error, panicked bool, ev *Event) {
+func (s *Scheduler) finish(f firing, lease locks.Lease, rn *renewal, start time.Time,
+	err error, panicked bool, ev *runEvent) {
 	e := f.e
 	last := LastRun{Fire: f.fire, Start: start, Duration: s.clock.Since(start), Outcome: OutcomeOK,
 		Err: err, Node: s.node}
@@ -405,7 +406,7 @@ func (s *Scheduler) finish(ctx context.Context, f firing, lease locks.Lease, rn 
 	s.log.Debug("task finished", "task", e.name, "fire", f.fire, "outcome", string(last.Outcome),
 		"duration", last.Duration, "token", last.Token)
 	if s.notify != nil {
-		s.notify.afterRun(ctx, ev)
+		s.notify.afterRun(ev)
 	}
 }
 
