@@ -31,7 +31,7 @@ func Example() {
 		fmt.Println(s.Name)
 		for _, a := range s.Attributes {
 			if a.Key == tracing.AttrLock || a.Key == tracing.AttrToken || a.Key == tracing.AttrFire {
-				fmt.Println(" ", a.Key, a.Value.Emit())
+				fmt.Println(" ", a.Key, a.Value.String())
 			}
 		}
 	}

@@ -101,11 +101,11 @@ func TestSpanPerRun(t *testing.T) {
 		AttrOutcome: attribute.StringValue("ok"),
 	} {
 		if got, ok := attrs.Value(key); !ok || got != want {
-			t.Errorf("attribute %s = %v, want %v", key, got.Emit(), want.Emit())
+			t.Errorf("attribute %s = %v, want %v", key, got.String(), want.String())
 		}
 	}
 	if tok, ok := attrs.Value(AttrToken); !ok || tok.AsInt64() <= 0 {
-		t.Errorf("token attribute %v, want a positive fencing token", tok.Emit())
+		t.Errorf("token attribute %v, want a positive fencing token", tok.String())
 	}
 	if closeSpan.Status.Code != codes.Unset {
 		t.Errorf("ok run status %v", closeSpan.Status)
