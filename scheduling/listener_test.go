@@ -472,3 +472,39 @@ func TestListenersNestLikeDefers(t *testing.T) {
 		t.Fatalf("calls %q, want %q", calls, want)
 	}
 }
+
+func TestLeasesListsLockedRunsInFlight(t *testing.T) {
+	s, fc, _, _ := newTest(t, true)
+	started, ended := make(chan struct{}, 2), make(chan error, 2)
+	release := make(chan struct{})
+	hold := func(ctx context.Context) error {
+		started <- struct{}{}
+		<-release
+		ended <- nil
+		return nil
+	}
+	mustAdd(t, s,
+		Scheduled(hold, Cron("@every 1h"), Lock("b-lock"), Name("second")),
+		Scheduled(hold, Cron("@every 1h"), Lock("a-lock"), Name("first")),
+		Scheduled(noop, Cron("@every 1h"), Name("unlocked")))
+	mustStart(t, s)
+	waitIdle(t, s)
+	if got := s.Leases(); len(got) != 0 {
+		t.Fatalf("leases before any run: %+v", got)
+	}
+	fc.Advance(time.Hour)
+	<-started
+	<-started
+	got := s.Leases()
+	if len(got) != 2 || got[0].Key != "a-lock" || got[0].Task != "first" || got[1].Key != "b-lock" ||
+		got[0].Token == 0 || !got[0].Since.Equal(epoch.Add(time.Hour)) || !got[1].Fire.Equal(epoch.Add(time.Hour)) {
+		t.Fatalf("leases %+v, want a-lock and b-lock held since the 1h fire", got)
+	}
+	close(release)
+	<-ended
+	<-ended
+	waitIdle(t, s)
+	if got := s.Leases(); len(got) != 0 {
+		t.Fatalf("leases after the runs: %+v", got)
+	}
+}

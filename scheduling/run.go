@@ -285,6 +285,8 @@ func (s *Scheduler) releaseLease(e *entry, l locks.Lease) {
 type activeRun struct {
 	e     *entry
 	lease locks.Lease
+	fire  time.Time
+	since time.Time // when the run started holding the lease, on the scheduler's clock
 	once  sync.Once
 }
 
@@ -312,7 +314,7 @@ func (s *Scheduler) run(f firing, lease locks.Lease) {
 
 // runLocked runs f under lease, which it releases when the run ends.
 func (s *Scheduler) runLocked(f firing, lease locks.Lease) {
-	r := &activeRun{e: f.e, lease: lease}
+	r := &activeRun{e: f.e, lease: lease, fire: f.fire, since: s.clock.Now()}
 	s.mu.Lock()
 	s.locked[r] = struct{}{}
 	s.mu.Unlock()

@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
 	"errors"
@@ -376,6 +377,30 @@ func (s *Scheduler) Tasks() []TaskInfo {
 		}
 		e.mu.Unlock()
 	}
+	return out
+}
+
+// A LeaseInfo describes a lease this node holds for a locked run in flight.
+type LeaseInfo struct {
+	Task  string    // the task running under it
+	Key   string    // the lock key
+	Token uint64    // the fencing token
+	Fire  time.Time // the fire being run
+	Since time.Time // when the run started holding it, on the scheduler's clock
+}
+
+// Leases returns the leases this node holds for locked runs in flight,
+// ordered by key, then task. Fire claims are not included.
+func (s *Scheduler) Leases() []LeaseInfo {
+	s.mu.Lock()
+	out := make([]LeaseInfo, 0, len(s.locked))
+	for r := range s.locked {
+		out = append(out, LeaseInfo{Task: r.e.name, Key: r.lease.Key(), Token: r.lease.Token(), Fire: r.fire, Since: r.since})
+	}
+	s.mu.Unlock()
+	slices.SortFunc(out, func(a, b LeaseInfo) int {
+		return cmp.Or(cmp.Compare(a.Key, b.Key), cmp.Compare(a.Task, b.Task))
+	})
 	return out
 }
 
