@@ -1,0 +1,305 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxtest"
+	"go.uber.org/goleak"
+
+	"github.com/ndigo/ndigo/internal/redistest"
+	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/scheduling"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// doneListener announces each run's end and each skip.
+type doneListener struct {
+	scheduling.NopListener
+	ch chan string
+}
+
+func (d *doneListener) AfterRun(_ context.Context, e scheduling.Event) { d.ch <- e.Task }
+func (d *doneListener) Skipped(e scheduling.Event)                     { d.ch <- e.Task }
+
+// newScheduler returns a started scheduler on a fake clock at epoch, in a
+// zone other than UTC so that the UTC timestamps show, and a channel told
+// of every run's end.
+func newScheduler(t *testing.T, tasks ...scheduling.Task) (*scheduling.Scheduler, *clockwork.FakeClock, chan string) {
+	t.Helper()
+	paris, err := time.LoadLocation("Europe/Paris")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc := clockwork.NewFakeClockAt(epoch.In(paris))
+	done := &doneListener{ch: make(chan string, 10)}
+	s := scheduling.New(scheduling.Config{Clock: fc, Node: "node-a", Logger: slog.New(slog.DiscardHandler), Location: paris,
+		Driver: locks.NewInProcessDriver(locks.WithClock(fc)), Listeners: []scheduling.Listener{done}})
+	if err := s.Add(tasks...); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Stop(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	return s, fc, done.ch
+}
+
+// get serves GET path with h and decodes the JSON body into a generic map.
+func get(t *testing.T, h http.Handler, path string) (int, map[string]any) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("GET %s: content type %q", path, ct)
+	}
+	var body map[string]any
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+		t.Fatalf("GET %s: %v in %s", path, err, rec.Body)
+	}
+	return rec.Code, body
+}
+
+func TestScheduledTasks(t *testing.T) {
+	failure := errors.New("books do not balance")
+	s, fc, done := newScheduler(t,
+		scheduling.Scheduled(func(context.Context) error { return nil }, scheduling.Cron("@every 1s"),
+			scheduling.Lock("payroll-window"), scheduling.LockTTL(30*time.Second), scheduling.Name("close")),
+		scheduling.Scheduled(func(context.Context) error { return failure }, scheduling.Cron("@every 1s"),
+			scheduling.Name("fails")),
+		scheduling.Scheduled(func(context.Context) error { return nil }, scheduling.Cron("0 2 * * *"),
+			scheduling.Name("nightly")),
+	)
+	h, err := New(Options{Scheduler: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fc.BlockUntilContext(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	fc.Advance(time.Second)
+	<-done
+	<-done
+	code, body := get(t, h, "/scheduledtasks")
+	if code != http.StatusOK {
+		t.Fatalf("status %d", code)
+	}
+	tasks := body["tasks"].([]any)
+	if len(tasks) != 3 {
+		t.Fatalf("%d tasks: %v", len(tasks), tasks)
+	}
+	closeTask := tasks[0].(map[string]any)
+	for key, want := range map[string]any{"name": "close", "cron": "@every 1s", "lock": "payroll-window", "lockTtl": "30s"} {
+		if closeTask[key] != want {
+			t.Errorf("close.%s = %v, want %v", key, closeTask[key], want)
+		}
+	}
+	if next, _ := closeTask["next"].(string); next != "2026-01-01T00:00:02Z" {
+		t.Errorf("close.next = %v, want the 2s fire in RFC 3339 UTC", closeTask["next"])
+	}
+	last := closeTask["lastRun"].(map[string]any)
+	if last["outcome"] != "ok" || last["node"] != "node-a" || last["fire"] != "2026-01-01T00:00:01Z" ||
+		last["start"] != "2026-01-01T00:00:01Z" || last["duration"] != "0s" || last["token"].(float64) <= 0 {
+		t.Errorf("close.lastRun = %v", last)
+	}
+	failed := tasks[1].(map[string]any)["lastRun"].(map[string]any)
+	if failed["outcome"] != "error" || failed["error"] != failure.Error() {
+		t.Errorf("fails.lastRun = %v", failed)
+	}
+	if _, has := failed["token"]; has {
+		t.Errorf("an unlocked run shows a token: %v", failed)
+	}
+	nightly := tasks[2].(map[string]any)
+	if nightly["lastRun"] != nil || nightly["lock"] != nil {
+		t.Errorf("never-fired unlocked task: %v", nightly)
+	}
+	// 02:00 in the scheduler's zone (Paris) is 01:00 UTC.
+	if _, err := time.Parse(time.RFC3339, nightly["next"].(string)); err != nil || nightly["next"] != "2026-01-01T01:00:00Z" {
+		t.Errorf("nightly.next = %v (%v)", nightly["next"], err)
+	}
+}
+
+func TestLocks(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{})
+	s, fc, done := newScheduler(t,
+		scheduling.Scheduled(func(context.Context) error {
+			close(started)
+			<-release
+			return nil
+		}, scheduling.Cron("@every 1h"), scheduling.Lock("payroll-window"), scheduling.Name("close")))
+	h, err := New(Options{Scheduler: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, body := get(t, h, "/locks"); len(body["locks"].([]any)) != 0 {
+		t.Fatalf("locks before any run: %v", body)
+	}
+	if err := fc.BlockUntilContext(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	fc.Advance(time.Hour)
+	<-started
+	code, body := get(t, h, "/locks")
+	locksHeld := body["locks"].([]any)
+	if code != http.StatusOK || len(locksHeld) != 1 {
+		t.Fatalf("status %d, locks %v", code, body)
+	}
+	l := locksHeld[0].(map[string]any)
+	if l["key"] != "payroll-window" || l["task"] != "close" || l["token"].(float64) <= 0 ||
+		l["since"] != "2026-01-01T01:00:00Z" || l["fire"] != "2026-01-01T01:00:00Z" {
+		t.Fatalf("lock %v", l)
+	}
+	close(release)
+	<-done
+}
+
+func TestHealthz(t *testing.T) {
+	s, _, _ := newScheduler(t)
+	down := errors.New("disk full")
+	h, err := New(Options{Scheduler: s, Checks: []Check{
+		{Name: "ok-dep", Check: func(context.Context) error { return nil }},
+		{Name: "disk", Check: func(context.Context) error { return down }},
+		{Name: "slow", Check: func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }},
+	}, CheckTimeout: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, body := get(t, h, "/healthz")
+	if code != http.StatusServiceUnavailable || body["status"] != "unavailable" {
+		t.Fatalf("status %d body %v, want 503 unavailable", code, body)
+	}
+	checks := body["checks"].(map[string]any)
+	if checks["ok-dep"] != "ok" || checks["disk"] != "disk full" || !strings.Contains(checks["slow"].(string), "deadline") {
+		t.Fatalf("checks %v", checks)
+	}
+	h, _ = New(Options{Scheduler: s, Checks: []Check{{Name: "ok-dep", Check: func(context.Context) error { return nil }}}})
+	if code, body := get(t, h, "/healthz"); code != http.StatusOK || body["status"] != "ok" {
+		t.Fatalf("healthy: %d %v", code, body)
+	}
+}
+
+func TestNewRejectsBadOptions(t *testing.T) {
+	s, _, _ := newScheduler(t)
+	for _, c := range []struct {
+		opts Options
+		want string
+	}{
+		{Options{}, "Scheduler is nil"},
+		{Options{Scheduler: s, CheckTimeout: -time.Second}, "CheckTimeout -1s"},
+		{Options{Scheduler: s, Checks: []Check{{Name: "x"}}}, `Checks[0] (name "x")`},
+		{Options{Scheduler: s, Routes: []Route{{Pattern: "GET /healthz", Handler: http.NotFoundHandler()}}}, "Routes[0]"},
+	} {
+		_, err := New(c.opts)
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("New(%+v) = %v, want ErrInvalid naming %q", c.opts, err, c.want)
+		}
+	}
+}
+
+// TestModuleServesWithRedisCheck runs the module on its own address with a
+// real redis-server in the graph, then kills Redis.
+func TestModuleServesWithRedisCheck(t *testing.T) {
+	srv := redistest.Start(t)
+	client := srv.Client()
+	var server *Server
+	app := fxtest.New(t,
+		fx.Supply(fx.Annotate(client, fx.As(new(redis.UniversalClient)))),
+		fx.Supply(Config{Addr: "127.0.0.1:0"}),
+		fx.Provide(func() *slog.Logger { return slog.New(slog.DiscardHandler) }),
+		locks.Module,
+		scheduling.Module,
+		Module,
+		Mount("GET /metrics", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = io.WriteString(w, "ndigo_up 1\n")
+		})),
+		fx.Populate(&server),
+	)
+	app.RequireStart()
+	base := "http://" + server.Addr()
+	fetch := func(path string) (int, string) {
+		t.Helper()
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := fetch("/healthz"); code != http.StatusOK || !strings.Contains(body, `"redis": "ok"`) {
+		t.Fatalf("healthz with Redis up: %d %s", code, body)
+	}
+	if code, body := fetch("/metrics"); code != http.StatusOK || body != "ndigo_up 1\n" {
+		t.Fatalf("mounted route: %d %q", code, body)
+	}
+	if code, _ := fetch("/scheduledtasks"); code != http.StatusOK {
+		t.Fatalf("scheduledtasks: %d", code)
+	}
+	srv.Kill()
+	code, body := fetch("/healthz")
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, `"redis": "ping: `) ||
+		!strings.Contains(body, `"status": "unavailable"`) {
+		t.Fatalf("healthz with Redis down: %d %s", code, body)
+	}
+	http.DefaultClient.CloseIdleConnections()
+	app.RequireStop()
+	if _, err := http.Get(base + "/healthz"); err == nil {
+		t.Fatalf("server still answers after stop")
+	}
+}
+
+func TestModuleWithoutAddressServesNothing(t *testing.T) {
+	var server *Server
+	var h *Handler
+	app := fxtest.New(t,
+		fx.Provide(func() *slog.Logger { return slog.New(slog.DiscardHandler) }),
+		scheduling.Module,
+		Module,
+		fx.Populate(&server, &h),
+	)
+	app.RequireStart()
+	defer app.RequireStop()
+	if server.Addr() != "" || h == nil {
+		t.Fatalf("server at %q, handler %v", server.Addr(), h)
+	}
+	if code, body := get(t, h, "/healthz"); code != http.StatusOK || len(body["checks"].(map[string]any)) != 0 {
+		t.Fatalf("healthz without checks: %d %v", code, body)
+	}
+}
+
+func TestModuleFailsStartOnATakenPort(t *testing.T) {
+	taken := httptest.NewServer(http.NotFoundHandler())
+	defer taken.Close()
+	addr := strings.TrimPrefix(taken.URL, "http://")
+	app := fx.New(fx.NopLogger,
+		fx.Supply(Config{Addr: addr}),
+		fx.Provide(func() *slog.Logger { return slog.New(slog.DiscardHandler) }),
+		scheduling.Module,
+		Module,
+	)
+	err := app.Start(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "admin: listen on "+addr) {
+		t.Fatalf("start on a taken port: %v", err)
+	}
+}

@@ -1,0 +1,11 @@
+// Package admin serves what a node's scheduler knows over HTTP: its tasks
+// (GET /scheduledtasks), the leases it holds (GET /locks) and the health of
+// its dependencies (GET /healthz), as JSON with RFC 3339 timestamps.
+//
+// [Handler] is an http.Handler to mount on the application's own mux;
+// [Module] provides it from the fx graph and, given a [Config] with an
+// address, serves it there with a lifecycle-managed server.
+//
+// The endpoints show task names, lock keys, tokens and task error messages:
+// serve them on an internal address.
+package admin

@@ -1,0 +1,247 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/ndigo/ndigo/scheduling"
+)
+
+// ErrInvalid reports a bad [Options] value; the wrapping error names the
+// field, the value and the rule.
+var ErrInvalid = errors.New("admin: invalid options")
+
+// DefaultCheckTimeout bounds each health check when [Options.CheckTimeout]
+// is zero.
+const DefaultCheckTimeout = 2 * time.Second
+
+// Options configures a [Handler].
+type Options struct {
+	// Scheduler is the scheduler whose tasks and leases are shown. Required.
+	Scheduler *scheduling.Scheduler
+	// Checks are the dependencies /healthz probes, in this order.
+	Checks []Check
+	// CheckTimeout bounds each check; zero means DefaultCheckTimeout.
+	CheckTimeout time.Duration
+	// Routes are extra endpoints served beside the built-in ones, such as
+	// /metrics.
+	Routes []Route
+}
+
+// A Check probes one dependency for /healthz.
+type Check struct {
+	// Name names the dependency in the response, e.g. "redis".
+	Name string
+	// Check returns nil if the dependency works. Its error message is
+	// shown in the response, so it must not carry secrets.
+	Check func(context.Context) error
+}
+
+// A Route is an extra endpoint of a [Handler].
+type Route struct {
+	// Pattern is an http.ServeMux pattern, e.g. "GET /metrics".
+	Pattern string
+	Handler http.Handler
+}
+
+// A Handler serves the introspection endpoints:
+//
+//	GET /scheduledtasks   every task: name, spec, next fire, last run
+//	GET /locks            the leases this node holds for runs in flight
+//	GET /healthz          200 if every check passes, 503 naming the failing ones
+//
+// Responses are JSON; timestamps are RFC 3339 in UTC. Mount it on a mux of
+// your own under a prefix with http.StripPrefix:
+//
+//	mux.Handle("/admin/", http.StripPrefix("/admin", h))
+type Handler struct {
+	s       *scheduling.Scheduler
+	checks  []Check
+	timeout time.Duration
+	mux     *http.ServeMux
+}
+
+// New returns a Handler for opts.
+func New(opts Options) (*Handler, error) {
+	if opts.Scheduler == nil {
+		return nil, fmt.Errorf("%w: Scheduler is nil: pass the application's *scheduling.Scheduler", ErrInvalid)
+	}
+	if opts.CheckTimeout < 0 {
+		return nil, fmt.Errorf("%w: CheckTimeout %v must not be negative", ErrInvalid, opts.CheckTimeout)
+	}
+	for i, c := range opts.Checks {
+		if c.Name == "" || c.Check == nil {
+			return nil, fmt.Errorf("%w: Checks[%d] (name %q): needs a name and a Check func", ErrInvalid, i, c.Name)
+		}
+	}
+	h := &Handler{s: opts.Scheduler, checks: opts.Checks, timeout: opts.CheckTimeout, mux: http.NewServeMux()}
+	if h.timeout == 0 {
+		h.timeout = DefaultCheckTimeout
+	}
+	h.mux.HandleFunc("GET /scheduledtasks", h.tasks)
+	h.mux.HandleFunc("GET /locks", h.locks)
+	h.mux.HandleFunc("GET /healthz", h.health)
+	for i, r := range opts.Routes {
+		if r.Pattern == "" || r.Handler == nil {
+			return nil, fmt.Errorf("%w: Routes[%d] (pattern %q): needs a pattern and a handler", ErrInvalid, i, r.Pattern)
+		}
+		if err := register(h.mux, r); err != nil {
+			return nil, fmt.Errorf("%w: Routes[%d]: %v", ErrInvalid, i, err)
+		}
+	}
+	return h, nil
+}
+
+// register adds r to mux, turning the mux's panic on a bad or conflicting
+// pattern into an error.
+func register(mux *http.ServeMux, r Route) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("pattern %q: %v", r.Pattern, p)
+		}
+	}()
+	mux.Handle(r.Pattern, r.Handler)
+	return nil
+}
+
+// ServeHTTP serves the endpoints.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+// TaskJSON is one task in GET /scheduledtasks.
+type TaskJSON struct {
+	Name       string       `json:"name"`
+	Type       string       `json:"type,omitempty"`
+	Method     string       `json:"method,omitempty"`
+	Cron       string       `json:"cron"`
+	Lock       string       `json:"lock,omitempty"`
+	LockTTL    string       `json:"lockTtl,omitempty"`
+	LockWait   string       `json:"lockWait,omitempty"`
+	MaxRunTime string       `json:"maxRunTime,omitempty"`
+	Renew      bool         `json:"renew,omitempty"`
+	Next       *time.Time   `json:"next"`    // null when the schedule has no further fire
+	Running    bool         `json:"running"` // a run is going on this node
+	Runs       uint64       `json:"runs"`
+	Skips      uint64       `json:"skips"`
+	Failures   uint64       `json:"failures"`
+	LastRun    *LastRunJSON `json:"lastRun"` // null before the first fire
+}
+
+// LastRunJSON is a task's last fire on this node.
+type LastRunJSON struct {
+	Fire            time.Time  `json:"fire"`
+	Start           *time.Time `json:"start"` // null if it did not run
+	Duration        string     `json:"duration"`
+	DurationSeconds float64    `json:"durationSeconds"`
+	Outcome         string     `json:"outcome"`
+	Node            string     `json:"node"`
+	Token           uint64     `json:"token,omitempty"`
+	Error           string     `json:"error,omitempty"`
+}
+
+// LeaseJSON is one lease in GET /locks.
+type LeaseJSON struct {
+	Key   string    `json:"key"`
+	Token uint64    `json:"token"`
+	Task  string    `json:"task"`
+	Fire  time.Time `json:"fire"`
+	Since time.Time `json:"since"`
+}
+
+// HealthJSON is the body of GET /healthz.
+type HealthJSON struct {
+	Status string            `json:"status"` // "ok" or "unavailable"
+	Checks map[string]string `json:"checks"` // "ok" or the error, by check name
+}
+
+func (h *Handler) tasks(w http.ResponseWriter, _ *http.Request) {
+	infos := h.s.Tasks()
+	out := make([]TaskJSON, len(infos))
+	for i, ti := range infos {
+		t := TaskJSON{Name: ti.Name, Type: ti.Type, Method: ti.Method, Cron: ti.Spec.Cron, Lock: ti.Spec.Lock,
+			Renew: ti.Spec.Renew, Running: ti.Running, Runs: ti.Runs, Skips: ti.Skips, Failures: ti.Failures}
+		if ti.Spec.Lock != "" {
+			t.LockTTL = ti.Spec.LockTTL.String()
+			if ti.Spec.LockWait > 0 {
+				t.LockWait = ti.Spec.LockWait.String()
+			}
+		}
+		if ti.Spec.MaxRunTime > 0 {
+			t.MaxRunTime = ti.Spec.MaxRunTime.String()
+		}
+		if !ti.Next.IsZero() {
+			t.Next = utc(ti.Next)
+		}
+		if l := ti.Last; !l.Fire.IsZero() {
+			t.LastRun = &LastRunJSON{Fire: l.Fire.UTC(), Duration: l.Duration.String(),
+				DurationSeconds: l.Duration.Seconds(), Outcome: string(l.Outcome), Node: l.Node, Token: l.Token}
+			if !l.Start.IsZero() {
+				t.LastRun.Start = utc(l.Start)
+			}
+			if l.Err != nil {
+				t.LastRun.Error = l.Err.Error()
+			}
+		}
+		out[i] = t
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Tasks []TaskJSON `json:"tasks"`
+	}{out})
+}
+
+func (h *Handler) locks(w http.ResponseWriter, _ *http.Request) {
+	leases := h.s.Leases()
+	out := make([]LeaseJSON, len(leases))
+	for i, l := range leases {
+		out[i] = LeaseJSON{Key: l.Key, Token: l.Token, Task: l.Task, Fire: l.Fire.UTC(), Since: l.Since.UTC()}
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Locks []LeaseJSON `json:"locks"`
+	}{out})
+}
+
+func (h *Handler) health(w http.ResponseWriter, r *http.Request) {
+	res := HealthJSON{Status: "ok", Checks: map[string]string{}}
+	for _, c := range h.checks {
+		if err := h.probe(r.Context(), c); err != nil {
+			res.Status = "unavailable"
+			res.Checks[c.Name] = err.Error()
+			continue
+		}
+		res.Checks[c.Name] = "ok"
+	}
+	code := http.StatusOK
+	if res.Status != "ok" {
+		code = http.StatusServiceUnavailable
+	}
+	writeJSON(w, code, res)
+}
+
+// probe runs one check within the timeout; a panicking check fails.
+func (h *Handler) probe(ctx context.Context, c Check) (err error) {
+	ctx, cancel := context.WithTimeout(ctx, h.timeout)
+	defer cancel()
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("check panicked: %v", p)
+		}
+	}()
+	return c.Check(ctx)
+}
+
+func utc(t time.Time) *time.Time {
+	t = t.UTC()
+	return &t
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}

@@ -1,0 +1,153 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/fx"
+
+	"github.com/ndigo/ndigo/scheduling"
+)
+
+// ChecksGroup is the fx value group of [Check] values that [Module]'s
+// /healthz probes; [RoutesGroup] holds extra [Route] values.
+const (
+	ChecksGroup = "admin.checks"
+	RoutesGroup = "admin.routes"
+)
+
+// Config configures [Module]'s server.
+type Config struct {
+	// Addr is the address to serve the handler on, e.g. "127.0.0.1:8081"
+	// or ":0"; "" serves nothing (mount the *Handler yourself).
+	Addr string
+	// ShutdownTimeout bounds the graceful shutdown on stop, besides fx's
+	// stop timeout; zero means 5s.
+	ShutdownTimeout time.Duration
+}
+
+// Mount registers h under pattern (e.g. "GET /metrics") on [Module]'s
+// handler.
+func Mount(pattern string, h http.Handler) fx.Option {
+	return fx.Supply(fx.Annotate(Route{Pattern: pattern, Handler: h}, fx.ResultTags(`group:"`+RoutesGroup+`"`)))
+}
+
+// Module provides a *Handler built from the graph's *scheduling.Scheduler,
+// and a *Server that serves it on [Config].Addr when the graph has a
+// Config with an address: the listener opens on start (a taken port fails
+// startup) and the server shuts down gracefully on stop, before the
+// scheduler stops.
+//
+// /healthz probes the [Check] values of [ChecksGroup] and, when the graph
+// has a redis.UniversalClient (as redislocks.Module provides), a "redis"
+// check that pings it. Extra routes come from [RoutesGroup] ([Mount]).
+var Module = fx.Module("admin",
+	fx.Provide(newModuleHandler, newServer),
+	fx.Invoke(func(*Server) {}),
+)
+
+type handlerParams struct {
+	fx.In
+	Scheduler *scheduling.Scheduler
+	Redis     redis.UniversalClient `optional:"true"`
+	Checks    []Check               `group:"admin.checks"`
+	Routes    []Route               `group:"admin.routes"`
+}
+
+func newModuleHandler(p handlerParams) (*Handler, error) {
+	checks := p.Checks
+	if p.Redis != nil {
+		c := p.Redis
+		checks = append([]Check{RedisCheck(c)}, checks...)
+	}
+	return New(Options{Scheduler: p.Scheduler, Checks: checks, Routes: p.Routes})
+}
+
+// RedisCheck returns a Check named "redis" that pings c. Its error names
+// the server address, never the password.
+func RedisCheck(c redis.UniversalClient) Check {
+	return Check{Name: "redis", Check: func(ctx context.Context) error {
+		if err := c.Ping(ctx).Err(); err != nil {
+			return fmt.Errorf("ping: %w", err)
+		}
+		return nil
+	}}
+}
+
+// A Server serves a Handler on its own address.
+type Server struct {
+	srv *http.Server
+	ln  net.Listener
+}
+
+// Addr returns the address the server listens on, with the port chosen for
+// ":0"; "" if it does not serve.
+func (s *Server) Addr() string {
+	if s == nil || s.ln == nil {
+		return ""
+	}
+	return s.ln.Addr().String()
+}
+
+type serverParams struct {
+	fx.In
+	Lifecycle fx.Lifecycle
+	Handler   *Handler
+	Config    Config       `optional:"true"`
+	Logger    *slog.Logger `optional:"true"`
+}
+
+func newServer(p serverParams) (*Server, error) {
+	s := &Server{}
+	if p.Config.Addr == "" {
+		return s, nil
+	}
+	if p.Config.ShutdownTimeout < 0 {
+		return nil, fmt.Errorf("%w: Config.ShutdownTimeout %v must not be negative", ErrInvalid, p.Config.ShutdownTimeout)
+	}
+	grace := p.Config.ShutdownTimeout
+	if grace == 0 {
+		grace = 5 * time.Second
+	}
+	log := p.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	s.srv = &http.Server{Handler: p.Handler, ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	done := make(chan struct{})
+	p.Lifecycle.Append(fx.Hook{
+		OnStart: func(ctx context.Context) error {
+			ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", p.Config.Addr)
+			if err != nil {
+				return fmt.Errorf("admin: listen on %s (Config.Addr): %w", p.Config.Addr, err)
+			}
+			s.ln = ln
+			log.Info("admin endpoints serving", "addr", ln.Addr().String())
+			go func() {
+				defer close(done)
+				if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+					log.Error("admin server failed", "addr", ln.Addr().String(), "err", err)
+				}
+			}()
+			return nil
+		},
+		OnStop: func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, grace)
+			defer cancel()
+			err := s.srv.Shutdown(ctx)
+			if err != nil {
+				_ = s.srv.Close()
+			}
+			<-done
+			return err
+		},
+	})
+	return s, nil
+}
