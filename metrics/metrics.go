@@ -163,18 +163,14 @@ func (m *Metrics) task(name string) *taskMetrics {
 	return actual.(*taskMetrics)
 }
 
-// BeforeRun counts the fire and observes its lateness.
-func (m *Metrics) BeforeRun(ctx context.Context, e scheduling.Event) context.Context {
+// AfterRun counts the fire and the run by outcome, observes the run's
+// lateness and duration, and counts a lost lease and a failed renewal.
+// Everything is recorded here rather than in BeforeRun, which is on the path
+// to the task's start.
+func (m *Metrics) AfterRun(_ context.Context, e scheduling.Event) {
 	t := m.task(e.Task)
 	t.fires.Inc()
 	t.lateness.Observe(e.Lateness.Seconds())
-	return ctx
-}
-
-// AfterRun counts the run by outcome, observes its duration, and counts a
-// lost lease and a failed renewal.
-func (m *Metrics) AfterRun(_ context.Context, e scheduling.Event) {
-	t := m.task(e.Task)
 	switch e.Outcome {
 	case scheduling.OutcomeOK:
 		t.ok.Inc()

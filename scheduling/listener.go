@@ -122,11 +122,17 @@ type notifier struct {
 // BeforeRun returned, for its AfterRun.
 type runEvent struct {
 	Event
-	ctxs []context.Context
+	ctxs  []context.Context
+	inner [2]context.Context // backs ctxs for up to two listeners: no allocation
+	debug bool               // log the run's start and end
 }
 
 func (n *notifier) beforeRun(ctx context.Context, e *runEvent) context.Context {
-	e.ctxs = make([]context.Context, len(n.listeners))
+	if len(n.listeners) <= len(e.inner) {
+		e.ctxs = e.inner[:len(n.listeners)]
+	} else {
+		e.ctxs = make([]context.Context, len(n.listeners))
+	}
 	for i, l := range n.listeners {
 		ctx = n.safeBefore(l, ctx, &e.Event)
 		e.ctxs[i] = ctx

@@ -345,8 +345,8 @@ func (s *Scheduler) execute(ctx context.Context, f firing, lease locks.Lease, rn
 	ctx = &runContext{Context: ctx, run: Run{Task: e.name, Fire: f.fire, Node: s.node, Lease: lease}}
 	start := s.clock.Now()
 	var ev *runEvent
-	if s.notify != nil || s.log.Enabled(ctx, slog.LevelDebug) {
-		ctx, ev = s.started(ctx, f, lease, start)
+	if debug := s.log.Enabled(ctx, slog.LevelDebug); s.notify != nil || debug {
+		ctx, ev = s.started(ctx, f, lease, start, debug)
 	}
 	err, panicked := call(ctx, e.fn)
 	s.finish(f, lease, rn, start, err, panicked, ev)
@@ -354,14 +354,16 @@ func (s *Scheduler) execute(ctx context.Context, f firing, lease locks.Lease, rn
 
 // started logs a run's start and tells the listeners, whose context the
 // task then runs with. It returns the event that finish completes.
-func (s *Scheduler) started(ctx context.Context, f firing, lease locks.Lease, start time.Time) (context.Context, *runEvent) {
-	ev := &runEvent{}
+func (s *Scheduler) started(ctx context.Context, f firing, lease locks.Lease, start time.Time, debug bool) (context.Context, *runEvent) {
+	ev := &runEvent{debug: debug}
 	ev.Event = Event{Task: f.e.name, Lock: f.e.spec.Lock, Fire: f.fire, Node: s.node, Start: start,
 		Lateness: start.Sub(f.fire)}
 	if lease != nil {
 		ev.Token = lease.Token()
 	}
-	s.log.Debug("task started", "task", ev.Task, "fire", ev.Fire, "lateness", ev.Lateness, "token", ev.Token)
+	if debug { // the arguments cost allocations even when Debug is off
+		s.log.Debug("task started", "task", ev.Task, "fire", ev.Fire, "lateness", ev.Lateness, "token", ev.Token)
+	}
 	if s.notify != nil {
 		ctx = s.notify.beforeRun(ctx, ev)
 	}
@@ -405,8 +407,10 @@ func (s *Scheduler) finish(f firing, lease locks.Lease, rn *renewal, start time.
 		return
 	}
 	ev.Outcome, ev.Err, ev.Duration, ev.LeaseLost, ev.RenewErr = last.Outcome, err, last.Duration, leaseLost, renewErr
-	s.log.Debug("task finished", "task", e.name, "fire", f.fire, "outcome", string(last.Outcome),
-		"duration", last.Duration, "token", last.Token)
+	if ev.debug {
+		s.log.Debug("task finished", "task", e.name, "fire", f.fire, "outcome", string(last.Outcome),
+			"duration", last.Duration, "token", last.Token)
+	}
 	if s.notify != nil {
 		s.notify.afterRun(ev)
 	}
