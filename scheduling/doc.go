@@ -66,8 +66,23 @@
 // A task never overlaps itself on one node: a fire that finds the previous
 // run still going is skipped and logged.
 //
+// # Listeners
+//
+// A [Listener] is told before and after every run and about every skipped
+// fire, with an [Event]: the task, lock, fire, token, outcome, error,
+// lateness, duration, and whether the lease was lost or its renewal failed.
+// Pass listeners in [Config.Listeners], or register them with [Listen] for
+// [Module]. Package metrics and package tracing are listeners; a team that
+// wants to page on repeated skips writes one of a few lines.
+//
 // # Logging
 //
 // Everything is logged through log/slog with the task name under the key
-// "task". A nil [Config.Logger] means slog.Default().
+// "task". A nil [Config.Logger] means slog.Default(). Skips are logged at
+// Info ("lock 'x' is held", "fire already run on another node", "previous
+// run still going"); lock failures, task errors, panics and renewal
+// failures at Error; a lease lost under a run at Warn; the acquisition
+// (with its token), lock waits, and each run's start and end (with its
+// duration and token) at Debug. Log lines carry task names, lock keys,
+// fire instants, tokens and errors, never a driver's connection settings.
 package scheduling
