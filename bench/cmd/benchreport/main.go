@@ -1,8 +1,9 @@
 // Command benchreport runs the benchmarks of bench/ and of package locks and
 // rewrites the generated parts of BENCHMARKS.md with their medians and
 // ratios: the scheduler against gocron v2 and robfig/cron, the in-process
-// driver against a map-plus-mutex table, and the Redis driver report of
-// redislockbench. It is what `make bench` runs:
+// driver against a map-plus-mutex table, the Redis driver report of
+// redislockbench, and the 3-node run of clusterbench. It is what `make bench`
+// runs:
 //
 //	cd bench && go run ./cmd/benchreport -o ../BENCHMARKS.md
 //
@@ -33,7 +34,9 @@ var (
 	lockRuns  = flag.Int("locks-count", 5, "-count of the in-process driver benchmarks (package locks)")
 	redisRuns = flag.Int("redis-runs", 5, "-runs of redislockbench")
 	redisDur  = flag.Duration("redis-duration", 2*time.Second, "-duration of redislockbench")
-	skipRedis = flag.Bool("skip-redis", false, "keep the Redis driver part as it is")
+	only      = flag.String("parts", "machine,scheduler,inprocess,redis,cluster", "the parts to regenerate; the others are kept as they are")
+	clRuns    = flag.Int("cluster-runs", 3, "-runs of clusterbench")
+	clDur     = flag.Duration("cluster-duration", time.Minute, "-duration of clusterbench")
 )
 
 func main() {
@@ -43,11 +46,24 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	parts := map[string]string{"machine": machine()}
-	parts["scheduler"] = scheduler()
-	parts["inprocess"] = inprocess()
-	if !*skipRedis {
-		parts["redis"] = run(".", "go", "run", "./cmd/redislockbench", "-runs", strconv.Itoa(*redisRuns), "-duration", redisDur.String())
+	makers := map[string]func() string{
+		"machine":   machine,
+		"scheduler": scheduler,
+		"inprocess": inprocess,
+		"redis": func() string {
+			return run(".", "go", "run", "./cmd/redislockbench", "-runs", strconv.Itoa(*redisRuns), "-duration", redisDur.String())
+		},
+		"cluster": func() string {
+			return run(".", "go", "run", "./cmd/clusterbench", "-runs", strconv.Itoa(*clRuns), "-duration", clDur.String())
+		},
+	}
+	parts := map[string]string{}
+	for _, name := range strings.Split(*only, ",") {
+		mk, ok := makers[strings.TrimSpace(name)]
+		if !ok {
+			log.Fatalf("benchreport: unknown part %q", name)
+		}
+		parts[strings.TrimSpace(name)] = mk()
 	}
 	s := string(doc)
 	for name, body := range parts {
