@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -194,6 +195,7 @@ func TestLinearizable(t *testing.T) {
 		ch.cmd = exec.Command(os.Args[0], "-test.run=^$")
 		ch.cmd.Env = append(os.Environ(), roleEnv+"="+roleLinWorker, "CHAOS_LIN_CONFIG="+string(b), "CHAOS_LIN_OUT="+ch.out)
 		ch.cmd.Stderr = os.Stderr
+		ch.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 		if err := ch.cmd.Start(); err != nil {
 			t.Fatal(err)
 		}

@@ -65,6 +65,8 @@ func (p *procs) start(name string, cmd *exec.Cmd) {
 	if err != nil {
 		p.t.Fatal(err)
 	}
+	// A node outlives nothing: if the test binary dies, so does the node.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		p.t.Fatal(err)
 	}
