@@ -25,18 +25,17 @@
 //
 // # Fencing tokens
 //
-// The first acquisition of a key starts its token counter at the Redis
-// server's TIME in microseconds; later ones add one. The counter advances by
-// one per acquisition while the clock advances by one per microsecond, so
-// the last token stays behind the clock by about the counter's age. When the
-// counter is lost (it expires max(lease TTL, 24h) after its creation; or a
-// restart without persistence, eviction, FLUSHALL, or failover to a replica
-// that had not received it), the next token starts again from TIME, above
-// every earlier one. This rests on one assumption: the clock of the server
-// that mints after the loss is not behind the last token, that is, no clock
-// steps back (and no failover lands on a server whose clock is behind) by more
-// than the age the counter had. Keep the servers' clocks synchronised (NTP).
-// Because TIME restores the order, the counter can expire and never leaks.
+// A token is max(last token + 1, the Redis server's TIME in microseconds),
+// minted in the acquire script. TIME carries the order, so tokens of a key
+// keep increasing when the counter key is lost (a restart without
+// persistence, eviction, FLUSHALL, its own TTL) or stale (failover to a
+// replica that had not received the last mints). This rests on one
+// assumption: the clock of the server that mints a token is not behind the
+// clock that minted the previous one by more than the time between the two
+// mints. Keep the servers' clocks synchronised (NTP) well within your
+// failover time. The counter only separates mints within one microsecond and
+// rides out small steps back of one server's clock; it expires max(lease TTL,
+// 24h) after the last acquisition and never leaks.
 //
 // # Local expiry
 //
