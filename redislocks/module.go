@@ -46,6 +46,10 @@ func newClient(lc fx.Lifecycle, cfg config.Framework) (redis.UniversalClient, er
 		}
 		return nil, fmt.Errorf("%w: redislocks.Module: redis.url %s: %v", locks.ErrInvalid, cfg.Redis.URL, err)
 	}
+	// Deadlines of the caller's contexts bound every command, so a hung
+	// Redis fails a lock operation at the caller's deadline rather than after
+	// the client's read timeouts and retries.
+	opts.ContextTimeoutEnabled = true
 	c := redis.NewClient(opts)
 	lc.Append(fx.Hook{
 		OnStart: func(ctx context.Context) error {
