@@ -354,6 +354,8 @@ func (s *Scheduler) execute(ctx context.Context, f firing, lease locks.Lease, rn
 
 // started logs a run's start and tells the listeners, whose context the
 // task then runs with. It returns the event that finish completes.
+//
+//go:noinline
 func (s *Scheduler) started(ctx context.Context, f firing, lease locks.Lease, start time.Time, debug bool) (context.Context, *runEvent) {
 	ev := &runEvent{debug: debug}
 	ev.Event = Event{Task: f.e.name, Lock: f.e.spec.Lock, Fire: f.fire, Node: s.node, Start: start,
@@ -362,7 +364,7 @@ func (s *Scheduler) started(ctx context.Context, f firing, lease locks.Lease, st
 		ev.Token = lease.Token()
 	}
 	if debug { // the arguments cost allocations even when Debug is off
-		s.log.Debug("task started", "task", ev.Task, "fire", ev.Fire, "lateness", ev.Lateness, "token", ev.Token)
+		s.logStart(&ev.Event)
 	}
 	if s.notify != nil {
 		ctx = s.notify.beforeRun(ctx, ev)
@@ -372,23 +374,20 @@ func (s *Scheduler) started(ctx context.Context, f firing, lease locks.Lease, st
 
 // finish records and logs how a run ended, and tells the listeners. ev is
 // nil when neither listeners nor debug logging want it.
+//
+// What only locked runs, listeners or debug logging need is in functions of
+// its own, kept out of line, so that this frame stays small: every run's
+// goroutine passes through it, and a deeper stack would make each of them
+// grow its stack.
 func (s *Scheduler) finish(f firing, lease locks.Lease, rn *renewal, start time.Time,
 	err error, panicked bool, ev *runEvent) {
 	e := f.e
 	last := LastRun{Fire: f.fire, Start: start, Duration: s.clock.Since(start), Outcome: OutcomeOK,
 		Err: err, Node: s.node}
-	var renewErr error
-	leaseLost := false
+	var end leaseEnd
 	if lease != nil {
 		last.Token = lease.Token()
-		renewErr = rn.stop()
-		select {
-		case <-lease.Done(): // not yet released: the lease ended under the run
-			leaseLost = true
-			s.log.Warn("lease lost before the task returned; its context was cancelled", "task", e.name,
-				"fire", f.fire, "lock", e.spec.Lock, "token", last.Token)
-		default:
-		}
+		end = s.endLease(f, lease, rn)
 	}
 	switch {
 	case panicked:
@@ -403,13 +402,49 @@ func (s *Scheduler) finish(f firing, lease locks.Lease, rn *renewal, start time.
 		c.failures = 1
 	}
 	e.record(last, c)
-	if ev == nil {
-		return
+	if ev != nil {
+		s.ended(ev, last.Outcome, err, last.Duration, end)
 	}
-	ev.Outcome, ev.Err, ev.Duration, ev.LeaseLost, ev.RenewErr = last.Outcome, err, last.Duration, leaseLost, renewErr
+}
+
+// logStart logs a run's start at debug level; out of line, so that its
+// arguments do not deepen the stack on the way to the listeners.
+//
+//go:noinline
+func (s *Scheduler) logStart(ev *Event) {
+	s.log.Debug("task started", "task", ev.Task, "fire", ev.Fire, "lateness", ev.Lateness, "token", ev.Token)
+}
+
+// leaseEnd is how a run's lease fared.
+type leaseEnd struct {
+	lost     bool  // it ended before the task returned
+	renewErr error // the failed renewal's error
+}
+
+// endLease stops the renewal of a run's lease and checks whether the lease
+// was lost under the run.
+//
+//go:noinline
+func (s *Scheduler) endLease(f firing, lease locks.Lease, rn *renewal) leaseEnd {
+	end := leaseEnd{renewErr: rn.stop()}
+	select {
+	case <-lease.Done(): // not yet released: the lease ended under the run
+		end.lost = true
+		s.log.Warn("lease lost before the task returned; its context was cancelled", "task", f.e.name,
+			"fire", f.fire, "lock", f.e.spec.Lock, "token", lease.Token())
+	default:
+	}
+	return end
+}
+
+// ended logs a run's end at debug level and tells the listeners.
+//
+//go:noinline
+func (s *Scheduler) ended(ev *runEvent, o Outcome, err error, d time.Duration, end leaseEnd) {
+	ev.Outcome, ev.Err, ev.Duration, ev.LeaseLost, ev.RenewErr = o, err, d, end.lost, end.renewErr
 	if ev.debug {
-		s.log.Debug("task finished", "task", e.name, "fire", f.fire, "outcome", string(last.Outcome),
-			"duration", last.Duration, "token", last.Token)
+		s.log.Debug("task finished", "task", ev.Task, "fire", ev.Fire, "outcome", string(o),
+			"duration", d, "token", ev.Token)
 	}
 	if s.notify != nil {
 		s.notify.afterRun(ev)
