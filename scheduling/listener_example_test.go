@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,7 +45,10 @@ func ExampleListener() {
 	defer s.Stop(context.Background())
 
 	for {
-		_ = fc.BlockUntilContext(context.Background(), 1) // the scheduler waits for its next fire
+		// Advance once the scheduler armed its next fire and the last one ended.
+		for t := s.Tasks()[0]; !t.Next.After(fc.Now()) || t.Running; t = s.Tasks()[0] {
+			runtime.Gosched()
+		}
 		fc.Advance(time.Second)
 		select {
 		case msg := <-paged:

@@ -51,6 +51,10 @@ type Scheduler struct {
 	node   string
 	loc    *time.Location
 	notify *notifier // nil without listeners, so that runs pay nothing for them
+	// observed is set by New when listeners or the logger's debug level
+	// want each run's start and end; a logger's level raised to debug later
+	// does not get them.
+	observed bool
 
 	wake     chan struct{} // nudges the loop when the earliest fire changes
 	stop     chan struct{} // closed by Stop
@@ -111,6 +115,7 @@ func New(cfg Config) *Scheduler {
 	if ls := slices.DeleteFunc(slices.Clone(cfg.Listeners), func(l Listener) bool { return l == nil }); len(ls) > 0 {
 		s.notify = &notifier{listeners: ls, log: s.log}
 	}
+	s.observed = s.notify != nil || s.debugOn()
 	s.idle = sync.NewCond(&s.mu)
 	s.runCtx, s.cancelRuns = context.WithCancelCause(context.Background())
 	s.acquireCtx, s.cancelAcquire = context.WithCancel(s.runCtx)
