@@ -83,6 +83,7 @@
 // run still going"); lock failures, task errors, panics and renewal
 // failures at Error; a lease lost under a run at Warn; the acquisition
 // (with its token), lock waits, and each run's start and end (with its
-// duration and token) at Debug. Log lines carry task names, lock keys,
+// duration and token) at Debug; the run lines are written when the logger
+// takes debug records at [New], so that runs nobody observes pay nothing. Log lines carry task names, lock keys,
 // fire instants, tokens and errors, never a driver's connection settings.
 package scheduling
