@@ -5,20 +5,23 @@ go 1.26.0
 replace github.com/ndigo/ndigo => ../
 
 require (
-	github.com/bsm/redislock v0.9.4 // indirect
+	github.com/bsm/redislock v0.9.4
+	github.com/go-co-op/gocron/v2 v2.21.2
+	github.com/go-redsync/redsync/v4 v4.18.1
+	github.com/ndigo/ndigo v0.0.0-00010101000000-000000000000
+	github.com/redis/go-redis/v9 v9.23.0
+	github.com/robfig/cron/v3 v3.0.1
+)
+
+require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/gabriel-vasile/mimetype v1.4.16 // indirect
-	github.com/go-co-op/gocron/v2 v2.21.2 // indirect
 	github.com/go-playground/locales v0.14.2 // indirect
 	github.com/go-playground/universal-translator v0.18.2 // indirect
 	github.com/go-playground/validator/v10 v10.30.6 // indirect
-	github.com/go-redsync/redsync/v4 v4.18.1 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/jonboulle/clockwork v0.5.0 // indirect
 	github.com/leodido/go-urn v1.5.0 // indirect
-	github.com/ndigo/ndigo v0.0.0-00010101000000-000000000000 // indirect
-	github.com/redis/go-redis/v9 v9.23.0 // indirect
-	github.com/robfig/cron/v3 v3.0.1 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	go.uber.org/dig v1.19.0 // indirect
 	go.uber.org/fx v1.24.0 // indirect
