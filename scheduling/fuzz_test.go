@@ -9,7 +9,7 @@ import (
 
 func FuzzParseSchedule(f *testing.F) {
 	for _, seed := range []string{"0 2 * * *", "*/5 * * * * *", "@every 1m30s", "@hourly", "CRON_TZ=Europe/Paris 30 2 * * *",
-		"TZ=America/New_York 0 9 * * MON-FRI", "61 * * * *", "0 0 30 2 *", "@every", "5-1 * * * *", "*/0 * * * *", "TZ="} {
+		"TZ=America/New_York 0 9 * * MON-FRI", "61 * * * *", "0 0 30 2 *", "@every", "5-1 * * * *", "*/0 * * * *", "TZ=", "0 , 1 1 0"} {
 		f.Add(seed)
 	}
 	from := time.Date(2026, 10, 25, 0, 0, 0, 0, time.UTC)

@@ -76,10 +76,31 @@ func parseSchedule(expr string, loc *time.Location) (s schedule, err error) {
 	default:
 		s = wallSchedule{utc: &utc, loc: spec.Location}
 	}
+	if field := emptyField(spec); field != "" {
+		return nil, fmt.Errorf("the %s field names no value (an empty list such as \",\"), so the expression never fires", field)
+	}
 	if !canFire(spec) {
 		return nil, fmt.Errorf("the expression never fires: no month it names has the days it names")
 	}
 	return s, nil
+}
+
+// emptyField returns the name of a field of spec that names no value, which
+// robfig accepts from a list of empty items such as ",", or "".
+func emptyField(spec *cron.SpecSchedule) string {
+	const star = 1 << 63
+	for _, f := range []struct {
+		name string
+		bits uint64
+	}{
+		{"second", spec.Second}, {"minute", spec.Minute}, {"hour", spec.Hour},
+		{"day of month", spec.Dom}, {"month", spec.Month}, {"day of week", spec.Dow},
+	} {
+		if f.bits&^star == 0 {
+			return f.name
+		}
+	}
+	return ""
 }
 
 // daysIn is the most days each month can have (February in leap years).

@@ -101,7 +101,7 @@ func TestCronForms(t *testing.T) {
 func TestCronRejects(t *testing.T) {
 	for _, expr := range []string{"", "   ", "61 * * * *", "* * * *", "* * * * * * *", "0 0 30 2 *",
 		"@every", "@every 0s", "@every 1µs", "@every x", "@sometimes", "CRON_TZ=Mars/Base 0 2 * * *",
-		"CRON_TZ=UTC"} {
+		"CRON_TZ=UTC", "0 , 1 1 0", ", * * * *", "* * * , *"} {
 		if _, err := parseSchedule(expr, nil); err == nil {
 			t.Errorf("parseSchedule(%q) accepted it", expr)
 		}
