@@ -10,6 +10,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/locks/lockstest"
 )
 
 // handle is the model of one acquisition.
@@ -101,12 +102,12 @@ func TestInProcessProperties(t *testing.T) {
 				default:
 					h.state = modelLost
 				}
-				if h.state != modelHeld && isOpen(h.lease.Done()) {
+				if h.state != modelHeld && lockstest.IsOpen(h.lease.Done()) {
 					rt.Fatalf("Done open after Release of token %d", h.lease.Token())
 				}
 			case 2:
 				wasLive := live(h)
-				open := isOpen(h.lease.Done())
+				open := lockstest.IsOpen(h.lease.Done())
 				if wasLive {
 					h.armed = true
 				}
@@ -128,13 +129,4 @@ func TestInProcessProperties(t *testing.T) {
 		t.Fatalf("ran %d operations, want at least 10,000", ops)
 	}
 	t.Logf("%d operations", ops)
-}
-
-func isOpen(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return false
-	default:
-		return true
-	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ndigo/ndigo/internal/redistest"
 	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/locks/lockstest"
 	"github.com/ndigo/ndigo/redislocks"
 )
 
@@ -38,16 +39,16 @@ func TestDoneDeadlineOnFakeClock(t *testing.T) {
 	if err := l.Extend(ctx, ttl); err != nil {
 		t.Fatalf("Extend just before the local deadline: %v", err)
 	}
-	if !isOpen(done) {
+	if !lockstest.IsOpen(done) {
 		t.Fatal("Done closed before the local deadline")
 	}
 	// The Extend was sent at the current fake time: the deadline moved.
 	fc.Advance(ttl - margin - time.Nanosecond)
-	if !isOpen(done) {
+	if !lockstest.IsOpen(done) {
 		t.Fatal("Done closed before the extended deadline")
 	}
 	fc.Advance(time.Nanosecond)
-	waitClosed(t, done, "Done at the extended deadline")
+	lockstest.Closes(t, done, "Done at the extended deadline")
 	if err := l.Extend(ctx, ttl); !errors.Is(err, locks.ErrLeaseLost) {
 		t.Fatalf("Extend after the local deadline = %v, want ErrLeaseLost", err)
 	}
@@ -68,7 +69,7 @@ func TestDoneBeforeRedisExpiry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitClosed(t, l.Done(), "Done")
+	lockstest.Closes(t, l.Done(), "Done")
 	ttl, err := c.PTTL(ctx, "ndigo:{done:k}:lock").Result()
 	if err != nil || ttl <= 0 {
 		t.Fatalf("when Done closed Redis PTTL = %v, %v; want the key still held", ttl, err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ndigo/ndigo/internal/redistest"
 	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/locks/lockstest"
 	"github.com/ndigo/ndigo/redislocks"
 )
 
@@ -50,7 +51,7 @@ func TestKilledRedis(t *testing.T) {
 	checkRedisError(t, "Acquire", "job", err)
 	checkRedisError(t, "Extend", "held", l.Extend(bounded, time.Minute))
 	checkRedisError(t, "Release", "held", l.Release(bounded))
-	if !isOpen(l.Done()) {
+	if !lockstest.IsOpen(l.Done()) {
 		t.Fatal("a failed Extend or Release closed Done: the lease's fate is unknown, not over")
 	}
 	s.Restart()

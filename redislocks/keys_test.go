@@ -9,6 +9,7 @@ import (
 
 	"github.com/ndigo/ndigo/internal/redistest"
 	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/locks/lockstest"
 	"github.com/ndigo/ndigo/redislocks"
 )
 
@@ -60,14 +61,14 @@ func testOddKeys(t *testing.T, d *redislocks.Driver) {
 	if err := held["*"].Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitClosed(t, star, `watch of "*"`)
+	lockstest.Closes(t, star, `watch of "*"`)
 	// The probe's release is published later; once it arrives, a wrong
 	// wake of "[a-z]" would have happened.
 	if err := held["ключ"].Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitClosed(t, probe, `watch of "ключ"`)
-	if !isOpen(other) {
+	lockstest.Closes(t, probe, `watch of "ключ"`)
+	if !lockstest.IsOpen(other) {
 		t.Fatal(`a release of "*" woke the waiter of "[a-z]"`)
 	}
 	for _, k := range oddKeys {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ndigo/ndigo/internal/redistest"
 	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/locks/lockstest"
 )
 
 // Two namespaces on one Redis hold the same key independently, and neither
@@ -58,11 +59,11 @@ func TestNamespacesAreIsolated(t *testing.T) {
 	if err := probeLease.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitClosed(t, probe, "prod probe watch")
+	lockstest.Closes(t, probe, "prod probe watch")
 	if msg, err := published.ReceiveMessage(ctx); err != nil || msg.Channel != "ndigo:staging:released:payroll" {
 		t.Fatalf("first release published = %v, %v; want it on ndigo:staging:released:payroll", msg, err)
 	}
-	if !isOpen(prodReleased) {
+	if !lockstest.IsOpen(prodReleased) {
 		t.Fatal("a staging release woke a prod waiter")
 	}
 	if _, err := prod.Acquire(ctx, "payroll", time.Minute); !errors.Is(err, locks.ErrNotAcquired) {
@@ -71,25 +72,5 @@ func TestNamespacesAreIsolated(t *testing.T) {
 	if err := lp.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitClosed(t, prodReleased, "prod watch after the prod release")
-}
-
-// waitClosed fails t unless ch closes within a bound that only a broken
-// driver reaches.
-func waitClosed(t *testing.T, ch <-chan struct{}, what string) {
-	t.Helper()
-	select {
-	case <-ch:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s: not closed", what)
-	}
-}
-
-func isOpen(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return false
-	default:
-		return true
-	}
+	lockstest.Closes(t, prodReleased, "prod watch after the prod release")
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ndigo/ndigo/internal/redistest"
 	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/locks/lockstest"
 )
 
 // A waiter on one node wakes when a holder on another node releases, with
@@ -86,10 +87,10 @@ func TestReleaseWakesOneWaiterInOrder(t *testing.T) {
 		if err := probeLease.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
-		waitClosed(t, probe, "probe")
+		lockstest.Closes(t, probe, "probe")
 		stopProbe()
 		for i, w := range waiters {
-			if want := i > round; isOpen(w) != want {
+			if want := i > round; lockstest.IsOpen(w) != want {
 				t.Fatalf("after release %d waiter %d open = %v, want %v", round+1, i, !want, want)
 			}
 		}
@@ -148,7 +149,7 @@ func TestSubscriptionSurvivesRestart(t *testing.T) {
 	released, stop := d.Watch("k")
 	defer stop()
 	s.Restart()
-	waitClosed(t, released, "watch across a restart")
+	lockstest.Closes(t, released, "watch across a restart")
 
 	// And it delivers releases again.
 	l, err := d.Acquire(ctx, "k", time.Minute)
@@ -160,7 +161,7 @@ func TestSubscriptionSurvivesRestart(t *testing.T) {
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitClosed(t, again, "watch after the subscription came back")
+	lockstest.Closes(t, again, "watch after the subscription came back")
 }
 
 // subscriptionRunning reports whether a driver's subscription goroutine

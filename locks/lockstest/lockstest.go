@@ -109,19 +109,20 @@ func mustBeHeld(t *testing.T, d locks.Driver, key string) {
 	}
 }
 
-// closesSoon fails t unless ch closes within a bound. The bound is a failure
+// Closes fails t unless ch closes within a bound. The bound is a failure
 // deadline, not a wait for the behaviour: a correct driver closes ch long
-// before it.
-func closesSoon(t *testing.T, ch <-chan struct{}, what string) {
+// before it. Driver tests use it for Done and Watch channels.
+func Closes(t testing.TB, ch <-chan struct{}, what string) {
 	t.Helper()
 	select {
 	case <-ch:
 	case <-time.After(10 * time.Second):
-		t.Fatalf("%s: Done not closed", what)
+		t.Fatalf("%s: not closed", what)
 	}
 }
 
-func isOpen(ch <-chan struct{}) bool {
+// IsOpen reports whether ch is still open, without blocking.
+func IsOpen(ch <-chan struct{}) bool {
 	select {
 	case <-ch:
 		return false
@@ -354,24 +355,24 @@ func (s *suite) doneOnRelease(t *testing.T) {
 	d := s.h.NewDriver(t)
 	l := mustAcquire(t, d, s.key(t), long)
 	done := l.Done()
-	if !isOpen(done) {
+	if !IsOpen(done) {
 		t.Fatal("Done closed while the lease is held")
 	}
 	if err := l.Release(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	closesSoon(t, done, "after Release")
+	Closes(t, done, "after Release")
 }
 
 func (s *suite) doneOnExpiry(t *testing.T) {
 	d := s.h.NewDriver(t)
 	l := mustAcquire(t, d, s.key(t), s.h.TTL)
 	done := l.Done()
-	if !isOpen(done) {
+	if !IsOpen(done) {
 		t.Fatal("Done closed while the lease is held")
 	}
 	s.pastTTL()
-	closesSoon(t, done, "after expiry")
+	Closes(t, done, "after expiry")
 	if err := l.Release(context.Background()); !errors.Is(err, locks.ErrLeaseLost) {
 		t.Fatalf("Release after expiry = %v, want ErrLeaseLost", err)
 	}
@@ -386,8 +387,8 @@ func (s *suite) doneOnLostExtend(t *testing.T) {
 	if err := l.Extend(context.Background(), long); !errors.Is(err, locks.ErrLeaseLost) {
 		t.Fatalf("Extend = %v, want ErrLeaseLost", err)
 	}
-	closesSoon(t, l.Done(), "after a lost Extend")
-	if !isOpen(successor.Done()) {
+	Closes(t, l.Done(), "after a lost Extend")
+	if !IsOpen(successor.Done()) {
 		t.Fatal("the successor's Done closed")
 	}
 	_ = successor.Release(context.Background())
@@ -470,7 +471,7 @@ func (s *suite) leaseContext(t *testing.T) {
 		t.Fatal("lease context cancelled while the lease is held")
 	}
 	s.pastTTL()
-	closesSoon(t, ctx.Done(), "lease context after expiry")
+	Closes(t, ctx.Done(), "lease context after expiry")
 	if !errors.Is(context.Cause(ctx), locks.ErrLeaseLost) {
 		t.Fatalf("cause = %v, want ErrLeaseLost", context.Cause(ctx))
 	}
