@@ -54,15 +54,80 @@ type Watcher interface {
 	Watch(key string) (<-chan struct{}, func())
 }
 
-// A Marker is a Driver that can set a mark: a key taken for a TTL without a
-// fencing token, which no one extends or releases. The scheduler claims each
-// fire with a mark where the driver has them; a mark costs less than a lease
-// (no token to mint) and leaves nothing behind when it expires.
-type Marker interface {
-	// Mark takes key for ttl unless it is already marked, and reports
-	// whether it did. Marks and leases of the same key are independent.
-	// Bad input returns an error wrapping ErrInvalid, like Acquire.
-	Mark(ctx context.Context, key string, ttl time.Duration) (bool, error)
+// MaxTTL is the longest TTL a lease or claim may ask for. Every driver
+// rejects a longer one with ErrInvalid (through [Check]), so that no driver
+// overflows its own time arithmetic and all of them answer alike.
+const MaxTTL = 365 * 24 * time.Hour
+
+// MaxClaimSeq is the largest sequence number a claim may carry: claims are
+// compared as numbers by drivers whose scripts count in float64 (Redis Lua),
+// which are exact up to 2^53.
+const MaxClaimSeq = 1<<53 - 1
+
+// A Claimer is a Driver that keeps claims: per key, the highest sequence
+// number claimed. The scheduler claims each fire of a locked task under a
+// key of the task, with the fire's instant as the sequence number, so that a
+// fire runs at most once however late a node reaches it, and then keeps one
+// record per task, not one per fire. The in-process and Redis drivers are
+// Claimers; the scheduler refuses a driver that is not (see the scheduling
+// package for wrappers).
+type Claimer interface {
+	// Claim records seq under key unless a claim of seq or higher is
+	// recorded there, and reports whether it did. The record expires ttl
+	// after the last successful claim. A call that the driver or its client
+	// retries after its first attempt took effect still answers true: each
+	// call recognises its own claim. Claims and leases of the same key are
+	// independent. Bad input (an empty key, a ttl out of (0, MaxTTL], a seq
+	// out of [0, MaxClaimSeq]) returns an error wrapping ErrInvalid.
+	Claim(ctx context.Context, key string, seq int64, ttl time.Duration) (bool, error)
+}
+
+// A MinTTLer is a Driver whose leases need a TTL above a minimum: the Redis
+// driver closes Done a drift margin before the server's expiry, so a TTL at
+// or below that margin gives a lease that is over before it starts. The
+// scheduler rejects lock TTLs at or below MinTTL when tasks are added, and
+// the driver rejects them on Acquire and Extend with ErrInvalid.
+type MinTTLer interface {
+	// MinTTL returns the TTL that every lease must exceed.
+	MinTTL() time.Duration
+}
+
+// A Wrapper is a Driver that wraps another, for instance to count or trace
+// its calls. Unwrap lets [As] find the optional interfaces (Watcher,
+// Claimer, MinTTLer) of the wrapped driver, so a wrapper need not forward
+// each of them.
+type Wrapper interface {
+	Driver
+	// Unwrap returns the wrapped driver.
+	Unwrap() Driver
+}
+
+// As finds the first driver in d's chain (d, then what each [Wrapper]
+// unwraps to) that implements T, as errors.As does for errors. The scheduler
+// and [Wait] look up optional interfaces with it, so a wrapper that embeds
+// a Driver and has Unwrap keeps waiting on notifications and fire claims.
+func As[T any](d Driver) (T, bool) {
+	for d != nil {
+		if t, ok := d.(T); ok {
+			return t, true
+		}
+		w, ok := d.(Wrapper)
+		if !ok {
+			break
+		}
+		d = w.Unwrap()
+	}
+	var zero T
+	return zero, false
+}
+
+// CheckClaim validates the arguments of a Claim call, as [Check] does for
+// Acquire.
+func CheckClaim(ctx context.Context, key string, seq int64, ttl time.Duration) error {
+	if seq < 0 || seq > MaxClaimSeq {
+		return fmt.Errorf("%w: claim seq %d for key %q must be in [0, %d]", ErrInvalid, seq, key, int64(MaxClaimSeq))
+	}
+	return Check(ctx, key, ttl)
 }
 
 // Check validates the arguments of an Acquire or Extend call and returns an
@@ -77,6 +142,9 @@ func Check(ctx context.Context, key string, ttl time.Duration) error {
 	}
 	if ttl <= 0 {
 		return fmt.Errorf("%w: ttl %v for key %q must be positive", ErrInvalid, ttl, key)
+	}
+	if ttl > MaxTTL {
+		return fmt.Errorf("%w: ttl %v for key %q must not exceed locks.MaxTTL (%v)", ErrInvalid, ttl, key, MaxTTL)
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("locks: key %q: %w", key, err)

@@ -58,8 +58,15 @@ type table struct {
 	mu       sync.Mutex                 // protects the fields below and every lease's mutable fields
 	holders  map[string]*inProcessLease // the latest lease of each key; it may have expired
 	watchers map[string]*watch          // waiters to wake when a key is released
+	claims   map[string]claimRecord     // the latest claim of each key; it may have expired
 	last     uint64                     // the last fencing token issued
-	sweepAt  int                        // len(holders) at which Acquire drops expired leases
+	sweepAt  int                        // len(holders)+len(claims) at which expired entries are dropped
+}
+
+// claimRecord is the latest claim of a key.
+type claimRecord struct {
+	seq     int64
+	expires time.Duration // since table.base
 }
 
 // minSweep is the smallest table that Acquire sweeps. Sweeping whenever the
@@ -73,7 +80,8 @@ type watch struct {
 }
 
 func newTable(c clockwork.Clock) *table {
-	return &table{clock: c, base: c.Now(), holders: map[string]*inProcessLease{}, watchers: map[string]*watch{}, sweepAt: minSweep}
+	return &table{clock: c, base: c.Now(), holders: map[string]*inProcessLease{}, watchers: map[string]*watch{},
+		claims: map[string]claimRecord{}, sweepAt: minSweep}
 }
 
 // Acquire implements Driver.
@@ -91,10 +99,29 @@ func (d *InProcessDriver) Acquire(ctx context.Context, key string, ttl time.Dura
 	t.last++
 	l := &inProcessLease{t: t, key: key, token: t.last, expires: now + ttl}
 	t.holders[key] = l
-	if len(t.holders) >= t.sweepAt {
+	if len(t.holders)+len(t.claims) >= t.sweepAt {
 		t.sweep(now)
 	}
 	return l, nil
+}
+
+// Claim implements Claimer.
+func (d *InProcessDriver) Claim(ctx context.Context, key string, seq int64, ttl time.Duration) (bool, error) {
+	if err := CheckClaim(ctx, key, seq, ttl); err != nil {
+		return false, err
+	}
+	t := d.t
+	now := t.clock.Since(t.base)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if cur, ok := t.claims[key]; ok && now < cur.expires && cur.seq >= seq {
+		return false, nil
+	}
+	t.claims[key] = claimRecord{seq: seq, expires: now + ttl}
+	if len(t.holders)+len(t.claims) >= t.sweepAt {
+		t.sweep(now)
+	}
+	return true, nil
 }
 
 // Watch implements Watcher: the channel closes when key is released.
@@ -120,15 +147,21 @@ func (d *InProcessDriver) Watch(key string) (<-chan struct{}, func()) {
 	}
 }
 
-// sweep forgets every expired lease and sets the next sweep's size. Expired
-// leases are not live whether they are in the table or not. t.mu must be held.
+// sweep forgets every expired lease and claim and sets the next sweep's
+// size. Expired entries count for nothing whether they are in the table or
+// not. t.mu must be held.
 func (t *table) sweep(now time.Duration) {
 	for key, l := range t.holders {
 		if now >= l.expires {
 			delete(t.holders, key)
 		}
 	}
-	t.sweepAt = max(minSweep, 2*len(t.holders))
+	for key, c := range t.claims {
+		if now >= c.expires {
+			delete(t.claims, key)
+		}
+	}
+	t.sweepAt = max(minSweep, 2*(len(t.holders)+len(t.claims)))
 }
 
 // free forgets key's lease and wakes the key's watchers. t.mu must be held.

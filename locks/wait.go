@@ -49,7 +49,7 @@ func Wait(ctx context.Context, d Driver, key string, ttl time.Duration, opts Wai
 	if opts.Clock == nil {
 		opts.Clock = clockwork.NewRealClock()
 	}
-	w, _ := d.(Watcher)
+	w, _ := As[Watcher](d)
 	deadline := opts.Clock.NewTimer(opts.Budget)
 	defer deadline.Stop()
 	for {

@@ -10,22 +10,11 @@ import (
 
 // InstrumentDriver returns d with its Acquire calls counted by outcome
 // ([LockAttempts]: acquired, held, error) and timed ([LockAcquireDuration]).
-// The result implements locks.Watcher and locks.Marker when d does, so
-// waiting and fire claims work as before; marks (fire claims) are not
+// The result unwraps to d (locks.Wrapper), so that waiting and fire claims
+// find d's locks.Watcher and locks.Claimer through locks.As; claims are not
 // counted. Leases are d's own, unwrapped.
 func (m *Metrics) InstrumentDriver(d locks.Driver) locks.Driver {
-	base := &driver{inner: d, m: m}
-	w, isWatcher := d.(locks.Watcher)
-	mk, isMarker := d.(locks.Marker)
-	switch {
-	case isWatcher && isMarker:
-		return watchMarkDriver{base, w, mk}
-	case isWatcher:
-		return watchDriver{base, w}
-	case isMarker:
-		return markDriver{base, mk}
-	}
-	return base
+	return &driver{inner: d, m: m}
 }
 
 type driver struct {
@@ -53,18 +42,5 @@ func (d *driver) Acquire(ctx context.Context, key string, ttl time.Duration) (lo
 	return l, err
 }
 
-type watchDriver struct {
-	*driver
-	locks.Watcher
-}
-
-type markDriver struct {
-	*driver
-	locks.Marker
-}
-
-type watchMarkDriver struct {
-	*driver
-	locks.Watcher
-	locks.Marker
-}
+// Unwrap implements locks.Wrapper.
+func (d *driver) Unwrap() locks.Driver { return d.inner }

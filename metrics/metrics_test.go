@@ -227,11 +227,13 @@ func (d plainDriver) Acquire(context.Context, string, time.Duration) (locks.Leas
 	return nil, d.err
 }
 
-type markingDriver struct{ plainDriver }
+type claimingDriver struct{ plainDriver }
 
-func (markingDriver) Mark(context.Context, string, time.Duration) (bool, error) { return true, nil }
+func (claimingDriver) Claim(context.Context, string, int64, time.Duration) (bool, error) {
+	return true, nil
+}
 
-type bothDriver struct{ markingDriver }
+type bothDriver struct{ claimingDriver }
 
 func (bothDriver) Watch(string) (<-chan struct{}, func()) { return nil, func() {} }
 
@@ -242,18 +244,18 @@ func TestInstrumentDriverKeepsOptionalInterfaces(t *testing.T) {
 	}
 	for _, c := range []struct {
 		d              locks.Driver
-		watch, marking bool
+		watch, claims bool
 	}{
 		{plainDriver{}, false, false},
-		{locks.NewInProcessDriver(), true, false},
-		{markingDriver{}, false, true},
+		{locks.NewInProcessDriver(), true, true},
+		{claimingDriver{}, false, true},
 		{bothDriver{}, true, true},
 	} {
 		got := m.InstrumentDriver(c.d)
-		_, w := got.(locks.Watcher)
-		_, mk := got.(locks.Marker)
-		if w != c.watch || mk != c.marking {
-			t.Errorf("%T wrapped: Watcher %v Marker %v, want %v %v", c.d, w, mk, c.watch, c.marking)
+		_, w := locks.As[locks.Watcher](got)
+		_, cl := locks.As[locks.Claimer](got)
+		if w != c.watch || cl != c.claims {
+			t.Errorf("%T wrapped: Watcher %v Claimer %v, want %v %v", c.d, w, cl, c.watch, c.claims)
 		}
 	}
 }

@@ -16,7 +16,7 @@
 //	ndigo:{ns:k}:lock        the lease; its value is the holder's token, plus "+" once someone waited
 //	ndigo:{ns:k}:token       the last token minted for k; it expires
 //	ndigo:ns:released:k      the channel a release is published on
-//	ndigo:{ns:k}:mark        a mark (locks.Marker): a fire claim of the scheduler
+//	ndigo:{ns:k}:claim       the latest claim (locks.Claimer): "<seq>:<nonce>"; it expires
 //
 // The hash tag {ns:k} keeps both keys of one lock in one Cluster slot for any
 // k (it is never empty). Keys and channels are passed to the scripts as
@@ -75,7 +75,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -134,12 +136,14 @@ type Driver struct {
 	minDrift   time.Duration
 	channels   string // prefix of the release channels: ndigo:ns:released:
 	hub        *hub
+	nonce      string        // random prefix of the nonces of this driver's calls
+	calls      atomic.Uint64 // numbers the calls that carry a nonce
 }
 
 var (
 	_ locks.Driver  = (*Driver)(nil)
 	_ locks.Watcher = (*Driver)(nil)
-	_ locks.Marker  = (*Driver)(nil)
+	_ locks.Claimer = (*Driver)(nil)
 )
 
 // New returns a driver on opts.Client. It does not contact Redis: a bad
@@ -164,6 +168,7 @@ func New(opts Options) (*Driver, error) {
 		driftRatio: opts.DriftRatio,
 		minDrift:   opts.MinDrift,
 		channels:   "ndigo:" + opts.Namespace + ":released:",
+		nonce:      strconv.FormatUint(rand.Uint64(), 36) + ".",
 	}
 	if d.clock == nil {
 		d.clock = clockwork.NewRealClock()
@@ -239,19 +244,23 @@ func (d *Driver) Acquire(ctx context.Context, key string, ttl time.Duration) (lo
 	return &lease{d: d, key: key, token: uint64(n), tokenArg: strconv.FormatInt(n, 10), deadline: sent.Add(ttl - d.margin(ttl))}, nil
 }
 
-// Mark implements locks.Marker in one round trip: SET NX PX on
-// ndigo:{ns:key}:mark, with no token counter, so a mark leaves nothing behind
-// when it expires.
-func (d *Driver) Mark(ctx context.Context, key string, ttl time.Duration) (bool, error) {
-	if err := locks.Check(ctx, key, ttl); err != nil {
+// Claim implements locks.Claimer in one round trip on
+// ndigo:{ns:key}:claim. The record carries the call's nonce, so a call that
+// go-redis retries after its first attempt took effect still answers true.
+func (d *Driver) Claim(ctx context.Context, key string, seq int64, ttl time.Duration) (bool, error) {
+	if err := locks.CheckClaim(ctx, key, seq, ttl); err != nil {
 		return false, err
 	}
-	n, err := markScript.Run(ctx, d.client, []string{"ndigo:{" + d.ns + ":" + key + "}:mark"}, millis(ttl)).Int64()
+	n, err := claimScript.Run(ctx, d.client, []string{"ndigo:{" + d.ns + ":" + key + "}:claim"},
+		seq, millis(ttl), d.newNonce()).Int64()
 	if err != nil {
-		return false, fmt.Errorf("%w: mark key %q: %w", ErrRedis, key, err)
+		return false, fmt.Errorf("%w: claim key %q: %w", ErrRedis, key, err)
 	}
 	return n == 1, nil
 }
+
+// newNonce returns a string that no other call of any driver uses.
+func (d *Driver) newNonce() string { return d.nonce + strconv.FormatUint(d.calls.Add(1), 36) }
 
 // Watch implements locks.Watcher. The first Watch of an idle driver starts
 // the shared subscription and waits (up to half a second) until Redis

@@ -16,11 +16,11 @@ var (
 	releaseSource string
 	//go:embed extend.lua
 	extendSource string
-	//go:embed mark.lua
-	markSource string
+	//go:embed claim.lua
+	claimSource string
 
 	acquireScript = redis.NewScript(acquireSource)
 	releaseScript = redis.NewScript(releaseSource)
 	extendScript  = redis.NewScript(extendSource)
-	markScript    = redis.NewScript(markSource)
+	claimScript   = redis.NewScript(claimSource)
 )

@@ -220,23 +220,15 @@ func (s *Scheduler) claim(f firing, lease locks.Lease, err error) locks.Lease {
 // fire (a lagging node has reached this fire by then), so that claims do not
 // pile up in drivers that keep expired keys.
 func (s *Scheduler) claimFire(e *entry, key string, ttl time.Duration) error {
-	if m, ok := s.driver.(locks.Marker); ok {
-		set, err := m.Mark(s.acquireCtx, key, ttl)
-		if err == nil && !set {
-			err = fmt.Errorf("%w: fire claim %q is taken", locks.ErrNotAcquired, key)
-		}
-		return err
+	c, ok := locks.As[locks.Claimer](s.driver)
+	if !ok {
+		return fmt.Errorf("%w: driver %T keeps no claims (locks.Claimer)", ErrNoDriver, s.driver)
 	}
-	claim, err := s.driver.Acquire(s.acquireCtx, key, ttl)
-	if err != nil {
-		return err
+	set, err := c.Claim(s.acquireCtx, key, 0, ttl)
+	if err == nil && !set {
+		err = fmt.Errorf("%w: fire claim %q is taken", locks.ErrNotAcquired, key)
 	}
-	if prev := e.claim; prev != nil {
-		// A claim that expired already answers ErrLeaseLost: nothing to do.
-		_ = prev.Release(context.WithoutCancel(s.acquireCtx))
-	}
-	e.claim = claim
-	return nil
+	return err
 }
 
 // start starts a locked run, unless Stop was called meanwhile.

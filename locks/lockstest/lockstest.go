@@ -59,9 +59,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("WaitForRelease", s.waitForRelease)
 	t.Run("WaitBudget", s.waitBudget)
 	t.Run("LeaseContext", s.leaseContext)
-	if _, ok := h.NewDriver(t).(locks.Marker); ok {
-		t.Run("Mark", s.mark)
-	}
+	t.Run("Claim", s.claim)
 }
 
 type suite struct {
@@ -477,33 +475,43 @@ func (s *suite) leaseContext(t *testing.T) {
 	}
 }
 
-func (s *suite) mark(t *testing.T) {
+func (s *suite) claim(t *testing.T) {
 	d := s.h.NewDriver(t)
-	m := d.(locks.Marker)
+	c, ok := d.(locks.Claimer)
+	if !ok {
+		t.Fatalf("%T does not implement locks.Claimer", d)
+	}
 	ctx := context.Background()
 	key := s.key(t)
-	if set, err := m.Mark(ctx, key, s.h.TTL); !set || err != nil {
-		t.Fatalf("first Mark = %v, %v; want true", set, err)
+	claim := func(seq int64, want bool) {
+		t.Helper()
+		if got, err := c.Claim(ctx, key, seq, s.h.TTL); got != want || err != nil {
+			t.Fatalf("Claim(%d) = %v, %v; want %v", seq, got, err, want)
+		}
 	}
-	if set, err := m.Mark(ctx, key, s.h.TTL); set || err != nil {
-		t.Fatalf("second Mark = %v, %v; want false", set, err)
-	}
-	// A mark and a lease of one key are independent.
+	claim(10, true)
+	claim(10, false) // a second call for the same seq is another claimant
+	claim(9, false)  // older than the record
+	claim(11, true)
+	claim(10, false)
+	// Claims and leases of one key are independent.
 	l := mustAcquire(t, d, key, long)
-	if set, err := m.Mark(ctx, key, s.h.TTL); set || err != nil {
-		t.Fatalf("Mark while leased and marked = %v, %v; want false", set, err)
-	}
+	claim(12, true)
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// The record lives ttl after the last successful claim.
 	s.pastTTL()
-	if set, err := m.Mark(ctx, key, s.h.TTL); !set || err != nil {
-		t.Fatalf("Mark after the mark expired = %v, %v; want true", set, err)
+	claim(5, true)
+	for _, bad := range []struct {
+		key string
+		seq int64
+		ttl time.Duration
+	}{{"", 1, s.h.TTL}, {key, 1, 0}, {key, 1, -time.Second}, {key, -1, s.h.TTL},
+		{key, locks.MaxClaimSeq + 1, s.h.TTL}, {key, 1, locks.MaxTTL + 1}} {
+		if _, err := c.Claim(ctx, bad.key, bad.seq, bad.ttl); !errors.Is(err, locks.ErrInvalid) {
+			t.Errorf("Claim(%q, %d, %v) = %v, want ErrInvalid", bad.key, bad.seq, bad.ttl, err)
+		}
 	}
-	if _, err := m.Mark(ctx, "", s.h.TTL); !errors.Is(err, locks.ErrInvalid) {
-		t.Errorf("Mark of an empty key = %v, want ErrInvalid", err)
-	}
-	if _, err := m.Mark(ctx, key, 0); !errors.Is(err, locks.ErrInvalid) {
-		t.Errorf("Mark with ttl 0 = %v, want ErrInvalid", err)
-	}
+	claim(locks.MaxClaimSeq, true)
 }
