@@ -243,7 +243,7 @@ func TestInstrumentDriverKeepsOptionalInterfaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		d              locks.Driver
+		d             locks.Driver
 		watch, claims bool
 	}{
 		{plainDriver{}, false, false},

@@ -2,10 +2,8 @@ package scheduling
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"slices"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -16,56 +14,18 @@ import (
 )
 
 // TestEachFireRunsOnceAcrossSkewedNodes runs one locked task on two nodes
-// whose clocks are 600ms apart, sharing one lock driver. With 1ms runs, the
-// lock alone is free again long before the lagging node reaches the fire; the
-// fire claim is what keeps it from running the fire a second time.
+// whose clocks are up to 900ms apart, sharing one lock driver. With 1ms runs,
+// the lock alone is free again long before the lagging node reaches the fire;
+// the fire claim is what keeps it from running the fire a second time.
 func TestEachFireRunsOnceAcrossSkewedNodes(t *testing.T) {
-	for _, c := range []struct {
-		name  string
-		marks bool
-	}{{"lease-claims", false}, {"mark-claims", true}} {
-		for _, skew := range []time.Duration{600 * time.Millisecond, -600 * time.Millisecond, 900 * time.Millisecond, -900 * time.Millisecond} {
-			t.Run(c.name+"/"+skew.String(), func(t *testing.T) { runsOnceAcrossSkew(t, skew, c.marks) })
-		}
+	for _, skew := range []time.Duration{600 * time.Millisecond, -600 * time.Millisecond, 900 * time.Millisecond, -900 * time.Millisecond} {
+		t.Run(skew.String(), func(t *testing.T) { runsOnceAcrossSkew(t, skew) })
 	}
 }
 
-// markingDriver claims fires with marks, as the Redis driver does: its marks
-// live in a table of their own and are never released.
-type markingDriver struct {
-	locks.Driver
-	marks    locks.Driver
-	mu       sync.Mutex
-	marked   int
-	acquired []string // keys passed to Acquire
-}
-
-func (m *markingDriver) Acquire(ctx context.Context, key string, ttl time.Duration) (locks.Lease, error) {
-	m.mu.Lock()
-	m.acquired = append(m.acquired, key)
-	m.mu.Unlock()
-	return m.Driver.Acquire(ctx, key, ttl)
-}
-
-func (m *markingDriver) Mark(ctx context.Context, key string, ttl time.Duration) (bool, error) {
-	_, err := m.marks.Acquire(ctx, key, ttl)
-	if errors.Is(err, locks.ErrNotAcquired) {
-		return false, nil
-	}
-	m.mu.Lock()
-	m.marked++
-	m.mu.Unlock()
-	return err == nil, err
-}
-
-func runsOnceAcrossSkew(t *testing.T, skew time.Duration, marks bool) {
+func runsOnceAcrossSkew(t *testing.T, skew time.Duration) {
 	fc := clockwork.NewFakeClockAt(epoch)
-	var driver locks.Driver = locks.NewInProcessDriver(locks.WithClock(fc))
-	var marker *markingDriver
-	if marks {
-		marker = &markingDriver{Driver: driver, marks: locks.NewInProcessDriver(locks.WithClock(fc))}
-		driver = marker
-	}
+	driver := &claimRecorder{InProcessDriver: locks.NewInProcessDriver(locks.WithClock(fc))}
 	var mu sync.Mutex
 	ran := map[int64][]string{} // by fire, in Unix ms
 	task := func(ctx context.Context) error {
@@ -103,51 +63,43 @@ func runsOnceAcrossSkew(t *testing.T, skew time.Duration, marks bool) {
 	if skipped < fires-4 {
 		t.Errorf("%d skips across nodes, want about one per fire", skipped)
 	}
-	if marker != nil {
-		marker.mu.Lock()
-		defer marker.mu.Unlock()
-		if marker.marked < fires-4 {
-			t.Errorf("%d fires claimed with marks, want about one per fire", marker.marked)
-		}
-		for _, k := range marker.acquired {
-			if k != "report" {
-				t.Fatalf("claim taken as a lease (%q) from a driver with marks", k)
-			}
+	driver.mu.Lock()
+	defer driver.mu.Unlock()
+	for _, c := range driver.claims {
+		if c.key != "report@"+nodes[0].Tasks()[0].Name {
+			t.Fatalf("claim on key %q: want one claim key per task", c.key)
 		}
 	}
 }
 
-// releaseRecorder is a driver that records the keys whose leases are
-// released.
-type releaseRecorder struct {
-	locks.Driver
-	mu       sync.Mutex
-	released []string
+// claimRecorder is a driver that records the claims it grants.
+type claimRecorder struct {
+	*locks.InProcessDriver
+	mu     sync.Mutex
+	claims []claimCall
 }
 
-func (r *releaseRecorder) Acquire(ctx context.Context, key string, ttl time.Duration) (locks.Lease, error) {
-	l, err := r.Driver.Acquire(ctx, key, ttl)
-	if err != nil {
-		return nil, err
+type claimCall struct {
+	key string
+	seq int64
+}
+
+func (r *claimRecorder) Claim(ctx context.Context, key string, seq int64, ttl time.Duration) (bool, error) {
+	ok, err := r.InProcessDriver.Claim(ctx, key, seq, ttl)
+	if ok {
+		r.mu.Lock()
+		r.claims = append(r.claims, claimCall{key, seq})
+		r.mu.Unlock()
 	}
-	return &recordedLease{Lease: l, r: r}, nil
+	return ok, err
 }
 
-type recordedLease struct {
-	locks.Lease
-	r *releaseRecorder
-}
-
-func (l *recordedLease) Release(ctx context.Context) error {
-	l.r.mu.Lock()
-	l.r.released = append(l.r.released, l.Key())
-	l.r.mu.Unlock()
-	return l.Lease.Release(ctx)
-}
-
-func TestClaimsAreReleasedAtTheNextClaim(t *testing.T) {
+// TestClaimsKeepOneRecordPerTask: every fire of a task is claimed under the
+// task's one claim key, with increasing sequence numbers (the fire instants),
+// and the record lives ClaimTTL, so claims never pile up however many fires.
+func TestClaimsKeepOneRecordPerTask(t *testing.T) {
 	fc := clockwork.NewFakeClockAt(epoch)
-	d := &releaseRecorder{Driver: locks.NewInProcessDriver(locks.WithClock(fc))}
+	d := &claimRecorder{InProcessDriver: locks.NewInProcessDriver(locks.WithClock(fc))}
 	s := New(Config{Driver: d, Clock: fc, Logger: slog.New(&logRecorder{})})
 	var f fires
 	mustAdd(t, s, Scheduled(f.task, Cron("@every 1h"), Lock("k"), Name("hourly")))
@@ -156,14 +108,9 @@ func TestClaimsAreReleasedAtTheNextClaim(t *testing.T) {
 	step(t, fc, 3*time.Hour, time.Hour, s)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	claim := func(h int) string {
-		return "k@" + strconv.FormatInt(epoch.Add(time.Duration(h)*time.Hour).UnixMilli(), 10) + ":hourly"
-	}
-	// Each fire: the lock is released after the run; the claim for the
-	// previous fire when the next is claimed. The claim of the last fire
-	// stays, to guard it against lagging nodes.
-	want := []string{"k", claim(1), "k", claim(2), "k"}
-	if !slices.Equal(d.released, want) {
-		t.Fatalf("released %q, want %q", d.released, want)
+	want := []claimCall{{"k@hourly", epoch.Add(time.Hour).UnixMilli()}, {"k@hourly", epoch.Add(2 * time.Hour).UnixMilli()},
+		{"k@hourly", epoch.Add(3 * time.Hour).UnixMilli()}}
+	if !slices.Equal(d.claims, want) {
+		t.Fatalf("claims %v, want %v", d.claims, want)
 	}
 }

@@ -17,3 +17,8 @@ var ErrPanic = errors.New("scheduling: task panicked")
 // ErrStopTimeout reports that [Scheduler.Stop] cancelled runs that were still
 // going when its context ended.
 var ErrStopTimeout = errors.New("scheduling: runs still going at stop deadline")
+
+// ErrRenewalFailed reports that a run's lease ran out because no renewal
+// reached the driver in time, though the driver never said the lease was
+// lost. The run's context cause wraps it and the last renewal's error.
+var ErrRenewalFailed = errors.New("scheduling: lease renewal failed")

@@ -30,14 +30,12 @@ func (c offsetClock) Now() time.Time                  { return c.FakeClock.Now()
 func (c offsetClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
 func (c offsetClock) Until(t time.Time) time.Duration { return t.Sub(c.Now()) }
 
-// waitIdle blocks until s's loop waits for a fire that is not yet due and no
-// dispatch or run is in flight, so that a test may advance the clock.
+// waitIdle blocks until s's loop waits for a fire that is not yet due and
+// no fire is in flight, so that a test may advance the clock.
 func waitIdle(t testing.TB, s *Scheduler) {
 	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for !(s.parked && s.active.Load() == 0 && (len(s.due) == 0 || s.due[0].next.After(s.clock.Now()))) {
-		s.idle.Wait()
+	if err := s.waitIdle(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -1,7 +1,6 @@
 package scheduling
 
 import (
-	"cmp"
 	"container/heap"
 	"context"
 	"errors"
@@ -11,12 +10,12 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jonboulle/clockwork"
 
 	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/scheduling/internal/testhook"
 )
 
 // Config configures a Scheduler. Every field is optional.
@@ -60,24 +59,24 @@ type Scheduler struct {
 	stop     chan struct{} // closed by Stop
 	loopDone chan struct{} // closed when the loop returns
 
+	claims locks.Claimer // the driver's fire claims; nil without a driver that keeps them
+	minTTL time.Duration // the driver's minimum lease TTL (locks.MinTTLer)
+
 	runCtx        context.Context // parent of every run; cancelled at the stop deadline
 	cancelRuns    context.CancelCauseFunc
 	acquireCtx    context.Context // lock acquisitions and waits; cancelled when Stop begins
 	cancelAcquire context.CancelFunc
-	runWG         sync.WaitGroup // dispatches and runs in flight, for Stop
-
-	onRenew func() // called after each lease extension; for tests
 
 	mu      sync.Mutex // protects the fields below
 	state   state
 	entries []*entry        // in registration order
 	names   map[string]bool // task names taken
 	due     entryHeap       // entries with a next fire, earliest first
-	locked  map[*activeRun]struct{}
-	parked  bool       // the loop waits for the earliest fire
-	idle    *sync.Cond // signalled when parked turns true or active drops to 0; for tests
-
-	active atomic.Int64 // dispatches and runs in flight
+	held    map[*holding]struct{}
+	flying  int           // fires in flight: from dispatch to the end of fire
+	landed  chan struct{} // closed when flying drops to 0; replaced when it rises
+	parked  bool          // the loop waits for the earliest fire
+	idle    *sync.Cond    // signalled when parked turns true or flying drops to 0
 }
 
 type state uint8
@@ -100,7 +99,15 @@ func New(cfg Config) *Scheduler {
 		stop:     make(chan struct{}),
 		loopDone: make(chan struct{}),
 		names:    map[string]bool{},
-		locked:   map[*activeRun]struct{}{},
+		held:     map[*holding]struct{}{},
+		landed:   make(chan struct{}),
+	}
+	close(s.landed)
+	if s.driver != nil {
+		s.claims, _ = locks.As[locks.Claimer](s.driver)
+		if m, ok := locks.As[locks.MinTTLer](s.driver); ok {
+			s.minTTL = m.MinTTL()
+		}
 	}
 	if s.clock == nil {
 		s.clock = clockwork.NewRealClock()
@@ -122,46 +129,6 @@ func New(cfg Config) *Scheduler {
 	return s
 }
 
-// entry is one task in a scheduler.
-type entry struct {
-	fn     func(context.Context) error
-	name   string
-	typ    string
-	method string
-	spec   Spec
-	sched  schedule
-	seq    int // registration order
-
-	running atomic.Bool // single flight on this node
-
-	// claim is this node's latest fire claim. Only the fire in flight, which
-	// single flight makes one at a time, touches it.
-	claim locks.Lease
-
-	// Guarded by Scheduler.mu.
-	next  time.Time // zero when the schedule has no further fire
-	index int       // in Scheduler.due; -1 when absent
-
-	mu    sync.Mutex // protects last and stats, apart from Scheduler.mu so runs do not contend
-	last  *LastRun   // nil until the first fire; reused after
-	stats counts
-}
-
-// record stores the outcome of a fire.
-func (e *entry) record(r LastRun, c counts) {
-	e.mu.Lock()
-	if e.last == nil {
-		e.last = new(LastRun)
-	}
-	*e.last = r
-	e.stats.runs += c.runs
-	e.stats.skips += c.skips
-	e.stats.failures += c.failures
-	e.mu.Unlock()
-}
-
-type counts struct{ runs, skips, failures uint64 }
-
 // Add validates tasks and schedules them. If any spec is invalid, it adds
 // none and returns a *ValidationError listing every problem: the controller
 // type, the method, the option, the value and the rule. Tasks may be added
@@ -173,7 +140,7 @@ func (s *Scheduler) Add(tasks ...Task) error {
 		return errors.New("scheduling: Add after Stop")
 	}
 	cache := newParseCache(s.loc)
-	if err := validateTasks(tasks, s.names, s.driver != nil, cache); err != nil {
+	if err := validateTasks(tasks, s.names, s.lockRules(), cache); err != nil {
 		return err
 	}
 	now := s.clock.Now()
@@ -181,6 +148,9 @@ func (s *Scheduler) Add(tasks ...Task) error {
 		sched, _ := cache.parse(t.spec.Cron) // validated above
 		e := &entry{fn: t.fn, name: t.Name(), typ: t.typ, method: t.method, spec: t.Spec(),
 			sched: sched, seq: len(s.entries), index: -1, next: sched.Next(now)}
+		if e.spec.Lock != "" {
+			e.claimKey = e.spec.Lock + "@" + e.name
+		}
 		s.entries = append(s.entries, e)
 		s.names[e.name] = true
 		if !e.next.IsZero() {
@@ -189,6 +159,11 @@ func (s *Scheduler) Add(tasks ...Task) error {
 	}
 	s.nudge()
 	return nil
+}
+
+// lockRules returns what locked tasks need of this scheduler's driver.
+func (s *Scheduler) lockRules() lockRules {
+	return lockRules{driver: s.driver, claims: s.claims != nil, minTTL: s.minTTL}
 }
 
 // nudge makes the loop recompute its timer. s.mu must be held.
@@ -225,11 +200,18 @@ func (s *Scheduler) Start() error {
 	return nil
 }
 
-// Stop stops the scheduler gracefully: no new fires start, and runs in
-// flight get until ctx ends to return. Then their contexts are cancelled,
-// their leases released, and Stop returns an error wrapping ErrStopTimeout
-// and ctx's error that names them. A run that ignores its cancelled context
-// goes on without its lease.
+// Stop stops the scheduler: no new fires start, fires waiting for their
+// lock give up, and runs in flight get until shortly before ctx's deadline
+// to return. Stop keeps back a quarter of the time ctx has left, at most 2s,
+// for what follows, so that it returns before ctx ends (and before an fx
+// application gives up on its stop hooks): the runs still going are
+// cancelled (their context's cause wraps ErrStopTimeout), their leases are
+// released at once, and Stop waits for them to return until ctx ends. Then
+// it returns an error wrapping ErrStopTimeout that names the runs it cut.
+// A ctx without a deadline is waited for in full. A run that ignores its
+// cancelled context goes on without its lease.
+//
+// Stop logs at Info what it waits for, and at Error the runs it cut.
 func (s *Scheduler) Stop(ctx context.Context) error {
 	s.mu.Lock()
 	prev := s.state
@@ -243,34 +225,72 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 		s.cancelAcquire() // fires waiting for a lock give up: no new runs
 		<-s.loopDone
 	}
-	if s.active.Load() == 0 { // nothing in flight, whatever ctx says
-		s.cancelRuns(context.Canceled)
-		return nil
-	}
-	done := make(chan struct{})
-	go func() {
-		s.runWG.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		s.cancelRuns(context.Canceled)
-		return nil
-	case <-ctx.Done():
-	}
-	s.cancelRuns(fmt.Errorf("%w: %w", ErrStopTimeout, context.Cause(ctx)))
 	s.mu.Lock()
-	var names []string
-	var cut []*activeRun
-	for r := range s.locked {
-		cut = append(cut, r)
-		names = append(names, r.e.name)
+	landed := s.landed
+	s.mu.Unlock()
+	select {
+	case <-landed: // nothing in flight, whatever ctx says
+		s.cancelRuns(context.Canceled)
+		return nil
+	default:
+	}
+	grace, cancel := stopGrace(ctx)
+	defer cancel()
+	if deadline, ok := grace.Deadline(); ok {
+		s.log.Info("stopping: waiting for runs in flight", "wait", time.Until(deadline).Round(time.Millisecond).String(), "tasks", s.inFlight())
+	} else {
+		s.log.Info("stopping: waiting for runs in flight", "tasks", s.inFlight())
+	}
+	select {
+	case <-landed:
+		s.cancelRuns(context.Canceled)
+		return nil
+	case <-grace.Done():
+	}
+	cut := s.inFlight()
+	err := fmt.Errorf("%w (runs cut: %q): %w", ErrStopTimeout, cut, context.Cause(grace))
+	s.cancelRuns(err)
+	s.mu.Lock()
+	held := make([]*holding, 0, len(s.held))
+	for h := range s.held {
+		held = append(held, h)
 	}
 	s.mu.Unlock()
-	for _, r := range cut {
-		r.release(s)
+	for _, h := range held {
+		if rerr := h.release(ctx); rerr != nil {
+			s.log.Warn("lease release failed", "task", h.e.name, "lock", h.e.spec.Lock, "token", h.lease.Token(), "err", rerr)
+		}
 	}
-	return fmt.Errorf("%w (locked runs cut: %q): %w", ErrStopTimeout, names, ctx.Err())
+	select {
+	case <-landed:
+	case <-ctx.Done():
+	}
+	s.log.Error("stop deadline: runs cancelled and their leases released", "tasks", cut, "err", err)
+	return err
+}
+
+// stopGrace returns the part of ctx that Stop waits for runs in: all of it
+// without a deadline, else all but a quarter of the time left, at most 2s.
+func stopGrace(ctx context.Context) (context.Context, context.CancelFunc) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	keep := min(time.Until(deadline)/4, 2*time.Second)
+	return context.WithDeadline(ctx, deadline.Add(-keep))
+}
+
+// inFlight names the tasks with a fire in flight, in registration order.
+func (s *Scheduler) inFlight() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var names []string
+	for _, e := range s.entries {
+		if e.busy.Load() {
+			names = append(names, e.name)
+		}
+	}
+	return names
 }
 
 // stopping reports whether Stop was called.
@@ -281,12 +301,6 @@ func (s *Scheduler) stopping() bool {
 	default:
 		return false
 	}
-}
-
-// firing is one due fire of one entry.
-type firing struct {
-	e    *entry
-	fire time.Time
 }
 
 // loop waits on one timer for the earliest fire, and dispatches the due
@@ -313,7 +327,6 @@ func (s *Scheduler) loop() {
 		}
 		s.mu.Unlock()
 		if len(batch) > 0 {
-			s.begin()
 			s.dispatch(batch)
 		}
 
@@ -350,63 +363,24 @@ func (s *Scheduler) loop() {
 	}
 }
 
-// begin counts one more dispatch or run in flight.
-func (s *Scheduler) begin() {
-	s.active.Add(1)
-	s.runWG.Add(1)
+// takeoff counts n more fires in flight.
+func (s *Scheduler) takeoff(n int) {
+	s.mu.Lock()
+	if s.flying == 0 {
+		s.landed = make(chan struct{})
+	}
+	s.flying += n
+	s.mu.Unlock()
 }
 
-// end counts one dispatch or run as finished.
-func (s *Scheduler) end() {
-	if s.active.Add(-1) == 0 {
-		s.mu.Lock()
+// land counts one fire as ended.
+func (s *Scheduler) land() {
+	s.mu.Lock()
+	if s.flying--; s.flying == 0 {
+		close(s.landed)
 		s.idle.Broadcast()
-		s.mu.Unlock()
-	}
-	s.runWG.Done()
-}
-
-// Tasks returns the registry: every task in registration order, with its
-// spec, next fire and last fire on this node.
-func (s *Scheduler) Tasks() []TaskInfo {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]TaskInfo, len(s.entries))
-	for i, e := range s.entries {
-		out[i] = TaskInfo{Name: e.name, Type: e.typ, Method: e.method, Spec: e.spec, Next: e.next,
-			Running: e.running.Load()}
-		e.mu.Lock()
-		out[i].Runs, out[i].Skips, out[i].Failures = e.stats.runs, e.stats.skips, e.stats.failures
-		if e.last != nil {
-			out[i].Last = *e.last
-		}
-		e.mu.Unlock()
-	}
-	return out
-}
-
-// A LeaseInfo describes a lease this node holds for a locked run in flight.
-type LeaseInfo struct {
-	Task  string    // the task running under it
-	Key   string    // the lock key
-	Token uint64    // the fencing token
-	Fire  time.Time // the fire being run
-	Since time.Time // when the run started holding it, on the scheduler's clock
-}
-
-// Leases returns the leases this node holds for locked runs in flight,
-// ordered by key, then task. Fire claims are not included.
-func (s *Scheduler) Leases() []LeaseInfo {
-	s.mu.Lock()
-	out := make([]LeaseInfo, 0, len(s.locked))
-	for r := range s.locked {
-		out = append(out, LeaseInfo{Task: r.e.name, Key: r.lease.Key(), Token: r.lease.Token(), Fire: r.fire, Since: r.since})
 	}
 	s.mu.Unlock()
-	slices.SortFunc(out, func(a, b LeaseInfo) int {
-		return cmp.Or(cmp.Compare(a.Key, b.Key), cmp.Compare(a.Task, b.Task))
-	})
-	return out
 }
 
 // entryHeap orders entries by next fire, then registration order.
@@ -435,4 +409,39 @@ func (h *entryHeap) Pop() any {
 	e.index = -1
 	*h = old[:len(old)-1]
 	return e
+}
+
+func init() {
+	testhook.WaitIdle = func(ctx context.Context, s any) error { return s.(*Scheduler).waitIdle(ctx) }
+	testhook.Next = func(s any) time.Time { return s.(*Scheduler).nextFire() }
+}
+
+// waitIdle blocks until the loop waits for a fire that is not yet due and
+// no fire is in flight, or ctx ends. For package schedulingtest.
+func (s *Scheduler) waitIdle(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		s.idle.Broadcast()
+		s.mu.Unlock()
+	})
+	defer stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for !(s.parked && s.flying == 0 && (len(s.due) == 0 || s.due[0].next.After(s.clock.Now()))) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		s.idle.Wait()
+	}
+	return nil
+}
+
+// nextFire returns the earliest next fire, zero if none.
+func (s *Scheduler) nextFire() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.due) == 0 {
+		return time.Time{}
+	}
+	return s.due[0].next
 }

@@ -357,9 +357,12 @@ func TestMaxRunTime(t *testing.T) {
 func TestRenewKeepsLease(t *testing.T) {
 	for _, renew := range []bool{true, false} {
 		t.Run(fmt.Sprint("renew=", renew), func(t *testing.T) {
-			s, fc, _, d := newTest(t, true)
+			fc := clockwork.NewFakeClockAt(epoch)
+			d := locks.NewInProcessDriver(locks.WithClock(fc))
 			renewed := make(chan struct{}, 1)
-			s.onRenew = func() { renewed <- struct{}{} }
+			s := New(Config{Clock: fc, Logger: slog.New(&logRecorder{}), Node: "node-a",
+				Driver: extendSignal{d, renewed}})
+			defer s.Stop(context.Background())
 			started, ended := make(chan struct{}, 1), make(chan error, 1)
 			opts := []Option{Cron("@every 1h"), Lock("k"), LockTTL(9 * time.Second)}
 			if renew {
@@ -477,12 +480,10 @@ func TestLockedFireWithoutDriverNeverRuns(t *testing.T) {
 	var f fires
 	e := &entry{fn: f.task, name: "guarded", spec: Spec{Cron: "@daily", Lock: "k", LockTTL: time.Minute},
 		sched: gridSchedule{every: time.Hour}}
-	e.running.Store(true)
-	if l := s.acquire(firing{e: e, fire: epoch}); l != nil {
-		t.Fatalf("acquired a lease without a driver")
-	}
-	if f.count() != 0 || e.running.Load() {
-		t.Fatalf("ran %d times; slot held %v", f.count(), e.running.Load())
+	s.takeoff(1)
+	s.fire(firing{e: e, fire: epoch}, nil)
+	if f.count() != 0 || e.busy.Load() {
+		t.Fatalf("ran %d times; slot held %v", f.count(), e.busy.Load())
 	}
 	if e.last == nil || e.last.Outcome != OutcomeLockFailed || !errors.Is(e.last.Err, ErrNoDriver) {
 		t.Fatalf("last %+v", e.last)
@@ -506,4 +507,31 @@ func TestFiresDueBeforeStartDoNotRun(t *testing.T) {
 	if got := f.list(); len(got) != 1 || !got[0].Equal(epoch.Add(2*time.Minute)) {
 		t.Fatalf("fires %v, want only 2m", got)
 	}
+}
+
+// extendSignal is a driver whose leases signal each successful Extend.
+type extendSignal struct {
+	*locks.InProcessDriver
+	extended chan struct{}
+}
+
+func (d extendSignal) Acquire(ctx context.Context, key string, ttl time.Duration) (locks.Lease, error) {
+	l, err := d.InProcessDriver.Acquire(ctx, key, ttl)
+	if err != nil {
+		return nil, err
+	}
+	return signalLease{l, d.extended}, nil
+}
+
+type signalLease struct {
+	locks.Lease
+	extended chan struct{}
+}
+
+func (l signalLease) Extend(ctx context.Context, ttl time.Duration) error {
+	err := l.Lease.Extend(ctx, ttl)
+	if err == nil {
+		l.extended <- struct{}{}
+	}
+	return err
 }

@@ -75,7 +75,10 @@ func TestStopDeadlineCancelsRunsAndReleasesLeases(t *testing.T) {
 		t.Fatalf("lease still held after the stop deadline: %v", err)
 	}
 	close(release)
-	s.runWG.Wait()
+	s.mu.Lock()
+	landed := s.landed
+	s.mu.Unlock()
+	<-landed
 	if !errors.Is(cause, ErrStopTimeout) {
 		t.Fatalf("run context cause %v, want ErrStopTimeout", cause)
 	}

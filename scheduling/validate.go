@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/go-playground/validator/v10"
+
+	"github.com/ndigo/ndigo/locks"
 )
 
 // spec is what the options record. Pointer fields distinguish "not set" from
@@ -84,7 +86,15 @@ func (e *ValidationError) Unwrap() error { return ErrInvalidSpec }
 // the lock driver, which only a scheduler knows) and returns a
 // *ValidationError listing every problem, or nil.
 func Validate(tasks ...Task) error {
-	return validateTasks(tasks, nil, true, newParseCache(nil))
+	return validateTasks(tasks, nil, lockRules{claims: true}, newParseCache(nil))
+}
+
+// lockRules is what a scheduler's driver asks of locked tasks. The zero
+// value is a scheduler without a driver.
+type lockRules struct {
+	driver locks.Driver  // nil: no driver; Validate checks as if there were one
+	claims bool          // the driver keeps fire claims (locks.Claimer)
+	minTTL time.Duration // every lock TTL must exceed it (locks.MinTTLer)
 }
 
 var (
@@ -158,9 +168,9 @@ func cacheFrom(ctx context.Context) *parseCache {
 }
 
 // validateTasks checks every task and returns a *ValidationError listing all
-// problems. taken holds the names already in use. A locked task is a problem
-// unless haveDriver. Parsed schedules are left in cache.
-func validateTasks(tasks []Task, taken map[string]bool, haveDriver bool, cache *parseCache) error {
+// problems. taken holds the names already in use. Locked tasks are checked
+// against the driver's rules. Parsed schedules are left in cache.
+func validateTasks(tasks []Task, taken map[string]bool, rules lockRules, cache *parseCache) error {
 	var problems []Problem
 	names := map[string]bool{}
 	v := specValidator()
@@ -186,9 +196,10 @@ func validateTasks(tasks []Task, taken map[string]bool, haveDriver bool, cache *
 				add(Problem{Option: fe.Field(), Value: optionValue(fe.Value()), Rule: ruleText(cache, t.spec, fe)})
 			}
 		}
-		if t.spec.Lock != nil && !haveDriver {
-			add(Problem{Option: "lock", Value: *t.spec.Lock,
-				Rule: "needs a lock driver, and the scheduler has none (provide a locks.Driver, e.g. locks.Module); a locked task never runs unguarded"})
+		if t.spec.Lock != nil {
+			for _, p := range rules.check(t.Spec()) {
+				add(p)
+			}
 		}
 		name := t.Name()
 		if names[name] || taken[name] {
@@ -200,6 +211,37 @@ func validateTasks(tasks []Task, taken map[string]bool, haveDriver bool, cache *
 		return nil
 	}
 	return &ValidationError{Problems: problems}
+}
+
+// check returns the problems of a locked spec (defaults applied) under
+// these rules.
+func (r lockRules) check(s Spec) []Problem {
+	if !r.claims {
+		rule := "needs a lock driver, and the scheduler has none (provide a locks.Driver, e.g. locks.Module); a locked task never runs unguarded"
+		if r.driver != nil {
+			rule = fmt.Sprintf("needs a driver that keeps fire claims (locks.Claimer), and %T keeps none: "+
+				"a driver wrapper must implement Claim or unwrap to its driver with Unwrap() locks.Driver", r.driver)
+		}
+		return []Problem{{Option: "lock", Value: s.Lock, Rule: rule}}
+	}
+	var ps []Problem
+	ttl := s.LockTTL.String()
+	switch {
+	case s.LockTTL > locks.MaxTTL:
+		ps = append(ps, Problem{Option: "lockTtl", Value: ttl, Rule: fmt.Sprintf("must not exceed %v (locks.MaxTTL)", locks.MaxTTL)})
+	case s.LockTTL <= 0: // reported by the spec's own rules
+	case s.LockTTL <= r.minTTL:
+		ps = append(ps, Problem{Option: "lockTtl", Value: ttl,
+			Rule: fmt.Sprintf("must exceed the lock driver's minimum lease TTL (%v): a shorter lease is over before the task starts", r.minTTL)})
+	case s.Renew && s.LockTTL < MinRenewTTL:
+		ps = append(ps, Problem{Option: "lockTtl", Value: ttl,
+			Rule: fmt.Sprintf("must be at least %v with renew: renewals run every third of it", MinRenewTTL)})
+	}
+	if s.LockWaitStep > 0 && s.LockWaitStep < MinLockWaitStep {
+		ps = append(ps, Problem{Option: "lockWaitStep", Value: s.LockWaitStep.String(),
+			Rule: fmt.Sprintf("must be at least %v: a waiter asks the driver once per step", MinLockWaitStep)})
+	}
+	return ps
 }
 
 func optionValue(v any) string {

@@ -30,6 +30,7 @@ import (
 //	CHAOS_NODE    node name                     CHAOS_CRON    schedule (default @every 1s)
 //	CHAOS_TTL     lock TTL                      CHAOS_WORK    how long a run works
 //	CHAOS_RENEW   "1" to renew the lease while the run works
+//	CHAOS_STOP_TIMEOUT  the application's stop timeout (default fx's 15s)
 //
 // A run writes a "start" entry to the fenced ledger with its token, logs
 // "run start", works
@@ -92,6 +93,7 @@ func nodeMain() int {
 		opts = append(opts, scheduling.Renew())
 	}
 	err := app.Run(context.Background(),
+		fx.StopTimeout(dur("CHAOS_STOP_TIMEOUT", "15s")),
 		fx.Supply(config.Framework{
 			Node:  node,
 			Redis: config.Redis{URL: config.SecretURL("redis://" + os.Getenv("CHAOS_REDIS")), Namespace: nodeNS},

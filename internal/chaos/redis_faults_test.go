@@ -255,7 +255,9 @@ func TestPayrollNodesUnderFaults(t *testing.T) {
 	// Redis hung.
 	mark = len(p.all())
 	srv.Pause()
-	failures(mark, 1, "i/o timeout")
+	// The scheduler gives each acquisition the lock TTL; the client's own
+	// read timeout may end it first.
+	failures(mark, 1, "redislocks: redis failed")
 	srv.Resume()
 	from = fireString(time.Now().Add(2 * time.Second).Truncate(time.Second))
 	fires = p.waitFires(closed, from, 3, 30*time.Second)[:3]

@@ -1,0 +1,578 @@
+package scheduling
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/ndigo/ndigo/locks"
+)
+
+// ClaimTTL is how long a locked task's claim record lives after its latest
+// claim. The record holds the latest fire claimed in the cluster, so a node
+// that reaches an older fire, however late, finds it claimed; one record per
+// task, whatever the schedule.
+const ClaimTTL = 24 * time.Hour
+
+// MaxClaimLateness is how late after its instant a node may still claim a
+// fire. A node that reaches a fire later than this (it was paused, or its
+// clock stepped) skips it as missed, so that no claim is attempted after
+// the record of a later claim could have expired.
+const MaxClaimLateness = ClaimTTL / 2
+
+// MinRenewTTL is the shortest lock TTL a task with Renew may have: renewals
+// run every third of the TTL and a failed one is retried every twelfth, each
+// bounded by a sixth, and shorter intervals would only load the driver.
+const MinRenewTTL = 100 * time.Millisecond
+
+// MinLockWaitStep is the shortest LockWaitStep: a task waiting for its lock
+// asks the driver once per step.
+const MinLockWaitStep = time.Millisecond
+
+// A Run is what a running task knows about its run.
+type Run struct {
+	Task  string      // the task's name
+	Fire  time.Time   // the scheduled instant, identical on every node
+	Node  string      // the node running it
+	Lease locks.Lease // the task's lease (its Token fences writes); nil if unlocked
+}
+
+type runKey struct{}
+
+// runContext carries a Run; one allocation, where context.WithValue with a
+// Run would take two.
+type runContext struct {
+	context.Context
+	run Run
+}
+
+func (c *runContext) Value(key any) any {
+	if key == (runKey{}) {
+		return &c.run
+	}
+	return c.Context.Value(key)
+}
+
+// RunFromContext returns the Run of the task running with ctx.
+func RunFromContext(ctx context.Context) (Run, bool) {
+	if r, ok := ctx.Value(runKey{}).(*Run); ok {
+		return *r, true
+	}
+	return Run{}, false
+}
+
+// firing is one due fire of one entry.
+type firing struct {
+	e    *entry
+	fire time.Time
+}
+
+// notRecorded is the outcome of a fire that Stop ended before it ran: it is
+// neither recorded nor told to listeners.
+const notRecorded Outcome = ""
+
+// A turn orders the first lock attempts of the locked fires of one batch.
+type turn struct {
+	prev <-chan struct{} // closed when the previous locked fire made its attempt; nil for the first
+	next chan struct{}   // closed when this fire made its attempt
+	all  <-chan struct{} // closed when every locked fire of the batch made its attempt
+}
+
+// dispatch starts one goroutine per fire of a batch, each owning its fire's
+// life. Locked fires make their first lock attempt (and claim) one after
+// another in batch order, and start their runs only when all have made it,
+// so that among tasks sharing a lock the earlier-registered one holds it
+// while the others try: it wins and they skip.
+func (s *Scheduler) dispatch(batch []firing) {
+	s.takeoff(len(batch))
+	var turns []turn
+	var prev chan struct{}
+	for _, f := range batch {
+		if f.e.spec.Lock != "" {
+			next := make(chan struct{})
+			turns = append(turns, turn{prev: prev, next: next})
+			prev = next
+		}
+	}
+	i := 0
+	for _, f := range batch {
+		if f.e.spec.Lock == "" {
+			go s.fire(f, nil)
+			continue
+		}
+		t := &turns[i]
+		t.all = prev
+		i++
+		go s.fire(f, t)
+	}
+}
+
+// fire owns one fire of one task on this node, from the busy check to the
+// record: the single-flight flag is set here and cleared here, and the fire
+// counts as in flight until this function returns. t is the turn of a
+// locked fire dispatched in a batch, nil otherwise.
+func (s *Scheduler) fire(f firing, t *turn) {
+	defer s.land()
+	e := f.e
+	if !e.busy.CompareAndSwap(false, true) {
+		if t != nil {
+			if t.prev != nil {
+				<-t.prev
+			}
+			close(t.next)
+		}
+		s.skip(f, OutcomeRunning, nil)
+		return
+	}
+	defer e.busy.Store(false) // after the lease is released
+	switch {
+	case e.spec.Lock != "":
+		lease, o, err := s.lock(f, t)
+		if lease == nil {
+			s.skip(f, o, err)
+			return
+		}
+		if s.debugOn() {
+			s.log.Debug("lock acquired", "task", e.name, "fire", f.fire, "lock", e.spec.Lock, "token", lease.Token())
+		}
+		if t != nil {
+			<-t.all
+		}
+		s.runLocked(f, lease)
+	case s.observed:
+		s.executeObserved(s.runCtx, f, nil, nil)
+	default:
+		s.execute(s.runCtx, f, nil, nil)
+	}
+}
+
+// lock takes f's lease and claims the fire. It returns the lease, or the
+// outcome of a fire that does not run and the error behind a failure. Each
+// driver call of the first attempt is bounded by the lock TTL: a call slower
+// than the lease it is for is of no use.
+//
+// The fire is claimed while the lease is held, or before waiting for it: so
+// of the nodes that wait for one fire's lock, only the claimant is left
+// waiting, and a node that gets the lock after a run of the same fire ended
+// finds the fire claimed.
+func (s *Scheduler) lock(f firing, t *turn) (locks.Lease, Outcome, error) {
+	e := f.e
+	passed := t == nil
+	if !passed && t.prev != nil {
+		<-t.prev
+	}
+	pass := func() {
+		if !passed {
+			passed = true
+			close(t.next)
+		}
+	}
+	defer pass()
+	if s.stopping() {
+		return nil, notRecorded, nil
+	}
+	if s.claims == nil { // Add refuses such tasks; this guards the run itself
+		return nil, OutcomeLockFailed, fmt.Errorf("%w: task %s needs lock %q", ErrNoDriver, e.name, e.spec.Lock)
+	}
+	if s.clock.Since(f.fire) > MaxClaimLateness {
+		return nil, OutcomeMissed, nil
+	}
+	ctx, cancel := withTimeout(s.acquireCtx, s.clock, e.spec.LockTTL)
+	defer cancel()
+	lease, err := s.driver.Acquire(ctx, e.spec.Lock, e.spec.LockTTL)
+	if err == nil {
+		if err = s.claim(ctx, f); err == nil {
+			return lease, "", nil
+		}
+		s.releaseLease(e, lease, context.WithoutCancel(ctx))
+	}
+	if err != nil && ctx.Err() != nil && !s.stopping() {
+		err = fmt.Errorf("%w (the driver did not answer within the lock TTL, %v)", err, e.spec.LockTTL)
+	}
+	switch {
+	case errors.Is(err, errClaimed):
+		return nil, OutcomeAlreadyRun, nil
+	case !errors.Is(err, locks.ErrNotAcquired):
+		return nil, s.failed(), err
+	case e.spec.LockWait == 0:
+		return nil, OutcomeLockHeld, nil
+	}
+	if err := s.claim(ctx, f); err != nil {
+		if errors.Is(err, errClaimed) {
+			return nil, OutcomeAlreadyRun, nil
+		}
+		return nil, s.failed(), err
+	}
+	cancel()
+	pass()
+	e.waiting.Store(true)
+	defer e.waiting.Store(false)
+	if s.debugOn() {
+		s.log.Debug("waiting for lock", "task", e.name, "fire", f.fire, "lock", e.spec.Lock, "budget", e.spec.LockWait)
+	}
+	lease, err = locks.Wait(s.acquireCtx, s.driver, e.spec.Lock, e.spec.LockTTL, locks.WaitOptions{
+		Budget: e.spec.LockWait, Step: e.spec.LockWaitStep, Clock: s.clock})
+	switch {
+	case err == nil:
+		return lease, "", nil
+	case errors.Is(err, locks.ErrNotAcquired):
+		return nil, OutcomeLockHeld, nil
+	}
+	return nil, s.failed(), err
+}
+
+// errClaimed reports a fire that another node claimed first.
+var errClaimed = errors.New("scheduling: fire claimed by another node")
+
+// claim claims f under its task's claim key: the fire's instant in Unix
+// milliseconds is the claim's sequence number.
+func (s *Scheduler) claim(ctx context.Context, f firing) error {
+	ok, err := s.claims.Claim(ctx, f.e.claimKey, f.fire.UnixMilli(), ClaimTTL)
+	if err == nil && !ok {
+		err = fmt.Errorf("%w: %s at %v", errClaimed, f.e.name, f.fire)
+	}
+	return err
+}
+
+// failed is the outcome of a fire whose lock step failed: not recorded if
+// Stop cut it short, a lock failure otherwise.
+func (s *Scheduler) failed() Outcome {
+	if s.stopping() {
+		return notRecorded
+	}
+	return OutcomeLockFailed
+}
+
+// skip records a fire that does not run, logs it and tells the listeners.
+func (s *Scheduler) skip(f firing, o Outcome, err error) {
+	e := f.e
+	switch o {
+	case notRecorded:
+		return
+	case OutcomeLockFailed:
+		e.record(LastRun{Fire: f.fire, Outcome: o, Err: err, Node: s.node}, counts{failures: 1})
+		s.log.Error("lock failed; fire not run", "task", e.name, "fire", f.fire, "lock", e.spec.Lock, "err", err)
+	default:
+		e.record(LastRun{Fire: f.fire, Outcome: o, Node: s.node}, counts{skips: 1})
+		switch o {
+		case OutcomeLockHeld:
+			s.log.Info(fmt.Sprintf("lock '%s' is held", e.spec.Lock), "task", e.name, "fire", f.fire, "lock", e.spec.Lock)
+		case OutcomeAlreadyRun:
+			s.log.Info("fire already claimed by another node", "task", e.name, "fire", f.fire, "lock", e.spec.Lock)
+		case OutcomeMissed:
+			s.log.Warn("fire reached too late to claim; skipped", "task", e.name, "fire", f.fire, "lateness", s.clock.Since(f.fire))
+		case OutcomeRunning:
+			if e.waiting.Load() {
+				s.log.Info("previous fire still waiting for its lock; fire skipped", "task", e.name, "fire", f.fire)
+			} else {
+				s.log.Info("previous run still going; fire skipped", "task", e.name, "fire", f.fire)
+			}
+		}
+	}
+	if s.notify != nil {
+		ev := Event{Task: e.name, Lock: e.spec.Lock, Fire: f.fire, Node: s.node, Outcome: o, Err: err}
+		s.notify.skipped(&ev)
+	}
+}
+
+// releaseLease releases l, logging a failure.
+func (s *Scheduler) releaseLease(e *entry, l locks.Lease, ctx context.Context) {
+	if err := l.Release(ctx); err != nil {
+		s.log.Warn("lease release failed", "task", e.name, "lock", e.spec.Lock, "token", l.Token(), "err", err)
+	}
+}
+
+// runLocked runs f under lease, which it holds, renews if the task asks,
+// and releases when the task returns.
+func (s *Scheduler) runLocked(f firing, lease locks.Lease) {
+	h := &holding{e: f.e, lease: lease, fire: f.fire, since: s.clock.Now()}
+	s.mu.Lock()
+	s.held[h] = struct{}{}
+	s.mu.Unlock()
+	ctx, cancel := context.WithCancelCause(locks.NewContext(s.runCtx, lease))
+	k := s.keep(ctx, f.e, lease, cancel)
+	if s.observed {
+		s.executeObserved(ctx, f, lease, k)
+	} else {
+		s.execute(ctx, f, lease, k)
+	}
+	cancel(context.Canceled)
+	s.mu.Lock()
+	delete(s.held, h)
+	s.mu.Unlock()
+	rctx, rcancel := withTimeout(context.Background(), s.clock, f.e.spec.LockTTL)
+	defer rcancel()
+	if err := h.release(rctx); err != nil {
+		s.log.Warn("lease release failed", "task", f.e.name, "lock", f.e.spec.Lock, "token", lease.Token(), "err", err)
+	}
+}
+
+// execute calls the task with its run context and records the outcome.
+// Runs that listeners or debug logging observe go through executeObserved
+// instead, chosen by the caller from a field set by New, so that this path,
+// every run's when nothing observes, stays lean: in BenchmarkLateness, a
+// branch to the observed path inside it raised the median lateness by a
+// quarter.
+func (s *Scheduler) execute(ctx context.Context, f firing, lease locks.Lease, k *keeper) {
+	e := f.e
+	if e.spec.MaxRunTime > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = withTimeout(ctx, s.clock, e.spec.MaxRunTime)
+		defer cancel()
+	}
+	ctx = &runContext{Context: ctx, run: Run{Task: e.name, Fire: f.fire, Node: s.node, Lease: lease}}
+	start := s.clock.Now()
+	err, panicked := call(ctx, e.fn)
+	s.finish(f, lease, k, start, err, panicked, nil)
+}
+
+// debugOn reports whether the logger takes debug records.
+func (s *Scheduler) debugOn() bool { return s.log.Enabled(context.Background(), slog.LevelDebug) }
+
+// executeObserved is execute for a run that listeners or debug logging
+// observe.
+//
+//go:noinline
+func (s *Scheduler) executeObserved(ctx context.Context, f firing, lease locks.Lease, k *keeper) {
+	e := f.e
+	if e.spec.MaxRunTime > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = withTimeout(ctx, s.clock, e.spec.MaxRunTime)
+		defer cancel()
+	}
+	ctx = &runContext{Context: ctx, run: Run{Task: e.name, Fire: f.fire, Node: s.node, Lease: lease}}
+	start := s.clock.Now()
+	ctx, ev := s.started(ctx, f, lease, start, s.debugOn())
+	err, panicked := call(ctx, e.fn)
+	s.finish(f, lease, k, start, err, panicked, ev)
+}
+
+// started logs a run's start and tells the listeners, whose context the
+// task then runs with. It returns the event that finish completes.
+//
+//go:noinline
+func (s *Scheduler) started(ctx context.Context, f firing, lease locks.Lease, start time.Time, debug bool) (context.Context, *runEvent) {
+	ev := &runEvent{debug: debug}
+	ev.Event = Event{Task: f.e.name, Lock: f.e.spec.Lock, Fire: f.fire, Node: s.node, Start: start,
+		Lateness: start.Sub(f.fire)}
+	if lease != nil {
+		ev.Token = lease.Token()
+	}
+	if debug { // the arguments cost allocations even when Debug is off
+		s.logStart(&ev.Event)
+	}
+	if s.notify != nil {
+		ctx = s.notify.beforeRun(ctx, ev)
+	}
+	return ctx, ev
+}
+
+// finish records and logs how a run ended, and tells the listeners. ev is
+// nil when neither listeners nor debug logging want it.
+//
+// What only locked runs, listeners or debug logging need is in functions of
+// its own, kept out of line, so that this frame stays small: every run's
+// goroutine passes through it, and a deeper stack would make each of them
+// grow its stack.
+func (s *Scheduler) finish(f firing, lease locks.Lease, k *keeper, start time.Time,
+	err error, panicked bool, ev *runEvent) {
+	e := f.e
+	last := LastRun{Fire: f.fire, Start: start, Duration: s.clock.Since(start), Outcome: OutcomeOK,
+		Err: err, Node: s.node}
+	var end leaseEnd
+	if lease != nil {
+		last.Token = lease.Token()
+		end = s.endLease(f, lease, k)
+	}
+	if err != nil {
+		last.Outcome = s.failure(f, err, panicked)
+	}
+	c := counts{runs: 1}
+	if last.Outcome != OutcomeOK {
+		c.failures = 1
+	}
+	e.record(last, c)
+	if ev != nil {
+		s.ended(ev, last.Outcome, err, last.Duration, end)
+	}
+}
+
+// failure logs a run that did not return nil and returns its outcome. A
+// run that returns an error after Stop cancelled it at the stop deadline
+// was cut, not failed: it is logged at Warn.
+//
+//go:noinline
+func (s *Scheduler) failure(f firing, err error, panicked bool) Outcome {
+	switch {
+	case panicked:
+		s.log.Error("task panicked", "task", f.e.name, "fire", f.fire, "err", err)
+		return OutcomePanic
+	case errors.Is(context.Cause(s.runCtx), ErrStopTimeout):
+		s.log.Warn("run cancelled by stop", "task", f.e.name, "fire", f.fire, "err", err)
+		return OutcomeCancelled
+	}
+	s.log.Error("task failed", "task", f.e.name, "fire", f.fire, "err", err)
+	return OutcomeError
+}
+
+// logStart logs a run's start at debug level; out of line, so that its
+// arguments do not deepen the stack on the way to the listeners.
+//
+//go:noinline
+func (s *Scheduler) logStart(ev *Event) {
+	s.log.Debug("task started", "task", ev.Task, "fire", ev.Fire, "lateness", ev.Lateness, "token", ev.Token)
+}
+
+// leaseEnd is how a run's lease fared.
+type leaseEnd struct {
+	lost     bool  // it ended before the task returned
+	renewErr error // the failed renewal's error
+}
+
+// endLease stops the keeper of a run's lease and checks whether the lease
+// was lost under the run.
+//
+//go:noinline
+func (s *Scheduler) endLease(f firing, lease locks.Lease, k *keeper) leaseEnd {
+	end := leaseEnd{renewErr: k.stop()}
+	select {
+	case <-lease.Done(): // not yet released by the run: it ended under the run
+		if errors.Is(context.Cause(s.runCtx), ErrStopTimeout) {
+			break // Stop released it at its deadline, and said so
+		}
+		end.lost = true
+		s.log.Warn("lease lost before the task returned; its context was cancelled", "task", f.e.name,
+			"fire", f.fire, "lock", f.e.spec.Lock, "token", lease.Token(), "err", end.renewErr)
+	default:
+	}
+	return end
+}
+
+// ended logs a run's end at debug level and tells the listeners.
+//
+//go:noinline
+func (s *Scheduler) ended(ev *runEvent, o Outcome, err error, d time.Duration, end leaseEnd) {
+	ev.Outcome, ev.Err, ev.Duration, ev.LeaseLost, ev.RenewErr = o, err, d, end.lost, end.renewErr
+	if ev.debug {
+		s.log.Debug("task finished", "task", ev.Task, "fire", ev.Fire, "outcome", string(o),
+			"duration", d, "token", ev.Token)
+	}
+	if s.notify != nil {
+		s.notify.afterRun(ev)
+	}
+}
+
+// call runs fn, turning a panic into an error wrapping ErrPanic.
+func call(ctx context.Context, fn func(context.Context) error) (err error, panicked bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			err, panicked = fmt.Errorf("%w: %v\n%s", ErrPanic, r, debug.Stack()), true
+		}
+	}()
+	return fn(ctx), false
+}
+
+// A keeper watches a run's lease while the run lasts: it cancels the run's
+// context when the lease ends, and renews the lease if the task asks.
+type keeper struct {
+	quit chan struct{}
+	done chan struct{} // closed when the keeper's goroutine returned
+	once sync.Once
+	err  error // the last renewal's error, nil after a success; read after done
+}
+
+// keep starts the keeper of a run's lease. cancel cancels the run's context.
+//
+// Renewal: the lease is extended every third of the lock TTL, each attempt
+// bounded by a sixth. An attempt that fails without finding the lease lost
+// (the driver was slow or unreachable) is retried every twelfth of the TTL,
+// as long as the lease lasts. The run is cancelled with cause
+// locks.ErrLeaseLost when the lease is found lost, and with an error
+// wrapping ErrRenewalFailed and the driver's error when the lease ran out
+// locally because no renewal got through in time.
+func (s *Scheduler) keep(ctx context.Context, e *entry, lease locks.Lease, cancel context.CancelCauseFunc) *keeper {
+	k := &keeper{quit: make(chan struct{}), done: make(chan struct{})}
+	ctx = context.WithoutCancel(ctx)
+	ttl := e.spec.LockTTL
+	go func() {
+		defer close(k.done)
+		var renew <-chan time.Time
+		if e.spec.Renew {
+			t := s.clock.NewTimer(ttl / 3)
+			defer t.Stop()
+			renew = t.Chan()
+			for {
+				select {
+				case <-k.quit:
+					return
+				case <-lease.Done():
+					k.lost(cancel)
+					return
+				case <-renew:
+					ectx, ecancel := withTimeout(ctx, s.clock, ttl/6)
+					err := lease.Extend(ectx, ttl)
+					ecancel()
+					k.err = err
+					switch {
+					case err == nil:
+						t.Reset(ttl / 3)
+					case errors.Is(err, locks.ErrLeaseLost):
+						s.log.Error("lease renewal failed: lease lost", "task", e.name, "lock", e.spec.Lock, "token", lease.Token(), "err", err)
+						// Extend closed Done: the next round cancels the run.
+					default:
+						s.log.Warn("lease renewal failed; retrying while the lease lasts", "task", e.name,
+							"lock", e.spec.Lock, "token", lease.Token(), "err", err)
+						t.Reset(max(ttl/12, time.Millisecond))
+					}
+				}
+			}
+		}
+		select {
+		case <-k.quit:
+		case <-lease.Done():
+			k.lost(cancel)
+		}
+	}()
+	return k
+}
+
+// lost cancels the run whose lease ended, with the cause the renewal left.
+func (k *keeper) lost(cancel context.CancelCauseFunc) {
+	if k.err != nil && !errors.Is(k.err, locks.ErrLeaseLost) {
+		cancel(fmt.Errorf("%w: %w", ErrRenewalFailed, k.err))
+		return
+	}
+	cancel(locks.ErrLeaseLost)
+}
+
+// stop ends the keeper and returns the renewal's error, if the last
+// extension failed.
+func (k *keeper) stop() error {
+	k.once.Do(func() { close(k.quit) })
+	<-k.done
+	return k.err
+}
+
+// withTimeout returns a copy of parent that is cancelled d from now on clock
+// c, with cause context.DeadlineExceeded. On the real clock it is
+// context.WithTimeout; on another clock a timer of that clock cancels it
+// (clockwork's own fake-clock contexts block in Err until they are done).
+func withTimeout(parent context.Context, c clockwork.Clock, d time.Duration) (context.Context, context.CancelFunc) {
+	if c == realClock {
+		return context.WithTimeout(parent, d)
+	}
+	ctx, cancel := context.WithCancelCause(parent)
+	t := c.AfterFunc(d, func() { cancel(context.DeadlineExceeded) })
+	return ctx, func() {
+		t.Stop()
+		cancel(context.Canceled)
+	}
+}
+
+var realClock = clockwork.NewRealClock()

@@ -1,0 +1,153 @@
+package scheduling
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ndigo/ndigo/locks"
+)
+
+// An Outcome says how a fire ended on this node.
+type Outcome string
+
+// Outcomes of a fire.
+const (
+	OutcomeOK         Outcome = "ok"                     // the task returned nil
+	OutcomeError      Outcome = "error"                  // the task returned an error
+	OutcomePanic      Outcome = "panic"                  // the task panicked
+	OutcomeCancelled  Outcome = "cancelled"              // Stop cancelled the run at its deadline
+	OutcomeLockHeld   Outcome = "skipped: lock held"     // another holder had the lock (through the wait, if any)
+	OutcomeRunning    Outcome = "skipped: still running" // this node's previous fire was still running or waiting
+	OutcomeAlreadyRun Outcome = "skipped: already run"   // another node claimed this fire (or a later one)
+	OutcomeMissed     Outcome = "skipped: missed"        // the node reached the fire too late to claim it
+	OutcomeLockFailed Outcome = "failed: lock"           // the driver failed, or there was none
+)
+
+// LastRun describes the last fire of a task on this node.
+type LastRun struct {
+	Fire     time.Time     // the scheduled instant
+	Start    time.Time     // when the task started; zero if it did not run
+	Duration time.Duration // how long it ran
+	Outcome  Outcome
+	Err      error  // the task's error, panic or lock failure
+	Token    uint64 // the lease's fencing token; 0 if unlocked or not acquired
+	Node     string
+}
+
+// TaskInfo describes one task in a scheduler's registry.
+type TaskInfo struct {
+	Name     string
+	Type     string // the controller type; "" for a plain func
+	Method   string
+	Spec     Spec
+	Next     time.Time // the next fire; zero if none
+	Running  bool      // a fire is in flight on this node: running, or waiting for its lock
+	Waiting  bool      // that fire is waiting for its lock (LockWait)
+	Last     LastRun   // zero Fire if it never fired
+	Runs     uint64    // fires that ran (whatever they returned)
+	Skips    uint64    // fires skipped: lock held, still running, already run, missed
+	Failures uint64    // runs that errored, panicked or were cancelled, and lock failures
+}
+
+// A LeaseInfo describes a lease this node holds for a locked run in flight.
+type LeaseInfo struct {
+	Task  string    // the task running under it
+	Key   string    // the lock key
+	Token uint64    // the fencing token
+	Fire  time.Time // the fire being run
+	Since time.Time // when the run started holding it, on the scheduler's clock
+}
+
+// entry is one task in a scheduler.
+type entry struct {
+	fn       func(context.Context) error
+	name     string
+	typ      string
+	method   string
+	spec     Spec
+	sched    schedule
+	seq      int    // registration order
+	claimKey string // the key of this task's fire claims; "" if unlocked
+
+	busy    atomic.Bool // a fire is in flight on this node: single flight
+	waiting atomic.Bool // that fire is waiting for its lock
+
+	// Guarded by Scheduler.mu.
+	next  time.Time // zero when the schedule has no further fire
+	index int       // in Scheduler.due; -1 when absent
+
+	mu    sync.Mutex // protects last and stats, apart from Scheduler.mu so runs do not contend
+	last  *LastRun   // nil until the first fire; reused after
+	stats counts
+}
+
+type counts struct{ runs, skips, failures uint64 }
+
+// record stores the outcome of a fire.
+func (e *entry) record(r LastRun, c counts) {
+	e.mu.Lock()
+	if e.last == nil {
+		e.last = new(LastRun)
+	}
+	*e.last = r
+	e.stats.runs += c.runs
+	e.stats.skips += c.skips
+	e.stats.failures += c.failures
+	e.mu.Unlock()
+}
+
+// Tasks returns the registry: every task in registration order, with its
+// spec, next fire and last fire on this node.
+func (s *Scheduler) Tasks() []TaskInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]TaskInfo, len(s.entries))
+	for i, e := range s.entries {
+		out[i] = TaskInfo{Name: e.name, Type: e.typ, Method: e.method, Spec: e.spec, Next: e.next,
+			Running: e.busy.Load(), Waiting: e.waiting.Load()}
+		e.mu.Lock()
+		out[i].Runs, out[i].Skips, out[i].Failures = e.stats.runs, e.stats.skips, e.stats.failures
+		if e.last != nil {
+			out[i].Last = *e.last
+		}
+		e.mu.Unlock()
+	}
+	return out
+}
+
+// Leases returns the leases this node holds for locked runs in flight,
+// ordered by key, then task. Fire claims are not leases and are not listed.
+func (s *Scheduler) Leases() []LeaseInfo {
+	s.mu.Lock()
+	out := make([]LeaseInfo, 0, len(s.held))
+	for h := range s.held {
+		out = append(out, LeaseInfo{Task: h.e.name, Key: h.lease.Key(), Token: h.lease.Token(), Fire: h.fire, Since: h.since})
+	}
+	s.mu.Unlock()
+	slices.SortFunc(out, func(a, b LeaseInfo) int {
+		return cmp.Or(cmp.Compare(a.Key, b.Key), cmp.Compare(a.Task, b.Task))
+	})
+	return out
+}
+
+// A holding is a lease held by a run in flight, so that Stop can release it
+// and Leases can list it.
+type holding struct {
+	e     *entry
+	lease locks.Lease
+	fire  time.Time
+	since time.Time // when the run started holding the lease, on the scheduler's clock
+	once  sync.Once
+	err   error // Release's error
+}
+
+// release releases the lease once, whoever calls first: the run's end or
+// Stop at its deadline.
+func (h *holding) release(ctx context.Context) error {
+	h.once.Do(func() { h.err = h.lease.Release(ctx) })
+	return h.err
+}

@@ -1,0 +1,61 @@
+package schedulingtest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/ndigo/ndigo/scheduling"
+	"github.com/ndigo/ndigo/scheduling/internal/testhook"
+)
+
+// SkewedClock returns a clock that reads c shifted by off, to model a node
+// whose clock runs ahead (off > 0) or behind. Timers, tickers and sleeps are
+// c's own: a duration lasts as long on both.
+func SkewedClock(c clockwork.Clock, off time.Duration) clockwork.Clock {
+	return skewed{Clock: c, off: off}
+}
+
+type skewed struct {
+	clockwork.Clock
+	off time.Duration
+}
+
+func (c skewed) Now() time.Time                  { return c.Clock.Now().Add(c.off) }
+func (c skewed) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+func (c skewed) Until(t time.Time) time.Duration { return t.Sub(c.Now()) }
+
+// Settle waits until every scheduler in ss has dispatched each fire due by
+// its clock's now and no fire is in flight: each ran, was skipped or failed,
+// and its record, logs and listener calls are done. A fire whose task blocks
+// keeps Settle waiting; so does a lock wait, until its budget passes on the
+// clock. Settle fails tb after a minute.
+func Settle(tb testing.TB, ss ...*scheduling.Scheduler) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, s := range ss {
+		if err := testhook.WaitIdle(ctx, s); err != nil {
+			tb.Fatalf("schedulingtest: scheduler did not settle: %v", err)
+		}
+	}
+}
+
+// Step advances fc by d in increments of inc (all of d at once if inc is 0
+// or larger than d), and settles every scheduler in ss before the first
+// increment and after each one. Schedulers may read fc through
+// [SkewedClock]s. Fires fall due in increments, as they would in real time,
+// so a step of an hour over a task that fires every second runs each fire.
+func Step(tb testing.TB, fc *clockwork.FakeClock, d, inc time.Duration, ss ...*scheduling.Scheduler) {
+	tb.Helper()
+	if inc <= 0 || inc > d {
+		inc = d
+	}
+	Settle(tb, ss...)
+	for done := time.Duration(0); done < d; done += inc {
+		fc.Advance(min(inc, d-done))
+		Settle(tb, ss...)
+	}
+}
