@@ -246,9 +246,13 @@ func (l *inProcessLease) Release(context.Context) error {
 	return nil
 }
 
-// lose marks l as lost and returns ErrLeaseLost. t.mu must be held.
+// lose marks a held l as lost and returns ErrLeaseLost. A released lease
+// stays released, so that its holder's next Release still returns nil.
+// t.mu must be held.
 func (l *inProcessLease) lose() error {
-	l.state = lost
+	if l.state == held {
+		l.state = lost
+	}
 	l.finish()
 	return fmt.Errorf("%w: key %q token %d", ErrLeaseLost, l.key, l.token)
 }
