@@ -167,7 +167,8 @@ type Driver struct {
 	clock      clockwork.Clock
 	driftRatio float64
 	minDrift   time.Duration
-	channels   string // prefix of the release channels: ndigo:ns:released:
+	minTTL     time.Duration // see MinTTL
+	channels   string        // prefix of the release channels: ndigo:ns:released:
 	hub        *hub
 	nonce      string        // random prefix of the nonces of this driver's calls
 	calls      atomic.Uint64 // numbers the calls that carry a nonce
@@ -213,6 +214,7 @@ func New(opts Options) (*Driver, error) {
 	if d.minDrift == 0 {
 		d.minDrift = defaultMinDrift
 	}
+	d.minTTL = d.computeMinTTL()
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -252,9 +254,12 @@ func (d *Driver) margin(ttl time.Duration) time.Duration {
 // would end locally (Done closed) no later than it starts, because the
 // drift margin DriftRatio*ttl + MinDrift is at least the TTL. Acquire and
 // Extend reject a TTL at or below it with locks.ErrInvalid.
-func (d *Driver) MinTTL() time.Duration {
-	// ttl - margin(ttl) grows with ttl (DriftRatio < 0.5); start at the
-	// real root and step over the rounding of margin.
+func (d *Driver) MinTTL() time.Duration { return d.minTTL }
+
+// computeMinTTL finds MinTTL once, in New. ttl - margin(ttl) grows with
+// ttl (DriftRatio < 0.5): start at the real root and step over the
+// rounding of margin.
+func (d *Driver) computeMinTTL() time.Duration {
 	m := time.Duration(float64(d.minDrift) / (1 - d.driftRatio))
 	for m > 0 && m-d.margin(m) > 0 {
 		m--
@@ -267,10 +272,10 @@ func (d *Driver) MinTTL() time.Duration {
 
 // checkTTL rejects a TTL that leaves no live lease (see MinTTL).
 func (d *Driver) checkTTL(key string, ttl time.Duration) error {
-	if minTTL := d.MinTTL(); ttl <= minTTL {
+	if ttl <= d.minTTL {
 		return fmt.Errorf("%w: redislocks: ttl %v for key %q must exceed the driver's MinTTL %v: "+
 			"Done closes DriftRatio*ttl + MinDrift (%v) before the TTL ends, so no lease would be live",
-			locks.ErrInvalid, ttl, key, minTTL, d.margin(ttl))
+			locks.ErrInvalid, ttl, key, d.minTTL, d.margin(ttl))
 	}
 	return nil
 }

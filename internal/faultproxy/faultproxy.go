@@ -150,7 +150,8 @@ func (p *Proxy) DropReply(m Match) {
 }
 
 // Count returns how many commands that m matches the proxy has forwarded,
-// retries included.
+// retries included. The proxy keeps every command it forwarded for Count,
+// so it suits tests and short runs, not long-lived traffic.
 func (p *Proxy) Count(m Match) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
