@@ -70,6 +70,7 @@ func badInputs() []badInput {
 		{"locks.Check (every driver's Acquire, Extend)", `key ""`, locks.ErrInvalid, func() error { return locks.Check(bg, "", time.Second) }},
 		{"locks.Check", `ttl 0`, locks.ErrInvalid, func() error { return locks.Check(bg, "k", 0) }},
 		{"locks.Check", `ttl -1s`, locks.ErrInvalid, func() error { return locks.Check(bg, "k", -time.Second) }},
+		{"locks.Check", `ttl locks.MaxTTL+1ns`, locks.ErrInvalid, func() error { return locks.Check(bg, "k", locks.MaxTTL+1) }},
 		{"locks.Check", `nil context`, locks.ErrInvalid, func() error { return locks.Check(nilCtx, "k", time.Second) }},
 		{"locks.Wait", `nil driver`, locks.ErrInvalid, func() error { _, err := locks.Wait(bg, nil, "k", time.Second, locks.WaitOptions{}); return err }},
 		{"locks.Wait", `Budget -1s`, locks.ErrInvalid, func() error {
@@ -92,6 +93,14 @@ func badInputs() []badInput {
 		}},
 		{"redislocks.New", `MinDrift -1ms`, locks.ErrInvalid, func() error {
 			_, err := redislocks.New(redislocks.Options{Client: client, Namespace: "prod", MinDrift: -time.Millisecond})
+			return err
+		}},
+		{"redislocks.Driver.Acquire, Extend", `ttl 2ms, at or below MinTTL`, locks.ErrInvalid, func() error {
+			rd, err := redislocks.New(redislocks.Options{Client: client, Namespace: "prod"})
+			if err != nil {
+				return err
+			}
+			_, err = rd.Acquire(bg, "k", 2*time.Millisecond)
 			return err
 		}},
 		{"scheduling.Validate", `no Cron`, scheduling.ErrInvalidSpec, task()},

@@ -11,8 +11,8 @@ import (
 
 // FuzzCheck feeds lock keys and TTLs, as they come from struct tags,
 // configuration or callers, to Check: it never panics, accepts exactly the
-// non-empty keys with positive TTLs, and every rejection wraps ErrInvalid and
-// quotes the key.
+// non-empty keys with TTLs in (0, MaxTTL], and every rejection wraps
+// ErrInvalid and quotes the key.
 func FuzzCheck(f *testing.F) {
 	for _, seed := range []struct {
 		key string
@@ -20,15 +20,15 @@ func FuzzCheck(f *testing.F) {
 	}{
 		{"payroll-window", int64(time.Minute)}, {"", int64(time.Second)}, {"k", 0}, {"k", -1},
 		{"{tag}", 1}, {"a\x00b", 1}, {"ключ", int64(time.Hour)}, {"\xff\xfe", 1}, {strings.Repeat("k", 4096), 1},
-		{"k", int64(^uint64(0) >> 1)}, {" ", 1}, {"a:b:c", 1}, {"*", 1},
+		{"k", int64(^uint64(0) >> 1)}, {" ", 1}, {"a:b:c", 1}, {"*", 1}, {"k", int64(MaxTTL)}, {"k", int64(MaxTTL) + 1},
 	} {
 		f.Add(seed.key, seed.ttl)
 	}
 	f.Fuzz(func(t *testing.T, key string, ttl int64) {
 		err := Check(context.Background(), key, time.Duration(ttl))
-		valid := key != "" && ttl > 0
+		valid := key != "" && ttl > 0 && ttl <= int64(MaxTTL)
 		if valid != (err == nil) {
-			t.Fatalf("Check(%q, %v) = %v; valid input is a non-empty key and a positive TTL", key, time.Duration(ttl), err)
+			t.Fatalf("Check(%q, %v) = %v; valid input is a non-empty key and a TTL in (0, MaxTTL]", key, time.Duration(ttl), err)
 		}
 		if err != nil && (!errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), strconv.Quote(key))) {
 			t.Fatalf("Check(%q, %v) = %v; want ErrInvalid naming the key", key, time.Duration(ttl), err)

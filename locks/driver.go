@@ -29,11 +29,17 @@ type Lease interface {
 	// storage the holder writes, so that storage can reject a stale holder.
 	Token() uint64
 	// Extend sets the lease to expire ttl from now. It returns ErrLeaseLost
-	// if this lease is no longer the current holder, and then closes Done.
+	// if this lease is no longer the current holder (expired, superseded or
+	// released), and then closes Done. An Extend refused as invalid
+	// (ErrInvalid) or by its context changes nothing.
 	Extend(ctx context.Context, ttl time.Duration) error
 	// Release gives the key up. It returns ErrLeaseLost if the lease expired
-	// or was superseded; a second Release by the holder returns nil and
-	// touches nothing.
+	// or was superseded, and keeps returning it. Once a Release returned nil,
+	// every later Release by the holder returns nil and touches nothing,
+	// whatever Extend answered in between. A Release after an Extend that
+	// returned ErrLeaseLost returns ErrLeaseLost; after an Extend refused as
+	// invalid or by its context, it releases the lease as if that Extend had
+	// not been called.
 	Release(ctx context.Context) error
 	// Done returns a channel that is closed once the lease is known to be
 	// over: on Release, on local expiry, or when Extend finds it lost.

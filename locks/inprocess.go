@@ -53,7 +53,10 @@ func NewInProcessDriver(opts ...InProcessOption) *InProcessDriver {
 // watching keys.
 type table struct {
 	clock clockwork.Clock
-	base  time.Time // times in the table are durations since base: clock.Since is cheaper than clock.Now
+	// base is the table's epoch: times in the table are durations since
+	// base (clock.Since is cheaper than clock.Now). A time plus a TTL of at
+	// most MaxTTL cannot overflow until the table is 291 years old.
+	base time.Time
 
 	mu       sync.Mutex                 // protects the fields below and every lease's mutable fields
 	holders  map[string]*inProcessLease // the latest lease of each key; it may have expired
@@ -246,9 +249,13 @@ func (l *inProcessLease) Release(context.Context) error {
 	return nil
 }
 
-// lose marks l as lost and returns ErrLeaseLost. t.mu must be held.
+// lose marks a held l as lost and returns ErrLeaseLost. A released lease
+// stays released, so that its holder's next Release still returns nil.
+// t.mu must be held.
 func (l *inProcessLease) lose() error {
-	l.state = lost
+	if l.state == held {
+		l.state = lost
+	}
 	l.finish()
 	return fmt.Errorf("%w: key %q token %d", ErrLeaseLost, l.key, l.token)
 }

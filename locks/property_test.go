@@ -82,8 +82,8 @@ func TestInProcessProperties(t *testing.T) {
 				}
 				if wasLive {
 					h.expires = fc.Now().Add(ttl)
-				} else {
-					h.state = modelLost
+				} else if h.state == modelHeld {
+					h.state = modelLost // a released lease stays released
 				}
 			case 1:
 				wasLive, wasReleased := live(h), h.state == modelReleased

@@ -6,22 +6,47 @@
 //
 // Each operation is one Lua script, so one round trip: Acquire is SET NX PX
 // plus minting the fencing token, Release is compare-token-and-DEL plus a
-// release notification, Extend is compare-token-and-PEXPIRE. A NOSCRIPT
+// tombstone and a release notification, Extend is compare-token-and-PEXPIRE. A NOSCRIPT
 // reply (the script cache was emptied) costs one more round trip, once.
+//
+// # Retries
+//
+// go-redis retries a command whose reply was lost (a connection closed or
+// reset after the command was sent), up to the client's MaxRetries (3 by
+// default), so a script may run twice for one call. Each call answers what
+// its first attempt did:
+//
+//   - Acquire sends a nonce made for the call, and the lock's value carries
+//     it: a retry that finds its own nonce answers the token its first
+//     attempt minted, instead of ErrNotAcquired. (A retry whose first
+//     attempt found the key held, and that finds it free, acquires it, as a
+//     call made a little later would.)
+//   - Release leaves a tombstone naming the released lease: a retry that
+//     finds the key gone (or taken by a successor) and its lease in the
+//     tombstone answers nil, instead of ErrLeaseLost.
+//   - Extend sets the TTL again from a later instant, which only moves
+//     Redis's expiry further past the local deadline (measured from before
+//     the first attempt).
+//   - Claim sends a nonce made for the call, kept in the claim record.
 //
 // # Key layout
 //
 // For namespace ns and lock key k the driver uses
 //
-//	ndigo:{ns:k}:lock        the lease; its value is the holder's token, plus "+" once someone waited
+//	ndigo:{ns:k}:lock        the lease: "<token>:<nonce>", plus "+" once someone waited
 //	ndigo:{ns:k}:token       the last token minted for k; it expires
-//	ndigo:ns:released:k      the channel a release is published on
+//	ndigo:{ns:k}:tombstone   the last 8 leases of k released by their holders, "<token>:<nonce>" each,
+//	                         newest first, space-separated; it expires a minute after the last release
+//	ndigo:ns:released:k      the channel a release is published on (the message is the token)
 //	ndigo:{ns:k}:claim       the latest claim (locks.Claimer): "<seq>:<nonce>"; it expires
 //
-// The hash tag {ns:k} keeps both keys of one lock in one Cluster slot for any
-// k (it is never empty). Keys and channels are passed to the scripts as
-// KEYS and ARGV, never spliced into script text. Namespaces are isolated:
-// no key or channel of one namespace is a key or channel of another.
+// A nonce is the Acquire or Claim call's own: unique per call, the same
+// across the client's retries of it (see Retries). The value formats are
+// internal and may change between versions. The hash tag {ns:k} keeps the
+// keys of one lock in one Cluster slot for any k (it is never empty). Keys
+// and channels are passed to the scripts as KEYS and ARGV, never spliced
+// into script text. Namespaces are isolated: no key or channel of one
+// namespace is a key or channel of another.
 //
 // # Fencing tokens
 //
@@ -46,6 +71,10 @@
 // holder that stops when Done closes stops before Redis could hand the key to
 // another node, as long as the two clocks' rates differ by less than the
 // margin.
+//
+// A TTL at or below the margin would give a lease whose Done closes before
+// it opens: Acquire and Extend reject a TTL at or below [Driver.MinTTL]
+// (about 2.02ms by default) with locks.ErrInvalid.
 //
 // # Waiting
 //
@@ -124,6 +153,10 @@ const (
 	// tokens further behind the clock (see the package documentation); a
 	// bounded one keeps counters of keys no longer used from piling up.
 	counterTTL = 24 * time.Hour
+	// tombstoneTTL is how long a released lease stays recognisable to a
+	// retry of its Release after the key's last release: far longer than
+	// go-redis's retries of one command take with its default timeouts.
+	tombstoneTTL = time.Minute
 )
 
 // A Driver is a locks.Driver and locks.Watcher on Redis. Make one with New;
@@ -134,16 +167,18 @@ type Driver struct {
 	clock      clockwork.Clock
 	driftRatio float64
 	minDrift   time.Duration
-	channels   string // prefix of the release channels: ndigo:ns:released:
+	minTTL     time.Duration // see MinTTL
+	channels   string        // prefix of the release channels: ndigo:ns:released:
 	hub        *hub
 	nonce      string        // random prefix of the nonces of this driver's calls
 	calls      atomic.Uint64 // numbers the calls that carry a nonce
 }
 
 var (
-	_ locks.Driver  = (*Driver)(nil)
-	_ locks.Watcher = (*Driver)(nil)
-	_ locks.Claimer = (*Driver)(nil)
+	_ locks.Driver   = (*Driver)(nil)
+	_ locks.Watcher  = (*Driver)(nil)
+	_ locks.Claimer  = (*Driver)(nil)
+	_ locks.MinTTLer = (*Driver)(nil)
 )
 
 // New returns a driver on opts.Client. It does not contact Redis: a bad
@@ -179,6 +214,7 @@ func New(opts Options) (*Driver, error) {
 	if d.minDrift == 0 {
 		d.minDrift = defaultMinDrift
 	}
+	d.minTTL = d.computeMinTTL()
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -206,24 +242,54 @@ func checkNamespace(ns string) error {
 // Namespace returns the driver's namespace.
 func (d *Driver) Namespace() string { return d.ns }
 
-// keys returns the lock key and the token counter key of key.
-func (d *Driver) keys(key string) []string {
-	tag := "ndigo:{" + d.ns + ":" + key + "}:"
-	return []string{tag + "lock", tag + "token"}
-}
-
-// lockKey returns the lock key of key.
-func (d *Driver) lockKey(key string) string { return "ndigo:{" + d.ns + ":" + key + "}:lock" }
+// tag returns the prefix of every key of key: its hash tag.
+func (d *Driver) tag(key string) string { return "ndigo:{" + d.ns + ":" + key + "}:" }
 
 // margin is how much earlier than Redis a lease of ttl ends locally.
 func (d *Driver) margin(ttl time.Duration) time.Duration {
 	return time.Duration(float64(ttl)*d.driftRatio) + d.minDrift
 }
 
+// MinTTL implements locks.MinTTLer: it returns the largest TTL whose lease
+// would end locally (Done closed) no later than it starts, because the
+// drift margin DriftRatio*ttl + MinDrift is at least the TTL. Acquire and
+// Extend reject a TTL at or below it with locks.ErrInvalid.
+func (d *Driver) MinTTL() time.Duration { return d.minTTL }
+
+// computeMinTTL finds MinTTL once, in New. ttl - margin(ttl) grows with
+// ttl (DriftRatio < 0.5): start at the real root and step over the
+// rounding of margin.
+func (d *Driver) computeMinTTL() time.Duration {
+	m := time.Duration(float64(d.minDrift) / (1 - d.driftRatio))
+	for m > 0 && m-d.margin(m) > 0 {
+		m--
+	}
+	for (m+1)-d.margin(m+1) <= 0 {
+		m++
+	}
+	return m
+}
+
+// checkTTL rejects a TTL that leaves no live lease (see MinTTL).
+func (d *Driver) checkTTL(key string, ttl time.Duration) error {
+	if ttl <= d.minTTL {
+		return fmt.Errorf("%w: redislocks: ttl %v for key %q must exceed the driver's MinTTL %v: "+
+			"Done closes DriftRatio*ttl + MinDrift (%v) before the TTL ends, so no lease would be live",
+			locks.ErrInvalid, ttl, key, d.minTTL, d.margin(ttl))
+	}
+	return nil
+}
+
 // millis rounds ttl up to whole milliseconds, so that Redis never expires a
-// key before the local deadline.
+// key before the local deadline. It cannot overflow for any ttl, and every
+// TTL that locks.Check accepts (at most locks.MaxTTL, about 3.2e10 ms) is
+// far inside what Redis's PX and PEXPIRE take.
 func millis(ttl time.Duration) int64 {
-	return int64((ttl + time.Millisecond - 1) / time.Millisecond)
+	ms := int64(ttl / time.Millisecond)
+	if ttl%time.Millisecond > 0 {
+		ms++
+	}
+	return ms
 }
 
 func counterMillis(ttl time.Duration) int64 { return millis(max(ttl, counterTTL)) }
@@ -233,15 +299,22 @@ func (d *Driver) Acquire(ctx context.Context, key string, ttl time.Duration) (lo
 	if err := locks.Check(ctx, key, ttl); err != nil {
 		return nil, err
 	}
+	if err := d.checkTTL(key, ttl); err != nil {
+		return nil, err
+	}
+	tag := d.tag(key)
+	nonce := d.newNonce()
 	sent := d.clock.Now()
-	n, err := acquireScript.Run(ctx, d.client, d.keys(key), millis(ttl), counterMillis(ttl)).Int64()
+	n, err := acquireScript.Run(ctx, d.client, []string{tag + "lock", tag + "token"},
+		millis(ttl), counterMillis(ttl), nonce).Int64()
 	if err != nil {
 		return nil, fmt.Errorf("%w: acquire key %q: %w", ErrRedis, key, err)
 	}
 	if n <= 0 {
 		return nil, fmt.Errorf("%w: key %q is held", locks.ErrNotAcquired, key)
 	}
-	return &lease{d: d, key: key, token: uint64(n), tokenArg: strconv.FormatInt(n, 10), deadline: sent.Add(ttl - d.margin(ttl))}, nil
+	return &lease{d: d, key: key, token: uint64(n), id: strconv.FormatInt(n, 10) + ":" + nonce,
+		deadline: sent.Add(ttl - d.margin(ttl))}, nil
 }
 
 // Claim implements locks.Claimer in one round trip on
@@ -251,7 +324,7 @@ func (d *Driver) Claim(ctx context.Context, key string, seq int64, ttl time.Dura
 	if err := locks.CheckClaim(ctx, key, seq, ttl); err != nil {
 		return false, err
 	}
-	n, err := claimScript.Run(ctx, d.client, []string{"ndigo:{" + d.ns + ":" + key + "}:claim"},
+	n, err := claimScript.Run(ctx, d.client, []string{d.tag(key) + "claim"},
 		seq, millis(ttl), d.newNonce()).Int64()
 	if err != nil {
 		return false, fmt.Errorf("%w: claim key %q: %w", ErrRedis, key, err)

@@ -3,6 +3,7 @@ package redislocks_test
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,7 +72,8 @@ func TestTokensIncreaseAfterFlushAndClockStepBack(t *testing.T) {
 }
 
 // A token is the server time in microseconds (or one above the last, if
-// that is later); the token is the lease's value, and the counter expires
+// that is later); the lease's value is the token and the Acquire's nonce,
+// and the counter expires
 // instead of living forever.
 func TestTokenLayout(t *testing.T) {
 	c := redistest.Start(t).Client()
@@ -89,8 +91,10 @@ func TestTokenLayout(t *testing.T) {
 	if tok := int64(l.Token()); tok < before.UnixMicro() || tok > after.UnixMicro() {
 		t.Fatalf("first token %d not within server TIME [%d, %d]", tok, before.UnixMicro(), after.UnixMicro())
 	}
-	if v, err := c.Get(ctx, "ndigo:{fence:k}:lock").Result(); err != nil || v != strconv.FormatUint(l.Token(), 10) {
-		t.Fatalf("lock value = %q, %v; want the token %d", v, err, l.Token())
+	v, err := c.Get(ctx, "ndigo:{fence:k}:lock").Result()
+	tok, nonce, _ := strings.Cut(v, ":")
+	if err != nil || tok != strconv.FormatUint(l.Token(), 10) || nonce == "" || strings.ContainsAny(nonce, ":+ ") {
+		t.Fatalf("lock value = %q, %v; want the token %d, ':' and the Acquire's nonce", v, err, l.Token())
 	}
 	if ttl, err := c.PTTL(ctx, "ndigo:{fence:k}:lock").Result(); err != nil || ttl <= 0 || ttl > 30*time.Second {
 		t.Fatalf("lock PTTL = %v, %v; want (0, 30s]", ttl, err)

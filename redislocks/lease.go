@@ -27,10 +27,10 @@ const (
 // the local fields only decide when Done closes and spare round trips for a
 // lease known to be over.
 type lease struct {
-	d        *Driver
-	key      string
-	token    uint64
-	tokenArg string // token in decimal, as the scripts compare it
+	d     *Driver
+	key   string
+	token uint64
+	id    string // "<token>:<nonce>": the lock's value while this lease holds it, without the '+' mark
 
 	mu       sync.Mutex      // protects the fields below
 	state    leaseState      // released and lost are final
@@ -53,6 +53,9 @@ func (l *lease) Extend(ctx context.Context, ttl time.Duration) error {
 		return err
 	}
 	d := l.d
+	if err := d.checkTTL(l.key, ttl); err != nil {
+		return err
+	}
 	sent := d.clock.Now()
 	l.mu.Lock()
 	if l.state != held || !sent.Before(l.deadline) {
@@ -61,7 +64,7 @@ func (l *lease) Extend(ctx context.Context, ttl time.Duration) error {
 		return err
 	}
 	l.mu.Unlock()
-	n, err := extendScript.Run(ctx, d.client, []string{d.lockKey(l.key)}, l.tokenArg, millis(ttl)).Int64()
+	n, err := extendScript.Run(ctx, d.client, []string{d.tag(l.key) + "lock"}, l.id, millis(ttl)).Int64()
 	if err != nil {
 		return fmt.Errorf("%w: extend key %q token %d: %w", ErrRedis, l.key, l.token, err)
 	}
@@ -79,7 +82,10 @@ func (l *lease) Extend(ctx context.Context, ttl time.Duration) error {
 
 // Release implements locks.Lease in one round trip. A lease past its local
 // deadline is still released in Redis if Redis still holds it, so the key
-// frees before its TTL runs out.
+// frees before its TTL runs out. A Release whose earlier attempt (a retry by
+// the client, or an earlier call that failed with ErrRedis) released the
+// lease returns nil, as long as the key's tombstone still names the lease:
+// for a minute after the key's last release, among its last 8.
 func (l *lease) Release(ctx context.Context) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: ctx must not be nil", locks.ErrInvalid)
@@ -100,7 +106,9 @@ func (l *lease) Release(ctx context.Context) error {
 	if d.hub.watched(l.key) {
 		waiters = "1"
 	}
-	n, err := releaseScript.Run(ctx, d.client, []string{d.lockKey(l.key)}, l.tokenArg, d.channels+l.key, waiters).Int64()
+	tag := d.tag(l.key)
+	n, err := releaseScript.Run(ctx, d.client, []string{tag + "lock", tag + "tombstone"},
+		l.id, d.channels+l.key, waiters, millis(tombstoneTTL)).Int64()
 	if err != nil {
 		return fmt.Errorf("%w: release key %q token %d: %w", ErrRedis, l.key, l.token, err)
 	}

@@ -38,6 +38,12 @@ func TestLeaseModel(t *testing.T) {
 			op(0, rel(5), output{}, 6, 7), op(1, a6i, a6o, 8, 9), op(0, rel(5), output{Result: leaseLost}, 10, 11)}, true},
 		{"unknown acquire took the key", []porcupine.Operation{op(0, ui, uo, 0, never), op(1, ni, no, 2, 3)}, true},
 		{"unknown acquire did not", []porcupine.Operation{op(0, ui, uo, 0, never), op(1, a5i, a5o, 2, 3)}, true},
+		{"release retried after its unknown attempt took effect", []porcupine.Operation{op(0, a5i, a5o, 0, 1),
+			op(0, rel(5), output{Result: unknown}, 2, 3), op(1, a6i, a6o, 4, 5), op(0, rel(5), output{}, 6, 7)}, true},
+		{"release succeeds after an unknown attempt that did not", []porcupine.Operation{op(0, a5i, a5o, 0, 1),
+			op(0, rel(5), output{Result: unknown}, 2, 3), op(0, rel(5), output{}, 4, 5), op(1, a6i, a6o, 6, 7)}, true},
+		{"release of a lease released by nobody succeeds", []porcupine.Operation{op(0, a5i, a5o, 0, 1),
+			op(0, rel(5), output{}, 2, 3), op(1, a6i, a6o, 4, 5), op(1, rel(4), output{}, 6, 7)}, false},
 		{"unknown release took effect later", []porcupine.Operation{op(0, a5i, a5o, 0, 1), op(0, rel(5), output{Result: unknown}, 2, never),
 			op(1, ni, no, 3, 4), op(1, a6i, a6o, 5, 6)}, true},
 	}

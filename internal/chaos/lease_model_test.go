@@ -2,15 +2,19 @@ package chaos
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/anishathalye/porcupine"
 )
 
 // The sequential lease model the linearizability check holds histories to.
 //
-// One key's state is who holds it and the highest token handed out. TTLs in
-// the recorded histories are an hour, far beyond a run, so leases never
-// expire and expiry is not modelled. An operation that failed with a Redis
+// One key's state is who holds it, the highest token handed out and the
+// leases released by their holders (a retried Release of one answers nil
+// again). TTLs in the recorded histories are an hour, far beyond a run, so
+// leases never expire and expiry is not modelled. An operation that failed with a Redis
 // error (a timeout while Redis was paused) has an unknown outcome: Redis may
 // still run it, even after the caller gave up, so it returns "never" in the
 // history and the model lets it take effect or not. An Acquire that took
@@ -56,6 +60,25 @@ const ghost = ^uint64(0)
 type leaseState struct {
 	holder uint64 // the holder's token; 0 when free
 	last   uint64 // the highest token handed out
+	// freed lists the tokens of the last leases that their holders
+	// released, newest first, as the Redis driver's tombstone keeps them: a
+	// Release of one of them answers nil again (a retry whose earlier
+	// attempt took effect). A string keeps the state comparable.
+	freed string
+}
+
+// tombstoneLen is how many released leases the driver's tombstone names.
+const tombstoneLen = 8
+
+// free returns s with its holder's lease released by the holder.
+func (s leaseState) free() leaseState {
+	ids := append([]string{strconv.FormatUint(s.holder, 10)}, strings.Fields(s.freed)...)
+	return leaseState{last: s.last, freed: strings.Join(ids[:min(len(ids), tombstoneLen)], " ")}
+}
+
+// wasFreed reports whether the lease of token was released by its holder.
+func (s leaseState) wasFreed(token uint64) bool {
+	return slices.Contains(strings.Fields(s.freed), strconv.FormatUint(token, 10))
 }
 
 // step returns the states the key can be in after the call, none if the
@@ -68,7 +91,7 @@ func step(s leaseState, in input, out output) []leaseState {
 		switch out.Result {
 		case ok: // tokens only go up
 			if !held && out.Token > s.last {
-				return []leaseState{{holder: out.Token, last: out.Token}}
+				return []leaseState{{holder: out.Token, last: out.Token, freed: s.freed}}
 			}
 		case notAcquired:
 			if held {
@@ -76,7 +99,7 @@ func step(s leaseState, in input, out output) []leaseState {
 			}
 		case unknown:
 			if !held {
-				return []leaseState{s, {holder: ghost, last: s.last}}
+				return []leaseState{s, {holder: ghost, last: s.last, freed: s.freed}}
 			}
 			return []leaseState{s}
 		}
@@ -97,15 +120,18 @@ func step(s leaseState, in input, out output) []leaseState {
 		switch out.Result {
 		case ok:
 			if mine {
-				return []leaseState{{last: s.last}}
+				return []leaseState{s.free()}
 			}
-		case leaseLost:
+			if s.wasFreed(in.Token) { // an earlier attempt released it
+				return []leaseState{s}
+			}
+		case leaseLost: // also once the tombstone forgot a released lease
 			if !mine {
 				return []leaseState{s}
 			}
 		case unknown:
 			if mine {
-				return []leaseState{s, {last: s.last}}
+				return []leaseState{s, s.free()}
 			}
 			return []leaseState{s}
 		}
@@ -154,6 +180,6 @@ var leaseModel = porcupine.NondeterministicModel{
 		if st.holder == ghost {
 			return fmt.Sprintf("held by an unseen acquire, last %d", st.last)
 		}
-		return fmt.Sprintf("holder %d, last %d", st.holder, st.last)
+		return fmt.Sprintf("holder %d, last %d, released by their holders %q", st.holder, st.last, st.freed)
 	},
 }

@@ -1,13 +1,15 @@
 // Package lockstest is the conformance suite that every locks.Driver must
 // pass. A driver's own tests call [Run] with a [Harness] that makes fresh
 // drivers; the suite checks mutual exclusion, fencing-token order, stale
-// holders, expiry, Done, waiting, context cancellation and bad input.
+// holders, expiry, Done, waiting, context cancellation, bad input and the
+// TTL bounds (locks.MaxTTL for every driver, MinTTL for a locks.MinTTLer).
 package lockstest
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -45,6 +47,9 @@ func Run(t *testing.T, h Harness) {
 	}
 	s := &suite{h: h}
 	t.Run("BadInput", s.badInput)
+	t.Run("MaxTTL", s.maxTTL)
+	t.Run("MinTTL", s.minTTL)
+	t.Run("ReleaseAfterLostExtend", s.releaseAfterLostExtend)
 	t.Run("CancelledContext", s.cancelledContext)
 	t.Run("MutualExclusion", s.mutualExclusion)
 	t.Run("TokensIncrease", s.tokensIncrease)
@@ -140,6 +145,8 @@ func (s *suite) badInput(t *testing.T) {
 		{"empty key", "", time.Second},
 		{"zero ttl", s.key(t), 0},
 		{"negative ttl", s.key(t), -time.Second},
+		{"ttl above MaxTTL", s.key(t), locks.MaxTTL + 1},
+		{"largest ttl", s.key(t), math.MaxInt64},
 	} {
 		l, err := d.Acquire(ctx, c.key, c.ttl)
 		if !errors.Is(err, locks.ErrInvalid) || l != nil {
@@ -152,13 +159,18 @@ func (s *suite) badInput(t *testing.T) {
 	}
 	key := s.key(t)
 	l := mustAcquire(t, d, key, long)
-	if err := l.Extend(ctx, 0); !errors.Is(err, locks.ErrInvalid) {
-		t.Errorf("Extend(0) = %v, want ErrInvalid", err)
+	for _, ttl := range []time.Duration{0, -time.Second, locks.MaxTTL + 1, math.MaxInt64} {
+		if err := l.Extend(ctx, ttl); !errors.Is(err, locks.ErrInvalid) {
+			t.Errorf("Extend(%v) = %v, want ErrInvalid", ttl, err)
+		}
 	}
+	// An Extend refused as invalid changes nothing: the lease is still held,
+	// and its Release gives the key up.
 	mustBeHeld(t, d, key)
 	if err := l.Release(ctx); err != nil {
-		t.Fatalf("Release after a bad Extend: %v", err)
+		t.Fatalf("Release after a refused Extend: %v, want nil", err)
 	}
+	_ = mustAcquire(t, d, key, long).Release(ctx)
 	if _, err := locks.Wait(ctx, nil, key, time.Second, locks.WaitOptions{}); !errors.Is(err, locks.ErrInvalid) {
 		t.Errorf("Wait(nil driver) = %v, want ErrInvalid", err)
 	}
@@ -282,6 +294,10 @@ func (s *suite) releaseTwice(t *testing.T) {
 	if err := l.Extend(ctx, long); !errors.Is(err, locks.ErrLeaseLost) {
 		t.Fatalf("Extend after Release = %v, want ErrLeaseLost", err)
 	}
+	// The refused Extend does not turn the released lease into a lost one.
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("Release after Release and a refused Extend: %v, want nil", err)
+	}
 	mustBeHeld(t, d, key)
 	if err := next.Release(ctx); err != nil {
 		t.Fatal(err)
@@ -318,7 +334,7 @@ func (s *suite) staleHolder(t *testing.T) {
 		t.Fatalf("stale Release = %v, want ErrLeaseLost", err)
 	}
 	mustBeHeld(t, d, key)
-	if err := stale.Extend(ctx, time.Millisecond); !errors.Is(err, locks.ErrLeaseLost) {
+	if err := stale.Extend(ctx, s.h.TTL/4); !errors.Is(err, locks.ErrLeaseLost) {
 		t.Fatalf("stale Extend = %v, want ErrLeaseLost", err)
 	}
 	// The stale Extend did not shorten the successor's lease.
@@ -329,6 +345,92 @@ func (s *suite) staleHolder(t *testing.T) {
 	}
 	if err := successor.Release(ctx); err != nil {
 		t.Fatalf("successor Release: %v", err)
+	}
+}
+
+// maxTTL: a TTL of exactly locks.MaxTTL is accepted by Acquire and Extend.
+func (s *suite) maxTTL(t *testing.T) {
+	d := s.h.NewDriver(t)
+	key := s.key(t)
+	ctx := context.Background()
+	l := mustAcquire(t, d, key, locks.MaxTTL)
+	mustBeHeld(t, d, key)
+	if err := l.Extend(ctx, locks.MaxTTL); err != nil {
+		t.Fatalf("Extend(MaxTTL): %v", err)
+	}
+	if !IsOpen(l.Done()) {
+		t.Fatal("Done closed on a lease of MaxTTL")
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_ = mustAcquire(t, d, key, long).Release(ctx)
+}
+
+// minTTL: a driver that is a locks.MinTTLer rejects a TTL at or below its
+// MinTTL on Acquire and Extend with ErrInvalid, and accepts one above it.
+// Other drivers accept every positive TTL.
+func (s *suite) minTTL(t *testing.T) {
+	d := s.h.NewDriver(t)
+	ctx := context.Background()
+	m, ok := locks.As[locks.MinTTLer](d)
+	if !ok {
+		l := mustAcquire(t, d, s.key(t), time.Nanosecond)
+		_ = l.Release(ctx)
+		return
+	}
+	minTTL := m.MinTTL()
+	if minTTL <= 0 {
+		t.Fatalf("MinTTL() = %v, want > 0 (a driver without a minimum need not be a MinTTLer)", minTTL)
+	}
+	key := s.key(t)
+	if l, err := d.Acquire(ctx, key, minTTL); !errors.Is(err, locks.ErrInvalid) || l != nil {
+		t.Fatalf("Acquire(MinTTL %v) = %v, %v; want ErrInvalid", minTTL, l, err)
+	}
+	l := mustAcquire(t, d, key, long)
+	if err := l.Extend(ctx, minTTL); !errors.Is(err, locks.ErrInvalid) {
+		t.Fatalf("Extend(MinTTL %v) = %v, want ErrInvalid", minTTL, err)
+	}
+	mustBeHeld(t, d, key)
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("Release after a refused Extend: %v, want nil", err)
+	}
+	// Its lease may be over before the next call: only Acquire is checked.
+	if _, err := d.Acquire(ctx, s.key(t), minTTL+1); err != nil {
+		t.Fatalf("Acquire(MinTTL+1ns): %v", err)
+	}
+}
+
+// releaseAfterLostExtend: once Extend found the lease lost, Release answers
+// ErrLeaseLost too, again and again, whether the key was taken since or not,
+// and touches nothing.
+func (s *suite) releaseAfterLostExtend(t *testing.T) {
+	d := s.h.NewDriver(t)
+	ctx := context.Background()
+	for _, successor := range []bool{false, true} {
+		key := s.key(t)
+		l := mustAcquire(t, d, key, s.h.TTL)
+		s.pastTTL()
+		if err := l.Extend(ctx, long); !errors.Is(err, locks.ErrLeaseLost) {
+			t.Fatalf("Extend of an expired lease = %v, want ErrLeaseLost", err)
+		}
+		var next locks.Lease
+		if successor {
+			next = mustAcquire(t, d, key, long)
+		}
+		for i := range 2 {
+			if err := l.Release(ctx); !errors.Is(err, locks.ErrLeaseLost) {
+				t.Fatalf("successor %v: Release %d after a lost Extend = %v, want ErrLeaseLost", successor, i+1, err)
+			}
+		}
+		if successor {
+			mustBeHeld(t, d, key)
+			if err := next.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			_ = mustAcquire(t, d, key, long).Release(ctx)
+		}
 	}
 }
 

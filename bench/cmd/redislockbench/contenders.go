@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/bsm/redislock"
@@ -96,14 +98,18 @@ return 0`)
 )
 
 func raw(c *redis.Client, retry time.Duration) *contender {
-	return rawLoop("raw script, INCR token", c, retry, rawAcquire, rawRelease, func(key string) ([]string, []any) {
-		return []string{"raw:{" + key + "}:lock", "raw:{" + key + "}:token"}, []any{ttl.Milliseconds()}
-	}, func(string, int64) []any { return nil })
+	return rawLoop("raw script, INCR token", c, retry, rawAcquire, rawRelease, func(key string) rawCall {
+		lock := "raw:{" + key + "}:lock"
+		return rawCall{
+			keys: []string{lock, "raw:{" + key + "}:token"}, args: []any{ttl.Milliseconds()},
+			release: func(tok int64) ([]string, []any) { return []string{lock}, []any{tok} },
+		}
+	})
 }
 
 // rawSame runs the driver's own scripts, read from dir, in a bare loop:
-// the same work in Redis (TIME-based restart-safe tokens), none of the
-// driver's Go code.
+// the same work in Redis (TIME-based restart-safe tokens, nonces, the
+// release tombstone), none of the driver's Go code.
 func rawSame(c *redis.Client, retry time.Duration, dir string) (*contender, error) {
 	acq, err := os.ReadFile(filepath.Join(dir, "acquire.lua"))
 	if err != nil {
@@ -114,25 +120,44 @@ func rawSame(c *redis.Client, retry time.Duration, dir string) (*contender, erro
 		return nil, err
 	}
 	counterTTL := (24 * time.Hour).Milliseconds()
-	return rawLoop("raw script, same Lua", c, retry, redis.NewScript(string(acq)), redis.NewScript(string(rel)), func(key string) ([]string, []any) {
-		return []string{"ndigo:{raw:" + key + "}:lock", "ndigo:{raw:" + key + "}:token"}, []any{ttl.Milliseconds(), counterTTL}
-	}, func(key string, tok int64) []any { return []any{"ndigo:raw:released:" + key, "0"} }), nil
+	tombstoneTTL := time.Minute.Milliseconds()
+	var calls atomic.Uint64
+	return rawLoop("raw script, same Lua", c, retry, redis.NewScript(string(acq)), redis.NewScript(string(rel)), func(key string) rawCall {
+		tag := "ndigo:{raw:" + key + "}:"
+		nonce := "raw." + strconv.FormatUint(calls.Add(1), 36)
+		return rawCall{
+			keys: []string{tag + "lock", tag + "token"}, args: []any{ttl.Milliseconds(), counterTTL, nonce},
+			release: func(tok int64) ([]string, []any) {
+				return []string{tag + "lock", tag + "tombstone"},
+					[]any{strconv.FormatInt(tok, 10) + ":" + nonce, "ndigo:raw:released:" + key, "0", tombstoneTTL}
+			},
+		}
+	}), nil
+}
+
+// A rawCall is the arguments of one acquisition in a raw loop and of its
+// release.
+type rawCall struct {
+	keys    []string
+	args    []any
+	release func(tok int64) ([]string, []any)
 }
 
 func rawLoop(name string, c *redis.Client, retry time.Duration, acquire, release *redis.Script,
-	acqArgs func(key string) ([]string, []any), relArgs func(key string, tok int64) []any) *contender {
+	call func(key string) rawCall) *contender {
 	return &contender{
 		name: name,
 		lock: func(ctx context.Context, key string) (func(context.Context) error, error) {
-			keys, args := acqArgs(key)
+			rc := call(key)
 			for {
-				tok, err := acquire.Run(ctx, c, keys, args...).Int64()
+				tok, err := acquire.Run(ctx, c, rc.keys, rc.args...).Int64()
 				if err != nil {
 					return nil, err
 				}
 				if tok > 0 {
 					return func(ctx context.Context) error {
-						return release.Run(ctx, c, keys[:1], append([]any{tok}, relArgs(key, tok)...)...).Err()
+						keys, args := rc.release(tok)
+						return release.Run(ctx, c, keys, args...).Err()
 					}, nil
 				}
 				select {

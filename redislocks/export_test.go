@@ -1,0 +1,11 @@
+package redislocks
+
+// The scripts' SHA1s, for tests that pick one operation's commands out of
+// the traffic, and their sources, for tests that load them first.
+var (
+	AcquireSHA = acquireScript.Hash()
+	ExtendSHA  = extendScript.Hash()
+	ReleaseSHA = releaseScript.Hash()
+	ClaimSHA   = claimScript.Hash()
+	Sources    = []string{acquireSource, extendSource, releaseSource, claimSource}
+)

@@ -1,0 +1,239 @@
+package redislocks_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ndigo/ndigo/internal/faultproxy"
+	"github.com/ndigo/ndigo/internal/redistest"
+	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/redislocks"
+)
+
+// A lossy setup is a redis-server, a driver whose client has go-redis's
+// default options (MaxRetries 3) and reaches the server through a proxy that
+// can lose replies, and a second driver on a direct client.
+type lossy struct {
+	proxy  *faultproxy.Proxy
+	direct *redis.Client
+	d      *redislocks.Driver // behind the proxy
+	other  *redislocks.Driver // direct
+}
+
+func newLossy(t *testing.T) *lossy {
+	t.Helper()
+	s := redistest.Start(t)
+	p, err := faultproxy.New(s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	c := redis.NewClient(&redis.Options{Addr: p.Addr()})
+	t.Cleanup(func() { _ = c.Close() })
+	direct := s.Client()
+	// Loaded scripts make each operation one EVALSHA, so the drop hits the
+	// script's run and not a NOSCRIPT answer.
+	for _, src := range redislocks.Sources {
+		if err := direct.ScriptLoad(context.Background(), src).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &lossy{proxy: p, direct: direct, d: newDriver(t, c, "retry"), other: newDriver(t, direct, "retry")}
+}
+
+// dropFirstReply loses the reply to the next run of script on key's lock
+// (or claim) and returns the match of those runs.
+func (s *lossy) dropFirstReply(sha, redisKey string) faultproxy.Match {
+	m := faultproxy.And(faultproxy.Script(sha), faultproxy.Arg(redisKey))
+	s.proxy.DropReply(m)
+	return m
+}
+
+// retried fails t unless the proxy dropped one reply and the client sent
+// the script twice: the call's first attempt ran and go-redis retried it.
+func (s *lossy) retried(t *testing.T, m faultproxy.Match) {
+	t.Helper()
+	if n, dropped := s.proxy.Count(m), s.proxy.Dropped(); n != 2 || dropped != 1 {
+		t.Fatalf("the script was sent %d times with %d replies dropped; want 2 and 1: the test must exercise a retry", n, dropped)
+	}
+}
+
+// A retried Acquire gets the lease its first attempt took, with that
+// attempt's token, instead of ErrNotAcquired from its own lease.
+func TestAcquireRetriedAfterLostReply(t *testing.T) {
+	s := newLossy(t)
+	ctx := context.Background()
+	m := s.dropFirstReply(redislocks.AcquireSHA, "ndigo:{retry:k}:lock")
+	l, err := s.d.Acquire(ctx, "k", time.Minute)
+	if err != nil {
+		t.Fatalf("Acquire whose first reply was lost: %v, want the lease", err)
+	}
+	s.retried(t, m)
+	v, err := s.direct.Get(ctx, "ndigo:{retry:k}:lock").Result()
+	if err != nil || !strings.HasPrefix(v, strconv.FormatUint(l.Token(), 10)+":") {
+		t.Fatalf("lock value = %q, %v; want the returned token %d", v, err, l.Token())
+	}
+	if _, err := s.other.Acquire(ctx, "k", time.Minute); !errors.Is(err, locks.ErrNotAcquired) {
+		t.Fatalf("another driver's Acquire = %v, want ErrNotAcquired", err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("Release of the retried Acquire's lease: %v", err)
+	}
+	next, err := s.other.Acquire(ctx, "k", time.Minute)
+	if err != nil {
+		t.Fatalf("Acquire after the Release: %v, want the key free", err)
+	}
+	if next.Token() <= l.Token() {
+		t.Fatalf("next token %d not above %d", next.Token(), l.Token())
+	}
+}
+
+// A retried Release whose first attempt deleted the key returns nil, and
+// the key is free.
+func TestReleaseRetriedAfterLostReply(t *testing.T) {
+	s := newLossy(t)
+	ctx := context.Background()
+	l, err := s.d.Acquire(ctx, "k", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := l.Done()
+	m := s.dropFirstReply(redislocks.ReleaseSHA, "ndigo:{retry:k}:lock")
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("Release whose first reply was lost: %v, want nil", err)
+	}
+	s.retried(t, m)
+	select {
+	case <-done:
+	default:
+		t.Fatal("Done still open after the Release")
+	}
+	if n, err := s.direct.Exists(ctx, "ndigo:{retry:k}:lock").Result(); err != nil || n != 0 {
+		t.Fatalf("lock key exists = %d, %v; want it deleted", n, err)
+	}
+	next, err := s.other.Acquire(ctx, "k", time.Minute)
+	if err != nil {
+		t.Fatalf("Acquire after the Release: %v, want the key free", err)
+	}
+	_ = next.Release(ctx)
+}
+
+// A Release that failed with ErrRedis after its first attempt deleted the
+// key (every reply lost), called again after a successor took the key,
+// returns nil and leaves the successor's lease alone.
+func TestReleaseAgainAfterLostRepliesAndASuccessor(t *testing.T) {
+	s := newLossy(t)
+	ctx := context.Background()
+	l, err := s.d.Acquire(ctx, "k", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := faultproxy.And(faultproxy.Script(redislocks.ReleaseSHA), faultproxy.Arg("ndigo:{retry:k}:lock"))
+	for range 4 { // the first attempt and go-redis's 3 retries
+		s.proxy.DropReply(m)
+	}
+	if err := l.Release(ctx); !errors.Is(err, redislocks.ErrRedis) {
+		t.Fatalf("Release with every reply lost = %v, want ErrRedis", err)
+	}
+	if n := s.proxy.Count(m); n != 4 {
+		t.Fatalf("the release script was sent %d times, want 4", n)
+	}
+	successor, err := s.other.Acquire(ctx, "k", time.Minute)
+	if err != nil {
+		t.Fatalf("Acquire after the lost Release: %v, want the key free", err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("Release again after a successor acquired: %v, want nil (the first attempt released it)", err)
+	}
+	if _, err := s.d.Acquire(ctx, "k", time.Minute); !errors.Is(err, locks.ErrNotAcquired) {
+		t.Fatalf("Acquire while the successor holds = %v, want ErrNotAcquired", err)
+	}
+	if err := successor.Release(ctx); err != nil {
+		t.Fatalf("successor Release: %v", err)
+	}
+}
+
+// A retried Extend whose first attempt extended the lease returns nil, and
+// the TTL was extended.
+func TestExtendRetriedAfterLostReply(t *testing.T) {
+	s := newLossy(t)
+	ctx := context.Background()
+	l, err := s.d.Acquire(ctx, "k", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := s.dropFirstReply(redislocks.ExtendSHA, "ndigo:{retry:k}:lock")
+	if err := l.Extend(ctx, time.Hour); err != nil {
+		t.Fatalf("Extend whose first reply was lost: %v, want nil", err)
+	}
+	s.retried(t, m)
+	if ttl, err := s.direct.PTTL(ctx, "ndigo:{retry:k}:lock").Result(); err != nil || ttl < 59*time.Minute {
+		t.Fatalf("lock PTTL = %v, %v; want about an hour", ttl, err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("Release after the retried Extend: %v", err)
+	}
+}
+
+// A retried Claim whose first attempt recorded the claim answers true, and
+// another claimant of the same seq gets false.
+func TestClaimRetriedAfterLostReply(t *testing.T) {
+	s := newLossy(t)
+	ctx := context.Background()
+	m := s.dropFirstReply(redislocks.ClaimSHA, "ndigo:{retry:k}:claim")
+	if ok, err := s.d.Claim(ctx, "k", 10, time.Minute); !ok || err != nil {
+		t.Fatalf("Claim whose first reply was lost = %v, %v; want true", ok, err)
+	}
+	s.retried(t, m)
+	if ok, err := s.other.Claim(ctx, "k", 10, time.Minute); ok || err != nil {
+		t.Fatalf("another claimant of the same seq = %v, %v; want false", ok, err)
+	}
+}
+
+// The tombstone names the key's last 8 leases released by their holders,
+// newest first, and expires a minute after the last release; a lease that
+// expired leaves no entry.
+func TestReleaseTombstone(t *testing.T) {
+	c := redistest.Start(t).Client()
+	ctx := context.Background()
+	d := newDriver(t, c, "tomb")
+	var ids []string
+	for range 10 {
+		l, err := d.Acquire(ctx, "k", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := c.Get(ctx, "ndigo:{tomb:k}:lock").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append([]string{v}, ids...)
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expired, err := d.Acquire(ctx, "k", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Deleting the key is what its expiry in Redis does.
+	if err := c.Del(ctx, "ndigo:{tomb:k}:lock").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := expired.Release(ctx); !errors.Is(err, locks.ErrLeaseLost) {
+		t.Fatalf("Release of an expired lease = %v, want ErrLeaseLost", err)
+	}
+	tomb, err := c.Get(ctx, "ndigo:{tomb:k}:tombstone").Result()
+	if err != nil || tomb != strings.Join(ids[:8], " ") {
+		t.Fatalf("tombstone = %q, %v; want the last 8 released leases, newest first: %q", tomb, err, strings.Join(ids[:8], " "))
+	}
+	if ttl, err := c.PTTL(ctx, "ndigo:{tomb:k}:tombstone").Result(); err != nil || ttl <= 0 || ttl > time.Minute {
+		t.Fatalf("tombstone PTTL = %v, %v; want (0, 1m]", ttl, err)
+	}
+}
