@@ -88,3 +88,35 @@ func TestCluster(t *testing.T) {
 		t.Fatalf("ForEachMaster: %d masters holding %d keys, %v; want 3 masters holding 6", masters.Load(), keys.Load(), err)
 	}
 }
+
+// A write acknowledged by the replica (WAIT) survives the master's death:
+// the sentinels promote the replica within the helper's bound, and the
+// failover client follows it.
+func TestSentinelFailover(t *testing.T) {
+	start := time.Now()
+	s := redistest.StartSentinel(t)
+	t.Logf("setup took %v", time.Since(start))
+	c := s.Client()
+	ctx := context.Background()
+	// A pipeline runs on one connection, so WAIT waits for the SET.
+	pipe := c.Pipeline()
+	pipe.Set(ctx, "k", "v", 0)
+	wait := pipe.Do(ctx, "WAIT", 1, 5000)
+	if _, err := pipe.Exec(ctx); err != nil || wait.Val() != int64(1) {
+		t.Fatalf("SET and WAIT = %v replicas, %v; want 1", wait.Val(), err)
+	}
+	if v, err := s.Replica.Client().Get(ctx, "k").Result(); err != nil || v != "v" {
+		t.Fatalf("GET on the replica after WAIT = %q, %v", v, err)
+	}
+
+	start = time.Now()
+	s.KillMaster()
+	t.Logf("failover took %v", time.Since(start))
+	role, err := c.Do(ctx, "ROLE").Slice()
+	if err != nil || role[0] != "master" {
+		t.Fatalf("ROLE through the failover client after the failover = %v, %v; want master", role, err)
+	}
+	if v, err := c.Get(ctx, "k").Result(); err != nil || v != "v" {
+		t.Fatalf("GET after the failover = %q, %v; want the replicated write", v, err)
+	}
+}
