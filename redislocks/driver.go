@@ -153,10 +153,11 @@ type Options struct {
 	// *redis.ClusterClient as Client.
 	MinReplicas int
 	// MinReplicasTimeout bounds the WAIT of MinReplicas; zero means 1s.
-	// Each WAIT is further capped at half the lease's TTL. Keep it below
-	// the client's ReadTimeout and the caller's deadlines, which bound the
-	// whole round trip. Negative is invalid, and so is setting it without
-	// MinReplicas.
+	// Each WAIT is further capped at half the lease's TTL, half the
+	// client's ReadTimeout and half the time left before the context's
+	// deadline (with ContextTimeoutEnabled), so that an unacknowledged
+	// lease is reported and given back, not cut off by a timeout. Negative
+	// is invalid, and so is setting it without MinReplicas.
 	MinReplicasTimeout time.Duration
 }
 

@@ -52,11 +52,23 @@ func newReplicaSync(opts Options) (*replicaSync, error) {
 	return r, nil
 }
 
-// waitMillis is the WAIT timeout for a lease of ttl: the configured timeout,
-// but at most half the TTL, so that a granted lease keeps at least half of
-// it; never 0, which would make WAIT block until enough replicas answer.
-func (r *replicaSync) waitMillis(ttl time.Duration) int64 {
-	return max(min(r.timeout, ttl/2).Milliseconds(), 1)
+// waitMillis is the WAIT timeout for a lease of ttl sent on c: the
+// configured timeout, but at most half the TTL, so that a granted lease
+// keeps at least half of it, and at most half of what bounds the round trip
+// (c's ReadTimeout, and ctx's deadline if c honours it), so that a lease too
+// few replicas acknowledged is reported and given back rather than left held
+// by nobody after a timeout. Never 0, which would make WAIT block until
+// enough replicas answer.
+func (r *replicaSync) waitMillis(ctx context.Context, c *redis.Client, ttl time.Duration) int64 {
+	w := min(r.timeout, ttl/2)
+	opts := c.Options()
+	if opts.ReadTimeout > 0 {
+		w = min(w, opts.ReadTimeout/2)
+	}
+	if deadline, ok := ctx.Deadline(); ok && opts.ContextTimeoutEnabled {
+		w = min(w, time.Until(deadline)/2)
+	}
+	return max(w.Milliseconds(), 1)
 }
 
 // acquire runs the acquire script with keys and args and returns its reply:
@@ -80,7 +92,7 @@ func (d *Driver) acquire(ctx context.Context, key string, ttl time.Duration, key
 	if err != nil {
 		return 0, err
 	}
-	wait := d.replicas.waitMillis(ttl)
+	wait := d.replicas.waitMillis(ctx, c, ttl)
 	sc, wc := evalWait(ctx, c, acquireScript, wait, d.replicas.n, keys, args...)
 	reply, err := sc.Int64()
 	if err != nil || reply <= 0 {
@@ -122,7 +134,7 @@ func (d *Driver) extend(ctx context.Context, key string, ttl time.Duration, keys
 	if err != nil {
 		return 0, err
 	}
-	wait := d.replicas.waitMillis(ttl)
+	wait := d.replicas.waitMillis(ctx, c, ttl)
 	sc, wc := evalWait(ctx, c, extendScript, wait, d.replicas.n, keys, args...)
 	reply, err := sc.Int64()
 	if err != nil || reply != 1 {
@@ -139,13 +151,8 @@ func (d *Driver) extend(ctx context.Context, key string, ttl time.Duration, keys
 	return reply, nil
 }
 
-// A pipeliner runs a pipeline on one connection.
-type pipeliner interface {
-	Pipeline() redis.Pipeliner
-}
-
 // connFor returns the client whose pipelines reach the master of key.
-func (d *Driver) connFor(ctx context.Context, key string) (pipeliner, error) {
+func (d *Driver) connFor(ctx context.Context, key string) (*redis.Client, error) {
 	if cc, ok := d.client.(*redis.ClusterClient); ok {
 		return cc.MasterForKey(ctx, d.lockKey(key))
 	}
@@ -155,7 +162,7 @@ func (d *Driver) connFor(ctx context.Context, key string) (pipeliner, error) {
 // evalWait runs script and then WAIT n waitMs in one pipeline, falling back
 // from EVALSHA to EVAL on NOSCRIPT as Script.Run does, and returns the two
 // commands with their replies.
-func evalWait(ctx context.Context, c pipeliner, script *redis.Script, waitMs int64, n int, keys []string, args ...any) (sc, wc *redis.Cmd) {
+func evalWait(ctx context.Context, c *redis.Client, script *redis.Script, waitMs int64, n int, keys []string, args ...any) (sc, wc *redis.Cmd) {
 	run := func(eval bool) (*redis.Cmd, *redis.Cmd) {
 		pipe := c.Pipeline()
 		var sc *redis.Cmd

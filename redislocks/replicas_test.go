@@ -185,6 +185,19 @@ func TestMinReplicasPausedReplica(t *testing.T) {
 	if took := time.Since(start); !errors.Is(err, redislocks.ErrNotReplicated) || !strings.Contains(err.Error(), "within 500ms") || took >= 5*time.Second {
 		t.Errorf("Acquire of a 1s lease with a 10s timeout = %v after %v; want ErrNotReplicated after a 500ms WAIT", err, took)
 	}
+	// So does half the client's read timeout, and half of what is left of
+	// the context: a timeout would leave the key held by nobody.
+	short := newReplicatedDriver(t, master.Client(&redis.Options{ReadTimeout: 400 * time.Millisecond}), "paused", 1, 10*time.Second)
+	_, err = short.Acquire(ctx, "read-timeout", time.Minute)
+	if !errors.Is(err, redislocks.ErrNotReplicated) || !strings.Contains(err.Error(), "within 200ms") {
+		t.Errorf("Acquire with a 400ms read timeout = %v; want ErrNotReplicated after a 200ms WAIT", err)
+	}
+	deadline, cancel := context.WithTimeout(ctx, 600*time.Millisecond)
+	_, err = patient.Acquire(deadline, "deadline", time.Minute)
+	cancel()
+	if !errors.Is(err, redislocks.ErrNotReplicated) || errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Acquire with a 600ms deadline = %v; want ErrNotReplicated before the deadline", err)
+	}
 	replica.Resume()
 	master.WaitReplicated()
 

@@ -200,63 +200,81 @@ func (r *fireRecorder) events() (runs, skips []scheduling.Event) {
 	return slices.Clone(r.runs), slices.Clone(r.skips)
 }
 
-// Two schedulers on Sentinel clients share a locked task that fires every
-// second while the master hangs (SIGSTOP) and the sentinels promote the
-// replica. Outside the failover window every fire runs exactly once; inside
-// it (from one period before the pause until the lease TTL plus a period
-// after the promotion) a fire may be skipped, failing with ErrRedis or
-// finding the lock held by a lease whose release could not reach the hung
-// master, and a fire whose lease was on the old master only may run a
-// second time on the new one, never more. Tokens increase across the
-// failover.
-func TestSchedulerAcrossFailover(t *testing.T) {
-	s := redistest.StartSentinel(t)
-	const ttl = 2 * time.Second
-	rec := &fireRecorder{}
-	var scheds []*scheduling.Scheduler
+// schedTTL is the lease TTL of the failover tests' task, which fires every
+// second.
+const schedTTL = 2 * time.Second
+
+// failoverSchedulers are two schedulers ("a" and "b") on their own Sentinel
+// clients, sharing task Tick (every second, lock "tick"), with one recorder.
+type failoverSchedulers struct {
+	t      *testing.T
+	rec    *fireRecorder
+	scheds []*scheduling.Scheduler
+	first  time.Time // the first fire both schedulers run
+}
+
+// startSchedulers starts the schedulers on s with drivers of minReplicas.
+// Their clients fail a command after 300ms without retrying, so that fires
+// sent to a hung master fail within a period.
+func startSchedulers(t *testing.T, s *redistest.Sentinel, minReplicas int) *failoverSchedulers {
+	t.Helper()
+	fs := &failoverSchedulers{t: t, rec: &fireRecorder{}}
 	for _, node := range []string{"a", "b"} {
 		c := s.Client(&redis.FailoverOptions{ContextTimeoutEnabled: true, ReadTimeout: 300 * time.Millisecond, MaxRetries: -1})
-		d, err := redislocks.New(redislocks.Options{Client: c, Namespace: "sched"})
+		d, err := redislocks.New(redislocks.Options{Client: c, Namespace: "sched", MinReplicas: minReplicas})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = d.Close() })
 		sc := scheduling.New(scheduling.Config{Driver: d, Node: node, Location: time.UTC,
-			Logger: slog.New(slog.DiscardHandler), Listeners: []scheduling.Listener{rec}})
+			Logger: slog.New(slog.DiscardHandler), Listeners: []scheduling.Listener{fs.rec}})
 		err = sc.Add(scheduling.Scheduled(func(context.Context) error { return nil },
-			scheduling.Name("Tick"), scheduling.Cron("* * * * * *"), scheduling.Lock("tick"), scheduling.LockTTL(ttl)))
+			scheduling.Name("Tick"), scheduling.Cron("* * * * * *"), scheduling.Lock("tick"), scheduling.LockTTL(schedTTL)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		scheds = append(scheds, sc)
+		fs.scheds = append(fs.scheds, sc)
 	}
-	for _, sc := range scheds {
+	for _, sc := range fs.scheds {
 		if err := sc.Start(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	first := time.Now().Truncate(time.Second).Add(time.Second) // both schedulers run from this fire on
-	runsFrom := func(from time.Time) int {
-		runs, _ := rec.events()
-		return len(slices.DeleteFunc(runs, func(e scheduling.Event) bool { return e.Fire.Before(from) }))
-	}
-	eventually(t, 10*time.Second, "three runs before the failover", func() bool { return runsFrom(first) >= 3 })
+	fs.first = time.Now().Truncate(time.Second).Add(time.Second)
+	return fs
+}
 
-	paused := time.Now()
-	s.PauseMaster()
-	promoted := time.Now()
-	windowStart, windowEnd := paused.Add(-time.Second), promoted.Add(ttl+time.Second)
-	eventually(t, 15*time.Second, "three runs after the failover window", func() bool { return runsFrom(windowEnd) >= 3 })
-	for _, sc := range scheds {
+// waitRuns waits until n fires at or after from have run.
+func (fs *failoverSchedulers) waitRuns(n int, from time.Time, within time.Duration, what string) {
+	fs.t.Helper()
+	eventually(fs.t, within, what, func() bool {
+		runs, _ := fs.rec.events()
+		return len(slices.DeleteFunc(runs, func(e scheduling.Event) bool { return e.Fire.Before(from) })) >= n
+	})
+}
+
+// stop stops both schedulers.
+func (fs *failoverSchedulers) stop() {
+	fs.t.Helper()
+	for _, sc := range fs.scheds {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		if err := sc.Stop(ctx); err != nil {
-			t.Error(err)
+			fs.t.Error(err)
 		}
 		cancel()
 	}
-	t.Logf("master paused at %s, replica promoted %v later", paused.Format("15:04:05.000"), promoted.Sub(paused))
+}
 
-	runs, skips := rec.events()
+// check checks the recorded fires against the failover window
+// [windowStart, windowEnd]: outside it every fire ran exactly once and every
+// skip was "lock held" or "already run"; inside it no fire ran more than
+// twice and a skip may also be "still running" or a lock failure wrapping
+// ErrRedis, of which there was at least one. Tokens increase with the fires
+// throughout. It returns the lock failures.
+func (fs *failoverSchedulers) check(windowStart, windowEnd time.Time) []scheduling.Event {
+	t := fs.t
+	t.Helper()
+	runs, skips := fs.rec.events()
 	inWindow := func(f time.Time) bool { return !f.Before(windowStart) && !f.After(windowEnd) }
 	byFire := map[time.Time][]scheduling.Event{}
 	var last time.Time
@@ -266,7 +284,7 @@ func TestSchedulerAcrossFailover(t *testing.T) {
 			last = e.Fire
 		}
 	}
-	for f := first; !f.After(last); f = f.Add(time.Second) {
+	for f := fs.first; !f.After(last); f = f.Add(time.Second) {
 		n := len(byFire[f])
 		switch {
 		case inWindow(f) && n > 2:
@@ -282,18 +300,65 @@ func TestSchedulerAcrossFailover(t *testing.T) {
 				runs[i].Token, runs[i].Fire.Format("15:04:05"))
 		}
 	}
-	failed := 0
+	var failed []scheduling.Event
 	for _, e := range skips {
 		switch {
 		case e.Outcome == scheduling.OutcomeLockHeld || e.Outcome == scheduling.OutcomeAlreadyRun:
 		case inWindow(e.Fire) && e.Outcome == scheduling.OutcomeLockFailed && errors.Is(e.Err, redislocks.ErrRedis):
-			failed++
+			failed = append(failed, e)
 		case inWindow(e.Fire) && e.Outcome == scheduling.OutcomeRunning:
 		default:
 			t.Errorf("node %s skipped fire %s: %s, %v; not expected at that fire", e.Node, e.Fire.Format("15:04:05"), e.Outcome, e.Err)
 		}
 	}
-	if failed == 0 {
-		t.Error("no fire failed with ErrRedis while the master hung")
+	if len(failed) == 0 {
+		t.Error("no fire failed with ErrRedis in the failover window")
 	}
+	return failed
+}
+
+// Two schedulers on Sentinel clients share a locked task that fires every
+// second while the master hangs (SIGSTOP) and the sentinels promote the
+// replica. Outside the failover window every fire runs exactly once; inside
+// it (from one period before the pause until the lease TTL plus a period
+// after the promotion) a fire may be skipped, failing with ErrRedis or
+// finding the lock held by a lease whose release could not reach the hung
+// master, and a fire whose lease was on the old master only may run a
+// second time on the new one, never more. Tokens increase across the
+// failover.
+func TestSchedulerAcrossFailover(t *testing.T) {
+	s := redistest.StartSentinel(t)
+	fs := startSchedulers(t, s, 0)
+	fs.waitRuns(3, fs.first, 10*time.Second, "three runs before the failover")
+	paused := time.Now()
+	s.PauseMaster()
+	promoted := time.Now()
+	windowEnd := promoted.Add(schedTTL + time.Second)
+	fs.waitRuns(3, windowEnd, 15*time.Second, "three runs after the failover window")
+	fs.stop()
+	t.Logf("master paused at %s, replica promoted %v later", paused.Format("15:04:05.000"), promoted.Sub(paused))
+	fs.check(paused.Add(-time.Second), windowEnd)
+}
+
+// The same with MinReplicas 1: once the replica is promoted it has no
+// replica of its own, so fires fail with ErrNotReplicated (the driver gives
+// every lease back) until the old master is resumed as a replica of the new
+// one; from then on every fire runs exactly once again.
+func TestSchedulerAcrossFailoverMinReplicas(t *testing.T) {
+	s := redistest.StartSentinel(t)
+	fs := startSchedulers(t, s, 1)
+	fs.waitRuns(3, fs.first, 10*time.Second, "three runs before the failover")
+	paused := time.Now()
+	s.PauseMaster()
+	eventually(t, 10*time.Second, "a fire refused for want of a replica", func() bool {
+		_, skips := fs.rec.events()
+		return slices.ContainsFunc(skips, func(e scheduling.Event) bool { return errors.Is(e.Err, redislocks.ErrNotReplicated) })
+	})
+	s.RejoinMaster()
+	rejoined := time.Now()
+	windowEnd := rejoined.Add(schedTTL + time.Second)
+	fs.waitRuns(3, windowEnd, 15*time.Second, "three runs after the old master rejoined")
+	fs.stop()
+	t.Logf("master paused at %s, rejoined as a replica %v later", paused.Format("15:04:05.000"), rejoined.Sub(paused))
+	fs.check(paused.Add(-time.Second), windowEnd)
 }

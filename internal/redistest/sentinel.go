@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -122,6 +123,31 @@ func (s *Sentinel) PauseMaster() {
 	s.t.Helper()
 	s.Master.Pause()
 	s.WaitPromoted()
+}
+
+// RejoinMaster brings the old master back as a replica of the promoted one,
+// as the sentinels do by themselves only some 10s after it answers again: a
+// paused master is resumed and a killed one restarted (empty), it is told
+// REPLICAOF the promoted replica, and RejoinMaster waits until the promoted
+// replica counts it in sync. Call it after the failover.
+func (s *Sentinel) RejoinMaster() {
+	s.t.Helper()
+	m := s.Master
+	m.mu.Lock()
+	running, paused := m.cmd != nil, m.paused
+	m.mu.Unlock()
+	switch {
+	case !running:
+		m.Restart()
+	case paused:
+		m.Resume()
+	}
+	c := probe(m.Addr())
+	defer c.Close()
+	if err := c.ReplicaOf(context.Background(), "127.0.0.1", strconv.Itoa(s.Replica.Port())).Err(); err != nil {
+		s.t.Fatalf("redistest: REPLICAOF on the old master %s: %v", m.Addr(), err)
+	}
+	s.Replica.WaitReplicated()
 }
 
 // WaitPromoted waits until every sentinel names Replica as the master and
