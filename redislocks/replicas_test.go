@@ -14,6 +14,7 @@ import (
 
 	"github.com/ndigo/ndigo/internal/redistest"
 	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/locks/lockstest"
 	"github.com/ndigo/ndigo/redislocks"
 )
 
@@ -222,4 +223,17 @@ func TestMinReplicasCluster(t *testing.T) {
 		_, err := d.Acquire(context.Background(), key, time.Minute)
 		checkNotReplicated(t, err, key, plain)
 	}
+}
+
+// The pipelined path (script and WAIT) keeps every driver semantic.
+func TestConformanceMinReplicas(t *testing.T) {
+	master := redistest.Start(t)
+	redistest.StartReplica(t, master)
+	c := master.Client()
+	lockstest.Run(t, lockstest.Harness{
+		NewDriver: func(t *testing.T) locks.Driver {
+			return newReplicatedDriver(t, c, "conformance", 1, 50*time.Millisecond)
+		},
+		TTL: conformanceTTL,
+	})
 }
