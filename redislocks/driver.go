@@ -62,8 +62,8 @@
 // rules out at the cost of failing acquisitions while any replica is down.
 // While fewer replicas are reachable, every Acquire that takes the lease
 // waits the WAIT timeout and fails. Fire claims (Claim) are not waited on:
-// a claim lost in a failover lets a node whose clock lags run that fire
-// again (see package scheduling).
+// a claim lost in a failover lets a node that reaches the same fire after
+// the lease's TTL (its clock lags that much) run that fire again.
 //
 // # Local expiry
 //
