@@ -1,5 +1,6 @@
-# make test: every check CI runs. It installs redis-server from Debian's
-# packages when it is missing (as root), or says what to install.
+# make test: every check CI runs. It installs redis-server and redis-sentinel
+# from Debian's packages when they are missing (as root), or says what to
+# install.
 GO          ?= go
 STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 PKGS        := ./...
@@ -22,13 +23,16 @@ staticcheck:
 unit:
 	$(GO) test -race -count=1 $(PKGS)
 
+# redis-server: the Redis binaries the tests start: redis-server and
+# redis-cli (package redis-server), redis-sentinel (package redis-sentinel).
 redis-server:
-	@if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1; then \
+	@if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1 || \
+		! command -v redis-sentinel >/dev/null 2>&1; then \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-			echo "installing redis-server from Debian's packages"; \
-			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; \
+			echo "installing redis-server and redis-sentinel from Debian's packages"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-sentinel >/dev/null; \
 		else \
-			echo "make test needs redis-server and redis-cli: install them (Debian: sudo apt-get install redis-server)"; exit 1; \
+			echo "make test needs redis-server, redis-cli and redis-sentinel: install them (Debian: sudo apt-get install redis-server redis-sentinel)"; exit 1; \
 		fi; \
 	fi
 

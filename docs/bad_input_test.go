@@ -103,6 +103,24 @@ func badInputs() []badInput {
 			_, err = rd.Acquire(bg, "k", 2*time.Millisecond)
 			return err
 		}},
+		{"redislocks.New", `MinReplicas -1`, locks.ErrInvalid, func() error {
+			_, err := redislocks.New(redislocks.Options{Client: client, Namespace: "prod", MinReplicas: -1})
+			return err
+		}},
+		{"redislocks.New", `MinReplicasTimeout -1ms`, locks.ErrInvalid, func() error {
+			_, err := redislocks.New(redislocks.Options{Client: client, Namespace: "prod", MinReplicas: 1, MinReplicasTimeout: -time.Millisecond})
+			return err
+		}},
+		{"redislocks.New", `MinReplicasTimeout 1s without MinReplicas`, locks.ErrInvalid, func() error {
+			_, err := redislocks.New(redislocks.Options{Client: client, Namespace: "prod", MinReplicasTimeout: time.Second})
+			return err
+		}},
+		{"redislocks.New", `MinReplicas 1 on a *redis.Ring`, locks.ErrInvalid, func() error {
+			ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}}) // never contacted
+			defer ring.Close()
+			_, err := redislocks.New(redislocks.Options{Client: ring, Namespace: "prod", MinReplicas: 1})
+			return err
+		}},
 		{"scheduling.Validate", `no Cron`, scheduling.ErrInvalidSpec, task()},
 		{"scheduling.Validate", `Cron("61 * * * *")`, scheduling.ErrInvalidSpec, task(scheduling.Cron("61 * * * *"))},
 		{"scheduling.Validate", `Cron("0 2 * *")`, scheduling.ErrInvalidSpec, task(scheduling.Cron("0 2 * *"))},

@@ -1,6 +1,8 @@
 // Package redislocks is a locks.Driver on Redis: it makes a locked task
-// single-executor across every node that shares one Redis (single server,
-// Sentinel failover, or Cluster).
+// single-executor across every node that shares one Redis (a single server,
+// a Sentinel-managed master, or a Cluster), as long as the server that
+// decides a key keeps its leases. A failover to a replica may not: see
+// Failover.
 //
 // # Operations
 //
@@ -61,6 +63,32 @@
 // failover time. The counter only separates mints within one microsecond and
 // rides out small steps back of one server's clock; it expires max(lease TTL,
 // 24h) after the last acquisition and never leaks.
+//
+// # Failover
+//
+// Redis replicates asynchronously, and a failover (Sentinel or Cluster)
+// promotes a replica that may lack the old master's last writes. By default
+// a lease granted just before a failover can therefore be lost: another node
+// acquires the key on the new master while the first holder still runs,
+// until the first lease's TTL ends. Tokens still increase across the
+// failover (see Fencing tokens), so fenced storage refuses the first holder
+// once the second has written.
+//
+// Options.MinReplicas closes that window for replicas that acknowledged:
+// Acquire runs WAIT after the acquire script, on the same connection, and
+// grants the lease only once that many replicas have it; short of them it
+// releases the lease and returns ErrNotReplicated. Extend waits the same way
+// and, short of replicas, keeps the lease's earlier deadline, which the
+// replicas have. Sentinel promotes, among replicas of equal
+// replica-priority, the one with the largest replication offset, which has
+// every acknowledged lease; the lease is lost only if every replica that
+// acknowledged it is unreachable at the failover (or has a lower priority
+// than one that did not), which MinReplicas equal to the number of replicas
+// rules out at the cost of failing acquisitions while any replica is down.
+// While fewer replicas are reachable, every Acquire that takes the lease
+// waits the WAIT timeout and fails. Fire claims (Claim) are not waited on:
+// a claim lost in a failover lets a node that reaches the same fire after
+// the lease's TTL (its clock lags that much) run that fire again.
 //
 // # Local expiry
 //
@@ -143,6 +171,23 @@ type Options struct {
 	// Logger receives warnings about the shared release subscription; nil
 	// means they are dropped.
 	Logger *slog.Logger
+	// MinReplicas is how many replicas must hold a lease before Acquire
+	// grants it, so that a failover cannot lose it: after the acquire
+	// script, Acquire runs WAIT MinReplicas on the same connection, and
+	// when fewer replicas acknowledge in time it releases the lease and
+	// returns an error wrapping ErrNotReplicated and ErrRedis. Extend waits
+	// the same way and, short of replicas, fails and keeps the earlier
+	// deadline. Zero means no waiting; negative is invalid. Setting it
+	// needs a *redis.Client (also from NewFailoverClient) or
+	// *redis.ClusterClient as Client.
+	MinReplicas int
+	// MinReplicasTimeout bounds the WAIT of MinReplicas; zero means 1s.
+	// Each WAIT is further capped at half the lease's TTL, half the
+	// client's ReadTimeout and half the time left before the context's
+	// deadline (with ContextTimeoutEnabled), so that an unacknowledged
+	// lease is reported and given back, not cut off by a timeout. Negative
+	// is invalid, and so is setting it without MinReplicas.
+	MinReplicasTimeout time.Duration
 }
 
 const (
@@ -172,6 +217,7 @@ type Driver struct {
 	hub        *hub
 	nonce      string        // random prefix of the nonces of this driver's calls
 	calls      atomic.Uint64 // numbers the calls that carry a nonce
+	replicas   *replicaSync  // nil unless Options.MinReplicas is set
 }
 
 var (
@@ -196,6 +242,10 @@ func New(opts Options) (*Driver, error) {
 	if opts.MinDrift < 0 {
 		return nil, fmt.Errorf("%w: redislocks: Options.MinDrift %v must not be negative", locks.ErrInvalid, opts.MinDrift)
 	}
+	replicas, err := newReplicaSync(opts)
+	if err != nil {
+		return nil, err
+	}
 	d := &Driver{
 		client:     opts.Client,
 		ns:         opts.Namespace,
@@ -204,6 +254,7 @@ func New(opts Options) (*Driver, error) {
 		minDrift:   opts.MinDrift,
 		channels:   "ndigo:" + opts.Namespace + ":released:",
 		nonce:      strconv.FormatUint(rand.Uint64(), 36) + ".",
+		replicas:   replicas,
 	}
 	if d.clock == nil {
 		d.clock = clockwork.NewRealClock()
@@ -294,7 +345,8 @@ func millis(ttl time.Duration) int64 {
 
 func counterMillis(ttl time.Duration) int64 { return millis(max(ttl, counterTTL)) }
 
-// Acquire implements locks.Driver in one round trip.
+// Acquire implements locks.Driver in one round trip. With
+// Options.MinReplicas it grants a lease only once that many replicas have it.
 func (d *Driver) Acquire(ctx context.Context, key string, ttl time.Duration) (locks.Lease, error) {
 	if err := locks.Check(ctx, key, ttl); err != nil {
 		return nil, err
@@ -305,8 +357,8 @@ func (d *Driver) Acquire(ctx context.Context, key string, ttl time.Duration) (lo
 	tag := d.tag(key)
 	nonce := d.newNonce()
 	sent := d.clock.Now()
-	n, err := acquireScript.Run(ctx, d.client, []string{tag + "lock", tag + "token"},
-		millis(ttl), counterMillis(ttl), nonce).Int64()
+	n, err := d.acquire(ctx, key, ttl, nonce, []string{tag + "lock", tag + "token"},
+		millis(ttl), counterMillis(ttl), nonce)
 	if err != nil {
 		return nil, fmt.Errorf("%w: acquire key %q: %w", ErrRedis, key, err)
 	}

@@ -45,3 +45,34 @@ func Example() {
 }
 
 func closeBooks(ctx context.Context, fencingToken uint64) {}
+
+// Behind Sentinel, a lease that a failover could lose is refused: the driver
+// grants it only once a replica has it. (This example needs a Sentinel
+// setup, so it is compiled but not run.)
+func ExampleOptions_minReplicas() {
+	ctx := context.Background()
+	client := redis.NewFailoverClient(&redis.FailoverOptions{
+		MasterName:            "mymaster",
+		SentinelAddrs:         []string{"sentinel-1:26379", "sentinel-2:26379", "sentinel-3:26379"},
+		ContextTimeoutEnabled: true,
+	})
+	defer client.Close()
+
+	d, err := redislocks.New(redislocks.Options{Client: client, Namespace: "prod", MinReplicas: 1, MinReplicasTimeout: 500 * time.Millisecond})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer d.Close()
+
+	lease, err := d.Acquire(ctx, "payroll-window", time.Minute)
+	switch {
+	case errors.Is(err, redislocks.ErrNotReplicated):
+		log.Print("no replica acknowledged in time; the lease was given back")
+		return
+	case err != nil:
+		log.Print(err) // held by another node, or Redis failed
+		return
+	}
+	defer lease.Release(ctx)
+	closeBooks(ctx, lease.Token())
+}

@@ -47,7 +47,9 @@ func (l *lease) Token() uint64 { return l.token }
 
 // Extend implements locks.Lease in one round trip. A lease past its local
 // deadline is not extended even if Redis still holds it: its Done has closed
-// and its holder was told to stop.
+// and its holder was told to stop. With Options.MinReplicas, an extension
+// that too few replicas acknowledged fails with ErrNotReplicated and leaves
+// the lease held with its earlier deadline, which the replicas have.
 func (l *lease) Extend(ctx context.Context, ttl time.Duration) error {
 	if err := locks.Check(ctx, l.key, ttl); err != nil {
 		return err
@@ -64,7 +66,7 @@ func (l *lease) Extend(ctx context.Context, ttl time.Duration) error {
 		return err
 	}
 	l.mu.Unlock()
-	n, err := extendScript.Run(ctx, d.client, []string{d.tag(l.key) + "lock"}, l.id, millis(ttl)).Int64()
+	n, err := d.extend(ctx, l.key, ttl, []string{d.tag(l.key) + "lock"}, l.id, millis(ttl))
 	if err != nil {
 		return fmt.Errorf("%w: extend key %q token %d: %w", ErrRedis, l.key, l.token, err)
 	}

@@ -1,10 +1,12 @@
 // Package redistest starts private redis-server processes for tests: single
-// servers on free loopback ports with persistence off, and small Redis
-// Clusters made of them. A test can kill, restart, pause and resume a server
-// to inject faults. Every process is torn down by t.Cleanup.
+// servers on free loopback ports with persistence off, small Redis Clusters
+// made of them, and a Sentinel setup (a master, a replica and three
+// redis-sentinel processes) that fails over in a few seconds. A test can
+// kill, restart, pause and resume a server to inject faults. Every process is
+// torn down by t.Cleanup.
 //
-// The helpers never skip: when redis-server or redis-cli is missing, the test
-// fails and says how to install them.
+// The helpers never skip: when redis-server, redis-cli or redis-sentinel is
+// missing, the test fails and says how to install them.
 package redistest
 
 import (
@@ -25,20 +27,26 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// installHint is the failure message when a Redis binary is missing.
-const installHint = "install redis-server (Debian: apt-get install redis-server; make test does it)"
+// installHints are the failure messages when a Redis binary is missing.
+var installHints = map[string]string{
+	"redis-server":   "install redis-server (Debian: apt-get install redis-server; make test does it)",
+	"redis-cli":      "install redis-server, which brings redis-cli (Debian: apt-get install redis-server; make test does it)",
+	"redis-sentinel": "install redis-sentinel (Debian: apt-get install redis-sentinel; make test does it)",
+}
 
 // startTimeout bounds how long a server may take to answer PING.
 const startTimeout = 10 * time.Second
 
-// A Server is one private redis-server process on a loopback port. Its
-// methods fail the test that started it on error; they are safe for
-// concurrent use.
+// A Server is one private redis-server (or redis-sentinel) process on a
+// loopback port. Its methods fail the test that started it on error; they are
+// safe for concurrent use.
 type Server struct {
 	t    testing.TB
+	bin  string // the binary's name: redis-server or redis-sentinel
+	conf string // the config file passed first; "" for none
 	port int
 	dir  string
-	args []string // extra redis-server arguments, kept for Restart
+	args []string // extra arguments, kept for Restart
 
 	mu     sync.Mutex // protects the fields below
 	cmd    *exec.Cmd  // the running process, nil after Kill
@@ -58,7 +66,15 @@ func Start(t testing.TB, extraArgs ...string) *Server {
 // as well.
 func start(t testing.TB, cluster bool, extraArgs []string) *Server {
 	t.Helper()
-	bin := lookPath(t, "redis-server")
+	return startProcess(t, "redis-server", "", cluster, extraArgs)
+}
+
+// startProcess starts binary name on a free port. A non-empty conf is
+// written to redis.conf in the process's directory, which is passed as the
+// first argument (redis-sentinel needs a config file it can rewrite).
+func startProcess(t testing.TB, name, conf string, cluster bool, extraArgs []string) *Server {
+	t.Helper()
+	bin := lookPath(t, name)
 	var lastErr error
 	for range 10 {
 		port, err := freePort(cluster)
@@ -66,7 +82,13 @@ func start(t testing.TB, cluster bool, extraArgs []string) *Server {
 			lastErr = err
 			continue
 		}
-		s := &Server{t: t, port: port, dir: t.TempDir(), args: extraArgs}
+		s := &Server{t: t, bin: name, port: port, dir: t.TempDir(), args: extraArgs}
+		if conf != "" {
+			s.conf = filepath.Join(s.dir, "redis.conf")
+			if err := os.WriteFile(s.conf, []byte(conf), 0o600); err != nil {
+				t.Fatalf("redistest: writing %s: %v", s.conf, err)
+			}
+		}
 		if err := s.launch(bin); err != nil {
 			// Another process may have taken the port between the probe
 			// and the start: try another one.
@@ -76,7 +98,7 @@ func start(t testing.TB, cluster bool, extraArgs []string) *Server {
 		t.Cleanup(s.stop)
 		return s
 	}
-	t.Fatalf("redistest: could not start redis-server: %v", lastErr)
+	t.Fatalf("redistest: could not start %s: %v", name, lastErr)
 	return nil
 }
 
@@ -84,7 +106,7 @@ func lookPath(t testing.TB, name string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {
-		t.Fatalf("redistest: %s not found in PATH: %s", name, installHint)
+		t.Fatalf("redistest: %s not found in PATH: %s", name, installHints[name])
 	}
 	return p
 }
@@ -113,7 +135,11 @@ func portFree(port int) bool {
 
 // launch starts the process and waits until it answers PING.
 func (s *Server) launch(bin string) error {
-	args := []string{
+	var args []string
+	if s.conf != "" {
+		args = append(args, s.conf)
+	}
+	args = append(args,
 		"--port", strconv.Itoa(s.port),
 		"--bind", "127.0.0.1",
 		"--save", "",
@@ -121,7 +147,9 @@ func (s *Server) launch(bin string) error {
 		"--dir", s.dir,
 		"--logfile", filepath.Join(s.dir, "redis.log"),
 		"--daemonize", "no",
-	}
+		// A replica's first sync starts at once instead of after 5s.
+		"--repl-diskless-sync-delay", "0",
+	)
 	args = append(args, s.args...)
 	cmd := exec.Command(bin, args...)
 	// Stdout and stderr stay nil (the null device), so exec starts no copying
@@ -136,7 +164,7 @@ func (s *Server) launch(bin string) error {
 		} else if time.Now().After(deadline) || exited(cmd) {
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
-			return fmt.Errorf("redistest: redis-server on port %d did not answer PING: %v; log:\n%s", s.port, err, s.log())
+			return fmt.Errorf("redistest: %s on port %d did not answer PING: %v; log:\n%s", s.bin, s.port, err, s.log())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -233,7 +261,8 @@ func (s *Server) killLocked() {
 }
 
 // Restart kills the server if it is running and starts a fresh one, with no
-// data, on the same port, waiting until it answers PING.
+// data, on the same port, waiting until it answers PING. A sentinel keeps
+// its config file, which is its state.
 func (s *Server) Restart() {
 	s.t.Helper()
 	s.mu.Lock()
@@ -241,7 +270,7 @@ func (s *Server) Restart() {
 		s.killLocked()
 	}
 	s.mu.Unlock()
-	bin := lookPath(s.t, "redis-server")
+	bin := lookPath(s.t, s.bin)
 	if err := s.launch(bin); err != nil {
 		s.t.Fatalf("redistest: restart: %v", err)
 	}

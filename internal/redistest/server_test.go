@@ -88,3 +88,37 @@ func TestCluster(t *testing.T) {
 		t.Fatalf("ForEachMaster: %d masters holding %d keys, %v; want 3 masters holding 6", masters.Load(), keys.Load(), err)
 	}
 }
+
+// A write acknowledged by the replica (WAIT) survives the master's death:
+// the sentinels promote the replica within the helper's bound, the failover
+// client follows it, and the old master rejoins as its replica.
+func TestSentinelFailover(t *testing.T) {
+	s := redistest.StartSentinel(t)
+	c := s.Client()
+	ctx := context.Background()
+	// A pipeline runs on one connection, so WAIT waits for the SET.
+	pipe := c.Pipeline()
+	pipe.Set(ctx, "k", "v", 0)
+	wait := pipe.Do(ctx, "WAIT", 1, 5000)
+	if _, err := pipe.Exec(ctx); err != nil || wait.Val() != int64(1) {
+		t.Fatalf("SET and WAIT = %v replicas, %v; want 1", wait.Val(), err)
+	}
+	if v, err := s.Replica.Client().Get(ctx, "k").Result(); err != nil || v != "v" {
+		t.Fatalf("GET on the replica after WAIT = %q, %v", v, err)
+	}
+
+	s.KillMaster()
+	role, err := c.Do(ctx, "ROLE").Slice()
+	if err != nil || role[0] != "master" {
+		t.Fatalf("ROLE through the failover client after the failover = %v, %v; want master", role, err)
+	}
+	if v, err := c.Get(ctx, "k").Result(); err != nil || v != "v" {
+		t.Fatalf("GET after the failover = %q, %v; want the replicated write", v, err)
+	}
+
+	// The killed master comes back empty and syncs from the new one.
+	s.RejoinMaster()
+	if v, err := s.Master.Client().Get(ctx, "k").Result(); err != nil || v != "v" {
+		t.Fatalf("GET on the rejoined old master = %q, %v; want the new master's data", v, err)
+	}
+}
