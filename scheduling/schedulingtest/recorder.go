@@ -68,10 +68,16 @@ func (r *Recorder) Skips() []scheduling.Event {
 	return slices.Clone(r.skipped)
 }
 
-// A FireKey names one fire of one task.
+// A FireKey names one fire of one task. Make it with [Key]: time.Time
+// values of one instant compare equal as map keys only in one form.
 type FireKey struct {
 	Task string
-	Fire time.Time
+	Fire time.Time // in UTC, without a monotonic reading
+}
+
+// Key returns the FireKey of task's fire at fire.
+func Key(task string, fire time.Time) FireKey {
+	return FireKey{task, time.Unix(0, fire.UnixNano()).UTC()}
 }
 
 // Runs counts the runs that started, by fire, across recorders.
@@ -79,7 +85,7 @@ func Runs(rs ...*Recorder) map[FireKey]int {
 	n := map[FireKey]int{}
 	for _, r := range rs {
 		for _, e := range r.Started() {
-			n[FireKey{e.Task, e.Fire.UTC()}]++
+			n[Key(e.Task, e.Fire)]++
 		}
 	}
 	return n
@@ -92,7 +98,7 @@ func AtMostOnce(rs ...*Recorder) error {
 	nodes := map[FireKey][]string{}
 	for _, r := range rs {
 		for _, e := range r.Started() {
-			k := FireKey{e.Task, e.Fire.UTC()}
+			k := Key(e.Task, e.Fire)
 			nodes[k] = append(nodes[k], e.Node)
 		}
 	}
