@@ -21,6 +21,7 @@ import (
 	"github.com/ndigo/ndigo/internal/redistest"
 	"github.com/ndigo/ndigo/locks"
 	"github.com/ndigo/ndigo/scheduling"
+	"github.com/ndigo/ndigo/scheduling/schedulingtest"
 )
 
 func TestMain(m *testing.M) {
@@ -29,28 +30,17 @@ func TestMain(m *testing.M) {
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// doneListener announces each run's end and each skip.
-type doneListener struct {
-	scheduling.NopListener
-	ch chan string
-}
-
-func (d *doneListener) AfterRun(_ context.Context, e scheduling.Event) { d.ch <- e.Task }
-func (d *doneListener) Skipped(e scheduling.Event)                     { d.ch <- e.Task }
-
 // newScheduler returns a started scheduler on a fake clock at epoch, in a
-// zone other than UTC so that the UTC timestamps show, and a channel told
-// of every run's end.
-func newScheduler(t *testing.T, tasks ...scheduling.Task) (*scheduling.Scheduler, *clockwork.FakeClock, chan string) {
+// zone other than UTC so that the UTC timestamps show.
+func newScheduler(t *testing.T, tasks ...scheduling.Task) (*scheduling.Scheduler, *clockwork.FakeClock) {
 	t.Helper()
 	paris, err := time.LoadLocation("Europe/Paris")
 	if err != nil {
 		t.Fatal(err)
 	}
 	fc := clockwork.NewFakeClockAt(epoch.In(paris))
-	done := &doneListener{ch: make(chan string, 10)}
 	s := scheduling.New(scheduling.Config{Clock: fc, Node: "node-a", Logger: slog.New(slog.DiscardHandler), Location: paris,
-		Driver: locks.NewInProcessDriver(locks.WithClock(fc)), Listeners: []scheduling.Listener{done}})
+		Driver: locks.NewInProcessDriver(locks.WithClock(fc))})
 	if err := s.Add(tasks...); err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +52,7 @@ func newScheduler(t *testing.T, tasks ...scheduling.Task) (*scheduling.Scheduler
 			t.Error(err)
 		}
 	})
-	return s, fc, done.ch
+	return s, fc
 }
 
 // get serves GET path with h and decodes the JSON body into a generic map.
@@ -82,7 +72,7 @@ func get(t *testing.T, h http.Handler, path string) (int, map[string]any) {
 
 func TestScheduledTasks(t *testing.T) {
 	failure := errors.New("books do not balance")
-	s, fc, done := newScheduler(t,
+	s, fc := newScheduler(t,
 		scheduling.Scheduled(func(context.Context) error { return nil }, scheduling.Cron("@every 1s"),
 			scheduling.Lock("payroll-window"), scheduling.LockTTL(30*time.Second), scheduling.Name("close")),
 		scheduling.Scheduled(func(context.Context) error { return failure }, scheduling.Cron("@every 1s"),
@@ -94,12 +84,9 @@ func TestScheduledTasks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := fc.BlockUntilContext(context.Background(), 1); err != nil {
+	if err := schedulingtest.Step(context.Background(), fc, time.Second, 0, s); err != nil {
 		t.Fatal(err)
 	}
-	fc.Advance(time.Second)
-	<-done
-	<-done
 	code, body := get(t, h, "/scheduledtasks")
 	if code != http.StatusOK {
 		t.Fatalf("status %d", code)
@@ -142,7 +129,7 @@ func TestScheduledTasks(t *testing.T) {
 func TestLocks(t *testing.T) {
 	release := make(chan struct{})
 	started := make(chan struct{})
-	s, fc, done := newScheduler(t,
+	s, fc := newScheduler(t,
 		scheduling.Scheduled(func(context.Context) error {
 			close(started)
 			<-release
@@ -171,11 +158,13 @@ func TestLocks(t *testing.T) {
 		t.Fatalf("lock %v", l)
 	}
 	close(release)
-	<-done
+	if err := schedulingtest.Settle(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestHealthz(t *testing.T) {
-	s, _, _ := newScheduler(t)
+	s, _ := newScheduler(t)
 	down := errors.New("disk full")
 	h, err := New(Options{Scheduler: s, Checks: []Check{
 		{Name: "ok-dep", Check: func(context.Context) error { return nil }},
@@ -200,7 +189,7 @@ func TestHealthz(t *testing.T) {
 }
 
 func TestNewRejectsBadOptions(t *testing.T) {
-	s, _, _ := newScheduler(t)
+	s, _ := newScheduler(t)
 	for _, c := range []struct {
 		opts Options
 		want string

@@ -18,7 +18,7 @@ const (
 	LeasesLost          = "ndigo_leases_lost_total"             // counter; task
 	LeaseRenewalsFailed = "ndigo_lease_renewals_failed_total"   // counter; task
 	TaskFires           = "ndigo_task_fires_total"              // counter; task
-	TaskRuns            = "ndigo_task_runs_total"               // counter; task, outcome: ok, error, panic
+	TaskRuns            = "ndigo_task_runs_total"               // counter; task, outcome: ok, error, panic, cancelled
 	TaskSkips           = "ndigo_task_skips_total"              // counter; task, reason
 	TaskRunDuration     = "ndigo_task_run_duration_seconds"     // histogram; task
 	TaskLateness        = "ndigo_task_lateness_seconds"         // histogram; task: run start minus scheduled instant
@@ -29,6 +29,7 @@ const (
 	ReasonLockHeld     = "lock_held"     // another holder had the lock
 	ReasonStillRunning = "still_running" // the previous run on this node was still going
 	ReasonAlreadyRun   = "already_run"   // another node claimed the fire
+	ReasonMissed       = "missed"        // the node reached the fire too late to claim it
 	ReasonNoDriver     = "no_driver"     // a locked task on a scheduler without a driver
 	ReasonLockError    = "lock_error"    // the driver failed
 )
@@ -65,9 +66,9 @@ var attemptLabels = [3]string{acquired: "acquired", held: "held", failed: "error
 
 // taskMetrics are one task's resolved children of the labelled vectors.
 type taskMetrics struct {
-	fires                 prometheus.Counter
-	ok, errored, panicked prometheus.Counter
-	runDuration, lateness prometheus.Observer
+	fires                            prometheus.Counter
+	ok, errored, panicked, cancelled prometheus.Counter
+	runDuration, lateness            prometheus.Observer
 }
 
 // New registers ndigo's collectors with reg and returns them. A nil reg
@@ -108,11 +109,11 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	if m.fires, err = counter(TaskFires, "Fires of a task on this node, run or skipped.", "task"); err != nil {
 		return nil, err
 	}
-	if m.runs, err = counter(TaskRuns, "Runs of a task by outcome: ok, error, panic.", "task", "outcome"); err != nil {
+	if m.runs, err = counter(TaskRuns, "Runs of a task by outcome: ok, error, panic, cancelled (by stop at its deadline).", "task", "outcome"); err != nil {
 		return nil, err
 	}
 	if m.skips, err = counter(TaskSkips, "Fires skipped on this node by reason: "+
-		"lock_held, still_running, already_run, no_driver, lock_error.", "task", "reason"); err != nil {
+		"lock_held, still_running, already_run, missed, no_driver, lock_error.", "task", "reason"); err != nil {
 		return nil, err
 	}
 	if m.runDuration, err = register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -156,6 +157,7 @@ func (m *Metrics) task(name string) *taskMetrics {
 		ok:          m.runs.WithLabelValues(name, string(scheduling.OutcomeOK)),
 		errored:     m.runs.WithLabelValues(name, string(scheduling.OutcomeError)),
 		panicked:    m.runs.WithLabelValues(name, string(scheduling.OutcomePanic)),
+		cancelled:   m.runs.WithLabelValues(name, string(scheduling.OutcomeCancelled)),
 		runDuration: m.runDuration.WithLabelValues(name),
 		lateness:    m.lateness.WithLabelValues(name),
 	}
@@ -176,6 +178,8 @@ func (m *Metrics) AfterRun(_ context.Context, e scheduling.Event) {
 		t.ok.Inc()
 	case scheduling.OutcomePanic:
 		t.panicked.Inc()
+	case scheduling.OutcomeCancelled:
+		t.cancelled.Inc()
 	default:
 		t.errored.Inc()
 	}
@@ -202,6 +206,8 @@ func skipReason(e scheduling.Event) string {
 		return ReasonStillRunning
 	case scheduling.OutcomeAlreadyRun:
 		return ReasonAlreadyRun
+	case scheduling.OutcomeMissed:
+		return ReasonMissed
 	}
 	if errors.Is(e.Err, scheduling.ErrNoDriver) {
 		return ReasonNoDriver

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/ndigo/ndigo/locks"
 	"github.com/ndigo/ndigo/scheduling"
+	"github.com/ndigo/ndigo/scheduling/schedulingtest"
 )
 
 func TestMain(m *testing.M) {
@@ -71,42 +71,13 @@ func value(typ dto.MetricType, m *dto.Metric) float64 {
 	return m.GetUntyped().GetValue()
 }
 
-// fireCounter is a listener that announces every run and skip.
-type fireCounter struct {
-	scheduling.NopListener
-	ch chan struct{}
-}
-
-func newFireCounter() *fireCounter { return &fireCounter{ch: make(chan struct{}, 100)} }
-
-func (c *fireCounter) AfterRun(context.Context, scheduling.Event) { c.ch <- struct{}{} }
-func (c *fireCounter) Skipped(scheduling.Event)                   { c.ch <- struct{}{} }
-
-// settle advances fc one second at a time, seconds times, and waits after
-// each for perSecond runs or skips.
-func settle(t *testing.T, fc *clockwork.FakeClock, s *scheduling.Scheduler, c *fireCounter, seconds, perSecond int) {
+// settle steps fc a second at a time and waits until the fires of each
+// second are done, listeners included.
+func settle(t *testing.T, fc *clockwork.FakeClock, s *scheduling.Scheduler, seconds int) {
 	t.Helper()
-	for range seconds {
-		// The loop sets each task's next fire and arms its timer in one
-		// step: once every next fire is ahead, advancing cannot skip one. A run
-		// tells its listeners before it frees its slot: wait for that too.
-		for !allAhead(s, fc.Now()) {
-			runtime.Gosched()
-		}
-		fc.Advance(time.Second)
-		for range perSecond {
-			<-c.ch
-		}
+	if err := schedulingtest.Step(context.Background(), fc, time.Duration(seconds)*time.Second, time.Second, s); err != nil {
+		t.Fatal(err)
 	}
-}
-
-func allAhead(s *scheduling.Scheduler, now time.Time) bool {
-	for _, ti := range s.Tasks() {
-		if !ti.Next.After(now) || ti.Running {
-			return false
-		}
-	}
-	return true
 }
 
 func TestSchedulerMetrics(t *testing.T) {
@@ -122,9 +93,8 @@ func TestSchedulerMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Release(context.Background())
-	counter := newFireCounter()
 	s := scheduling.New(scheduling.Config{Clock: fc, Driver: m.InstrumentDriver(d),
-		Listeners: []scheduling.Listener{m, counter}, Logger: slog.New(slog.DiscardHandler)})
+		Listeners: []scheduling.Listener{m}, Logger: slog.New(slog.DiscardHandler)})
 	err = s.Add(
 		scheduling.Scheduled(func(context.Context) error { return nil }, scheduling.Cron("@every 1s"),
 			scheduling.Lock("free"), scheduling.Name("ok")),
@@ -141,7 +111,7 @@ func TestSchedulerMetrics(t *testing.T) {
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
-	settle(t, fc, s, counter, 3, 4)
+	settle(t, fc, s, 3)
 	if err := s.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -159,19 +129,19 @@ func TestSchedulerMetrics(t *testing.T) {
 		{TaskSkips, []string{"task", "blocked", "reason", ReasonLockHeld}, 3},
 		{TaskRunDuration, []string{"task", "ok"}, 3},
 		{TaskLateness, []string{"task", "panics"}, 3},
-		// Each fire of "ok" takes its lock and claims the fire; "blocked"
-		// finds its lock held.
-		{LockAttempts, []string{"outcome", "acquired"}, 6},
+		// Each fire of "ok" takes its lock (the fire claim is not an
+		// acquisition); "blocked" finds its lock held.
+		{LockAttempts, []string{"outcome", "acquired"}, 3},
 		{LockAttempts, []string{"outcome", "held"}, 3},
 		{LockAttempts, []string{"outcome", "error"}, 0},
-		{LockAcquireDuration, nil, 9},
+		{LockAcquireDuration, nil, 6},
 	} {
 		if got := sample(t, reg, c.name, c.labels...); got != c.want {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
 		}
 	}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
-# HELP ndigo_task_skips_total Fires skipped on this node by reason: lock_held, still_running, already_run, no_driver, lock_error.
+# HELP ndigo_task_skips_total Fires skipped on this node by reason: lock_held, still_running, already_run, missed, no_driver, lock_error.
 # TYPE ndigo_task_skips_total counter
 ndigo_task_skips_total{reason="lock_held",task="blocked"} 3
 `), TaskSkips); err != nil {
@@ -296,7 +266,6 @@ func TestNewSharesCollectorsOnOneRegistry(t *testing.T) {
 func TestModuleBesideARootDecoration(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	fc := clockwork.NewFakeClockAt(epoch)
-	counter := newFireCounter()
 	var s *scheduling.Scheduler
 	app := fxtest.New(t,
 		fx.Supply(fx.Annotate(reg, fx.As(new(prometheus.Registerer)))),
@@ -311,16 +280,15 @@ func TestModuleBesideARootDecoration(t *testing.T) {
 		}),
 		scheduling.Module,
 		Module,
-		scheduling.Listen(func() *fireCounter { return counter }),
 		fx.Populate(&s),
 	)
 	app.RequireStart()
-	settle(t, fc, s, counter, 2, 1)
+	settle(t, fc, s, 2)
 	app.RequireStop() // after the scheduler's Stop, every listener has returned
 	if got := sample(t, reg, TaskRuns, "task", "job", "outcome", "ok"); got != 2 {
 		t.Fatalf("runs %v, want 2", got)
 	}
-	if got := sample(t, reg, LockAttempts, "outcome", "acquired"); got != 4 {
-		t.Fatalf("acquired %v, want 4 (lock and claim per fire)", got)
+	if got := sample(t, reg, LockAttempts, "outcome", "acquired"); got != 2 {
+		t.Fatalf("acquired %v, want 2 (the lock of each fire)", got)
 	}
 }

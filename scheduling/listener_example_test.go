@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/ndigo/ndigo/locks"
 	"github.com/ndigo/ndigo/scheduling"
+	"github.com/ndigo/ndigo/scheduling/schedulingtest"
 )
 
 // pager pages once a task has skipped five fires.
@@ -45,11 +45,8 @@ func ExampleListener() {
 	defer s.Stop(context.Background())
 
 	for {
-		// Advance once the scheduler armed its next fire and the last one ended.
-		for t := s.Tasks()[0]; !t.Next.After(fc.Now()) || t.Running; t = s.Tasks()[0] {
-			runtime.Gosched()
-		}
-		fc.Advance(time.Second)
+		// Advance a second, and wait until the fire due then is done.
+		_ = schedulingtest.Step(context.Background(), fc, time.Second, 0, s)
 		select {
 		case msg := <-paged:
 			fmt.Println(msg)

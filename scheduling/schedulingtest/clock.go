@@ -2,7 +2,7 @@ package schedulingtest
 
 import (
 	"context"
-	"testing"
+	"fmt"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -31,31 +31,34 @@ func (c skewed) Until(t time.Time) time.Duration { return t.Sub(c.Now()) }
 // its clock's now and no fire is in flight: each ran, was skipped or failed,
 // and its record, logs and listener calls are done. A fire whose task blocks
 // keeps Settle waiting; so does a lock wait, until its budget passes on the
-// clock. Settle fails tb after a minute.
-func Settle(tb testing.TB, ss ...*scheduling.Scheduler) {
-	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+// clock. It returns ctx's error if ctx ends first.
+func Settle(ctx context.Context, ss ...*scheduling.Scheduler) error {
 	for _, s := range ss {
 		if err := testhook.WaitIdle(ctx, s); err != nil {
-			tb.Fatalf("schedulingtest: scheduler did not settle: %v", err)
+			return fmt.Errorf("schedulingtest: scheduler did not settle: %w", err)
 		}
 	}
+	return nil
 }
 
 // Step advances fc by d in increments of inc (all of d at once if inc is 0
 // or larger than d), and settles every scheduler in ss before the first
 // increment and after each one. Schedulers may read fc through
-// [SkewedClock]s. Fires fall due in increments, as they would in real time,
-// so a step of an hour over a task that fires every second runs each fire.
-func Step(tb testing.TB, fc *clockwork.FakeClock, d, inc time.Duration, ss ...*scheduling.Scheduler) {
-	tb.Helper()
+// [SkewedClock]s. Fires fall due in increments, as they would in real time:
+// a step of a minute in increments of a second runs each fire of a task that
+// fires every second. It returns ctx's error if ctx ends first.
+func Step(ctx context.Context, fc *clockwork.FakeClock, d, inc time.Duration, ss ...*scheduling.Scheduler) error {
 	if inc <= 0 || inc > d {
 		inc = d
 	}
-	Settle(tb, ss...)
+	if err := Settle(ctx, ss...); err != nil {
+		return err
+	}
 	for done := time.Duration(0); done < d; done += inc {
 		fc.Advance(min(inc, d-done))
-		Settle(tb, ss...)
+		if err := Settle(ctx, ss...); err != nil {
+			return err
+		}
 	}
+	return nil
 }
