@@ -54,9 +54,11 @@ fuzz:
 		out=$$($(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) $$pkg 2>&1) || { echo "$$out"; exit 1; }; \
 	done
 
-# chaos: the long fault runs: a linearizability history of 100,000 operations
-# under Redis pauses, then every fault test three times.
+# chaos: the long fault runs: the cluster simulation over 100,000 fires, a
+# linearizability history of 100,000 operations under Redis pauses, then
+# every fault test three times.
 chaos: redis-server
+	$(GO) test -race -count=1 -run '^TestClusterSimulation$$' -v ./scheduling/schedulingtest -sim.fires 100000
 	$(GO) test -race -count=1 -run '^TestLinearizable$$' -v ./internal/chaos -lin.ops 100000
 	$(GO) test -race -count=3 ./internal/chaos
 

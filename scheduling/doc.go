@@ -32,39 +32,96 @@
 // @hourly) follows elapsed time instead: it fires through the repeated hour
 // and has nothing to fire in the skipped one.
 //
-// A fire that was missed entirely (the process was paused past it) is not
-// caught up: the schedule resumes at the next instant after now.
+// A fire that was missed entirely (the process was paused past it and past
+// the fire after it) is not caught up: the schedule resumes at the next
+// instant after now.
 //
 // # Runs
 //
 // One timer serves the whole schedule (a heap of next fires); idle tasks cost
-// no goroutine. At each fire, due tasks are dispatched in registration order;
-// locked tasks acquire their lease before the run, in that order, so that of
-// two tasks sharing a lock on one node the earlier-registered one wins and the
-// other skips. Runs then proceed concurrently, each in its own goroutine.
+// no goroutine. At each fire, every due task gets a goroutine that owns the
+// fire from start to end: the single-flight check, the lock, the claim, the
+// run, the renewal, the release and the record. Locked tasks make their first
+// lock attempt in registration order and start their runs only when all
+// have made it, so that of two tasks sharing a lock on one node the
+// earlier-registered one wins and the other skips. Runs then proceed
+// concurrently.
 //
-// A locked run:
-//   - acquires the lock with locks.Wait (LockWait budget, LockWaitStep polls);
-//     on contention the fire is skipped and logged as "lock 'x' is held";
-//   - claims the fire under the key "<lock>@<fire unix ms>:<task>",
-//     with a TTL of one period capped at [MaxClaimTTL]. The claim outlives
-//     the run: a node whose clock lags and that reaches the same fire after
-//     a fast run on another node released the lock finds the claim and skips
-//     ("already run"). So each fire runs at most once across nodes whose
-//     clocks differ by less than that TTL (less scheduling jitter), without
-//     holding the lock for the period.
-//     With a driver that has marks ([locks.Marker], as the Redis driver
-//     does), the claim is a mark that simply expires; otherwise it is a lease
-//     that the node releases when it claims its next fire, so claims do not
-//     pile up;
+// A locked fire:
+//   - acquires the lock, each driver call bounded by the lock TTL; on
+//     contention the fire is skipped and logged as "lock 'x' is held", or,
+//     with LockWait, waits up to that budget (LockWaitStep polls, or at once
+//     on release with a [locks.Watcher] driver);
+//   - claims the fire: the driver ([locks.Claimer]) keeps, per task, the
+//     latest fire claimed in the cluster, and refuses a claim of that fire or
+//     an earlier one, so the fire is skipped as "already claimed by another
+//     node". The claim is made while the lease is held, or, for a fire that
+//     waits for its lock, before the wait;
 //   - runs with a context that carries the lease ([locks.FromContext]) and the
-//     [Run] ([RunFromContext]), and that is cancelled when the lease is lost
-//     or MaxRunTime passes on the injected clock;
-//   - releases the lease in a defer, also when the task returns an error or
-//     panics; a panic is recovered and logged with the task name.
+//     [Run] ([RunFromContext]), and that is cancelled when the lease ends or
+//     MaxRunTime passes on the injected clock;
+//   - with Renew, extends the lease every third of the lock TTL;
+//   - releases the lease when the task returns, errors or panics; a panic is
+//     recovered and logged with the task name.
 //
 // A task never overlaps itself on one node: a fire that finds the previous
-// run still going is skipped and logged.
+// one still running, or still waiting for its lock, is skipped and logged.
+//
+// # At most once per fire
+//
+// A fire of a locked task runs at most once across every node that shares
+// the driver, whatever the run length (several periods), LockWait (longer
+// than the period), Renew, and the nodes' clocks. The claim carries it: a
+// node that reaches a fire after another node ran it, or got the lock after
+// another node's run of it, finds the fire claimed. Nodes whose clocks
+// differ need no bound for this; a bound only matters for liveness, below.
+//
+// The rule's one limit is the claim record's life, [ClaimTTL] (24h after the
+// task's latest claim): a node skips, as missed, a fire it reaches more than
+// [MaxClaimLateness] (12h) after its instant, so that no claim is tried
+// after the record could have expired. A driver that loses its records (a
+// Redis restart without persistence, a failover to a replica that lacks
+// them) loses this guarantee for the fires in flight; see the driver.
+//
+// Cost per fire, per node: one Acquire and one Claim for the node that wins
+// the lock; one Acquire for a node that finds it held; with LockWait, one
+// Acquire, one Claim and the wait's polls for the node that waits; one
+// Release after the run. One claim record per task, whatever the number of
+// fires.
+//
+// Liveness: a fire that no fault touches (every node up, the driver
+// answering) runs exactly once if its lock is free when the first node
+// reaches it. If the lock frees later (a run of another fire ends), a node
+// that reaches the fire afterwards still runs it, as long as the nodes'
+// clocks differ by less than half the period: a node further ahead may
+// claim the next fire first, and then this one is refused.
+//
+// The driver must keep claims: a locked task is refused at Add when the
+// driver is not a [locks.Claimer], and a driver wrapper keeps the claims of
+// the driver it wraps by implementing Claim or by unwrapping to it
+// ([locks.Wrapper]). Package schedulingtest holds a cluster simulation that
+// checks these rules over many thousand fires with faults.
+//
+// # Leases
+//
+// A lock TTL must exceed the driver's minimum ([locks.MinTTLer]: the Redis
+// driver's drift margin), and be at least [MinRenewTTL] with Renew; a
+// LockWaitStep must be at least [MinLockWaitStep]. A renewal that fails
+// without finding the lease lost (the driver was slow or unreachable) is
+// retried every twelfth of the TTL, each attempt bounded by a sixth, while
+// the lease lasts. The run is cancelled with cause locks.ErrLeaseLost when
+// the lease is found lost or expires, and with an error wrapping
+// [ErrRenewalFailed] and the driver's error when it ran out because no
+// renewal got through in time.
+//
+// # Stopping
+//
+// [Scheduler.Stop] stops new fires at once, ends lock waits, and waits for
+// the runs in flight until a quarter of its context's time (at most 2s) is
+// left; it logs at Info what it waits for. Then it cancels the runs still
+// going (logged at Warn as cancelled, not failed), releases their leases,
+// logs at Error which runs it cut, and returns that error, before its
+// context ends: an fx application's stop timeout leaves no lease held.
 //
 // # Listeners
 //
@@ -79,11 +136,14 @@
 //
 // Everything is logged through log/slog with the task name under the key
 // "task". A nil [Config.Logger] means slog.Default(). Skips are logged at
-// Info ("lock 'x' is held", "fire already run on another node", "previous
-// run still going"); lock failures, task errors, panics and renewal
-// failures at Error; a lease lost under a run at Warn; the acquisition
-// (with its token), lock waits, and each run's start and end (with its
-// duration and token) at Debug; the run lines are written when the logger
-// takes debug records at [New], so that runs nobody observes pay nothing. Log lines carry task names, lock keys,
-// fire instants, tokens and errors, never a driver's connection settings.
+// Info ("lock 'x' is held", "fire already claimed by another node",
+// "previous run still going", "previous fire still waiting for its lock");
+// a fire reached too late to claim, a renewal to be retried, a lease lost
+// under a run and a run cancelled by Stop at Warn; lock failures, task
+// errors, panics, a renewal that found the lease lost and the runs Stop cut
+// at Error; the acquisition (with its token), lock waits, and each run's
+// start and end (with its duration and token) at Debug. The run lines are
+// written when the logger takes debug records at [New], so that runs nobody
+// observes pay nothing. Log lines carry task names, lock keys, fire
+// instants, tokens and errors, never a driver's connection settings.
 package scheduling

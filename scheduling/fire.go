@@ -121,35 +121,52 @@ func (s *Scheduler) fire(f firing, t *turn) {
 	defer s.land()
 	e := f.e
 	if !e.busy.CompareAndSwap(false, true) {
-		if t != nil {
-			if t.prev != nil {
-				<-t.prev
-			}
-			close(t.next)
-		}
-		s.skip(f, OutcomeRunning, nil)
+		s.skipBusy(f, t)
 		return
 	}
 	defer e.busy.Store(false) // after the lease is released
 	switch {
 	case e.spec.Lock != "":
-		lease, o, err := s.lock(f, t)
-		if lease == nil {
-			s.skip(f, o, err)
-			return
-		}
-		if s.debugOn() {
-			s.log.Debug("lock acquired", "task", e.name, "fire", f.fire, "lock", e.spec.Lock, "token", lease.Token())
-		}
-		if t != nil {
-			<-t.all
-		}
-		s.runLocked(f, lease)
+		s.fireLocked(f, t)
 	case s.observed:
 		s.executeObserved(s.runCtx, f, nil, nil)
 	default:
 		s.execute(s.runCtx, f, nil, nil)
 	}
+}
+
+// skipBusy skips a fire that found the previous one in flight, passing its
+// turn on. Out of line, as fireLocked, so that fire's frame stays small:
+// every run's goroutine starts with it.
+//
+//go:noinline
+func (s *Scheduler) skipBusy(f firing, t *turn) {
+	if t != nil {
+		if t.prev != nil {
+			<-t.prev
+		}
+		close(t.next)
+	}
+	s.skip(f, OutcomeRunning, nil)
+}
+
+// fireLocked takes the lock and the claim of a locked fire and, if both
+// are had, runs it under the lease.
+//
+//go:noinline
+func (s *Scheduler) fireLocked(f firing, t *turn) {
+	lease, o, err := s.lock(f, t)
+	if lease == nil {
+		s.skip(f, o, err)
+		return
+	}
+	if s.debugOn() {
+		s.log.Debug("lock acquired", "task", f.e.name, "fire", f.fire, "lock", f.e.spec.Lock, "token", lease.Token())
+	}
+	if t != nil {
+		<-t.all
+	}
+	s.runLocked(f, lease)
 }
 
 // lock takes f's lease and claims the fire. It returns the lease, or the

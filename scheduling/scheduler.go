@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -67,16 +68,18 @@ type Scheduler struct {
 	acquireCtx    context.Context // lock acquisitions and waits; cancelled when Stop begins
 	cancelAcquire context.CancelFunc
 
-	mu      sync.Mutex // protects the fields below
-	state   state
-	entries []*entry        // in registration order
-	names   map[string]bool // task names taken
-	due     entryHeap       // entries with a next fire, earliest first
-	held    map[*holding]struct{}
-	flying  int           // fires in flight: from dispatch to the end of fire
-	landed  chan struct{} // closed when flying drops to 0; replaced when it rises
-	parked  bool          // the loop waits for the earliest fire
-	idle    *sync.Cond    // signalled when parked turns true or flying drops to 0
+	mu           sync.Mutex // protects the fields below
+	state        state
+	entries      []*entry        // in registration order
+	names        map[string]bool // task names taken
+	due          entryHeap       // entries with a next fire, earliest first
+	held         map[*holding]struct{}
+	landed       chan struct{} // closed when flying drops to 0; replaced when it rises
+	landedClosed bool
+	parked       bool       // the loop waits for the earliest fire
+	idle         *sync.Cond // signalled when parked turns true or flying drops to 0
+
+	flying atomic.Int64 // fires in flight: from dispatch to the end of fire
 }
 
 type state uint8
@@ -103,6 +106,7 @@ func New(cfg Config) *Scheduler {
 		landed:   make(chan struct{}),
 	}
 	close(s.landed)
+	s.landedClosed = true
 	if s.driver != nil {
 		s.claims, _ = locks.As[locks.Claimer](s.driver)
 		if m, ok := locks.As[locks.MinTTLer](s.driver); ok {
@@ -363,21 +367,29 @@ func (s *Scheduler) loop() {
 	}
 }
 
-// takeoff counts n more fires in flight.
+// takeoff counts n more fires in flight. Only the loop calls it.
 func (s *Scheduler) takeoff(n int) {
 	s.mu.Lock()
-	if s.flying == 0 {
-		s.landed = make(chan struct{})
+	if s.flying.Load() == 0 {
+		if !s.landedClosed { // the last land has not closed it yet
+			close(s.landed)
+		}
+		s.landed, s.landedClosed = make(chan struct{}), false
 	}
-	s.flying += n
+	s.flying.Add(int64(n))
 	s.mu.Unlock()
 }
 
-// land counts one fire as ended.
+// land counts one fire as ended. Only the last of a flight takes s.mu, so
+// that a thousand fires ending together do not contend for it.
 func (s *Scheduler) land() {
+	if s.flying.Add(-1) != 0 {
+		return
+	}
 	s.mu.Lock()
-	if s.flying--; s.flying == 0 {
+	if s.flying.Load() == 0 && !s.landedClosed {
 		close(s.landed)
+		s.landedClosed = true
 		s.idle.Broadcast()
 	}
 	s.mu.Unlock()
@@ -427,7 +439,7 @@ func (s *Scheduler) waitIdle(ctx context.Context) error {
 	defer stop()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for !(s.parked && s.flying == 0 && (len(s.due) == 0 || s.due[0].next.After(s.clock.Now()))) {
+	for !(s.parked && s.flying.Load() == 0 && (len(s.due) == 0 || s.due[0].next.After(s.clock.Now()))) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
