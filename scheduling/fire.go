@@ -207,7 +207,9 @@ func (s *Scheduler) lock(f firing, t *turn) (locks.Lease, Outcome, error) {
 		if err = s.claim(ctx, f); err == nil {
 			return lease, "", nil
 		}
-		s.releaseLease(e, lease, context.WithoutCancel(ctx))
+		rctx, rcancel := withTimeout(context.Background(), s.clock, e.spec.LockTTL)
+		s.releaseLease(e, lease, rctx)
+		rcancel()
 	}
 	if err != nil && ctx.Err() != nil && !s.stopping() {
 		err = fmt.Errorf("%w (the driver did not answer within the lock TTL, %v)", err, e.spec.LockTTL)
