@@ -127,6 +127,9 @@ func (d *InProcessDriver) Claim(ctx context.Context, key string, seq int64, ttl 
 	return true, nil
 }
 
+// String describes the driver for logs.
+func (d *InProcessDriver) String() string { return "locks.InProcessDriver (this process only)" }
+
 // Watch implements Watcher: the channel closes when key is released.
 func (d *InProcessDriver) Watch(key string) (<-chan struct{}, func()) {
 	t := d.t

@@ -11,3 +11,11 @@ var Module = fx.Module("locks",
 
 // newDefaultDriver makes the default driver; tests count its calls.
 var newDefaultDriver = func() Driver { return NewInProcessDriver() }
+
+// ConfiguredGroup is the fx value group in which a configuration module that
+// replaces the lock driver (as redislocks.Module does) also puts the driver
+// it built. The scheduler's module checks that the driver it was given is
+// that one, so that a replacement that did not reach it (a decoration
+// inside a nested fx.Module applies to that module only) fails startup
+// instead of leaving the app on in-process locks.
+const ConfiguredGroup = "locks.configured"

@@ -293,6 +293,10 @@ func checkNamespace(ns string) error {
 // Namespace returns the driver's namespace.
 func (d *Driver) Namespace() string { return d.ns }
 
+// String describes the driver for logs: "redislocks (namespace ns)". It
+// names no address or credential.
+func (d *Driver) String() string { return "redislocks (namespace " + d.ns + ")" }
+
 // tag returns the prefix of every key of key: its hash tag.
 func (d *Driver) tag(key string) string { return "ndigo:{" + d.ns + ":" + key + "}:" }
 

@@ -29,9 +29,18 @@ import (
 // inside another fx.Module: fx applies a decoration to the module that
 // declares it and that module's children only, so a nested Module would
 // leave the rest of the app on in-process locks.
+//
+// The driver is also put in the locks.ConfiguredGroup value group, so that
+// the scheduler's module refuses to start on any other driver: a Module
+// nested in another fx.Module fails startup naming the fix.
 var Module = fx.Options(
-	fx.Module("redislocks", fx.Provide(newClient)),
-	fx.Decorate(newModuleDriver),
+	fx.Module("redislocks",
+		fx.Provide(newClient),
+		fx.Provide(fx.Annotate(newModuleDriver, fx.ResultTags(`name:"redislocks.driver"`))),
+		fx.Provide(fx.Annotate(func(d locks.Driver) locks.Driver { return d },
+			fx.ParamTags(`name:"redislocks.driver"`), fx.ResultTags(`group:"`+locks.ConfiguredGroup+`"`))),
+	),
+	fx.Decorate(fx.Annotate(func(d locks.Driver) locks.Driver { return d }, fx.ParamTags(`name:"redislocks.driver"`))),
 )
 
 func newClient(lc fx.Lifecycle, cfg config.Framework) (redis.UniversalClient, error) {
@@ -72,8 +81,9 @@ type moduleDriverParams struct {
 	Logger    *slog.Logger `optional:"true"`
 }
 
-// newModuleDriver decorates locks.Driver without asking for the default, so
-// the in-process constructor is never called.
+// newModuleDriver builds the module's driver; the decoration of
+// locks.Driver returns it without asking for the default, so the in-process
+// constructor is never called.
 func newModuleDriver(p moduleDriverParams) (locks.Driver, error) {
 	d, err := New(Options{Client: p.Client, Namespace: p.Config.Redis.Namespace, Logger: p.Logger})
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/ndigo/ndigo/internal/redistest"
 	"github.com/ndigo/ndigo/locks"
 	"github.com/ndigo/ndigo/redislocks"
+	"github.com/ndigo/ndigo/scheduling"
 )
 
 func frameworkWith(url string) fx.Option {
@@ -77,4 +78,29 @@ func TestModuleBadURL(t *testing.T) {
 	if !errors.Is(err, locks.ErrInvalid) || !strings.Contains(err.Error(), "redis.url") || strings.Contains(err.Error(), "hunter2") {
 		t.Fatalf("fx.New = %v; want ErrInvalid naming redis.url without the password", err)
 	}
+}
+
+// A Module nested in another fx.Module decorates locks.Driver for that
+// module only: the scheduler at the root would run on in-process locks, so
+// startup fails instead, naming both drivers and the fix. At the root, the
+// scheduler runs on the Redis driver.
+func TestModuleNestedFailsStartup(t *testing.T) {
+	srv := redistest.Start(t)
+	nested := fx.New(fx.NopLogger, locks.Module, scheduling.Module, frameworkWith("redis://"+srv.Addr()),
+		fx.Module("infra", redislocks.Module))
+	err := nested.Start(context.Background())
+	for _, want := range []string{"redislocks (namespace module-test)", "locks.InProcessDriver",
+		"must be included at the root of the application"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("start with redislocks.Module nested: %v; want it to name %q", err, want)
+		}
+	}
+	var s *scheduling.Scheduler
+	root := fxtest.New(t, locks.Module, scheduling.Module, frameworkWith("redis://"+srv.Addr()),
+		redislocks.Module, fx.Populate(&s))
+	root.RequireStart()
+	if got := s.DriverName(); got != "redislocks (namespace module-test)" {
+		t.Fatalf("scheduler's driver %q", got)
+	}
+	root.RequireStop()
 }

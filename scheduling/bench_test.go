@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"context"
+	"log/slog"
 	"runtime"
 	"slices"
 	"strconv"
@@ -37,7 +38,7 @@ func BenchmarkIdleHeap(b *testing.B) {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		s := New(Config{})
+		s := New(Config{Logger: slog.New(slog.DiscardHandler)})
 		if err := s.Add(manyTasks(n)...); err != nil {
 			b.Fatal(err)
 		}
@@ -58,7 +59,7 @@ func BenchmarkIdleHeap(b *testing.B) {
 // specs, as a large application does at startup.
 func BenchmarkAddValidate(b *testing.B) {
 	for b.Loop() {
-		s := New(Config{})
+		s := New(Config{Logger: slog.New(slog.DiscardHandler)})
 		if err := s.Add(manyTasks(10000)...); err != nil {
 			b.Fatal(err)
 		}
@@ -72,7 +73,7 @@ var lateExpr = "* * * * * *"
 
 func BenchmarkLateness(b *testing.B) {
 	const n = 1000
-	s := New(Config{})
+	s := New(Config{Logger: slog.New(slog.DiscardHandler)})
 	var late []time.Duration
 	samples := make([]time.Duration, n)
 	var finished atomic.Int64

@@ -166,6 +166,15 @@ func (s *Scheduler) fireLocked(f firing, t *turn) {
 	if t != nil {
 		<-t.all
 	}
+	select {
+	case <-lease.Done():
+		// The lock step (a slow claim, a paused process) outlasted the lease:
+		// another node may hold the key now. The task is not called.
+		s.skip(f, OutcomeLockFailed, fmt.Errorf("%w: the lease on %q ended before the run could start: the lock step took longer than the lock TTL (%v)",
+			locks.ErrLeaseLost, f.e.spec.Lock, f.e.spec.LockTTL))
+		return
+	default:
+	}
 	s.runLocked(f, lease)
 }
 
@@ -498,13 +507,22 @@ func call(ctx context.Context, fn func(context.Context) error) (err error, panic
 }
 
 // A keeper watches a run's lease while the run lasts: it cancels the run's
-// context when the lease ends, and renews the lease if the task asks.
+// context when the lease ends, and renews the lease if the task asks. The
+// watching and the renewing are separate goroutines, so that a renewal
+// stuck in a slow driver call never delays the cancellation.
 type keeper struct {
-	quit chan struct{}
-	done chan struct{} // closed when the keeper's goroutine returned
-	once sync.Once
-	err  error // the last renewal's error, nil after a success; read after done
+	quit    chan struct{}
+	watched chan struct{} // closed when the watching goroutine returned
+	renewed chan struct{} // closed when the renewing goroutine returned
+	once    sync.Once
+
+	mu  sync.Mutex // protects err
+	err error      // the renewal's last error, errNoAnswer while an attempt is out; nil after a success
 }
+
+// errNoAnswer is the renewal error of a lease that ran out while an
+// extension was still waiting for the driver.
+var errNoAnswer = errors.New("scheduling: the driver had not answered the renewal when the lease ran out")
 
 // keep starts the keeper of a run's lease. cancel cancels the run's context.
 //
@@ -516,55 +534,67 @@ type keeper struct {
 // wrapping ErrRenewalFailed and the driver's error when the lease ran out
 // locally because no renewal got through in time.
 func (s *Scheduler) keep(ctx context.Context, e *entry, lease locks.Lease, cancel context.CancelCauseFunc) *keeper {
-	k := &keeper{quit: make(chan struct{}), done: make(chan struct{})}
-	ctx = context.WithoutCancel(ctx)
-	ttl := e.spec.LockTTL
+	k := &keeper{quit: make(chan struct{}), watched: make(chan struct{}), renewed: make(chan struct{})}
 	go func() {
-		defer close(k.done)
-		var renew <-chan time.Time
-		if e.spec.Renew {
-			t := s.clock.NewTimer(ttl / 3)
-			defer t.Stop()
-			renew = t.Chan()
-			for {
-				select {
-				case <-k.quit:
-					return
-				case <-lease.Done():
-					k.lost(cancel)
-					return
-				case <-renew:
-					ectx, ecancel := withTimeout(ctx, s.clock, ttl/6)
-					err := lease.Extend(ectx, ttl)
-					ecancel()
-					k.err = err
-					switch {
-					case err == nil:
-						t.Reset(ttl / 3)
-					case errors.Is(err, locks.ErrLeaseLost):
-						s.log.Error("lease renewal failed: lease lost", "task", e.name, "lock", e.spec.Lock, "token", lease.Token(), "err", err)
-						// Extend closed Done: the next round cancels the run.
-					default:
-						s.log.Warn("lease renewal failed; retrying while the lease lasts", "task", e.name,
-							"lock", e.spec.Lock, "token", lease.Token(), "err", err)
-						t.Reset(max(ttl/12, time.Millisecond))
-					}
-				}
-			}
-		}
+		defer close(k.watched)
 		select {
 		case <-k.quit:
 		case <-lease.Done():
 			k.lost(cancel)
 		}
 	}()
+	if !e.spec.Renew {
+		close(k.renewed)
+		return k
+	}
+	ctx = context.WithoutCancel(ctx)
+	ttl := e.spec.LockTTL
+	go func() {
+		defer close(k.renewed)
+		t := s.clock.NewTimer(ttl / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-k.quit:
+				return
+			case <-lease.Done():
+				return
+			case <-t.Chan():
+			}
+			k.setErr(errNoAnswer)
+			ectx, ecancel := withTimeout(ctx, s.clock, ttl/6)
+			err := lease.Extend(ectx, ttl)
+			ecancel()
+			k.setErr(err)
+			switch {
+			case err == nil:
+				t.Reset(ttl / 3)
+			case errors.Is(err, locks.ErrLeaseLost):
+				s.log.Error("lease renewal failed: lease lost", "task", e.name, "lock", e.spec.Lock, "token", lease.Token(), "err", err)
+				return // Extend closed Done: the watcher cancels the run
+			default:
+				s.log.Warn("lease renewal failed; retrying while the lease lasts", "task", e.name,
+					"lock", e.spec.Lock, "token", lease.Token(), "err", err)
+				t.Reset(max(ttl/12, time.Millisecond))
+			}
+		}
+	}()
 	return k
+}
+
+func (k *keeper) setErr(err error) {
+	k.mu.Lock()
+	k.err = err
+	k.mu.Unlock()
 }
 
 // lost cancels the run whose lease ended, with the cause the renewal left.
 func (k *keeper) lost(cancel context.CancelCauseFunc) {
-	if k.err != nil && !errors.Is(k.err, locks.ErrLeaseLost) {
-		cancel(fmt.Errorf("%w: %w", ErrRenewalFailed, k.err))
+	k.mu.Lock()
+	err := k.err
+	k.mu.Unlock()
+	if err != nil && !errors.Is(err, locks.ErrLeaseLost) {
+		cancel(fmt.Errorf("%w: %w", ErrRenewalFailed, err))
 		return
 	}
 	cancel(locks.ErrLeaseLost)
@@ -574,7 +604,13 @@ func (k *keeper) lost(cancel context.CancelCauseFunc) {
 // extension failed.
 func (k *keeper) stop() error {
 	k.once.Do(func() { close(k.quit) })
-	<-k.done
+	<-k.watched
+	<-k.renewed
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.err == errNoAnswer {
+		return nil // stopped while an attempt was out; the lease was live
+	}
 	return k.err
 }
 

@@ -75,6 +75,7 @@ type moduleParams struct {
 	fx.In
 	Lifecycle     fx.Lifecycle
 	Driver        locks.Driver    `optional:"true"`
+	Configured    []locks.Driver  `group:"locks.configured"` // locks.ConfiguredGroup
 	Clock         clockwork.Clock `optional:"true"`
 	Logger        *slog.Logger    `optional:"true"`
 	Node          string          `name:"scheduling.node" optional:"true"`
@@ -118,8 +119,50 @@ func newModuleScheduler(p moduleParams) (*Scheduler, error) {
 		return nil, err
 	}
 	p.Lifecycle.Append(fx.Hook{
-		OnStart: func(context.Context) error { return s.Start() },
+		OnStart: func(context.Context) error {
+			// Checked on start rather than when the graph is built, so that
+			// fx stops what already started (a Redis client) on the way out.
+			if err := checkConfigured(p.Driver, p.Configured); err != nil {
+				return err
+			}
+			return s.Start()
+		},
 		OnStop:  s.Stop,
 	})
 	return s, nil
+}
+
+// checkConfigured returns an error unless d is every driver that a
+// configuration module put in locks.ConfiguredGroup.
+func checkConfigured(d locks.Driver, configured []locks.Driver) error {
+	for _, c := range configured {
+		if c == nil || c == d {
+			continue
+		}
+		got := "no lock driver"
+		if d != nil {
+			got = DriverName(d)
+		}
+		return fmt.Errorf("scheduling.Module: the configuration provides the lock driver %s, but the scheduler was given %s: "+
+			"the module that replaces locks.Driver (such as redislocks.Module) must be included at the root of the application, "+
+			"not inside an fx.Module, whose decorations apply to that module only", DriverName(c), got)
+	}
+	return nil
+}
+
+// DriverName describes a lock driver for logs and errors: its String method
+// if it has one (the Redis driver names its namespace), else its type;
+// wrappers (locks.Wrapper) are described by what they wrap.
+func DriverName(d locks.Driver) string {
+	for d != nil {
+		if s, ok := d.(fmt.Stringer); ok {
+			return s.String()
+		}
+		w, ok := d.(locks.Wrapper)
+		if !ok {
+			break
+		}
+		d = w.Unwrap()
+	}
+	return fmt.Sprintf("%T", d)
 }

@@ -165,6 +165,16 @@ func (s *Scheduler) Add(tasks ...Task) error {
 	return nil
 }
 
+// DriverName describes the scheduler's lock driver, as [DriverName] does:
+// "redislocks (namespace prod)", "locks.InProcessDriver (this process
+// only)", or "none".
+func (s *Scheduler) DriverName() string {
+	if s.driver == nil {
+		return "none"
+	}
+	return DriverName(s.driver)
+}
+
 // lockRules returns what locked tasks need of this scheduler's driver.
 func (s *Scheduler) lockRules() lockRules {
 	return lockRules{driver: s.driver, claims: s.claims != nil, minTTL: s.minTTL}
@@ -200,8 +210,32 @@ func (s *Scheduler) Start() error {
 		}
 	}
 	heap.Init(&s.due)
+	s.logStarted()
 	go s.loop()
 	return nil
+}
+
+// logStarted says at Info what the scheduler runs: node, driver and zone, then
+// one line per task with its schedule, lock and next fire. s.mu is held.
+func (s *Scheduler) logStarted() {
+	if !s.log.Enabled(context.Background(), slog.LevelInfo) {
+		return
+	}
+	loc := s.loc
+	if loc == nil {
+		loc = time.Local
+	}
+	s.log.Info("scheduler started", "node", s.node, "driver", s.DriverName(), "zone", loc.String(), "tasks", len(s.entries))
+	for _, e := range s.entries {
+		args := []any{"task", e.name, "cron", e.spec.Cron}
+		if e.spec.Lock != "" {
+			args = append(args, "lock", e.spec.Lock)
+		}
+		if !e.next.IsZero() {
+			args = append(args, "next", e.next)
+		}
+		s.log.Info("task scheduled", args...)
+	}
 }
 
 // Stop stops the scheduler: no new fires start, fires waiting for their
@@ -235,6 +269,9 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	select {
 	case <-landed: // nothing in flight, whatever ctx says
 		s.cancelRuns(context.Canceled)
+		if prev == started {
+			s.log.Info("scheduler stopped", "node", s.node)
+		}
 		return nil
 	default:
 	}
@@ -248,6 +285,7 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	select {
 	case <-landed:
 		s.cancelRuns(context.Canceled)
+		s.log.Info("scheduler stopped", "node", s.node)
 		return nil
 	case <-grace.Done():
 	}

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"log/slog"
 	"runtime"
 	"slices"
 	"strconv"
@@ -25,7 +26,7 @@ type engine struct {
 
 var engines = []engine{
 	{"ndigo", func(tb testing.TB, n int, expr func(int) string, fn func()) func() {
-		s := scheduling.New(scheduling.Config{})
+		s := scheduling.New(scheduling.Config{Logger: slog.New(slog.DiscardHandler)})
 		tasks := make([]scheduling.Task, n)
 		for i := range tasks {
 			tasks[i] = scheduling.Scheduled(func(context.Context) error { fn(); return nil },
