@@ -127,7 +127,7 @@ func newModuleScheduler(p moduleParams) (*Scheduler, error) {
 			}
 			return s.Start()
 		},
-		OnStop:  s.Stop,
+		OnStop: s.Stop,
 	})
 	return s, nil
 }
