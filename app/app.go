@@ -50,14 +50,19 @@ var Module = fx.Options(
 )
 
 // New returns an fx application made of Module and opts, with fx's own
-// events logged through the application's *slog.Logger at debug level.
+// events, errors included, logged through the application's *slog.Logger
+// at debug level: [Run] returns the error that matters once.
 func New(opts ...fx.Option) *fx.App {
 	return fx.New(
 		Module,
 		fx.Options(opts...),
 		fx.WithLogger(func(l *slog.Logger) fxevent.Logger {
+			// fx's own events, its errors included, are logged at Debug:
+			// Run returns the error that stopped the application, once,
+			// as its root cause.
 			fl := &fxevent.SlogLogger{Logger: l}
 			fl.UseLogLevel(slog.LevelDebug)
+			fl.UseErrorLevel(slog.LevelDebug)
 			return fl
 		}),
 	)

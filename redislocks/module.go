@@ -43,7 +43,28 @@ var Module = fx.Options(
 	fx.Decorate(fx.Annotate(func(d locks.Driver) locks.Driver { return d }, fx.ParamTags(`name:"redislocks.driver"`))),
 )
 
-func newClient(lc fx.Lifecycle, cfg config.Framework) (redis.UniversalClient, error) {
+type clientParams struct {
+	fx.In
+	Lifecycle fx.Lifecycle
+	Config    config.Framework
+	Logger    *slog.Logger `optional:"true"`
+}
+
+// redisLog routes go-redis's own log lines (connection pool failures,
+// several a second while Redis is down) to the application's logger at
+// Warn, instead of go-redis's default, which writes them to stderr.
+type redisLog struct{ log *slog.Logger }
+
+func (l redisLog) Printf(ctx context.Context, format string, v ...any) {
+	l.log.WarnContext(ctx, "redis client", "detail", fmt.Sprintf(format, v...))
+}
+
+func newClient(p clientParams) (redis.UniversalClient, error) {
+	lc, cfg := p.Lifecycle, p.Config
+	if p.Logger != nil {
+		// go-redis has one logger per process.
+		redis.SetLogger(redisLog{p.Logger})
+	}
 	if cfg.Redis.URL == "" {
 		return nil, fmt.Errorf("redislocks.Module: redis.url is empty: set it, or leave the module out to keep in-process locks")
 	}

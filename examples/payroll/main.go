@@ -82,7 +82,10 @@ var flags = []struct {
 }
 
 func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stderr); err != nil {
+	err := run(context.Background(), os.Args[1:], os.Stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp): // --help printed the usage
+	case err != nil:
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

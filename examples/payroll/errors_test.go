@@ -1,0 +1,50 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// A payroll process that cannot start says why once, exits non-zero, and
+// never prints a password: a bad task spec, a bad setting, an unreachable
+// Redis. --help exits 0.
+func TestStartFailuresExitNonZeroWithOneError(t *testing.T) {
+	bin := buildPayroll(t)
+	const password = "s3cret-pw"
+	for _, c := range []struct {
+		name  string
+		args  []string
+		env   []string
+		cause string
+	}{
+		{"bad spec", nil, []string{"PAYROLL_CRON=61 * * * *"}, `option cron = "61 * * * *"`},
+		{"bad setting", nil, []string{"PAYROLL_LOCK_TTL=-5s"}, `payroll.lock-ttl "-5s"`},
+		{"unreachable Redis", []string{"--redis", "redis://user:" + password + "@127.0.0.1:1"}, nil, "cannot reach Redis at 127.0.0.1:1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cmd := exec.Command(bin, c.args...)
+			cmd.Env = append(os.Environ(), c.env...)
+			out, err := cmd.CombinedOutput()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() == 0 {
+				t.Fatalf("exit: %v, want a non-zero exit; output:\n%s", err, out)
+			}
+			text := string(out)
+			if strings.Contains(text, password) {
+				t.Errorf("the password is in the output:\n%s", text)
+			}
+			if n := strings.Count(text, c.cause); n != 1 {
+				t.Errorf("the cause %q appears %d times, want once:\n%s", c.cause, n, text)
+			}
+			if strings.Contains(text, "level=ERROR") || strings.Contains(text, "[Fx]") {
+				t.Errorf("fx's own error lines in the output:\n%s", text)
+			}
+		})
+	}
+	if out, err := exec.Command(bin, "--help").CombinedOutput(); err != nil || !strings.Contains(string(out), "-redis") {
+		t.Fatalf("--help: %v\n%s", err, out)
+	}
+}
