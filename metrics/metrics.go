@@ -13,15 +13,16 @@ import (
 
 // Metric names, as exposed to Prometheus.
 const (
-	LockAttempts        = "ndigo_lock_attempts_total"           // counter; outcome: acquired, held, error
-	LockAcquireDuration = "ndigo_lock_acquire_duration_seconds" // histogram of Acquire calls
-	LeasesLost          = "ndigo_leases_lost_total"             // counter; task
-	LeaseRenewalsFailed = "ndigo_lease_renewals_failed_total"   // counter; task
-	TaskFires           = "ndigo_task_fires_total"              // counter; task
-	TaskRuns            = "ndigo_task_runs_total"               // counter; task, outcome: ok, error, panic, cancelled
-	TaskSkips           = "ndigo_task_skips_total"              // counter; task, reason
-	TaskRunDuration     = "ndigo_task_run_duration_seconds"     // histogram; task
-	TaskLateness        = "ndigo_task_lateness_seconds"         // histogram; task: run start minus scheduled instant
+	LockAttempts        = "ndigo_lock_attempts_total"                 // counter; outcome: acquired, held, error
+	LockAcquireDuration = "ndigo_lock_acquire_duration_seconds"       // histogram of Acquire calls
+	LeasesLost          = "ndigo_leases_lost_total"                   // counter; task
+	LeaseRenewalsFailed = "ndigo_lease_renewals_failed_total"         // counter; task
+	TaskFires           = "ndigo_task_fires_total"                    // counter; task
+	TaskLastSuccess     = "ndigo_task_last_success_timestamp_seconds" // gauge; task: when the last run that returned nil ended
+	TaskRuns            = "ndigo_task_runs_total"                     // counter; task, outcome: ok, error, panic, cancelled
+	TaskSkips           = "ndigo_task_skips_total"                    // counter; task, reason
+	TaskRunDuration     = "ndigo_task_run_duration_seconds"           // histogram; task
+	TaskLateness        = "ndigo_task_lateness_seconds"               // histogram; task: run start minus scheduled instant
 )
 
 // Values of the reason label of [TaskSkips].
@@ -48,6 +49,7 @@ type Metrics struct {
 	fires          *prometheus.CounterVec
 	runs           *prometheus.CounterVec
 	skips          *prometheus.CounterVec
+	lastSuccess    *prometheus.GaugeVec
 	runDuration    *prometheus.HistogramVec
 	lateness       *prometheus.HistogramVec
 
@@ -104,6 +106,10 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		return nil, err
 	}
 	if m.renewalsFailed, err = counter(LeaseRenewalsFailed, "Runs whose lease renewal failed.", "task"); err != nil {
+		return nil, err
+	}
+	if m.lastSuccess, err = register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: TaskLastSuccess,
+		Help: "When the task's last run that returned nil ended, in Unix seconds; absent until one did."}, []string{"task"})); err != nil {
 		return nil, err
 	}
 	if m.fires, err = counter(TaskFires, "Fires of a task on this node, run or skipped.", "task"); err != nil {
@@ -165,6 +171,26 @@ func (m *Metrics) task(name string) *taskMetrics {
 	return actual.(*taskMetrics)
 }
 
+// Init creates every counter and histogram of the named tasks at zero,
+// for each outcome and skip reason, so that a scrape before their first
+// fire tells zero from missing. Module calls it for every task of its
+// scheduler when the application is built.
+func (m *Metrics) Init(tasks ...string) {
+	for _, name := range tasks {
+		m.task(name)
+		for _, o := range []scheduling.Outcome{scheduling.OutcomeOK, scheduling.OutcomeError,
+			scheduling.OutcomePanic, scheduling.OutcomeCancelled} {
+			m.runs.WithLabelValues(name, string(o))
+		}
+		for _, r := range []string{ReasonLockHeld, ReasonStillRunning, ReasonAlreadyRun, ReasonMissed,
+			ReasonNoDriver, ReasonLockError} {
+			m.skips.WithLabelValues(name, r)
+		}
+		m.leasesLost.WithLabelValues(name)
+		m.renewalsFailed.WithLabelValues(name)
+	}
+}
+
 // AfterRun counts the fire and the run by outcome, observes the run's
 // lateness and duration, and counts a lost lease and a failed renewal.
 // Everything is recorded here rather than in BeforeRun, which is on the path
@@ -176,6 +202,7 @@ func (m *Metrics) AfterRun(_ context.Context, e scheduling.Event) {
 	switch e.Outcome {
 	case scheduling.OutcomeOK:
 		t.ok.Inc()
+		m.lastSuccess.WithLabelValues(e.Task).Set(float64(e.Start.Add(e.Duration).UnixNano()) / 1e9)
 	case scheduling.OutcomePanic:
 		t.panicked.Inc()
 	case scheduling.OutcomeCancelled:

@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // sample returns the value of the series name{labels} gathered from g: a
-// counter's value or a histogram's sample count. It fails the test if the
+// counter's or gauge's value, or a histogram's sample count. It fails the test if the
 // series is absent.
 func sample(t *testing.T, g prometheus.Gatherer, name string, labels ...string) float64 {
 	t.Helper()
@@ -67,6 +67,8 @@ func value(typ dto.MetricType, m *dto.Metric) float64 {
 		return m.GetCounter().GetValue()
 	case dto.MetricType_HISTOGRAM:
 		return float64(m.GetHistogram().GetSampleCount())
+	case dto.MetricType_GAUGE:
+		return m.GetGauge().GetValue()
 	}
 	return m.GetUntyped().GetValue()
 }
@@ -283,10 +285,29 @@ func TestModuleBesideARootDecoration(t *testing.T) {
 		fx.Populate(&s),
 	)
 	app.RequireStart()
+	// Before the first fire, every counter of the task exists at zero
+	// (sample fails the test on a missing series).
+	for _, r := range []string{ReasonLockHeld, ReasonStillRunning, ReasonAlreadyRun, ReasonMissed, ReasonNoDriver, ReasonLockError} {
+		if got := sample(t, reg, TaskSkips, "task", "job", "reason", r); got != 0 {
+			t.Fatalf("skips[%s] = %v before any fire", r, got)
+		}
+	}
+	for _, c := range []struct {
+		name   string
+		labels []string
+	}{{TaskFires, []string{"task", "job"}}, {TaskRuns, []string{"task", "job", "outcome", "cancelled"}},
+		{LeasesLost, []string{"task", "job"}}, {LeaseRenewalsFailed, []string{"task", "job"}}} {
+		if got := sample(t, reg, c.name, c.labels...); got != 0 {
+			t.Fatalf("%s%v = %v before any fire", c.name, c.labels, got)
+		}
+	}
 	settle(t, fc, s, 2)
 	app.RequireStop() // after the scheduler's Stop, every listener has returned
 	if got := sample(t, reg, TaskRuns, "task", "job", "outcome", "ok"); got != 2 {
 		t.Fatalf("runs %v, want 2", got)
+	}
+	if got, want := sample(t, reg, TaskLastSuccess, "task", "job"), float64(epoch.Add(2*time.Second).Unix()); got != want {
+		t.Fatalf("last success %v, want %v (the second run's end)", got, want)
 	}
 	if got := sample(t, reg, LockAttempts, "outcome", "acquired"); got != 2 {
 		t.Fatalf("acquired %v, want 2 (the lock of each fire)", got)

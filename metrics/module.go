@@ -16,8 +16,11 @@ import (
 // by decorating locks.Driver, which fx allows once per scope and which
 // redislocks.Module already does at the root; so Module works beside it and
 // may sit anywhere in the application.
+//
+// Every task's counters exist at zero from the start ([Metrics.Init]).
 var Module = fx.Module("metrics",
 	fx.Provide(newModuleMetrics),
+	fx.Invoke(initTasks),
 	scheduling.Listen(func(m *Metrics) *Metrics { return m }),
 	fx.Provide(fx.Annotate(
 		func(m *Metrics) scheduling.DriverWrapper { return m.InstrumentDriver },
@@ -31,4 +34,19 @@ type moduleParams struct {
 
 func newModuleMetrics(p moduleParams) (*Metrics, error) {
 	return New(p.Registerer)
+}
+
+type initParams struct {
+	fx.In
+	Metrics   *Metrics
+	Scheduler *scheduling.Scheduler `optional:"true"`
+}
+
+func initTasks(p initParams) {
+	if p.Scheduler == nil {
+		return
+	}
+	for _, t := range p.Scheduler.Tasks() {
+		p.Metrics.Init(t.Name)
+	}
 }
