@@ -1,0 +1,234 @@
+package docs_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/fx"
+
+	"github.com/ndigo/ndigo/admin"
+	"github.com/ndigo/ndigo/annotations"
+	"github.com/ndigo/ndigo/app"
+	"github.com/ndigo/ndigo/config"
+	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/metrics"
+	"github.com/ndigo/ndigo/redislocks"
+	"github.com/ndigo/ndigo/scheduling"
+	"github.com/ndigo/ndigo/tracing"
+)
+
+// This file holds every Go block of README.md, so that each compiles;
+// TestReadmeBlocksCompile checks that the README shows them as they are here.
+
+// The quick start.
+type PayrollController struct {
+	_ annotations.Scheduled `method:"CloseBooks" cron:"0 2 * * *" lock:"payroll-window" lockTtl:"60s"`
+}
+
+func (c *PayrollController) CloseBooks(ctx context.Context) error {
+	// One node of the cluster reaches this point for each fire.
+	lease, _ := locks.FromContext(ctx)
+	log.Printf("closing the books with fencing token %d", lease.Token()) // hand the token to the storage you write
+	return nil
+}
+
+func main() {
+	err := app.Run(context.Background(),
+		fx.Provide(func() *PayrollController { return &PayrollController{} }),
+		annotations.Controller[*PayrollController](),
+	)
+	if err != nil {
+		log.Fatal(err)
+	}
+}
+
+var _ = main
+
+func NewPayrollController() *PayrollController { return &PayrollController{} }
+
+// The builder form.
+var builderForm = scheduling.Provide(func(c *PayrollController) scheduling.Task {
+	return scheduling.Scheduled(c.CloseBooks,
+		scheduling.Cron("0 2 * * *"),
+		scheduling.Lock("payroll-window"),
+		scheduling.LockTTL(time.Minute))
+})
+
+// From one node to many.
+func manyNodes(ctx context.Context) error {
+	type Config struct {
+		config.Framework `yaml:",inline"` // node, redis.url, redis.namespace, log.format, log.level
+	}
+
+	err := app.Run(ctx,
+		config.Module[Config](config.LoadOptions{Path: "app.yaml", EnvPrefix: "APP_"}),
+		redislocks.Module, // at the root, beside the framework's modules
+		fx.Provide(NewPayrollController),
+		annotations.Controller[*PayrollController](),
+	)
+	return err
+}
+
+// A driver of your own client.
+var ownClient = fx.Options(
+	fx.Decorate(func(c *redis.Client) (locks.Driver, error) {
+		return redislocks.New(redislocks.Options{Client: c, Namespace: "prod"})
+	}),
+)
+
+// Locks without the scheduler.
+func directLock(ctx context.Context, driver locks.Driver) error {
+	lease, err := driver.Acquire(ctx, "payroll-window", 30*time.Second)
+	if errors.Is(err, locks.ErrNotAcquired) {
+		return nil // another holder owns it: skip (Acquire never blocks; locks.Wait waits within a budget)
+	}
+	if err != nil {
+		return err
+	}
+	defer lease.Release(ctx)
+	return nil
+}
+
+// Operating it.
+func operated(ctx context.Context, reg *prometheus.Registry) error {
+	err := app.Run(ctx,
+		// ... your configuration, redislocks.Module, controllers ...
+		fx.Supply(fx.Annotate(reg, fx.As(new(prometheus.Registerer)))), // optional: else the default registry
+		metrics.Module,
+		tracing.Module, // uses a trace.TracerProvider from the graph, else the global one
+		fx.Supply(admin.Config{Addr: "127.0.0.1:8081"}), // optional: else mount the *admin.Handler yourself
+		admin.Module,
+		admin.Mount("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{})),
+	)
+	return err
+}
+
+// The pager listener.
+type pager struct {
+	scheduling.NopListener
+	skips sync.Map // task -> *atomic.Int32
+}
+
+func (p *pager) Skipped(e scheduling.Event) {
+	n, _ := p.skips.LoadOrStore(e.Task, new(atomic.Int32))
+	if n.(*atomic.Int32).Add(1) == 5 {
+		go page(e.Task + ": 5 fires skipped: " + string(e.Outcome)) // hooks must return quickly
+	}
+}
+
+func page(string) {}
+
+var _ = []any{builderForm, manyNodes, ownClient, directLock, operated, &pager{}}
+
+// TestReadmeBlocksCompile checks that every Go block of README.md appears
+// in this file, line by line (each README line inside the matching line
+// here, leading whitespace aside), so that what users copy compiles.
+func TestReadmeBlocksCompile(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	here, err := os.ReadFile("readme_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, l := range strings.Split(string(here), "\n") {
+		lines = append(lines, strings.TrimSpace(l))
+	}
+	blocks := 0
+	for _, part := range strings.Split(string(readme), "```go\n")[1:] {
+		block := strings.Split(strings.SplitN(part, "```", 2)[0], "\n")
+		var want []string
+		for _, l := range block {
+			if l = strings.TrimSpace(l); l != "" {
+				want = append(want, l)
+			}
+		}
+		blocks++
+		if !containsRun(lines, want) {
+			t.Errorf("README block %d is not in docs/readme_test.go as written:\n%s", blocks, strings.Join(want, "\n"))
+		}
+	}
+	if blocks < 7 {
+		t.Fatalf("%d Go blocks found in README.md, want at least 7", blocks)
+	}
+}
+
+// containsRun reports whether want appears in lines as a run of non-empty
+// lines, each want line inside its line.
+func containsRun(lines, want []string) bool {
+	var nonEmpty []string
+	for _, l := range lines {
+		if l != "" {
+			nonEmpty = append(nonEmpty, l)
+		}
+	}
+	for i := range nonEmpty {
+		ok := i+len(want) <= len(nonEmpty)
+		for j := 0; ok && j < len(want); j++ {
+			ok = strings.Contains(nonEmpty[i+j], want[j])
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// The quick start's program says what it runs within its first second.
+func TestQuickStartPrintsItsTask(t *testing.T) {
+	var out syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- app.Run(ctx,
+			fx.Supply(fx.Annotate(&out, fx.As(new(io.Writer)), fx.ResultTags(`name:"`+app.LogOutputName+`"`))),
+			fx.Provide(func() *PayrollController { return &PayrollController{} }),
+			annotations.Controller[*PayrollController](),
+		)
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(out.String(), "task=PayrollController.CloseBooks") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond) // polling the log for the line, on the real clock
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	for _, want := range []string{`msg="scheduler started"`, `msg="task scheduled" task=PayrollController.CloseBooks cron="0 2 * * *" lock=payroll-window`, `msg="scheduler stopped"`} {
+		if !strings.Contains(text, want) {
+			t.Errorf("log lacks %s:\n%s", want, text)
+		}
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
