@@ -1,6 +1,9 @@
 package scheduling
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // ErrInvalidSpec reports a task spec that failed validation. The
 // [*ValidationError] that wraps it lists every problem.
@@ -10,9 +13,23 @@ var ErrInvalidSpec = errors.New("scheduling: invalid task spec")
 // a task never runs unguarded.
 var ErrNoDriver = errors.New("scheduling: no lock driver")
 
-// ErrPanic reports that a task panicked. The run's error wraps it with the
-// panic value.
+// ErrPanic reports that a task panicked. The run's error is a *PanicError,
+// which wraps it.
 var ErrPanic = errors.New("scheduling: task panicked")
+
+// A PanicError is the error of a run whose task panicked: the panic's value
+// and the goroutine's stack. Its message is one line; the scheduler logs the
+// stack as an attribute of its own.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+// Error returns "scheduling: task panicked: <value>".
+func (e *PanicError) Error() string { return fmt.Sprintf("%v: %v", ErrPanic, e.Value) }
+
+// Unwrap returns ErrPanic.
+func (e *PanicError) Unwrap() error { return ErrPanic }
 
 // ErrStopTimeout reports that [Scheduler.Stop] cancelled runs that were still
 // going when its context ended.

@@ -439,7 +439,11 @@ func (s *Scheduler) finish(f firing, lease locks.Lease, k *keeper, start time.Ti
 func (s *Scheduler) failure(f firing, err error, panicked bool) Outcome {
 	switch {
 	case panicked:
-		s.log.Error("task panicked", "task", f.e.name, "fire", f.fire, "err", err)
+		var stack string
+		if pe := (*PanicError)(nil); errors.As(err, &pe) {
+			stack = string(pe.Stack)
+		}
+		s.log.Error("task panicked", "task", f.e.name, "fire", f.fire, "err", err, "stack", stack)
 		return OutcomePanic
 	case errors.Is(context.Cause(s.runCtx), ErrStopTimeout):
 		s.log.Warn("run cancelled by stop", "task", f.e.name, "fire", f.fire, "err", err)
@@ -500,7 +504,7 @@ func (s *Scheduler) ended(ev *runEvent, o Outcome, err error, d time.Duration, e
 func call(ctx context.Context, fn func(context.Context) error) (err error, panicked bool) {
 	defer func() {
 		if r := recover(); r != nil {
-			err, panicked = fmt.Errorf("%w: %v\n%s", ErrPanic, r, debug.Stack()), true
+			err, panicked = &PanicError{Value: r, Stack: debug.Stack()}, true
 		}
 	}()
 	return fn(ctx), false
