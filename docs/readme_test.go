@@ -1,7 +1,6 @@
 package docs_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -190,45 +189,33 @@ func containsRun(lines, want []string) bool {
 
 // The quick start's program says what it runs within its first second.
 func TestQuickStartPrintsItsTask(t *testing.T) {
-	var out syncBuffer
+	out, err := os.Create(t.TempDir() + "/log") // a file takes concurrent writes and reads
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	logged := func() string { b, _ := os.ReadFile(out.Name()); return string(b) }
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
 		done <- app.Run(ctx,
-			fx.Supply(fx.Annotate(&out, fx.As(new(io.Writer)), fx.ResultTags(`name:"`+app.LogOutputName+`"`))),
+			fx.Supply(fx.Annotate(out, fx.As(new(io.Writer)), fx.ResultTags(`name:"`+app.LogOutputName+`"`))),
 			fx.Provide(func() *PayrollController { return &PayrollController{} }),
 			annotations.Controller[*PayrollController](),
 		)
 	}()
 	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(out.String(), "task=PayrollController.CloseBooks") && time.Now().Before(deadline) {
+	for !strings.Contains(logged(), "task=PayrollController.CloseBooks") && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond) // polling the log for the line, on the real clock
 	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	text := out.String()
+	text := logged()
 	for _, want := range []string{`msg="scheduler started"`, `msg="task scheduled" task=PayrollController.CloseBooks cron="0 2 * * *" lock=payroll-window`, `msg="scheduler stopped"`} {
 		if !strings.Contains(text, want) {
 			t.Errorf("log lacks %s:\n%s", want, text)
 		}
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
