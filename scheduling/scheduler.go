@@ -277,10 +277,12 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	}
 	grace, cancel := stopGrace(ctx)
 	defer cancel()
+	waiting := s.inFlight()
 	if deadline, ok := grace.Deadline(); ok {
-		s.log.Info("stopping: waiting for runs in flight", "wait", time.Until(deadline).Round(time.Millisecond).String(), "tasks", s.inFlight())
+		s.log.Info("stopping: waiting for runs in flight", "wait", time.Until(deadline).Round(time.Millisecond).String(),
+			"runs", len(waiting), "tasks", waiting)
 	} else {
-		s.log.Info("stopping: waiting for runs in flight", "tasks", s.inFlight())
+		s.log.Info("stopping: waiting for runs in flight", "runs", len(waiting), "tasks", waiting)
 	}
 	select {
 	case <-landed:
