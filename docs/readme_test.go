@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
@@ -25,6 +26,7 @@ import (
 	"github.com/ndigo/ndigo/metrics"
 	"github.com/ndigo/ndigo/redislocks"
 	"github.com/ndigo/ndigo/scheduling"
+	"github.com/ndigo/ndigo/scheduling/schedulingtest"
 	"github.com/ndigo/ndigo/tracing"
 )
 
@@ -114,6 +116,17 @@ func operated(ctx context.Context, reg *prometheus.Registry) error {
 	return err
 }
 
+// The test kit.
+func kit(ctx context.Context) error {
+	fc := clockwork.NewFakeClockAt(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	rec := &schedulingtest.Recorder{}
+	s := scheduling.New(scheduling.Config{Clock: fc, Driver: locks.NewInProcessDriver(locks.WithClock(fc)),
+		Listeners: []scheduling.Listener{rec}})
+	// ... s.Add(your tasks), s.Start() ...
+	err := schedulingtest.Step(ctx, fc, time.Minute, time.Second, s) // a minute, a second at a time, each fire done
+	return err
+}
+
 // The pager listener.
 type pager struct {
 	scheduling.NopListener
@@ -129,7 +142,7 @@ func (p *pager) Skipped(e scheduling.Event) {
 
 func page(string) {}
 
-var _ = []any{builderForm, manyNodes, ownClient, directLock, operated, &pager{}}
+var _ = []any{builderForm, manyNodes, ownClient, directLock, operated, kit, &pager{}}
 
 // TestReadmeBlocksCompile checks that every Go block of README.md appears
 // in this file, line by line (each README line inside the matching line

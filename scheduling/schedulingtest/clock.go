@@ -27,7 +27,7 @@ func (c skewed) Now() time.Time                  { return c.Clock.Now().Add(c.of
 func (c skewed) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
 func (c skewed) Until(t time.Time) time.Duration { return t.Sub(c.Now()) }
 
-// Settle waits until every scheduler in ss has dispatched each fire due by
+// Settle waits until every scheduler in ss (started) has dispatched each fire due by
 // its clock's now and no fire is in flight: each ran, was skipped or failed,
 // and its record, logs and listener calls are done. A fire whose task blocks
 // keeps Settle waiting; so does a lock wait, until its budget passes on the
