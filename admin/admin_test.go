@@ -117,8 +117,15 @@ func TestScheduledTasks(t *testing.T) {
 		t.Errorf("an unlocked run shows a token: %v", failed)
 	}
 	nightly := tasks[2].(map[string]any)
-	if nightly["lastRun"] != nil || nightly["lock"] != nil {
+	if nightly["lastRun"] != nil || nightly["lastFire"] != nil || nightly["lock"] != "" {
 		t.Errorf("never-fired unlocked task: %v", nightly)
+	}
+	// Every documented field is present, whether it applies or not.
+	for _, key := range []string{"name", "type", "method", "cron", "lock", "lockTtl", "lockWait", "maxRunTime", "renew",
+		"next", "running", "waiting", "runs", "skips", "failures", "lastFire", "lastRun"} {
+		if _, ok := nightly[key]; !ok {
+			t.Errorf("field %q missing: %v", key, nightly)
+		}
 	}
 	// 02:00 in the scheduler's zone (Paris) is 01:00 UTC.
 	if _, err := time.Parse(time.RFC3339, nightly["next"].(string)); err != nil || nightly["next"] != "2026-01-01T01:00:00Z" {

@@ -31,6 +31,7 @@ func Example() {
 	// Output:
 	// 200 {
 	//   "status": "ok",
+	//   "driver": "none",
 	//   "checks": {
 	//     "ledger": "ok"
 	//   }

@@ -111,26 +111,29 @@ func register(mux *http.ServeMux, r Route) (err error) {
 // ServeHTTP serves the endpoints.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
 
-// TaskJSON is one task in GET /scheduledtasks.
+// TaskJSON is one task in GET /scheduledtasks. Every field is always
+// present: "" or null where it does not apply.
 type TaskJSON struct {
 	Name       string       `json:"name"`
-	Type       string       `json:"type,omitempty"`
-	Method     string       `json:"method,omitempty"`
+	Type       string       `json:"type"`   // the controller type; "" for a plain func
+	Method     string       `json:"method"` // the method, or the func's name
 	Cron       string       `json:"cron"`
-	Lock       string       `json:"lock,omitempty"`
-	LockTTL    string       `json:"lockTtl,omitempty"`
-	LockWait   string       `json:"lockWait,omitempty"`
-	MaxRunTime string       `json:"maxRunTime,omitempty"`
-	Renew      bool         `json:"renew,omitempty"`
+	Lock       string       `json:"lock"`       // "" if unlocked
+	LockTTL    string       `json:"lockTtl"`    // "" if unlocked
+	LockWait   string       `json:"lockWait"`   // "" if it does not wait
+	MaxRunTime string       `json:"maxRunTime"` // "" if none
+	Renew      bool         `json:"renew"`
 	Next       *time.Time   `json:"next"`    // null when the schedule has no further fire
-	Running    bool         `json:"running"` // a run is going on this node
+	Running    bool         `json:"running"` // a fire is in flight on this node: running or waiting for its lock
+	Waiting    bool         `json:"waiting"` // that fire waits for its lock
 	Runs       uint64       `json:"runs"`
 	Skips      uint64       `json:"skips"`
 	Failures   uint64       `json:"failures"`
-	LastRun    *LastRunJSON `json:"lastRun"` // null before the first fire
+	LastFire   *LastRunJSON `json:"lastFire"` // the last fire, run or skipped; null before the first
+	LastRun    *LastRunJSON `json:"lastRun"`  // the last fire that ran; null before the first run
 }
 
-// LastRunJSON is a task's last fire on this node.
+// LastRunJSON is one fire of a task on this node.
 type LastRunJSON struct {
 	Fire            time.Time  `json:"fire"`
 	Start           *time.Time `json:"start"` // null if it did not run
@@ -154,6 +157,7 @@ type LeaseJSON struct {
 // HealthJSON is the body of GET /healthz.
 type HealthJSON struct {
 	Status string            `json:"status"` // "ok" or "unavailable"
+	Driver string            `json:"driver"` // the scheduler's lock driver, e.g. "redislocks (namespace prod)"
 	Checks map[string]string `json:"checks"` // "ok" or the error, by check name
 }
 
@@ -162,7 +166,8 @@ func (h *Handler) tasks(w http.ResponseWriter, _ *http.Request) {
 	out := make([]TaskJSON, len(infos))
 	for i, ti := range infos {
 		t := TaskJSON{Name: ti.Name, Type: ti.Type, Method: ti.Method, Cron: ti.Spec.Cron, Lock: ti.Spec.Lock,
-			Renew: ti.Spec.Renew, Running: ti.Running, Runs: ti.Runs, Skips: ti.Skips, Failures: ti.Failures}
+			Renew: ti.Spec.Renew, Running: ti.Running, Waiting: ti.Waiting, Runs: ti.Runs, Skips: ti.Skips,
+			Failures: ti.Failures, LastFire: fireJSON(ti.Last), LastRun: fireJSON(ti.LastRan)}
 		if ti.Spec.Lock != "" {
 			t.LockTTL = ti.Spec.LockTTL.String()
 			if ti.Spec.LockWait > 0 {
@@ -175,21 +180,27 @@ func (h *Handler) tasks(w http.ResponseWriter, _ *http.Request) {
 		if !ti.Next.IsZero() {
 			t.Next = utc(ti.Next)
 		}
-		if l := ti.Last; !l.Fire.IsZero() {
-			t.LastRun = &LastRunJSON{Fire: l.Fire.UTC(), Duration: l.Duration.String(),
-				DurationSeconds: l.Duration.Seconds(), Outcome: string(l.Outcome), Node: l.Node, Token: l.Token}
-			if !l.Start.IsZero() {
-				t.LastRun.Start = utc(l.Start)
-			}
-			if l.Err != nil {
-				t.LastRun.Error = l.Err.Error()
-			}
-		}
 		out[i] = t
 	}
 	writeJSON(w, http.StatusOK, struct {
 		Tasks []TaskJSON `json:"tasks"`
 	}{out})
+}
+
+// fireJSON returns l as JSON, nil for a zero LastRun.
+func fireJSON(l scheduling.LastRun) *LastRunJSON {
+	if l.Fire.IsZero() {
+		return nil
+	}
+	j := &LastRunJSON{Fire: l.Fire.UTC(), Duration: l.Duration.String(),
+		DurationSeconds: l.Duration.Seconds(), Outcome: string(l.Outcome), Node: l.Node, Token: l.Token}
+	if !l.Start.IsZero() {
+		j.Start = utc(l.Start)
+	}
+	if l.Err != nil {
+		j.Error = l.Err.Error()
+	}
+	return j
 }
 
 func (h *Handler) locks(w http.ResponseWriter, _ *http.Request) {
@@ -204,7 +215,7 @@ func (h *Handler) locks(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (h *Handler) health(w http.ResponseWriter, r *http.Request) {
-	res := HealthJSON{Status: "ok", Checks: map[string]string{}}
+	res := HealthJSON{Status: "ok", Driver: h.s.DriverName(), Checks: map[string]string{}}
 	for _, c := range h.checks {
 		if err := h.probe(r.Context(), c); err != nil {
 			res.Status = "unavailable"

@@ -47,7 +47,8 @@ type TaskInfo struct {
 	Next     time.Time // the next fire; zero if none
 	Running  bool      // a fire is in flight on this node: running, or waiting for its lock
 	Waiting  bool      // that fire is waiting for its lock (LockWait)
-	Last     LastRun   // zero Fire if it never fired
+	Last     LastRun   // the last fire, run or not; zero Fire if it never fired
+	LastRan  LastRun   // the last fire that ran (its task was called); zero Fire if none
 	Runs     uint64    // fires that ran (whatever they returned)
 	Skips    uint64    // fires skipped: lock held, still running, already run, missed
 	Failures uint64    // runs that errored, panicked or were cancelled, and lock failures
@@ -82,6 +83,7 @@ type entry struct {
 
 	mu    sync.Mutex // protects last and stats, apart from Scheduler.mu so runs do not contend
 	last  *LastRun   // nil until the first fire; reused after
+	ran   *LastRun   // nil until the first run; reused after
 	stats counts
 }
 
@@ -94,6 +96,12 @@ func (e *entry) record(r LastRun, c counts) {
 		e.last = new(LastRun)
 	}
 	*e.last = r
+	if c.runs > 0 {
+		if e.ran == nil {
+			e.ran = new(LastRun)
+		}
+		*e.ran = r
+	}
 	e.stats.runs += c.runs
 	e.stats.skips += c.skips
 	e.stats.failures += c.failures
@@ -113,6 +121,9 @@ func (s *Scheduler) Tasks() []TaskInfo {
 		out[i].Runs, out[i].Skips, out[i].Failures = e.stats.runs, e.stats.skips, e.stats.failures
 		if e.last != nil {
 			out[i].Last = *e.last
+		}
+		if e.ran != nil {
+			out[i].LastRan = *e.ran
 		}
 		e.mu.Unlock()
 	}

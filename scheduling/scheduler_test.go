@@ -535,3 +535,26 @@ func (l signalLease) Extend(ctx context.Context, ttl time.Duration) error {
 	}
 	return err
 }
+
+// The registry keeps the last fire and the last run apart: a skip after a
+// run changes the first, not the second.
+func TestTasksSeparatesLastRunFromLastFire(t *testing.T) {
+	s, fc, _, d := newTest(t, true)
+	var f fires
+	mustAdd(t, s, Scheduled(f.task, Cron("@every 1s"), Lock("k"), Name("t")))
+	mustStart(t, s)
+	step(t, fc, time.Second, time.Second, s)
+	other, err := d.Acquire(context.Background(), "k", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Release(context.Background())
+	step(t, fc, time.Second, time.Second, s)
+	info := s.Tasks()[0]
+	if info.Last.Outcome != OutcomeLockHeld || !info.Last.Fire.Equal(epoch.Add(2*time.Second)) {
+		t.Errorf("last fire %+v, want the 2s fire skipped", info.Last)
+	}
+	if info.LastRan.Outcome != OutcomeOK || !info.LastRan.Fire.Equal(epoch.Add(time.Second)) || info.LastRan.Token == 0 {
+		t.Errorf("last run %+v, want the 1s fire's run", info.LastRan)
+	}
+}
