@@ -44,6 +44,7 @@ var Module = fx.Options(
 	fx.Module("logging",
 		fx.Provide(newLogger),
 		fx.Provide(fx.Annotate(nodeName, fx.ResultTags(`name:"`+scheduling.NodeName+`"`))),
+		fx.Provide(fx.Annotate(skipLevel, fx.ResultTags(`name:"`+scheduling.SkipLevelName+`"`))),
 	),
 	locks.Module,
 	scheduling.Module,
@@ -144,6 +145,9 @@ func NewLogger(w io.Writer, cfg config.Log) *slog.Logger {
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
 }
+
+// skipLevel gives the scheduler the configured level of its skip lines.
+func skipLevel(p frameworkParams) slog.Level { return p.Framework.Log.SlogSkipLevel() }
 
 // nodeName gives the scheduler the configured node name; empty lets it
 // choose "<hostname>-<pid>".

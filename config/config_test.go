@@ -95,7 +95,7 @@ payroll:
 	want := Framework{
 		Node:  "billing-1",
 		Redis: Redis{URL: "redis://:s3cret@redis.internal:6379/0", Namespace: "prod"},
-		Log:   Log{Format: "json", Level: "debug"},
+		Log:   Log{Format: "json", Level: "debug", SkipLevel: "info"},
 	}
 	if cfg.Framework != want {
 		t.Errorf("Framework = %+v, want %+v", cfg.Framework, want)

@@ -49,12 +49,22 @@ type Log struct {
 	Format string `yaml:"format" default:"text" validate:"oneof=text json"`
 	// Level is "debug", "info", "warn" or "error".
 	Level string `yaml:"level" default:"info" validate:"oneof=debug info warn error"`
+	// SkipLevel is the level of the scheduler's lines about skipped fires
+	// (lock held, already claimed by another node, still running): every
+	// node but one logs one per locked task and fire, so a cluster may want
+	// them at "debug".
+	SkipLevel string `yaml:"skip-level" default:"info" validate:"oneof=debug info warn error"`
 }
 
 // SlogLevel returns Level as a slog.Level; a level that did not validate
 // reads as slog.LevelInfo.
-func (l Log) SlogLevel() slog.Level {
-	switch l.Level {
+func (l Log) SlogLevel() slog.Level { return slogLevel(l.Level) }
+
+// SlogSkipLevel returns SkipLevel as a slog.Level, as SlogLevel does.
+func (l Log) SlogSkipLevel() slog.Level { return slogLevel(l.SkipLevel) }
+
+func slogLevel(level string) slog.Level {
+	switch level {
 	case "debug":
 		return slog.LevelDebug
 	case "warn":

@@ -30,7 +30,7 @@ func TestModuleProvidesConfigAndFramework(t *testing.T) {
 	if cfg.Payroll.Retries != 4 || cfg.Node != "n1" {
 		t.Errorf("appConfig = %+v", cfg)
 	}
-	want := Framework{Node: "n1", Redis: Redis{Namespace: "prod"}, Log: Log{Format: "json", Level: "info"}}
+	want := Framework{Node: "n1", Redis: Redis{Namespace: "prod"}, Log: Log{Format: "json", Level: "info", SkipLevel: "info"}}
 	if fw != want {
 		t.Errorf("Framework = %+v, want %+v", fw, want)
 	}

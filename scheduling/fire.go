@@ -288,18 +288,19 @@ func (s *Scheduler) skip(f firing, o Outcome, err error) {
 		s.log.Error("lock failed; fire not run", "task", e.name, "fire", f.fire, "lock", e.spec.Lock, "err", err)
 	default:
 		e.record(LastRun{Fire: f.fire, Outcome: o, Node: s.node}, counts{skips: 1})
+		ctx := context.Background()
 		switch o {
 		case OutcomeLockHeld:
-			s.log.Info(fmt.Sprintf("lock '%s' is held", e.spec.Lock), "task", e.name, "fire", f.fire, "lock", e.spec.Lock)
+			s.log.Log(ctx, s.skipAt, fmt.Sprintf("lock '%s' is held", e.spec.Lock), "task", e.name, "fire", f.fire, "lock", e.spec.Lock)
 		case OutcomeAlreadyRun:
-			s.log.Info("fire already claimed by another node", "task", e.name, "fire", f.fire, "lock", e.spec.Lock)
+			s.log.Log(ctx, s.skipAt, "fire already claimed by another node", "task", e.name, "fire", f.fire, "lock", e.spec.Lock)
 		case OutcomeMissed:
 			s.log.Warn("fire reached too late to claim; skipped", "task", e.name, "fire", f.fire, "lateness", s.clock.Since(f.fire))
 		case OutcomeRunning:
 			if e.waiting.Load() {
-				s.log.Info("previous fire still waiting for its lock; fire skipped", "task", e.name, "fire", f.fire)
+				s.log.Log(ctx, s.skipAt, "previous fire still waiting for its lock; fire skipped", "task", e.name, "fire", f.fire)
 			} else {
-				s.log.Info("previous run still going; fire skipped", "task", e.name, "fire", f.fire)
+				s.log.Log(ctx, s.skipAt, "previous run still going; fire skipped", "task", e.name, "fire", f.fire)
 			}
 		}
 	}

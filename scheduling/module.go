@@ -21,6 +21,10 @@ import (
 // string: fx.Annotate(fn, fx.ResultTags(`name:"scheduling.node"`)).
 const NodeName = "scheduling.node"
 
+// SkipLevelName is the fx name under which Module looks for the level of
+// its lines about skipped fires, a slog.Level ([Config.SkipLevel]).
+const SkipLevelName = "scheduling.skip-level"
+
 // LocationName is the fx name under which Module looks for the zone of cron
 // expressions without a CRON_TZ= prefix, a *time.Location.
 const LocationName = "scheduling.location"
@@ -80,6 +84,7 @@ type moduleParams struct {
 	Logger        *slog.Logger    `optional:"true"`
 	Node          string          `name:"scheduling.node" optional:"true"`
 	Location      *time.Location  `name:"scheduling.location" optional:"true"`
+	SkipLevel     slog.Level      `name:"scheduling.skip-level" optional:"true"`
 	Registrations []registration  `group:"scheduling.tasks"`
 	Listeners     []Listener      `group:"scheduling.listeners"`       // ListenersGroup
 	Wrappers      []DriverWrapper `group:"scheduling.driver-wrappers"` // DriverWrappersGroup
@@ -108,7 +113,7 @@ func newModuleScheduler(p moduleParams) (*Scheduler, error) {
 		}
 	}
 	s := New(Config{Driver: driver, Clock: p.Clock, Logger: p.Logger, Node: p.Node, Location: p.Location,
-		Listeners: p.Listeners})
+		Listeners: p.Listeners, SkipLevel: p.SkipLevel})
 	regs := slices.Clone(p.Registrations)
 	slices.SortFunc(regs, func(a, b registration) int { return cmp.Compare(a.seq, b.seq) })
 	var tasks []Task

@@ -40,6 +40,10 @@ type Config struct {
 	// Listeners are told about every run and skip, in this order; see
 	// [Listener].
 	Listeners []Listener
+	// SkipLevel is the level of the lines about skipped fires (lock held,
+	// already claimed by another node, still running); the zero value is
+	// slog.LevelInfo. Every node but one logs one per locked task and fire.
+	SkipLevel slog.Level
 }
 
 // A Scheduler runs tasks at their fire instants. It is safe for concurrent
@@ -50,7 +54,8 @@ type Scheduler struct {
 	log    *slog.Logger
 	node   string
 	loc    *time.Location
-	notify *notifier // nil without listeners, so that runs pay nothing for them
+	skipAt slog.Level // Config.SkipLevel
+	notify *notifier  // nil without listeners, so that runs pay nothing for them
 	// observed is set by New when listeners or the logger's debug level
 	// want each run's start and end; a logger's level raised to debug later
 	// does not get them.
@@ -98,6 +103,7 @@ func New(cfg Config) *Scheduler {
 		log:      cfg.Logger,
 		node:     cfg.Node,
 		loc:      cfg.Location,
+		skipAt:   cfg.SkipLevel,
 		wake:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 		loopDone: make(chan struct{}),

@@ -558,3 +558,25 @@ func TestTasksSeparatesLastRunFromLastFire(t *testing.T) {
 		t.Errorf("last run %+v, want the 1s fire's run", info.LastRan)
 	}
 }
+
+// Config.SkipLevel sets the level of the skip lines, which every losing node
+// writes once per locked task and fire.
+func TestSkipLevel(t *testing.T) {
+	fc := clockwork.NewFakeClockAt(epoch)
+	rec := &logRecorder{}
+	d := locks.NewInProcessDriver(locks.WithClock(fc))
+	s := New(Config{Clock: fc, Logger: slog.New(rec), Driver: d, SkipLevel: slog.LevelDebug})
+	defer s.Stop(context.Background())
+	var f fires
+	mustAdd(t, s, Scheduled(f.task, Cron("@every 1s"), Lock("k"), Name("t")))
+	other, err := d.Acquire(context.Background(), "k", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Release(context.Background())
+	mustStart(t, s)
+	step(t, fc, time.Second, time.Second, s)
+	if logs := rec.find("lock 'k' is held"); len(logs) != 1 || logs[0].level != slog.LevelDebug {
+		t.Fatalf("skip logs %+v, want one at Debug", logs)
+	}
+}
