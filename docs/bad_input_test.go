@@ -128,6 +128,14 @@ func badInputs() []badInput {
 		{"scheduling.Validate", `Cron("@every 0s")`, scheduling.ErrInvalidSpec, task(scheduling.Cron("@every 0s"))},
 		{"scheduling.Validate", `Cron("0 0 30 2 *")`, scheduling.ErrInvalidSpec, task(scheduling.Cron("0 0 30 2 *"))},
 		{"scheduling.Validate", `Lock("")`, scheduling.ErrInvalidSpec, task(scheduling.Cron("@daily"), scheduling.Lock(""))},
+		{"scheduling.Validate", `a func literal with Lock("k") and no Name`, scheduling.ErrInvalidSpec, func() error {
+			return scheduling.Validate(scheduling.Scheduled(func(context.Context) error { return nil },
+				scheduling.Cron("@daily"), scheduling.Lock("k")))
+		}},
+		{"scheduling.Validate", `LockWaitStep(time.Microsecond)`, scheduling.ErrInvalidSpec,
+			task(scheduling.Cron("@daily"), scheduling.Lock("k"), scheduling.LockWaitStep(time.Microsecond))},
+		{"scheduling.Validate", `LockTTL(50*time.Millisecond), Renew()`, scheduling.ErrInvalidSpec,
+			task(scheduling.Cron("@daily"), scheduling.Lock("k"), scheduling.LockTTL(50*time.Millisecond), scheduling.Renew())},
 		{"scheduling.Validate", `LockTTL(5s) without Lock`, scheduling.ErrInvalidSpec, task(scheduling.Cron("@daily"), scheduling.LockTTL(5*time.Second))},
 		{"scheduling.Validate", `LockTTL(-1s)`, scheduling.ErrInvalidSpec, task(scheduling.Cron("@daily"), scheduling.Lock("k"), scheduling.LockTTL(-time.Second))},
 		{"scheduling.Validate", `LockWait(-1s)`, scheduling.ErrInvalidSpec, task(scheduling.Cron("@daily"), scheduling.Lock("k"), scheduling.LockWait(-time.Second))},

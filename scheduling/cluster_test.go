@@ -39,7 +39,7 @@ func runsOnceAcrossSkew(t *testing.T, skew time.Duration) {
 	for i, c := range []clockwork.Clock{fc, offsetClock{FakeClock: fc, off: skew}} {
 		s := New(Config{Driver: driver, Clock: c, Node: []string{"a", "b"}[i],
 			Logger: slog.New(&logRecorder{})})
-		mustAdd(t, s, Scheduled(task, Cron("@every 1s"), Lock("report"), LockTTL(30*time.Second)))
+		mustAdd(t, s, Scheduled(task, Cron("@every 1s"), Lock("report"), LockTTL(30*time.Second), Name("report")))
 		mustStart(t, s)
 		t.Cleanup(func() { _ = s.Stop(context.Background()) })
 		nodes = append(nodes, s)

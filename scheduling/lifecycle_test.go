@@ -198,7 +198,7 @@ func TestAcceptedSpecsRun(t *testing.T) {
 			for _, maxRun := range []time.Duration{0, 1, time.Hour, 1<<63 - 1} {
 				step := []time.Duration{1, scheduling.MinLockWaitStep, time.Hour}[int(wait%3)]
 				for _, renew := range []bool{false, true} {
-					opts := []scheduling.Option{scheduling.Cron("@every 1s"), scheduling.Lock("k"), scheduling.LockTTL(ttl),
+					opts := []scheduling.Option{scheduling.Name("t"), scheduling.Cron("@every 1s"), scheduling.Lock("k"), scheduling.LockTTL(ttl),
 						scheduling.LockWait(wait), scheduling.LockWaitStep(step)}
 					if maxRun > 0 {
 						opts = append(opts, scheduling.MaxRunTime(maxRun))
@@ -268,11 +268,11 @@ func (minDriver) MinTTL() time.Duration { return 2 * time.Millisecond }
 // added: every run would start without a live lease.
 func TestLockTTLAboveDriverMinimum(t *testing.T) {
 	s := scheduling.New(scheduling.Config{Driver: schedulingtest.NewDriver(minDriver{locks.NewInProcessDriver()}), Logger: quiet})
-	err := s.Add(scheduling.Scheduled(work(0), scheduling.Cron("@every 1s"), scheduling.Lock("k"), scheduling.LockTTL(2*time.Millisecond)))
+	err := s.Add(scheduling.Scheduled(work(0), scheduling.Name("t"), scheduling.Cron("@every 1s"), scheduling.Lock("k"), scheduling.LockTTL(2*time.Millisecond)))
 	if !errors.Is(err, scheduling.ErrInvalidSpec) || !strings.Contains(err.Error(), "minimum lease TTL (2ms)") {
 		t.Fatalf("Add with lockTtl at the driver's minimum: %v", err)
 	}
-	if err := s.Add(scheduling.Scheduled(work(0), scheduling.Cron("@every 1s"), scheduling.Lock("k"), scheduling.LockTTL(3*time.Millisecond))); err != nil {
+	if err := s.Add(scheduling.Scheduled(work(0), scheduling.Name("t"), scheduling.Cron("@every 1s"), scheduling.Lock("k"), scheduling.LockTTL(3*time.Millisecond))); err != nil {
 		t.Fatal(err)
 	}
 }

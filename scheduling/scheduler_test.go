@@ -315,7 +315,7 @@ func blockUntilCancelled(started chan<- struct{}, ended chan<- error) func(conte
 func TestLeaseLossCancelsRun(t *testing.T) {
 	s, fc, _, _ := newTest(t, true)
 	started, ended := make(chan struct{}, 1), make(chan error, 1)
-	mustAdd(t, s, Scheduled(blockUntilCancelled(started, ended), Cron("@every 1h"), Lock("k"), LockTTL(10*time.Second)))
+	mustAdd(t, s, Scheduled(blockUntilCancelled(started, ended), Cron("@every 1h"), Lock("k"), LockTTL(10*time.Second), Name("t")))
 	mustStart(t, s)
 	waitIdle(t, s)
 	fc.Advance(time.Hour)
@@ -364,7 +364,7 @@ func TestRenewKeepsLease(t *testing.T) {
 				Driver: extendSignal{d, renewed}})
 			defer s.Stop(context.Background())
 			started, ended := make(chan struct{}, 1), make(chan error, 1)
-			opts := []Option{Cron("@every 1h"), Lock("k"), LockTTL(9 * time.Second)}
+			opts := []Option{Cron("@every 1h"), Lock("k"), LockTTL(9 * time.Second), Name("t")}
 			if renew {
 				opts = append(opts, Renew())
 			}

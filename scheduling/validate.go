@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -200,6 +201,10 @@ func validateTasks(tasks []Task, taken map[string]bool, rules lockRules, cache *
 			for _, p := range rules.check(t.Spec()) {
 				add(p)
 			}
+			if t.spec.Name == nil && t.fn != nil && funcLiteral.MatchString(t.method) {
+				add(Problem{Option: "name", Value: t.Name(), Rule: "must be set (Name option or name tag) for a locked func literal: " +
+					"its generated name changes when code moves, and it keys the fire claims that nodes running different builds must share"})
+			}
 		}
 		name := t.Name()
 		if names[name] || taken[name] {
@@ -212,6 +217,10 @@ func validateTasks(tasks []Task, taken map[string]bool, rules lockRules, cache *
 	}
 	return &ValidationError{Problems: problems}
 }
+
+// funcLiteral matches the generated names of func literals: "pkg.F.func1",
+// or "pkg.F.g.2" for one inlined from g.
+var funcLiteral = regexp.MustCompile(`\.func\d+(\.|$)|\.\d+$`)
 
 // check returns the problems of a locked spec (defaults applied) under
 // these rules.

@@ -138,3 +138,28 @@ func TestValidationRules(t *testing.T) {
 		t.Fatalf("Validate (driver-agnostic) rejected a locked task: %v", err)
 	}
 }
+
+// A locked func literal needs a Name: its generated name ("pkg.F.func1")
+// changes when code moves, and it keys the fire claims nodes share.
+func TestLockedFuncLiteralNeedsName(t *testing.T) {
+	literal := func(context.Context) error { return nil }
+	err := Validate(Scheduled(literal, Cron("@daily"), Lock("k")))
+	var ve *ValidationError
+	if !errors.As(err, &ve) || len(ve.Problems) != 1 || ve.Problems[0].Option != "name" ||
+		!strings.Contains(ve.Problems[0].Rule, "locked func literal") {
+		t.Fatalf("locked literal without a name: %v", err)
+	}
+	for _, ok := range []Task{
+		Scheduled(literal, Cron("@daily"), Lock("k"), Name("nightly")),
+		Scheduled(literal, Cron("@daily")), // unlocked: no claims
+		Scheduled((&ledger{}).Close, Cron("@daily"), Lock("k")),
+	} {
+		if err := Validate(ok); err != nil {
+			t.Errorf("Validate(%s): %v", ok.Name(), err)
+		}
+	}
+}
+
+type ledger struct{}
+
+func (*ledger) Close(context.Context) error { return nil }
