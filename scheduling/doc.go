@@ -110,9 +110,9 @@
 // without finding the lease lost (the driver was slow or unreachable) is
 // retried every twelfth of the TTL, each attempt bounded by a sixth, while
 // the lease lasts. The run is cancelled with cause locks.ErrLeaseLost when
-// the lease is found lost or expires, and with an error wrapping
-// [ErrRenewalFailed] and the driver's error when it ran out because no
-// renewal got through in time.
+// the lease is found lost or expires (a paused process), and with an error
+// wrapping [ErrRenewalFailed] and the driver's error when it ran out after
+// a renewal attempt had failed and no retry got through in time.
 //
 // # Stopping
 //

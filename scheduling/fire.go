@@ -522,12 +522,8 @@ type keeper struct {
 	once    sync.Once
 
 	mu  sync.Mutex // protects err
-	err error      // the renewal's last error, errNoAnswer while an attempt is out; nil after a success
+	err error      // the last completed renewal's error; nil after a success
 }
-
-// errNoAnswer is the renewal error of a lease that ran out while an
-// extension was still waiting for the driver.
-var errNoAnswer = errors.New("scheduling: the driver had not answered the renewal when the lease ran out")
 
 // keep starts the keeper of a run's lease. cancel cancels the run's context.
 //
@@ -535,9 +531,10 @@ var errNoAnswer = errors.New("scheduling: the driver had not answered the renewa
 // bounded by a sixth. An attempt that fails without finding the lease lost
 // (the driver was slow or unreachable) is retried every twelfth of the TTL,
 // as long as the lease lasts. The run is cancelled with cause
-// locks.ErrLeaseLost when the lease is found lost, and with an error
-// wrapping ErrRenewalFailed and the driver's error when the lease ran out
-// locally because no renewal got through in time.
+// locks.ErrLeaseLost when the lease is found lost or runs out (a paused
+// process, say), and with an error wrapping ErrRenewalFailed and the
+// driver's error when it ran out after a renewal attempt had failed: the
+// driver was slow or unreachable, and no retry got through in time.
 func (s *Scheduler) keep(ctx context.Context, e *entry, lease locks.Lease, cancel context.CancelCauseFunc) *keeper {
 	k := &keeper{quit: make(chan struct{}), watched: make(chan struct{}), renewed: make(chan struct{})}
 	go func() {
@@ -566,7 +563,6 @@ func (s *Scheduler) keep(ctx context.Context, e *entry, lease locks.Lease, cance
 				return
 			case <-t.Chan():
 			}
-			k.setErr(errNoAnswer)
 			ectx, ecancel := withTimeout(ctx, s.clock, ttl/6)
 			err := lease.Extend(ectx, ttl)
 			ecancel()
@@ -613,9 +609,6 @@ func (k *keeper) stop() error {
 	<-k.renewed
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.err == errNoAnswer {
-		return nil // stopped while an attempt was out; the lease was live
-	}
 	return k.err
 }
 
