@@ -2,10 +2,8 @@ package redislocks
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/fx"
@@ -70,11 +68,12 @@ func newClient(p clientParams) (redis.UniversalClient, error) {
 	}
 	opts, err := redis.ParseURL(cfg.Redis.URL.Reveal())
 	if err != nil {
-		// A *url.Error quotes the whole URL, password included.
-		if ue := (*url.Error)(nil); errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return nil, fmt.Errorf("%w: redislocks.Module: redis.url %s: %v", locks.ErrInvalid, cfg.Redis.URL, err)
+		// go-redis's errors may quote any part of the URL, the password
+		// included (a *url.Error quotes all of it; "unexpected option"
+		// quotes the query, where an unescaped password can land), so
+		// none of their text is shown.
+		return nil, fmt.Errorf("%w: redislocks.Module: redis.url %s: go-redis cannot parse it: check the scheme (redis:// or rediss://), "+
+			"the host and port, the /database number, and that special characters in the password are percent-escaped", locks.ErrInvalid, cfg.Redis.URL)
 	}
 	// Deadlines of the caller's contexts bound every command, so a hung
 	// Redis fails a lock operation at the caller's deadline rather than after

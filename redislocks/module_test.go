@@ -104,3 +104,26 @@ func TestModuleNestedFailsStartup(t *testing.T) {
 	}
 	root.RequireStop()
 }
+
+// Whatever the URL's shape, a URL go-redis cannot parse fails the app with
+// a message that names the setting and never the password.
+func TestModuleNeverPrintsThePassword(t *testing.T) {
+	const secret = "Pa55w0rd"
+	for _, u := range []string{
+		"redis://:?" + secret + "@127.0.0.1:6379",
+		"redis://user:" + secret + "@127.0.0.1:6379/notadb",
+		"redis://:" + secret + "/x@127.0.0.1:6379",
+		"redis://:" + secret + "@127.0.0.1:99999",
+		"http://:" + secret + "@127.0.0.1:6379",
+	} {
+		app := fx.New(fx.NopLogger, locks.Module, frameworkWith(u), redislocks.Module, fx.Invoke(func(locks.Driver) {}))
+		err := app.Err()
+		if err == nil {
+			err = app.Start(context.Background())
+			_ = app.Stop(context.Background())
+		}
+		if err == nil || strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "redis") {
+			t.Errorf("URL %q: %v", strings.ReplaceAll(u, secret, "<secret>"), err)
+		}
+	}
+}
