@@ -244,3 +244,39 @@ func TestParseTag(t *testing.T) {
 		}
 	}
 }
+
+// Provide provides a controller from its constructor and registers its
+// tasks in one call, in the same order Controller would.
+func TestProvideRegistersFromConstructor(t *testing.T) {
+	fc := clockwork.NewFakeClockAt(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	var s *scheduling.Scheduler
+	var reports *Reports
+	app := fxtest.New(t,
+		fx.Provide(func() clockwork.Clock { return fc }),
+		fx.Provide(func() locks.Driver { return locks.NewInProcessDriver(locks.WithClock(fc)) }),
+		Provide(func() (*Reports, error) { return &Reports{}, nil }),
+		Provide(func(*Reports) *PayrollController { return &PayrollController{} }), // parameters from the graph
+		scheduling.Module,
+		fx.Populate(&s, &reports),
+	)
+	app.RequireStart()
+	defer app.RequireStop()
+	var names []string
+	for _, info := range s.Tasks() {
+		names = append(names, info.Name)
+	}
+	want := "daily weekly PayrollController.CloseBooks payslips PayrollController.Reconcile"
+	if got := strings.Join(names, " "); got != want || reports == nil {
+		t.Fatalf("tasks %s, want %s (controller provided: %v)", got, want, reports != nil)
+	}
+	for _, bad := range []any{nil, 42, func() {}, func() (*Reports, int) { return nil, 0 }} {
+		if err := fx.New(fx.NopLogger, Provide(bad)).Err(); err == nil || !strings.Contains(err.Error(), "annotations.Provide") {
+			t.Errorf("Provide(%T): %v", bad, err)
+		}
+	}
+	// A value without Scheduled fields fails the app, naming it.
+	err := fx.New(fx.NopLogger, Provide(func() *struct{ X int } { return &struct{ X int }{} }), scheduling.Module).Err()
+	if !errors.Is(err, ErrNoController) {
+		t.Errorf("Provide of a non-controller: %v", err)
+	}
+}

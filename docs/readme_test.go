@@ -47,8 +47,7 @@ func (c *PayrollController) CloseBooks(ctx context.Context) error {
 
 func main() {
 	err := app.Run(context.Background(),
-		fx.Provide(func() *PayrollController { return &PayrollController{} }),
-		annotations.Controller[*PayrollController](),
+		annotations.Provide(func() *PayrollController { return &PayrollController{} }), // provides it and registers its tasks
 	)
 	if err != nil {
 		log.Fatal(err)
@@ -76,8 +75,7 @@ func manyNodes(ctx context.Context) error {
 	err := app.Run(ctx,
 		config.Module[Config](config.LoadOptions{Path: "app.yaml", EnvPrefix: "APP_"}),
 		redislocks.Module, // at the root, beside the framework's modules
-		fx.Provide(NewPayrollController),
-		annotations.Controller[*PayrollController](),
+		annotations.Provide(NewPayrollController),
 	)
 	return err
 }
@@ -213,8 +211,7 @@ func TestQuickStartPrintsItsTask(t *testing.T) {
 	go func() {
 		done <- app.Run(ctx,
 			fx.Supply(fx.Annotate(out, fx.As(new(io.Writer)), fx.ResultTags(`name:"`+app.LogOutputName+`"`))),
-			fx.Provide(func() *PayrollController { return &PayrollController{} }),
-			annotations.Controller[*PayrollController](),
+			annotations.Provide(func() *PayrollController { return &PayrollController{} }),
 		)
 	}()
 	deadline := time.Now().Add(10 * time.Second)

@@ -146,8 +146,7 @@ func options(cfg Config, logOut io.Writer) []fx.Option {
 		fx.Supply(cfg, cfg.Framework, config.ValuesOf(cfg)),
 		fx.Supply(fx.Annotate(logOut, fx.As(new(io.Writer)), fx.ResultTags(`name:"`+app.LogOutputName+`"`))),
 		fx.Supply(fx.Annotate(clockwork.Clock(offsetClock{clockwork.NewRealClock(), cfg.Payroll.ClockOffset}), fx.As(new(clockwork.Clock)))),
-		fx.Provide(NewPayrollController),
-		annotations.Controller[*PayrollController](),
+		annotations.Provide(NewPayrollController),
 		scheduling.Provide(reconcile),
 	}
 	opts = append(opts, operations(cfg.Payroll)...)
