@@ -11,6 +11,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/ndigo/ndigo/config"
+	"github.com/ndigo/ndigo/internal/didyoumean"
 	"github.com/ndigo/ndigo/scheduling"
 )
 
@@ -248,7 +249,7 @@ func option(p tagPair) scheduling.Option {
 		return nil
 	}
 	rule := "unknown tag key; known keys are method, cron, lock, lockWait, lockWaitStep, lockTtl, maxRunTime, name, renew"
-	if s := suggest(p.key); s != "" {
+	if s := didyoumean.Closest(p.key, knownKeys); s != "" {
 		rule = fmt.Sprintf("unknown tag key; did you mean %q?", s)
 	}
 	return scheduling.Invalid(p.key, p.value, rule)

@@ -127,37 +127,3 @@ func ParseDuration(s string) (time.Duration, error) {
 // knownKeys are the tag keys annotations reads.
 var knownKeys = []string{"method", "cron", "lock", "lockWait", "lockWaitStep", "lockTtl", "maxRunTime", "name", "renew"}
 
-// suggest returns the known key that key most likely misspells, or "".
-func suggest(key string) string {
-	best, bestDist := "", 3
-	for _, k := range knownKeys {
-		if strings.EqualFold(k, key) {
-			return k
-		}
-		if d := editDistance(strings.ToLower(k), strings.ToLower(key)); d < bestDist {
-			best, bestDist = k, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}

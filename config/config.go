@@ -43,6 +43,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -126,7 +127,9 @@ func load(cfg any, opts LoadOptions) error {
 	data := opts.Data
 	if data == nil && opts.Path != "" {
 		if data, err = os.ReadFile(opts.Path); err != nil {
-			return fmt.Errorf("config: %w", err)
+			abs, _ := filepath.Abs(opts.Path)
+			wd, _ := os.Getwd()
+			return fmt.Errorf("config: reading %s (working directory %s): %w", abs, wd, err)
 		}
 	}
 	if err := ld.decodeFile(data, root); err != nil {

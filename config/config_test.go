@@ -264,8 +264,8 @@ func wantErrors(t *testing.T, err error, msgs ...string) {
 func TestLoadUnknownKeys(t *testing.T) {
 	_, err := Load[appConfig](LoadOptions{Path: "app.yaml", Data: []byte("node: a\nredis:\n  urll: redis://h\npayrol: {}\n"), Env: noEnv()})
 	wantErrors(t, err,
-		"config: redis.urll (app.yaml:3): unknown key; known keys here: url, namespace",
-		"config: payrol (app.yaml:4): unknown key; known keys here: node, redis, log, payroll",
+		`config: redis.urll (app.yaml:3): unknown key; did you mean "url"? known keys here: url, namespace`,
+		`config: payrol (app.yaml:4): unknown key; did you mean "payroll"? known keys here: node, redis, log, payroll`,
 	)
 }
 
@@ -475,5 +475,17 @@ payroll:
 		}
 	}
 	_, err = Load[appConfig](LoadOptions{Data: []byte("payroll:\n  accounts:\n    - &a {name: a, color: red}\n    - <<: *a\n"), Env: noEnv()})
-	wantErrors(t, err, "config: payroll.accounts[0].color (line 3): unknown key; known keys here: name, grace")
+	wantErrors(t, err, "config: payroll.accounts[0].color (line 3): unknown key; known keys here: name, grace") // nothing close
+}
+
+// A missing file is named by its absolute path, with the working
+// directory, so that a relative path's base is plain.
+func TestLoadMissingFileNamesAbsolutePath(t *testing.T) {
+	_, err := Load[appConfig](LoadOptions{Path: "no-such-app.yaml", Env: noEnv()})
+	wd, _ := os.Getwd()
+	for _, want := range []string{filepath.Join(wd, "no-such-app.yaml"), "(working directory " + wd + ")"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("err = %v, want it to contain %q", err, want)
+		}
+	}
 }

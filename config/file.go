@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/ndigo/ndigo/internal/didyoumean"
 )
 
 var yamlUnmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
@@ -141,9 +143,13 @@ func (ld *loader) walkStruct(n *yaml.Node, t reflect.Type, path string) {
 			for i, f := range fields {
 				keys[i] = f.key
 			}
+			rule := "unknown key; "
+			if s := didyoumean.Closest(k.Value, keys); s != "" {
+				rule += fmt.Sprintf("did you mean %q? ", s)
+			}
 			ld.errs = append(ld.errs, &FieldError{
 				Key: join(path, k.Value, "."), File: ld.file, Line: k.Line, noValue: true,
-				Rule: "unknown key; known keys here: " + strings.Join(keys, ", "),
+				Rule: rule + "known keys here: " + strings.Join(keys, ", "),
 			})
 			continue
 		}
