@@ -126,4 +126,3 @@ func ParseDuration(s string) (time.Duration, error) {
 
 // knownKeys are the tag keys annotations reads.
 var knownKeys = []string{"method", "cron", "lock", "lockWait", "lockWaitStep", "lockTtl", "maxRunTime", "name", "renew"}
-
