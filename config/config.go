@@ -156,12 +156,27 @@ func load(cfg any, opts LoadOptions) error {
 		}
 		ld.sources[l.path] = source{env: l.env}
 	}
-	if len(ld.errs) > 0 {
-		return errors.Join(ld.errs...)
+	// The rules run even when some values did not decode, so that every
+	// problem is reported at once; a key whose value did not decode is
+	// reported for that alone.
+	bad := map[string]bool{}
+	for _, e := range ld.errs {
+		if fe := (*FieldError)(nil); errors.As(e, &fe) {
+			bad[fe.Key] = true
+		}
 	}
-
+	errs := ld.errs
 	if err := ld.validate(cfg, root.Type(), ls); err != nil {
-		return err
+		rules, ok := err.(interface{ Unwrap() []error })
+		if !ok {
+			return errors.Join(append(errs, err)...)
+		}
+		for _, e := range rules.Unwrap() {
+			if fe := (*FieldError)(nil); errors.As(e, &fe) && bad[fe.Key] {
+				continue
+			}
+			errs = append(errs, e)
+		}
 	}
-	return nil
+	return errors.Join(errs...)
 }

@@ -489,3 +489,19 @@ func TestLoadMissingFileNamesAbsolutePath(t *testing.T) {
 		}
 	}
 }
+
+// Unknown keys, values of the wrong type and rule violations come in one
+// run; a value of the wrong type is reported for that alone.
+func TestLoadReportsEveryKindAtOnce(t *testing.T) {
+	_, err := Load[appConfig](LoadOptions{Path: "app.yaml", Env: noEnv(),
+		Data: []byte("log:\n  format: xml\npayroll:\n  retries: many\n  window: 1ms\n  colour: red\n")})
+	wantErrors(t, err,
+		`config: payroll.colour (app.yaml:6): unknown key`,
+		`config: payroll.retries "many" (app.yaml:4)`,
+		`config: log.format "xml" (app.yaml:2): must be one of text, json`,
+		`config: payroll.window "1ms" (app.yaml:5): must be at least 1s`,
+	)
+	if n := strings.Count(err.Error(), "payroll.retries"); n != 1 {
+		t.Errorf("payroll.retries reported %d times, want once:\n%v", n, err)
+	}
+}

@@ -40,7 +40,11 @@ func (ld *loader) decodeFile(data []byte, out reflect.Value) error {
 	}
 	ld.walk(&doc, out.Type(), "")
 	if len(ld.errs) > 0 {
-		return errors.Join(ld.errs...)
+		// The walk reported every unknown key and badly typed value (the
+		// caller returns them); decode the rest, so that its rules are
+		// checked and reported in the same run.
+		_ = doc.Decode(out.Addr().Interface())
+		return nil
 	}
 	if err := doc.Decode(out.Addr().Interface()); err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrInvalid, ld.fileName(), err)
