@@ -2,6 +2,7 @@ package redislocks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -84,6 +85,11 @@ func newClient(p clientParams) (redis.UniversalClient, error) {
 		OnStart: func(ctx context.Context) error {
 			if err := c.Ping(ctx).Err(); err != nil {
 				_ = c.Close() // fx runs OnStop only for hooks whose OnStart succeeded
+				if rerr := redis.Error(nil); errors.As(err, &rerr) {
+					// Redis answered: the address is right, the setup is not
+					// (a database index out of range, a wrong password).
+					return fmt.Errorf("%w: redislocks.Module: Redis at %s refused the connection's setup (redis.url %s): %w", ErrRedis, opts.Addr, cfg.Redis.URL, err)
+				}
 				return fmt.Errorf("%w: redislocks.Module: cannot reach Redis at %s (redis.url %s): %w", ErrRedis, opts.Addr, cfg.Redis.URL, err)
 			}
 			return nil

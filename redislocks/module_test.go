@@ -127,3 +127,15 @@ func TestModuleNeverPrintsThePassword(t *testing.T) {
 		}
 	}
 }
+
+// A Redis that answers but refuses the connection's setup (a database index
+// out of range) is reported as such, not as unreachable.
+func TestModuleBadDatabaseIsNotUnreachable(t *testing.T) {
+	srv := redistest.Start(t)
+	app := fx.New(fx.NopLogger, locks.Module, frameworkWith("redis://"+srv.Addr()+"/99"), redislocks.Module,
+		fx.Invoke(func(locks.Driver) {}))
+	err := app.Start(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "refused the connection's setup") || strings.Contains(err.Error(), "cannot reach") {
+		t.Fatalf("start with database 99: %v", err)
+	}
+}
