@@ -26,6 +26,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"go.uber.org/dig"
 	"go.uber.org/fx"
@@ -45,6 +46,7 @@ var Module = fx.Options(
 		fx.Provide(newLogger),
 		fx.Provide(fx.Annotate(nodeName, fx.ResultTags(`name:"`+scheduling.NodeName+`"`))),
 		fx.Provide(fx.Annotate(skipLevel, fx.ResultTags(`name:"`+scheduling.SkipLevelName+`"`))),
+		fx.Provide(fx.Annotate(zone, fx.ResultTags(`name:"`+scheduling.LocationName+`"`))),
 	),
 	locks.Module,
 	scheduling.Module,
@@ -73,7 +75,8 @@ func New(opts ...fx.Option) *fx.App {
 // ends, on SIGINT or SIGTERM, or when a component asks fx to shut down. It
 // returns the first error of building, starting or stopping.
 func Run(ctx context.Context, opts ...fx.Option) error {
-	a := New(opts...)
+	var fw config.Framework // its stop-timeout, if the graph has one
+	a := New(append(opts, fx.Invoke(func(p frameworkParams) { fw = p.Framework }))...)
 	if err := a.Err(); err != nil {
 		// The root cause is the message a user acts on (an invalid spec,
 		// a bad setting); fx's wrapping only names the constructors.
@@ -99,7 +102,11 @@ func Run(ctx context.Context, opts ...fx.Option) error {
 			exit = fmt.Errorf("app: shut down with exit code %d", sig.ExitCode)
 		}
 	}
-	stopCtx, cancelStop := context.WithTimeout(context.Background(), a.StopTimeout())
+	stopTimeout := a.StopTimeout()
+	if fw.StopTimeout > 0 {
+		stopTimeout = fw.StopTimeout
+	}
+	stopCtx, cancelStop := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancelStop()
 	if err := a.Stop(stopCtx); err != nil {
 		return errors.Join(exit, fmt.Errorf("app: stop: %w", err))
@@ -144,6 +151,19 @@ func NewLogger(w io.Writer, cfg config.Log) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// zone gives the scheduler the configured zone of cron expressions; nil,
+// the local zone, when none is set.
+func zone(p frameworkParams) (*time.Location, error) {
+	if p.Framework.Zone == "" {
+		return nil, nil
+	}
+	loc, err := time.LoadLocation(p.Framework.Zone)
+	if err != nil {
+		return nil, fmt.Errorf("app: zone %q: %w", p.Framework.Zone, err)
+	}
+	return loc, nil
 }
 
 // skipLevel gives the scheduler the configured level of its skip lines.

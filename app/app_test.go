@@ -165,3 +165,46 @@ func TestRunFailsOnInvalidSpecs(t *testing.T) {
 		}
 	}
 }
+
+// config.Framework's zone sets the scheduler's zone; its stop-timeout bounds
+// Run's stop: a run that ignores cancellation is cut when it passes.
+func TestFrameworkZoneAndStopTimeout(t *testing.T) {
+	fc := clockwork.NewFakeClockAt(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	var s *scheduling.Scheduler
+	a := app.New(logTo(io.Discard), fakeClock(fc), fx.Supply(config.Framework{Zone: "Europe/Paris"}),
+		scheduling.Provide(func() scheduling.Task {
+			return scheduling.Scheduled(func(context.Context) error { return nil }, scheduling.Cron("0 2 * * *"), scheduling.Name("nightly"))
+		}), fx.Populate(&s))
+	if err := a.Err(); err != nil {
+		t.Fatal(err)
+	}
+	// 02:00 in Paris in winter is 01:00 UTC.
+	if next := s.Tasks()[0].Next; !next.Equal(time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC)) {
+		t.Fatalf("next fire %v, want 01:00 UTC", next)
+	}
+
+	started, release := make(chan struct{}), make(chan struct{})
+	defer close(release)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	begin := time.Now()
+	go func() {
+		done <- app.Run(ctx, logTo(io.Discard), fx.Supply(config.Framework{StopTimeout: time.Second}),
+			scheduling.Provide(func() scheduling.Task {
+				return scheduling.Scheduled(func(context.Context) error {
+					close(started)
+					<-release // ignores its context
+					return nil
+				}, scheduling.Cron("@every 100ms"), scheduling.Name("stubborn"))
+			}))
+	}()
+	<-started
+	cancel()
+	err := <-done
+	if !errors.Is(err, scheduling.ErrStopTimeout) {
+		t.Fatalf("Run: %v, want the stop timeout", err)
+	}
+	if took := time.Since(begin); took > 10*time.Second {
+		t.Fatalf("Run took %v to stop with a 1s stop-timeout", took)
+	}
+}

@@ -265,7 +265,7 @@ func TestLoadUnknownKeys(t *testing.T) {
 	_, err := Load[appConfig](LoadOptions{Path: "app.yaml", Data: []byte("node: a\nredis:\n  urll: redis://h\npayrol: {}\n"), Env: noEnv()})
 	wantErrors(t, err,
 		`config: redis.urll (app.yaml:3): unknown key; did you mean "url"? known keys here: url, namespace`,
-		`config: payrol (app.yaml:4): unknown key; did you mean "payroll"? known keys here: node, redis, log, payroll`,
+		`config: payrol (app.yaml:4): unknown key; did you mean "payroll"? known keys here: node, redis, log, zone, stop-timeout, payroll`,
 	)
 }
 

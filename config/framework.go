@@ -1,6 +1,9 @@
 package config
 
-import "log/slog"
+import (
+	"log/slog"
+	"time"
+)
 
 // Framework holds the settings ndigo itself reads. Embed it in the
 // application's configuration struct with `yaml:",inline"`:
@@ -12,6 +15,8 @@ import "log/slog"
 //	log:
 //	  format: json
 //	  level: info
+//	zone: Europe/Paris
+//	stop-timeout: 30s
 type Framework struct {
 	// Node names this process in logs and lock diagnostics. Empty lets the
 	// application choose, e.g. from the host name.
@@ -20,6 +25,15 @@ type Framework struct {
 	Redis Redis `yaml:"redis"`
 	// Log configures the process's slog handler.
 	Log Log `yaml:"log"`
+	// Zone is the IANA zone (Europe/Paris) of cron expressions without a
+	// CRON_TZ= prefix; empty means the process's local zone. Nodes that
+	// share locked tasks must agree on it.
+	Zone string `yaml:"zone" validate:"omitempty,timezone"`
+	// StopTimeout is how long the application may take to stop: the
+	// scheduler waits for runs in flight until a quarter of it (at most 2s)
+	// is left, then cancels them and releases their leases. Zero means fx's
+	// default, 15s.
+	StopTimeout time.Duration `yaml:"stop-timeout" validate:"min=0"`
 }
 
 // FrameworkConfig returns f. Through embedding, every configuration struct

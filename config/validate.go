@@ -89,6 +89,8 @@ func ruleWords(fe validator.FieldError) string {
 		return "must be one of " + strings.Join(strings.Fields(p), ", ")
 	case "redis_url":
 		return "must be a redis:// or rediss:// URL with a host and an optional /database number"
+	case "timezone":
+		return "must be an IANA time zone name, such as Europe/Paris or UTC"
 	case "lock_namespace":
 		return "must match " + strings.Trim(namespacePattern.String(), "^$")
 	case "min", "gte":

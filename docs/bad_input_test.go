@@ -156,6 +156,8 @@ func badInputs() []badInput {
 		{"config.Load", "`redis: {url: http://h:6379}`", config.ErrInvalid, load("redis: {url: \"http://h:6379\"}\n")},
 		{"config.Load", "`redis: {url: \"redis://:secret@h:6379/x\"}`", config.ErrInvalid, load("redis: {url: \"redis://:secret@h:6379/x\"}\n")},
 		{"config.Load", "`nodes: a`", config.ErrInvalid, load("nodes: a\n")},
+		{"config.Load", "`zone: Mars/Olympus`", config.ErrInvalid, load("zone: Mars/Olympus\n")},
+		{"config.Load", "`stop-timeout: -1s`", config.ErrInvalid, load("stop-timeout: -1s\n")},
 	}
 }
 

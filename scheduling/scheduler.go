@@ -250,8 +250,9 @@ func (s *Scheduler) logStarted() {
 // for what follows, so that it returns before ctx ends (and before an fx
 // application gives up on its stop hooks): the runs still going are
 // cancelled (their context's cause wraps ErrStopTimeout), their leases are
-// released at once, and Stop waits for them to return until ctx ends. Then
-// it returns an error wrapping ErrStopTimeout that names the runs it cut.
+// released at once, and Stop waits for them to return for three quarters of
+// what is left. Then it returns an error wrapping ErrStopTimeout that names
+// the runs it cut.
 // A ctx without a deadline is waited for in full. A run that ignores its
 // cancelled context goes on without its lease.
 //
@@ -311,16 +312,20 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 			s.log.Warn("lease release failed", "task", h.e.name, "lock", h.e.spec.Lock, "token", h.lease.Token(), "err", rerr)
 		}
 	}
+	// Give the cancelled runs half of what is left to return, so that Stop
+	// itself returns before ctx ends.
+	wait, cancelWait := stopGrace(ctx)
+	defer cancelWait()
 	select {
 	case <-landed:
-	case <-ctx.Done():
+	case <-wait.Done():
 	}
 	s.log.Error("stop deadline: runs cancelled and their leases released", "tasks", cut, "err", err)
 	return err
 }
 
-// stopGrace returns the part of ctx that Stop waits for runs in: all of it
-// without a deadline, else all but a quarter of the time left, at most 2s.
+// stopGrace returns the part of ctx that Stop waits in: all of it without
+// a deadline, else all but a quarter of the time left, at most 2s.
 func stopGrace(ctx context.Context) (context.Context, context.CancelFunc) {
 	deadline, ok := ctx.Deadline()
 	if !ok {
