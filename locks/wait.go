@@ -27,6 +27,9 @@ type WaitOptions struct {
 }
 
 // Wait acquires key from d, waiting up to opts.Budget while the key is held.
+// Its Acquire calls carry WithWaiting: the first ones with waited false,
+// those after it waited (woken by the Watcher or its Step) with true, so
+// that a driver can hand a released key to callers that waited first.
 // It returns the lease, or an error wrapping ErrNotAcquired when the budget
 // runs out, or the first error that is not ErrNotAcquired, or the context's
 // error.
@@ -52,13 +55,14 @@ func Wait(ctx context.Context, d Driver, key string, ttl time.Duration, opts Wai
 	w, _ := As[Watcher](d)
 	deadline := opts.Clock.NewTimer(opts.Budget)
 	defer deadline.Stop()
+	actx, hasWaited := WithWaiting(ctx, false), false
 	for {
 		var released <-chan struct{}
 		stop := func() {}
 		if w != nil {
 			released, stop = w.Watch(key)
 		}
-		l, err := d.Acquire(ctx, key, ttl)
+		l, err := d.Acquire(actx, key, ttl)
 		if err == nil || !errors.Is(err, ErrNotAcquired) {
 			stop()
 			return l, err
@@ -78,5 +82,8 @@ func Wait(ctx context.Context, d Driver, key string, ttl time.Duration, opts Wai
 		}
 		step.Stop()
 		stop()
+		if !hasWaited {
+			actx, hasWaited = WithWaiting(ctx, true), true
+		}
 	}
 }

@@ -6,9 +6,15 @@
 //
 // # Operations
 //
-// Each operation is one Lua script, so one round trip: Acquire is SET NX PX
-// plus minting the fencing token, Release is compare-token-and-DEL plus a
-// tombstone and a release notification, Extend is compare-token-and-PEXPIRE. A NOSCRIPT
+// Each operation is one Lua script, so one round trip. Acquire is GET of
+// the lock key, then on a free key TIME, SET of the token counter (reading
+// the old value back in the same command) and SET PX of the lease; on a held
+// key it only marks the lease (APPEND or SETRANGE of one byte) the first
+// time a caller of a kind is refused. Release is GET and DEL (or SET of a
+// handoff reservation, see Fairness) of the lock key, GET and SET of the
+// tombstone, and PUBLISH only when someone waited. Extend is GET and
+// PEXPIRE. An uncontended Acquire and Release cost 10 server commands in
+// all, the two scripts included (INFO commandstats counts both). A NOSCRIPT
 // reply (the script cache was emptied) costs one more round trip, once.
 //
 // # Retries
@@ -35,8 +41,10 @@
 //
 // For namespace ns and lock key k the driver uses
 //
-//	ndigo:{ns:k}:lock        the lease: "<token>:<nonce>", plus "+" once someone waited
-//	ndigo:{ns:k}:token       the last token minted for k; it expires
+//	ndigo:{ns:k}:lock        the lease: "<token>:<nonce>", plus "+" once an Acquire was refused,
+//	                         or "*" once an Acquire of locks.Wait was; or a handoff reservation:
+//	                         "~" plus the same marks, for at most 10ms
+//	ndigo:{ns:k}:token       the last token minted for k (or a later TIME); it expires
 //	ndigo:{ns:k}:tombstone   the last 8 leases of k released by their holders, "<token>:<nonce>" each,
 //	                         newest first, space-separated; it expires a minute after the last release
 //	ndigo:ns:released:k      the channel a release is published on (the message is the token)
@@ -108,20 +116,38 @@
 //
 // The driver implements locks.Watcher: locks.Wait wakes when the key is
 // released instead of polling. A release is published only when someone
-// waits: when an Acquire failed during the lease (the failing script marks
-// the lease) or the releasing driver has watchers of the key. Uncontended
-// locks therefore cost no notification. All waiters of a driver share one
-// Redis subscription (PSUBSCRIBE ndigo:ns:released:*) on its own connection,
-// run by one goroutine that starts with the first Watch and stops a short
-// while after the last watcher stops, or at once on Close. A release wakes one
-// local waiter per key, in the order they watched, so 64 waiters cost one
-// retry per release rather than 64; polling at the wait step remains the
-// fallback for expiries and lost notifications.
+// waits: when an Acquire was refused during the lease (the refused script
+// marks the lease) or the releasing driver has watchers of the key.
+// Uncontended locks therefore cost no notification. All waiters of a driver
+// share one Redis subscription (PSUBSCRIBE ndigo:ns:released:*) on its own
+// connection, run by one goroutine that starts with the first Watch and
+// stops a short while after the last watcher stops, or at once on Close. A
+// release wakes one local waiter per key, in the order they watched, so 64
+// waiters cost one retry per release rather than 64; polling at the wait
+// step remains the fallback for expiries and lost notifications.
+//
+// # Fairness
+//
+// A releaser does not take a key back from callers that waited for it. The
+// rule: when a caller of locks.Wait was refused during a lease, the lease's
+// Release does not free the key but reserves it, for at most 10ms, for
+// callers that have waited (locks.Wait's attempts after it was woken or
+// polled, see locks.WithWaiting). Until one of them takes it, every other
+// Acquire is refused as if the key were held: plain Acquire calls, and the
+// first attempts of locks.Wait, the releaser's next one among them, which
+// then wait in turn. A reservation that refused a caller passes its mark to
+// the lease of the waiter that takes it, so a queue of waiters is served
+// one release after another. A reservation nobody takes (its waiters gave
+// up) lapses after 10ms; a Wait it refused is woken then. Releases whose
+// lease no caller of locks.Wait was refused during, and every release
+// without waiters, free the key at once. Among waiters the order is the
+// notification's: each driver wakes its longest-waiting watcher, and the
+// first of those to reach Redis takes the key.
 //
 // # Requirements
 //
-// Redis 5.0 or later (a script writes after calling TIME); the tests run on
-// 7.0. Use a
+// Redis 6.2 or later (SET with GET and KEEPTTL; a script writes after
+// calling TIME); the tests run on 7.0. Use a
 // maxmemory policy that does not evict lock keys (noeviction, or a
 // volatile-* policy only if nothing else of yours has a TTL). go-redis
 // ignores context deadlines unless the client has ContextTimeoutEnabled;
@@ -202,6 +228,11 @@ const (
 	// retry of its Release after the key's last release: far longer than
 	// go-redis's retries of one command take with its default timeouts.
 	tombstoneTTL = time.Minute
+	// handoffTTL bounds a handoff reservation (see Fairness): far longer
+	// than a notified waiter takes to come back on a healthy link, and
+	// short, because a reservation whose waiters gave up keeps the key
+	// from everyone until it lapses.
+	handoffTTL = 10 * time.Millisecond
 )
 
 // A Driver is a locks.Driver and locks.Watcher on Redis. Make one with New;
@@ -360,13 +391,25 @@ func (d *Driver) Acquire(ctx context.Context, key string, ttl time.Duration) (lo
 	}
 	tag := d.tag(key)
 	nonce := d.newNonce()
+	caller := "0"
+	if waiting, waited := locks.Waiting(ctx); waited {
+		caller = "2"
+	} else if waiting {
+		caller = "1"
+	}
 	sent := d.clock.Now()
 	n, err := d.acquire(ctx, key, ttl, nonce, []string{tag + "lock", tag + "token"},
-		millis(ttl), counterMillis(ttl), nonce)
+		millis(ttl), counterMillis(ttl), nonce, caller)
 	if err != nil {
 		return nil, fmt.Errorf("%w: acquire key %q: %w", ErrRedis, key, err)
 	}
-	if n <= 0 {
+	if n < 0 {
+		// Nobody publishes when a reservation lapses untaken: wake a
+		// watcher then, in case every waiter it was kept for gave up.
+		d.hub.wakeAfter(key, handoffTTL)
+		return nil, fmt.Errorf("%w: key %q is reserved for a caller that waited", locks.ErrNotAcquired, key)
+	}
+	if n == 0 {
 		return nil, fmt.Errorf("%w: key %q is held", locks.ErrNotAcquired, key)
 	}
 	return &lease{d: d, key: key, token: uint64(n), id: strconv.FormatInt(n, 10) + ":" + nonce,

@@ -110,7 +110,7 @@ func (l *lease) Release(ctx context.Context) error {
 	}
 	tag := d.tag(l.key)
 	n, err := releaseScript.Run(ctx, d.client, []string{tag + "lock", tag + "tombstone"},
-		l.id, d.channels+l.key, waiters, millis(tombstoneTTL)).Int64()
+		l.id, d.channels+l.key, waiters, millis(tombstoneTTL), millis(handoffTTL)).Int64()
 	if err != nil {
 		return fmt.Errorf("%w: release key %q token %d: %w", ErrRedis, l.key, l.token, err)
 	}

@@ -42,6 +42,7 @@ type hub struct {
 	watches uint64               // Watch calls so far
 	sub     *subscription        // the running subscription, or nil
 	idle    *time.Timer          // checks for linger without waiters; armed at most once at a time
+	lapses  map[string]bool      // keys with a wakeAfter pending
 }
 
 type waiter struct {
@@ -61,7 +62,7 @@ type subscription struct {
 }
 
 func newHub(c Client, prefix string, log *slog.Logger) *hub {
-	return &hub{client: c, prefix: prefix, log: log, keys: map[string][]*waiter{}}
+	return &hub{client: c, prefix: prefix, log: log, keys: map[string][]*waiter{}, lapses: map[string]bool{}}
 }
 
 func (h *hub) watch(key string) (<-chan struct{}, func()) {
@@ -158,6 +159,24 @@ func (h *hub) wakeOne(key string) {
 	} else {
 		h.keys[key] = q[1:]
 	}
+}
+
+// wakeAfter wakes the longest-waiting watcher of key after d, unless a
+// wake of key is pending already: one timer per key, however many
+// Acquires a reservation refuses.
+func (h *hub) wakeAfter(key string, d time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.lapses[key] {
+		return
+	}
+	h.lapses[key] = true
+	time.AfterFunc(d, func() {
+		h.mu.Lock()
+		delete(h.lapses, key)
+		h.mu.Unlock()
+		h.wakeOne(key)
+	})
 }
 
 // wakeAll wakes every watcher: after the subscription was down, any key

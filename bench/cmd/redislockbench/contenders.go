@@ -47,6 +47,10 @@ func ndigo(c *redis.Client) (*contender, error) {
 	}, nil
 }
 
+// bsmRecommendedRetry is the retry strategy of bsm/redislock's README
+// example; its default is not to retry at all.
+const bsmRecommendedRetry = 100 * time.Millisecond
+
 func bsm(c *redis.Client, retry time.Duration) *contender {
 	client := redislock.New(c)
 	return &contender{
@@ -62,12 +66,18 @@ func bsm(c *redis.Client, retry time.Duration) *contender {
 	}
 }
 
+// redsyncV4 retries every retry, or at redsync's default (a random delay of
+// 50-250ms) when retry is 0; tries are unlimited either way.
 func redsyncV4(c *redis.Client, retry time.Duration) *contender {
 	rs := redsync.New(redsyncgoredis.NewPool(c))
+	opts := []redsync.Option{redsync.WithExpiry(ttl), redsync.WithTries(1 << 30)}
+	if retry > 0 {
+		opts = append(opts, redsync.WithRetryDelay(retry))
+	}
 	return &contender{
 		name: "redsync v4",
 		lock: func(ctx context.Context, key string) (func(context.Context) error, error) {
-			m := rs.NewMutex(key, redsync.WithExpiry(ttl), redsync.WithTries(1<<30), redsync.WithRetryDelay(retry))
+			m := rs.NewMutex(key, opts...)
 			if err := m.LockContext(ctx); err != nil {
 				return nil, err
 			}
@@ -121,15 +131,16 @@ func rawSame(c *redis.Client, retry time.Duration, dir string) (*contender, erro
 	}
 	counterTTL := (24 * time.Hour).Milliseconds()
 	tombstoneTTL := time.Minute.Milliseconds()
+	handoffTTL := (10 * time.Millisecond).Milliseconds()
 	var calls atomic.Uint64
 	return rawLoop("raw script, same Lua", c, retry, redis.NewScript(string(acq)), redis.NewScript(string(rel)), func(key string) rawCall {
 		tag := "ndigo:{raw:" + key + "}:"
 		nonce := "raw." + strconv.FormatUint(calls.Add(1), 36)
 		return rawCall{
-			keys: []string{tag + "lock", tag + "token"}, args: []any{ttl.Milliseconds(), counterTTL, nonce},
+			keys: []string{tag + "lock", tag + "token"}, args: []any{ttl.Milliseconds(), counterTTL, nonce, "0"},
 			release: func(tok int64) ([]string, []any) {
 				return []string{tag + "lock", tag + "tombstone"},
-					[]any{strconv.FormatInt(tok, 10) + ":" + nonce, "ndigo:raw:released:" + key, "0", tombstoneTTL}
+					[]any{strconv.FormatInt(tok, 10) + ":" + nonce, "ndigo:raw:released:" + key, "0", tombstoneTTL, handoffTTL}
 			},
 		}
 	}), nil

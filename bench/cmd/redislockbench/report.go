@@ -37,7 +37,8 @@ func report(w io.Writer, scenarios []string, results map[string]map[string][]cel
 	fmt.Fprintf(w, "Ratios are ndigo/peer throughput computed within each run, then the median. ")
 	fmt.Fprintf(w, "client cmds/acq: commands the client sent (round trips) per successful acquisition, failed attempts included; ")
 	fmt.Fprintf(w, "server cmds/acq: INFO commandstats calls, commands run inside scripts included; server µs/acq: commandstats time of the top-level commands; ")
-	fmt.Fprintf(w, "owner changes: share of acquisitions by another goroutine than the previous one.\n\n")
+	fmt.Fprintf(w, "owner changes: share of acquisitions by another goroutine than the previous one, and those per second (handoffs). ")
+	fmt.Fprintf(w, "Peers run at -retry and at their own default or recommended retry (bsm/redislock: linear 100ms, from its README; redsync: random 50-250ms); the raw loops at -retry.\n\n")
 	names := []string{}
 	for _, f := range factories() {
 		names = append(names, f.name)
@@ -47,8 +48,8 @@ func report(w io.Writer, scenarios []string, results map[string]map[string][]cel
 			continue
 		}
 		fmt.Fprintf(w, "### %s\n\n", sc)
-		fmt.Fprintln(w, "| contender | cycles/s | p50 | p99 | client cmds/acq | server cmds/acq | server µs/acq | owner changes | ndigo ÷ this |")
-		fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+		fmt.Fprintln(w, "| contender | cycles/s | p50 | p99 | client cmds/acq | server cmds/acq | server µs/acq | owner changes | owner changes/s | ndigo ÷ this |")
+		fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 		for _, name := range names {
 			cs := results[sc][name]
 			ratio := "—"
@@ -61,18 +62,19 @@ func report(w io.Writer, scenarios []string, results map[string]map[string][]cel
 				}
 				ratio = fmt.Sprintf("%.2f×", median(rs))
 			}
-			moves := "—"
+			moves, movesPerSec := "—", "—"
 			if strings.HasPrefix(sc, "one shared key") {
 				moves = fmt.Sprintf("%.0f%%", 100*median(field(cs, func(c cell) float64 { return c.ownerMoves })))
+				movesPerSec = fmt.Sprintf("%.0f", median(field(cs, func(c cell) float64 { return c.ownerMoves * c.perSec })))
 			}
-			fmt.Fprintf(w, "| %s | %.0f | %v | %v | %.2f | %.2f | %.1f | %s | %s |\n", name,
+			fmt.Fprintf(w, "| %s | %.0f | %v | %v | %.2f | %.2f | %.1f | %s | %s | %s |\n", name,
 				median(field(cs, func(c cell) float64 { return c.perSec })),
 				round(median(field(cs, func(c cell) time.Duration { return c.p50 }))),
 				round(median(field(cs, func(c cell) time.Duration { return c.p99 }))),
 				median(field(cs, func(c cell) float64 { return c.roundTrips })),
 				median(field(cs, func(c cell) float64 { return c.serverCmds })),
 				median(field(cs, func(c cell) float64 { return c.serverUsec })),
-				moves, ratio)
+				moves, movesPerSec, ratio)
 		}
 		fmt.Fprintln(w)
 	}
@@ -80,7 +82,10 @@ func report(w io.Writer, scenarios []string, results map[string]map[string][]cel
 	fmt.Fprintln(w, "| contender | p50 | p99 |")
 	fmt.Fprintln(w, "|---|---:|---:|")
 	for _, name := range names {
-		cs := results["handoff"][name]
+		cs, ok := results["handoff"][name]
+		if !ok {
+			continue
+		}
 		fmt.Fprintf(w, "| %s | %v | %v |\n", name,
 			round(median(field(cs, func(c cell) time.Duration { return c.p50 }))),
 			round(median(field(cs, func(c cell) time.Duration { return c.p99 }))))
