@@ -29,10 +29,12 @@ func TestWaitWakesAcrossNodes(t *testing.T) {
 	var lease locks.Lease
 	watching := make(chan struct{})
 	go func() {
-		// Once the subscription is up, the holder may release.
+		// Once the subscription is up, the holder may release. This watch
+		// stops before Wait watches: a release wakes one local watcher, and
+		// it must be Wait's.
 		_, stop := nodeA.Watch("job")
+		stop()
 		close(watching)
-		defer stop()
 		l, err := locks.Wait(ctx, nodeA, "job", time.Minute, locks.WaitOptions{Budget: 30 * time.Second, Step: time.Hour})
 		lease = l
 		got <- err
