@@ -537,11 +537,14 @@ type keeper struct {
 // driver was slow or unreachable, and no retry got through in time.
 func (s *Scheduler) keep(ctx context.Context, e *entry, lease locks.Lease, cancel context.CancelCauseFunc) *keeper {
 	k := &keeper{quit: make(chan struct{}), watched: make(chan struct{}), renewed: make(chan struct{})}
+	// Done and the renewal timer are armed before keep returns, so that both
+	// count from the run's start, not from when the goroutines get to run.
+	done := lease.Done()
 	go func() {
 		defer close(k.watched)
 		select {
 		case <-k.quit:
-		case <-lease.Done():
+		case <-done:
 			k.lost(cancel)
 		}
 	}()
@@ -551,25 +554,27 @@ func (s *Scheduler) keep(ctx context.Context, e *entry, lease locks.Lease, cance
 	}
 	ctx = context.WithoutCancel(ctx)
 	ttl := e.spec.LockTTL
+	t := s.clock.NewTimer(ttl / 3)
 	go func() {
 		defer close(k.renewed)
-		t := s.clock.NewTimer(ttl / 3)
 		defer t.Stop()
 		for {
 			select {
 			case <-k.quit:
 				return
-			case <-lease.Done():
+			case <-done:
 				return
 			case <-t.Chan():
 			}
+			// The next renewal is a third of the TTL after this one
+			// began, whatever this one takes; a failure brings it closer.
+			t.Reset(ttl / 3)
 			ectx, ecancel := withTimeout(ctx, s.clock, ttl/6)
 			err := lease.Extend(ectx, ttl)
 			ecancel()
 			k.setErr(err)
 			switch {
 			case err == nil:
-				t.Reset(ttl / 3)
 			case errors.Is(err, locks.ErrLeaseLost):
 				s.log.Error("lease renewal failed: lease lost", "task", e.name, "lock", e.spec.Lock, "token", lease.Token(), "err", err)
 				return // Extend closed Done: the watcher cancels the run
