@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -23,54 +24,75 @@ func TestEachFireRunsOnceAcrossSkewedNodes(t *testing.T) {
 	}
 }
 
+// runsOnceAcrossSkew runs in a synctest bubble, whose clock the real clock
+// reads: time passes only when every goroutine waits, so each fire is done
+// before the next instant, without a harness that steps a fake clock.
 func runsOnceAcrossSkew(t *testing.T, skew time.Duration) {
-	fc := clockwork.NewFakeClockAt(epoch)
-	driver := &claimRecorder{InProcessDriver: locks.NewInProcessDriver(locks.WithClock(fc))}
-	var mu sync.Mutex
-	ran := map[int64][]string{} // by fire, in Unix ms
-	task := func(ctx context.Context) error {
-		r, _ := RunFromContext(ctx)
+	synctest.Test(t, func(t *testing.T) {
+		rc := clockwork.NewRealClock()
+		start := rc.Now()
+		driver := &claimRecorder{InProcessDriver: locks.NewInProcessDriver(locks.WithClock(rc))}
+		var mu sync.Mutex
+		ran := map[int64][]string{} // by fire, in Unix ms
+		task := func(ctx context.Context) error {
+			r, _ := RunFromContext(ctx)
+			mu.Lock()
+			ran[r.Fire.UnixMilli()] = append(ran[r.Fire.UnixMilli()], r.Node)
+			mu.Unlock()
+			return nil
+		}
+		var nodes []*Scheduler
+		for i, c := range []clockwork.Clock{rc, skewedClock{Clock: rc, off: skew}} {
+			s := New(Config{Driver: driver, Clock: c, Node: []string{"a", "b"}[i],
+				Logger: slog.New(&logRecorder{})})
+			mustAdd(t, s, Scheduled(task, Cron("@every 1s"), Lock("report"), LockTTL(30*time.Second), Name("report")))
+			mustStart(t, s)
+			nodes = append(nodes, s)
+		}
+		const fires = 100
+		time.Sleep(fires * time.Second)
+		for _, s := range nodes {
+			if err := s.Stop(context.Background()); err != nil {
+				t.Error(err)
+			}
+		}
 		mu.Lock()
-		ran[r.Fire.UnixMilli()] = append(ran[r.Fire.UnixMilli()], r.Node)
-		mu.Unlock()
-		return nil
-	}
-	var nodes []*Scheduler
-	for i, c := range []clockwork.Clock{fc, offsetClock{FakeClock: fc, off: skew}} {
-		s := New(Config{Driver: driver, Clock: c, Node: []string{"a", "b"}[i],
-			Logger: slog.New(&logRecorder{})})
-		mustAdd(t, s, Scheduled(task, Cron("@every 1s"), Lock("report"), LockTTL(30*time.Second), Name("report")))
-		mustStart(t, s)
-		t.Cleanup(func() { _ = s.Stop(context.Background()) })
-		nodes = append(nodes, s)
-	}
-	const fires = 100
-	step(t, fc, fires*time.Second, 100*time.Millisecond, nodes...)
-	mu.Lock()
-	defer mu.Unlock()
-	lo, hi := epoch.Add(2*time.Second), epoch.Add((fires-2)*time.Second)
-	for f := lo; !f.After(hi); f = f.Add(time.Second) {
-		if got := ran[f.UnixMilli()]; len(got) != 1 {
-			t.Errorf("fire %v ran on %v, want exactly one node", f.Sub(epoch), got)
+		defer mu.Unlock()
+		first := start.Truncate(time.Second)
+		lo, hi := first.Add(2*time.Second), first.Add((fires-2)*time.Second)
+		for f := lo; !f.After(hi); f = f.Add(time.Second) {
+			if got := ran[f.UnixMilli()]; len(got) != 1 {
+				t.Errorf("fire %v ran on %v, want exactly one node", f.Sub(first), got)
+			}
 		}
-	}
-	skipped := 0
-	for _, s := range nodes {
-		for _, info := range s.Tasks() {
-			skipped += int(info.Skips)
+		skipped := 0
+		for _, s := range nodes {
+			for _, info := range s.Tasks() {
+				skipped += int(info.Skips)
+			}
 		}
-	}
-	if skipped < fires-4 {
-		t.Errorf("%d skips across nodes, want about one per fire", skipped)
-	}
-	driver.mu.Lock()
-	defer driver.mu.Unlock()
-	for _, c := range driver.claims {
-		if c.key != "report@"+nodes[0].Tasks()[0].Name {
-			t.Fatalf("claim on key %q: want one claim key per task", c.key)
+		if skipped < fires-4 {
+			t.Errorf("%d skips across nodes, want about one per fire", skipped)
 		}
-	}
+		driver.mu.Lock()
+		defer driver.mu.Unlock()
+		for _, c := range driver.claims {
+			if c.key != "report@"+nodes[0].Tasks()[0].Name {
+				t.Fatalf("claim on key %q: want one claim key per task", c.key)
+			}
+		}
+	})
 }
+
+// skewedClock reads another clock shifted by a constant.
+type skewedClock struct {
+	clockwork.Clock
+	off time.Duration
+}
+
+func (c skewedClock) Now() time.Time                  { return c.Clock.Now().Add(c.off) }
+func (c skewedClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+func (c skewedClock) Until(t time.Time) time.Duration { return t.Sub(c.Now()) }
 
 // claimRecorder is a driver that records the claims it grants.
 type claimRecorder struct {
