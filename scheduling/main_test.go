@@ -18,18 +18,6 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// offsetClock reads a shared fake clock shifted by a constant, to model a
-// node whose clock runs ahead or behind. Timers are the fake clock's, so one
-// Advance moves every node.
-type offsetClock struct {
-	*clockwork.FakeClock
-	off time.Duration
-}
-
-func (c offsetClock) Now() time.Time                  { return c.FakeClock.Now().Add(c.off) }
-func (c offsetClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
-func (c offsetClock) Until(t time.Time) time.Duration { return t.Sub(c.Now()) }
-
 // waitIdle blocks until s's loop waits for a fire that is not yet due and
 // no fire is in flight, so that a test may advance the clock.
 func waitIdle(t testing.TB, s *Scheduler) {
