@@ -280,3 +280,61 @@ func TestProvideRegistersFromConstructor(t *testing.T) {
 		t.Errorf("Provide of a non-controller: %v", err)
 	}
 }
+
+type auditBase struct{}
+
+func (*auditBase) Audit(context.Context) error { return nil }
+func (auditBase) Sweep(context.Context) error  { return nil }
+
+type innerAudit struct{ auditBase }
+
+// AuditController declares Run itself and gets Audit and Sweep from an
+// embedded base, one level down, and Check from two levels down next to a
+// shallower declaration, which wins as Go's selector rule says.
+type AuditController struct {
+	_ Scheduled `method:"Audit" cron:"@daily"`
+	_ Scheduled `method:"Sweep" cron:"@daily"`
+	_ Scheduled `method:"Run" cron:"@daily"`
+	_ Scheduled `method:"Check" cron:"@daily"`
+	auditBase
+	*checker
+	deep
+}
+
+func (*AuditController) Run(context.Context) error { return nil }
+
+type checker struct{}
+
+func (checker) Check(context.Context) error { return nil }
+
+type deep struct{ innerChecker }
+type innerChecker struct{}
+
+func (innerChecker) Check(context.Context) error { return nil }
+func (innerChecker) Other(context.Context) error { return nil }
+
+// A method is named after the type that declares it in both forms, so the
+// same method gets the same name (and the same claims and metric labels)
+// whether a tag or a method value registers it.
+func TestMethodNamesMatchInBothForms(t *testing.T) {
+	c := &AuditController{checker: &checker{}}
+	tasks, err := Tasks(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	builder := []scheduling.Task{
+		scheduling.Scheduled(c.Audit, scheduling.Cron("@daily")),
+		scheduling.Scheduled(c.Sweep, scheduling.Cron("@daily")),
+		scheduling.Scheduled(c.Run, scheduling.Cron("@daily")),
+		scheduling.Scheduled(c.Check, scheduling.Cron("@daily")),
+	}
+	want := []string{"auditBase.Audit", "auditBase.Sweep", "AuditController.Run", "checker.Check"}
+	for i, task := range tasks {
+		if task.Name() != want[i] || builder[i].Name() != want[i] {
+			t.Errorf("task %d: tag form %q, builder form %q; want %q in both", i, task.Name(), builder[i].Name(), want[i])
+		}
+	}
+	if got := declaringType(reflect.TypeOf(c), "Other"); got != "innerChecker" {
+		t.Errorf("declaringType(Other) = %q, want innerChecker (two levels down)", got)
+	}
+}

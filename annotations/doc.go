@@ -9,7 +9,7 @@
 //
 //	func (c *PayrollController) CloseBooks(ctx context.Context) error { ... }
 //
-// Tag keys, named as in the guide's option table:
+// Tag keys:
 //
 //	method        the method to run: func(context.Context) error (required)
 //	cron          the schedule, as scheduling.Cron (required)
@@ -18,13 +18,13 @@
 //	lockWaitStep  poll interval while waiting (default 100ms)
 //	lockTtl       lease duration (default 60s)
 //	maxRunTime    run context deadline
-//	name          task name (default "Type.Method")
+//	name          task name (default "Type.Method", Type declaring Method)
 //	renew         "true" to extend the lease while the run lasts
 //
 // Values may hold ${path} placeholders, resolved from the configuration
 // (config.Values, as config.Module provides it) when the tasks are built, as
 // Spring's @Scheduled(cron = "${...}") does; ${path:default} gives a
-// default. Durations take both of the guide's forms: a Go duration ("5s", "1m30s") or
+// default. Durations take two forms: a Go duration ("5s", "1m30s") or
 // a whole number of milliseconds ("500"). Any other key is an error, with a
 // suggestion when it looks like a known one (lockTTL: did you mean lockTtl?).
 //

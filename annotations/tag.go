@@ -101,7 +101,7 @@ func expand(s string, values func(string) (string, bool)) (string, error) {
 	}
 }
 
-// ParseDuration parses a duration in either form of the guide: a Go duration
+// ParseDuration parses a duration in either of two forms: a Go duration
 // such as "5s" or "1m30s", or a whole number of milliseconds such as "500".
 func ParseDuration(s string) (time.Duration, error) {
 	t := strings.TrimSpace(s)

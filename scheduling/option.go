@@ -56,10 +56,13 @@ func Renew() Option {
 	return func(t *Task) { t.spec.Renew = true }
 }
 
-// Name sets the task's name, used in logs, in [Scheduler.Tasks] and in the
-// fire claim. The default is "Type.Method" for a method value, or the
-// package-qualified function name for a plain function. Names are unique
-// within a scheduler.
+// Name sets the task's name, used in logs, metrics, [Scheduler.Tasks] and
+// the fire claim. The default is "Type.Method" for a method value, Type
+// being the type that declares the method (for a method promoted from an
+// embedded struct, that struct), or the package-qualified name of a plain
+// function. A func literal has no stable default (its generated name
+// changes when code moves) and must be named. Names are unique within a
+// scheduler.
 func Name(name string) Option {
 	return func(t *Task) { t.spec.Name = &name }
 }

@@ -334,7 +334,7 @@ func TestLeaseLossCancelsRun(t *testing.T) {
 func TestMaxRunTime(t *testing.T) {
 	s, fc, _, _ := newTest(t, false)
 	started, ended := make(chan struct{}, 1), make(chan error, 1)
-	mustAdd(t, s, Scheduled(blockUntilCancelled(started, ended), Cron("@every 1h"), MaxRunTime(time.Minute)))
+	mustAdd(t, s, Scheduled(blockUntilCancelled(started, ended), Cron("@every 1h"), MaxRunTime(time.Minute), Name("block")))
 	mustStart(t, s)
 	waitIdle(t, s)
 	fc.Advance(time.Hour)

@@ -86,7 +86,7 @@ func TestStopDeadlineCancelsRunsAndReleasesLeases(t *testing.T) {
 
 func TestStartDoesNotBlock(t *testing.T) {
 	s, _, _, _ := newTest(t, false)
-	mustAdd(t, s, Scheduled(func(context.Context) error { select {} }, Cron("* * * * * *")))
+	mustAdd(t, s, Scheduled(func(context.Context) error { select {} }, Cron("* * * * * *"), Name("forever")))
 	done := make(chan error, 1)
 	go func() { done <- s.Start() }()
 	if err := <-done; err != nil {

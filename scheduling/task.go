@@ -39,7 +39,8 @@ func Scheduled(fn func(context.Context) error, opts ...Option) Task {
 	return t
 }
 
-// Name returns the task's name: the Name option, or "Type.Method".
+// Name returns the task's name: the Name option, or the default that
+// [Name] describes.
 func (t Task) Name() string {
 	if t.spec.Name != nil {
 		return *t.spec.Name

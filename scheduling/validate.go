@@ -201,10 +201,10 @@ func validateTasks(tasks []Task, taken map[string]bool, rules lockRules, cache *
 			for _, p := range rules.check(t.Spec()) {
 				add(p)
 			}
-			if t.spec.Name == nil && t.fn != nil && funcLiteral.MatchString(t.method) {
-				add(Problem{Option: "name", Value: t.Name(), Rule: "must be set (Name option or name tag) for a locked func literal: " +
-					"its generated name changes when code moves, and it keys the fire claims that nodes running different builds must share"})
-			}
+		}
+		if t.spec.Name == nil && t.fn != nil && t.typ == "" && funcLiteral.MatchString(t.method) {
+			add(Problem{Option: "name", Value: t.Name(), Rule: "must be set (Name option) for a func literal: its generated name changes when code moves, " +
+				"and it names the task in logs, metrics and the fire claims that nodes running different builds must share"})
 		}
 		name := t.Name()
 		if names[name] || taken[name] {

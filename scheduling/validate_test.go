@@ -139,26 +139,35 @@ func TestValidationRules(t *testing.T) {
 	}
 }
 
-// A locked func literal needs a Name: its generated name ("pkg.F.func1")
-// changes when code moves, and it keys the fire claims nodes share.
-func TestLockedFuncLiteralNeedsName(t *testing.T) {
+// A func literal needs a Name: its generated name ("pkg.F.func1") changes
+// when code moves, and it names the task in logs, metrics and, when
+// locked, the fire claims that nodes share.
+func TestFuncLiteralNeedsName(t *testing.T) {
 	literal := func(context.Context) error { return nil }
-	err := Validate(Scheduled(literal, Cron("@daily"), Lock("k")))
-	var ve *ValidationError
-	if !errors.As(err, &ve) || len(ve.Problems) != 1 || ve.Problems[0].Option != "name" ||
-		!strings.Contains(ve.Problems[0].Rule, "locked func literal") {
-		t.Fatalf("locked literal without a name: %v", err)
+	for _, task := range []Task{
+		Scheduled(literal, Cron("@daily"), Lock("k")),
+		Scheduled(literal, Cron("@daily")),
+	} {
+		err := Validate(task)
+		var ve *ValidationError
+		if !errors.As(err, &ve) || len(ve.Problems) != 1 || ve.Problems[0].Option != "name" ||
+			!strings.Contains(ve.Problems[0].Rule, "func literal") || !strings.Contains(ve.Problems[0].Value, "func") {
+			t.Fatalf("literal without a name: %v", err)
+		}
 	}
 	for _, ok := range []Task{
 		Scheduled(literal, Cron("@daily"), Lock("k"), Name("nightly")),
-		Scheduled(literal, Cron("@daily")), // unlocked: no claims
+		Scheduled(literal, Cron("@daily"), Name("nightly")),
 		Scheduled((&ledger{}).Close, Cron("@daily"), Lock("k")),
+		Scheduled(closeBooks, Cron("@daily")),
 	} {
 		if err := Validate(ok); err != nil {
 			t.Errorf("Validate(%s): %v", ok.Name(), err)
 		}
 	}
 }
+
+func closeBooks(context.Context) error { return nil }
 
 type ledger struct{}
 
