@@ -4,7 +4,8 @@
 //
 // [Handler] is an http.Handler to mount on the application's own mux;
 // [Module] provides it from the fx graph and, given a [Config] with an
-// address, serves it there with a lifecycle-managed server.
+// address, serves it there with a lifecycle-managed server. app.Module
+// includes Module, with the Config from the configuration's admin.addr.
 //
 // The endpoints show task names, lock keys, tokens and task error messages:
 // serve them on an internal address.

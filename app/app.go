@@ -25,6 +25,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -39,8 +40,10 @@ import (
 
 // Module holds the framework's own modules: a *slog.Logger built from
 // config.Framework's log settings (when the graph has them), the default lock
-// driver and the scheduler. [New] includes it; use it directly to compose an
-// fx.App by hand.
+// driver, the scheduler, and package admin's Module, which serves the admin
+// endpoints on config.Framework's admin.addr (and, with admin.metrics, the
+// scheduler's Prometheus metrics at /metrics there). [New] includes it; use
+// it directly to compose an fx.App by hand. Do not add admin.Module again.
 var Module = fx.Options(
 	fx.Module("logging",
 		fx.Provide(newLogger),
@@ -50,25 +53,55 @@ var Module = fx.Options(
 	),
 	locks.Module,
 	scheduling.Module,
+	operations,
 )
 
 // New returns an fx application made of Module and opts, with fx's own
 // events, errors included, logged through the application's *slog.Logger
 // at debug level: [Run] returns the error that matters once.
 func New(opts ...fx.Option) *fx.App {
+	events := &fxEvents{}
 	return fx.New(
 		Module,
 		fx.Options(opts...),
-		fx.WithLogger(func(l *slog.Logger) fxevent.Logger {
-			// fx's own events, its errors included, are logged at Debug:
-			// Run returns the error that stopped the application, once,
-			// as its root cause.
-			fl := &fxevent.SlogLogger{Logger: l}
-			fl.UseLogLevel(slog.LevelDebug)
-			fl.UseErrorLevel(slog.LevelDebug)
-			return fl
-		}),
+		fx.WithLogger(func() fxevent.Logger { return events }),
+		fx.Invoke(events.attach),
 	)
+}
+
+// fxEvents logs fx's own events, its errors included, at Debug through the
+// application's *slog.Logger: Run returns the error that stopped the
+// application, once, as its root cause. The logger comes from the graph,
+// which may fail to build it (a bad configuration file), so fx gets this
+// forwarder instead, which needs nothing: events before the logger exists
+// wait for it, and are dropped if it never does, rather than fx printing
+// the failure itself through its fallback console logger.
+type fxEvents struct {
+	mu      sync.Mutex
+	log     fxevent.Logger
+	pending []fxevent.Event
+}
+
+func (e *fxEvents) LogEvent(ev fxevent.Event) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.log == nil {
+		e.pending = append(e.pending, ev)
+		return
+	}
+	e.log.LogEvent(ev)
+}
+
+func (e *fxEvents) attach(l *slog.Logger) {
+	fl := &fxevent.SlogLogger{Logger: l}
+	fl.UseLogLevel(slog.LevelDebug)
+	fl.UseErrorLevel(slog.LevelDebug)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, ev := range e.pending {
+		fl.LogEvent(ev)
+	}
+	e.log, e.pending = fl, nil
 }
 
 // Run builds the application with New, starts it, and stops it when ctx

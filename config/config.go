@@ -42,6 +42,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -53,6 +54,9 @@ import (
 type LoadOptions struct {
 	// Path is the YAML file to read. Empty means no file, unless Data is set.
 	Path string
+	// Optional makes a file missing at Path the same as an empty one: the
+	// defaults and the environment apply. Any other read error still fails.
+	Optional bool
 	// Data is YAML to read instead of the file at Path; Path, if set, then
 	// only names it in error messages. It lets tests and embedded defaults
 	// skip the file system.
@@ -126,7 +130,7 @@ func load(cfg any, opts LoadOptions) error {
 
 	data := opts.Data
 	if data == nil && opts.Path != "" {
-		if data, err = os.ReadFile(opts.Path); err != nil {
+		if data, err = os.ReadFile(opts.Path); err != nil && !(opts.Optional && errors.Is(err, fs.ErrNotExist)) {
 			abs, _ := filepath.Abs(opts.Path)
 			wd, _ := os.Getwd()
 			return fmt.Errorf("config: reading %s (working directory %s): %w", abs, wd, err)

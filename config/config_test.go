@@ -265,7 +265,7 @@ func TestLoadUnknownKeys(t *testing.T) {
 	_, err := Load[appConfig](LoadOptions{Path: "app.yaml", Data: []byte("node: a\nredis:\n  urll: redis://h\npayrol: {}\n"), Env: noEnv()})
 	wantErrors(t, err,
 		`config: redis.urll (app.yaml:3): unknown key; did you mean "url"? known keys here: url, namespace`,
-		`config: payrol (app.yaml:4): unknown key; did you mean "payroll"? known keys here: node, redis, log, zone, stop-timeout, payroll`,
+		`config: payrol (app.yaml:4): unknown key; did you mean "payroll"? known keys here: node, redis, log, zone, stop-timeout, admin, payroll`,
 	)
 }
 
@@ -340,6 +340,12 @@ func TestLoadValidationErrors(t *testing.T) {
 			`config: payroll.bank.host "nohost" (app.yaml:3): must be host:port`},
 		{"inside a list", "payroll:\n  accounts:\n    - grace: 1s\n", nil,
 			`config: payroll.accounts[0].name (app.yaml:3): is required`},
+		{"admin address", "admin:\n  addr: localhost\n", nil,
+			`config: admin.addr "localhost" (app.yaml:2): must be host:port or :port, such as 127.0.0.1:8081 (port 0 picks a free one)`},
+		{"admin port", "", map[string]string{"NDIGO_ADMIN_ADDR": ":65536"},
+			`config: admin.addr ":65536" (env NDIGO_ADMIN_ADDR): must be host:port or :port`},
+		{"metrics without an address", "admin:\n  metrics: true\n", nil,
+			`config: admin.addr (app.yaml:1): is required when metrics is set`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -355,6 +361,24 @@ func TestLoadReportsEveryError(t *testing.T) {
 	var fe *FieldError
 	if !errors.As(err, &fe) || fe.Key != "log.level" && fe.Key != "redis.namespace" {
 		t.Errorf("errors.As(%v) = %+v, want a FieldError", err, fe)
+	}
+}
+
+// An optional file may be missing, and is read when present; any other
+// read error (here, a directory at Path) still fails.
+func TestLoadOptionalFile(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing.yaml")
+	cfg, err := Load[appConfig](LoadOptions{Path: missing, Optional: true, EnvPrefix: "NDIGO_", Env: env(map[string]string{"NDIGO_NODE": "a"})})
+	if err != nil || cfg.Node != "a" || cfg.Log.Level != "info" {
+		t.Fatalf("optional missing file: %+v, %v; want defaults and the environment", cfg.Framework, err)
+	}
+	cfg, err = Load[appConfig](LoadOptions{Path: writeFile(t, "node: b\n"), Optional: true, Env: noEnv()})
+	if err != nil || cfg.Node != "b" {
+		t.Fatalf("optional present file: node %q, %v; want b", cfg.Node, err)
+	}
+	_, err = Load[appConfig](LoadOptions{Path: t.TempDir(), Optional: true, Env: noEnv()})
+	if err == nil || errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("optional path that is a directory: %v, want a read error", err)
 	}
 }
 

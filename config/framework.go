@@ -17,6 +17,9 @@ import (
 //	  level: info
 //	zone: Europe/Paris
 //	stop-timeout: 30s
+//	admin:
+//	  addr: 127.0.0.1:8081
+//	  metrics: true
 type Framework struct {
 	// Node names this process in logs and lock diagnostics. Empty lets the
 	// application choose, e.g. from the host name.
@@ -34,6 +37,19 @@ type Framework struct {
 	// is left, then cancels them and releases their leases. Zero means fx's
 	// default, 15s.
 	StopTimeout time.Duration `yaml:"stop-timeout" validate:"min=0"`
+	// Admin configures the operations endpoints.
+	Admin Admin `yaml:"admin"`
+}
+
+// Admin configures the operations endpoints that app.Module serves: the
+// admin handler (/scheduledtasks, /locks, /healthz) and Prometheus metrics.
+type Admin struct {
+	// Addr is the address to serve the endpoints on, such as
+	// 127.0.0.1:8081; empty serves none. Keep it off public networks.
+	Addr string `yaml:"addr" validate:"required_with=Metrics,omitempty,listen_addr"`
+	// Metrics counts every task's runs, skips and lock calls, and serves
+	// them at /metrics on Addr.
+	Metrics bool `yaml:"metrics"`
 }
 
 // FrameworkConfig returns f. Through embedding, every configuration struct

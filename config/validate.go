@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"reflect"
 	"regexp"
@@ -34,6 +35,14 @@ func newValidator() *validator.Validate {
 	_ = v.RegisterValidation("lock_namespace", func(fl validator.FieldLevel) bool {
 		return namespacePattern.MatchString(fl.Field().String())
 	})
+	_ = v.RegisterValidation("listen_addr", func(fl validator.FieldLevel) bool {
+		_, port, err := net.SplitHostPort(fl.Field().String())
+		if err != nil {
+			return false
+		}
+		_, err = strconv.ParseUint(port, 10, 16)
+		return err == nil
+	})
 	return v
 }
 
@@ -59,7 +68,7 @@ func (ld *loader) validate(cfg any, t reflect.Type, ls map[string]*leaf) (err er
 	errs := make([]error, 0, len(fes))
 	for _, fe := range fes {
 		gp := strings.TrimPrefix(fe.StructNamespace(), t.Name()+".")
-		e := &FieldError{Key: gp, Value: fmt.Sprint(fe.Value()), Rule: ruleWords(fe), noValue: fe.Tag() == "required"}
+		e := &FieldError{Key: gp, Value: fmt.Sprint(fe.Value()), Rule: ruleWords(fe), noValue: strings.HasPrefix(fe.Tag(), "required")}
 		if l, ok := ls[gp]; ok {
 			e.Key = l.path
 		} else {
@@ -91,6 +100,10 @@ func ruleWords(fe validator.FieldError) string {
 		return "must be a redis:// or rediss:// URL with a host and an optional /database number"
 	case "timezone":
 		return "must be an IANA time zone name, such as Europe/Paris or UTC"
+	case "listen_addr":
+		return "must be host:port or :port, such as 127.0.0.1:8081 (port 0 picks a free one)"
+	case "required_with":
+		return "is required when " + strings.ToLower(p) + " is set"
 	case "lock_namespace":
 		return "must match " + strings.Trim(namespacePattern.String(), "^$")
 	case "min", "gte":

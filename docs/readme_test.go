@@ -13,17 +13,13 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/fx"
 
-	"github.com/ndigo/ndigo/admin"
 	"github.com/ndigo/ndigo/annotations"
 	"github.com/ndigo/ndigo/app"
 	"github.com/ndigo/ndigo/config"
 	"github.com/ndigo/ndigo/locks"
-	"github.com/ndigo/ndigo/metrics"
 	"github.com/ndigo/ndigo/redislocks"
 	"github.com/ndigo/ndigo/scheduling"
 	"github.com/ndigo/ndigo/scheduling/schedulingtest"
@@ -101,15 +97,10 @@ func directLock(ctx context.Context, driver locks.Driver) error {
 }
 
 // Operating it.
-func operated(ctx context.Context, reg *prometheus.Registry) error {
+func operated(ctx context.Context) error {
 	err := app.Run(ctx,
 		// ... your configuration, redislocks.Module, controllers ...
-		fx.Supply(fx.Annotate(reg, fx.As(new(prometheus.Registerer)))), // optional: else the default registry
-		metrics.Module,
 		tracing.Module, // uses a trace.TracerProvider from the graph, else the global one
-		fx.Supply(admin.Config{Addr: "127.0.0.1:8081"}), // optional: else mount the *admin.Handler yourself
-		admin.Module,
-		admin.Mount("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{})),
 	)
 	return err
 }

@@ -21,6 +21,8 @@
 // Lock keys are not labels: fire claims name their instant, so keys are
 // unbounded. Task names are bounded by the application's code.
 //
-// With fx, include [Module]; without, call [New] and pass the result in
-// scheduling.Config.Listeners and its InstrumentDriver(d) as the driver.
+// With app.Module, the configuration's admin.metrics turns metrics on, in a
+// registry served at /metrics on the admin address. With fx and a registry
+// of your own, include [Module]; without fx, call [New] and pass the result
+// in scheduling.Config.Listeners and its InstrumentDriver(d) as the driver.
 package metrics

@@ -24,17 +24,12 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/fx"
 
-	"github.com/ndigo/ndigo/admin"
 	"github.com/ndigo/ndigo/annotations"
 	"github.com/ndigo/ndigo/app"
 	"github.com/ndigo/ndigo/config"
-	"github.com/ndigo/ndigo/metrics"
 	"github.com/ndigo/ndigo/redislocks"
 	"github.com/ndigo/ndigo/scheduling"
 )
@@ -57,12 +52,11 @@ type Payroll struct {
 	ClockOffset time.Duration `yaml:"clock-offset" env:"PAYROLL_CLOCK_OFFSET"`
 	// For stops the process cleanly after this long; zero runs until a signal.
 	For time.Duration `yaml:"for" env:"PAYROLL_FOR" validate:"min=0"`
-	// AdminAddr is where the admin endpoints (/scheduledtasks, /locks,
-	// /healthz) are served; empty serves none.
-	AdminAddr string `yaml:"admin-addr" env:"PAYROLL_ADMIN_ADDR"`
-	// Metrics exposes Prometheus metrics at /metrics on AdminAddr.
-	Metrics bool `yaml:"metrics" env:"PAYROLL_METRICS"`
 }
+
+// redisURLEnv is the variable of config.Framework's redis.url under the
+// example's prefix: whether it is set decides the lock driver.
+const redisURLEnv = "PAYROLL_REDIS_URL"
 
 // flags maps each command-line flag to the environment variable that
 // configuration reads; a flag given on the command line wins.
@@ -70,7 +64,7 @@ var flags = []struct {
 	name, env, usage string
 	boolean          bool // given without a value: --metrics
 }{
-	{"redis", "PAYROLL_REDIS_URL", "Redis URL; absent: in-process locks on this node only", false},
+	{"redis", redisURLEnv, "Redis URL; absent: in-process locks on this node only", false},
 	{"namespace", "PAYROLL_REDIS_NAMESPACE", "lock namespace shared by the nodes of one environment", false},
 	{"node", "PAYROLL_NODE", "this node's name (default: <hostname>-<pid>)", false},
 	{"cron", "PAYROLL_CRON", "CloseBooks's schedule (default: @every 2s)", false},
@@ -78,7 +72,7 @@ var flags = []struct {
 	{"log-format", "PAYROLL_LOG_FORMAT", "text or json", false},
 	{"for", "PAYROLL_FOR", "exit cleanly after this long, e.g. 10s (default: run until a signal)", false},
 	{"admin-addr", "PAYROLL_ADMIN_ADDR", "serve /scheduledtasks, /locks and /healthz on this address, e.g. 127.0.0.1:8081", false},
-	{"metrics", "PAYROLL_METRICS", "expose Prometheus metrics at /metrics on --admin-addr", true},
+	{"metrics", "PAYROLL_ADMIN_METRICS", "expose Prometheus metrics at /metrics on --admin-addr", true},
 }
 
 func main() {
@@ -112,68 +106,49 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 			}
 		}
 	})
-	cfg, err := config.Load[Config](config.LoadOptions{
-		EnvPrefix: "PAYROLL_",
-		Env: func(name string) (string, bool) {
-			if v, ok := given[name]; ok {
-				return v, true
-			}
-			return os.LookupEnv(name)
-		},
-	})
-	if err != nil {
-		return err
+	env := func(name string) (string, bool) {
+		if v, ok := given[name]; ok {
+			return v, true
+		}
+		return os.LookupEnv(name)
 	}
-	if cfg.Payroll.Metrics && cfg.Payroll.AdminAddr == "" {
-		return errors.New("payroll: --metrics ($PAYROLL_METRICS) needs --admin-addr ($PAYROLL_ADMIN_ADDR): /metrics is served there")
-	}
-	if cfg.Payroll.For > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, cfg.Payroll.For)
-		defer cancel()
-	}
-	err = app.Run(ctx, options(cfg, stderr)...)
-	if errors.Is(err, context.DeadlineExceeded) {
-		return nil
-	}
-	return err
+	return app.Run(ctx, options(env, stderr)...)
 }
 
 // options composes the example: its configuration, the lock driver it
-// chose, its clock, and its controller.
-func options(cfg Config, logOut io.Writer) []fx.Option {
+// chooses, its clock, and its controllers. Configuration loads inside the
+// graph (config.Module), so a bad setting fails startup like any other
+// error; only the choice of driver module is made before, from whether a
+// Redis URL is set at all.
+func options(env func(string) (string, bool), logOut io.Writer) []fx.Option {
 	opts := []fx.Option{
-		fx.Supply(cfg, cfg.Framework, config.ValuesOf(cfg)),
+		config.Module[Config](config.LoadOptions{EnvPrefix: "PAYROLL_", Env: env}),
 		fx.Supply(fx.Annotate(logOut, fx.As(new(io.Writer)), fx.ResultTags(`name:"`+app.LogOutputName+`"`))),
-		fx.Supply(fx.Annotate(clockwork.Clock(offsetClock{clockwork.NewRealClock(), cfg.Payroll.ClockOffset}), fx.As(new(clockwork.Clock)))),
+		fx.Provide(func(cfg Config) clockwork.Clock {
+			return offsetClock{clockwork.NewRealClock(), cfg.Payroll.ClockOffset}
+		}),
+		fx.Invoke(stopAfter),
 		annotations.Provide(NewPayrollController),
 		scheduling.Provide(reconcile),
 	}
-	opts = append(opts, operations(cfg.Payroll)...)
-	if cfg.Redis.URL == "" {
+	if url, _ := env(redisURLEnv); url == "" {
 		return append(opts, fx.Supply(fx.Annotate(&memoryLedger{}, fx.As(new(ledger)))))
 	}
 	return append(opts,
 		redislocks.Module,
-		fx.Provide(func(c redis.UniversalClient) ledger { return newRedisLedger(c, cfg.Redis.Namespace) }),
+		fx.Provide(func(c redis.UniversalClient, cfg Config) ledger { return newRedisLedger(c, cfg.Redis.Namespace) }),
 	)
 }
 
-// operations turns on the admin endpoints and metrics that cfg asks for.
-// Metrics go to a registry of the example's own, served by the admin server.
-func operations(cfg Payroll) []fx.Option {
-	var opts []fx.Option
-	if cfg.AdminAddr != "" {
-		opts = append(opts, fx.Supply(admin.Config{Addr: cfg.AdminAddr}), admin.Module)
+// stopAfter shuts the application down cleanly (exit code 0) once
+// payroll.for has passed since start, if it is set.
+func stopAfter(cfg Config, lc fx.Lifecycle, sd fx.Shutdowner) {
+	if cfg.Payroll.For <= 0 {
+		return
 	}
-	if cfg.Metrics {
-		reg := prometheus.NewRegistry()
-		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-		opts = append(opts,
-			fx.Supply(fx.Annotate(reg, fx.As(new(prometheus.Registerer)))),
-			metrics.Module,
-			admin.Mount("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{})),
-		)
-	}
-	return opts
+	var t *time.Timer
+	lc.Append(fx.StartStopHook(
+		func() { t = time.AfterFunc(cfg.Payroll.For, func() { _ = sd.Shutdown() }) },
+		func() { t.Stop() },
+	))
 }

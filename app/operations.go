@@ -1,0 +1,67 @@
+package app
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/fx"
+
+	"github.com/ndigo/ndigo/admin"
+	"github.com/ndigo/ndigo/metrics"
+	"github.com/ndigo/ndigo/scheduling"
+)
+
+// operations serves what the configuration's admin section asks for: the
+// admin endpoints on admin.addr and, with admin.metrics, the scheduler's
+// metrics at /metrics there, from a registry of their own that also holds
+// the Go runtime and process collectors. Without an address it serves
+// nothing, and without metrics no listener or driver wrapper is added, so
+// the scheduler's hot path is the bare one.
+var operations = fx.Module("operations",
+	fx.Provide(adminConfig, newOperationsMetrics),
+	fx.Invoke(initOperationsMetrics),
+	admin.Module,
+)
+
+func adminConfig(p frameworkParams) admin.Config {
+	return admin.Config{Addr: p.Framework.Admin.Addr}
+}
+
+type operationsMetrics struct {
+	fx.Out
+	Listeners []scheduling.Listener      `group:"scheduling.listeners,flatten"`       // scheduling.ListenersGroup
+	Wrappers  []scheduling.DriverWrapper `group:"scheduling.driver-wrappers,flatten"` // scheduling.DriverWrappersGroup
+	Routes    []admin.Route              `group:"admin.routes,flatten"`               // admin.RoutesGroup
+	Metrics   *enabledMetrics
+}
+
+// enabledMetrics is the metrics that admin.metrics turned on, or nil.
+type enabledMetrics struct{ m *metrics.Metrics }
+
+func newOperationsMetrics(p frameworkParams) (operationsMetrics, error) {
+	if !p.Framework.Admin.Metrics {
+		return operationsMetrics{Metrics: &enabledMetrics{}}, nil
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m, err := metrics.New(reg)
+	if err != nil {
+		return operationsMetrics{}, err
+	}
+	return operationsMetrics{
+		Listeners: []scheduling.Listener{m},
+		Wrappers:  []scheduling.DriverWrapper{m.InstrumentDriver},
+		Routes:    []admin.Route{{Pattern: "GET /metrics", Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}},
+		Metrics:   &enabledMetrics{m},
+	}, nil
+}
+
+// initOperationsMetrics puts every task's counters at zero from the start.
+func initOperationsMetrics(e *enabledMetrics, s *scheduling.Scheduler) {
+	if e.m == nil {
+		return
+	}
+	for _, t := range s.Tasks() {
+		e.m.Init(t.Name)
+	}
+}

@@ -1,0 +1,107 @@
+package app_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"go.uber.org/fx"
+
+	"github.com/ndigo/ndigo/admin"
+	"github.com/ndigo/ndigo/app"
+	"github.com/ndigo/ndigo/config"
+	"github.com/ndigo/ndigo/scheduling"
+)
+
+// startOperations starts an app with fw and one task, and returns the
+// admin server's base URL ("" when it serves nothing).
+func startOperations(t *testing.T, fw config.Framework) string {
+	t.Helper()
+	var srv *admin.Server
+	a := app.New(logTo(io.Discard), fx.Supply(fw),
+		fakeClock(clockwork.NewFakeClockAt(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))),
+		scheduling.Provide(func() scheduling.Task {
+			return scheduling.Scheduled(func(context.Context) error { return nil },
+				scheduling.Name("close-books"), scheduling.Cron("@daily"))
+		}),
+		fx.Populate(&srv))
+	if err := a.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Stop(context.Background()) })
+	if srv.Addr() == "" {
+		return ""
+	}
+	return "http://" + srv.Addr()
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// The configuration's admin section turns the endpoints and metrics on:
+// admin.addr serves the admin handler, admin.metrics adds /metrics there
+// with the task's counters at zero before its first fire.
+func TestAdminSectionServesEndpointsAndMetrics(t *testing.T) {
+	if base := startOperations(t, config.Framework{}); base != "" {
+		t.Fatalf("no admin.addr: serving at %s", base)
+	}
+
+	base := startOperations(t, config.Framework{Admin: config.Admin{Addr: "127.0.0.1:0"}})
+	if code, body := get(t, base+"/scheduledtasks"); code != http.StatusOK || !strings.Contains(body, `"close-books"`) {
+		t.Fatalf("/scheduledtasks = %d %s", code, body)
+	}
+	if code, _ := get(t, base+"/metrics"); code != http.StatusNotFound {
+		t.Fatalf("/metrics without admin.metrics = %d, want 404", code)
+	}
+
+	base = startOperations(t, config.Framework{Admin: config.Admin{Addr: "127.0.0.1:0", Metrics: true}})
+	code, body := get(t, base+"/metrics")
+	for _, want := range []string{
+		`ndigo_task_fires_total{task="close-books"} 0`,
+		`ndigo_task_skips_total{reason="already_run",task="close-books"} 0`,
+		"go_goroutines ",
+	} {
+		if code != http.StatusOK || !strings.Contains(body, want) {
+			t.Fatalf("/metrics = %d, missing %q:\n%s", code, want, body)
+		}
+	}
+}
+
+// A configuration that fails to load fails Run with that one error, and
+// nothing is printed: not on the log output, and not on stderr, where fx
+// prints its own report when it cannot build the application's logger.
+func TestBadConfigurationIsOneError(t *testing.T) {
+	var out syncBuffer
+	type appConfig struct {
+		config.Framework `yaml:",inline"`
+	}
+	stderr, err := os.CreateTemp(t.TempDir(), "stderr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := os.Stderr
+	os.Stderr = stderr
+	err = app.Run(context.Background(), logTo(&out),
+		config.Module[appConfig](config.LoadOptions{Data: []byte("log: {level: loud}\n"), Path: "app.yaml"}))
+	os.Stderr = saved
+	if err == nil || strings.Count(err.Error(), `log.level "loud"`) != 1 {
+		t.Fatalf("Run = %v, want the config error once", err)
+	}
+	printed, _ := os.ReadFile(stderr.Name())
+	if out.String() != "" || len(printed) != 0 {
+		t.Fatalf("logged %q, printed %q; want nothing", out.String(), printed)
+	}
+}
