@@ -9,16 +9,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jonboulle/clockwork"
-	"github.com/redis/go-redis/v9"
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxtest"
 	"go.uber.org/goleak"
 
-	"github.com/ndigo/ndigo/internal/redistest"
 	"github.com/ndigo/ndigo/locks"
 	"github.com/ndigo/ndigo/scheduling"
 	"github.com/ndigo/ndigo/scheduling/schedulingtest"
@@ -213,14 +212,18 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	}
 }
 
-// TestModuleServesWithRedisCheck runs the module on its own address with a
-// real redis-server in the graph, then kills Redis.
-func TestModuleServesWithRedisCheck(t *testing.T) {
-	srv := redistest.Start(t)
-	client := srv.Client()
+// TestModuleServesWithChecks runs the module on its own address with a
+// check of the checks group, which then fails.
+func TestModuleServesWithChecks(t *testing.T) {
+	var down atomic.Bool
 	var server *Server
 	app := fxtest.New(t,
-		fx.Supply(fx.Annotate(client, fx.As(new(redis.UniversalClient)))),
+		fx.Supply(fx.Annotate(Check{Name: "store", Check: func(context.Context) error {
+			if down.Load() {
+				return errors.New("ping: connection refused")
+			}
+			return nil
+		}}, fx.ResultTags(`group:"`+ChecksGroup+`"`))),
 		fx.Supply(Config{Addr: "127.0.0.1:0"}),
 		fx.Provide(func() *slog.Logger { return slog.New(slog.DiscardHandler) }),
 		locks.Module,
@@ -243,8 +246,8 @@ func TestModuleServesWithRedisCheck(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	if code, body := fetch("/healthz"); code != http.StatusOK || !strings.Contains(body, `"redis": "ok"`) {
-		t.Fatalf("healthz with Redis up: %d %s", code, body)
+	if code, body := fetch("/healthz"); code != http.StatusOK || !strings.Contains(body, `"store": "ok"`) {
+		t.Fatalf("healthz with the store up: %d %s", code, body)
 	}
 	if code, body := fetch("/metrics"); code != http.StatusOK || body != "ndigo_up 1\n" {
 		t.Fatalf("mounted route: %d %q", code, body)
@@ -252,11 +255,11 @@ func TestModuleServesWithRedisCheck(t *testing.T) {
 	if code, _ := fetch("/scheduledtasks"); code != http.StatusOK {
 		t.Fatalf("scheduledtasks: %d", code)
 	}
-	srv.Kill()
+	down.Store(true)
 	code, body := fetch("/healthz")
-	if code != http.StatusServiceUnavailable || !strings.Contains(body, `"redis": "ping: `) ||
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, `"store": "ping: connection refused"`) ||
 		!strings.Contains(body, `"status": "unavailable"`) {
-		t.Fatalf("healthz with Redis down: %d %s", code, body)
+		t.Fatalf("healthz with the store down: %d %s", code, body)
 	}
 	http.DefaultClient.CloseIdleConnections()
 	app.RequireStop()

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"go.uber.org/fx"
 
 	"github.com/ndigo/ndigo/scheduling"
@@ -44,9 +43,9 @@ func Mount(pattern string, h http.Handler) fx.Option {
 // startup) and the server shuts down gracefully on stop, before the
 // scheduler stops.
 //
-// /healthz probes the [Check] values of [ChecksGroup] and, when the graph
-// has a redis.UniversalClient (as redislocks.Module provides), a "redis"
-// check that pings it. Extra routes come from [RoutesGroup] ([Mount]).
+// /healthz probes the [Check] values of [ChecksGroup] (app.Module adds a
+// "redis" check that pings the graph's redis.UniversalClient, when there is
+// one). Extra routes come from [RoutesGroup] ([Mount]).
 var Module = fx.Module("admin",
 	fx.Provide(newModuleHandler, newServer),
 	fx.Invoke(func(*Server) {}),
@@ -55,29 +54,12 @@ var Module = fx.Module("admin",
 type handlerParams struct {
 	fx.In
 	Scheduler *scheduling.Scheduler
-	Redis     redis.UniversalClient `optional:"true"`
 	Checks    []Check               `group:"admin.checks"`
 	Routes    []Route               `group:"admin.routes"`
 }
 
 func newModuleHandler(p handlerParams) (*Handler, error) {
-	checks := p.Checks
-	if p.Redis != nil {
-		c := p.Redis
-		checks = append([]Check{RedisCheck(c)}, checks...)
-	}
-	return New(Options{Scheduler: p.Scheduler, Checks: checks, Routes: p.Routes})
-}
-
-// RedisCheck returns a Check named "redis" that pings c. Its error names
-// the server address, never the password.
-func RedisCheck(c redis.UniversalClient) Check {
-	return Check{Name: "redis", Check: func(ctx context.Context) error {
-		if err := c.Ping(ctx).Err(); err != nil {
-			return fmt.Errorf("ping: %w", err)
-		}
-		return nil
-	}}
+	return New(Options{Scheduler: p.Scheduler, Checks: p.Checks, Routes: p.Routes})
 }
 
 // A Server serves a Handler on its own address.

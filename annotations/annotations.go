@@ -11,7 +11,6 @@ import (
 
 	"go.uber.org/fx"
 
-	"github.com/ndigo/ndigo/config"
 	"github.com/ndigo/ndigo/internal/didyoumean"
 	"github.com/ndigo/ndigo/scheduling"
 )
@@ -41,12 +40,23 @@ func Tasks(controller any) ([]scheduling.Task, error) {
 	return TasksWithValues(controller, nil)
 }
 
+// A Resolver gives the value of a ${path} placeholder: the setting at
+// path, and whether there is one. config.Values is one.
+type Resolver interface {
+	Lookup(path string) (string, bool)
+}
+
+// ResolverFunc is a function used as a [Resolver].
+type ResolverFunc func(path string) (string, bool)
+
+// Lookup returns f(path).
+func (f ResolverFunc) Lookup(path string) (string, bool) { return f(path) }
+
 // TasksWithValues is [Tasks] with ${path} placeholders in tag values
-// resolved by values, as [Controller] does with the config.Values in the
-// graph. A placeholder without a value, and without a default
-// (${path:default}), is a problem like any other; so is any placeholder when
-// values is nil.
-func TasksWithValues(controller any, values config.Values) ([]scheduling.Task, error) {
+// resolved by values, as [Controller] does with the Resolver in the graph.
+// A placeholder without a value, and without a default (${path:default}),
+// is a problem like any other; so is any placeholder when values is nil.
+func TasksWithValues(controller any, values Resolver) ([]scheduling.Task, error) {
 	v := reflect.ValueOf(controller)
 	if !v.IsValid() || (v.Kind() == reflect.Pointer && v.IsNil()) {
 		return nil, fmt.Errorf("%w: %T is nil", ErrNoController, controller)
@@ -75,8 +85,8 @@ func TasksWithValues(controller any, values config.Values) ([]scheduling.Task, e
 // Controller registers the tasks declared on T with scheduling.Module. T
 // must be in the fx graph; usually it is a pointer type (*PayrollController)
 // so that pointer-receiver methods bind. ${path} placeholders in tag values
-// are resolved with the config.Values in the graph (config.Module provides
-// it), if any. Registration order is the order of Controller calls, then
+// are resolved with the [Resolver] in the graph, if any (app.Module provides
+// config.Module's values as one). Registration order is the order of Controller calls, then
 // field order.
 func Controller[T any]() fx.Option {
 	return scheduling.Provide(func(p controllerParams[T]) ([]scheduling.Task, error) {
@@ -105,14 +115,14 @@ func Provide(constructor any) fx.Option {
 	params := reflect.StructOf([]reflect.StructField{
 		{Name: "In", Type: reflect.TypeFor[fx.In](), Anonymous: true},
 		{Name: "Controller", Type: ct.Out(0)},
-		{Name: "Values", Type: reflect.TypeFor[config.Values](), Tag: `optional:"true"`},
+		{Name: "Values", Type: reflect.TypeFor[Resolver](), Tag: `optional:"true"`},
 	})
 	register := reflect.MakeFunc(reflect.FuncOf([]reflect.Type{params},
 		[]reflect.Type{reflect.TypeFor[[]scheduling.Task](), errorType}, false),
 		func(args []reflect.Value) []reflect.Value {
-			var values config.Values
+			var values Resolver
 			if v := args[0].Field(2); !v.IsNil() {
-				values = v.Interface().(config.Values)
+				values = v.Interface().(Resolver)
 			}
 			tasks, err := TasksWithValues(args[0].Field(1).Interface(), values)
 			errV := reflect.Zero(errorType)
@@ -129,12 +139,12 @@ var errorType = reflect.TypeFor[error]()
 type controllerParams[T any] struct {
 	fx.In
 	Controller T
-	Values     config.Values `optional:"true"`
+	Values     Resolver `optional:"true"`
 }
 
 // fieldTask builds the task that the Scheduled field f of struct type st
 // declares on controller v.
-func fieldTask(v reflect.Value, st reflect.Type, f reflect.StructField, values config.Values) scheduling.Task {
+func fieldTask(v reflect.Value, st reflect.Type, f reflect.StructField, values Resolver) scheduling.Task {
 	typeName := st.Name()
 	if typeName == "" {
 		typeName = st.String()

@@ -22,7 +22,7 @@
 //	renew         "true" to extend the lease while the run lasts
 //
 // Values may hold ${path} placeholders, resolved from the configuration
-// (config.Values, as config.Module provides it) when the tasks are built, as
+// (an annotations.Resolver; app.Module makes config.Module's values one) when the tasks are built, as
 // Spring's @Scheduled(cron = "${...}") does; ${path:default} gives a
 // default. Durations take two forms: a Go duration ("5s", "1m30s") or
 // a whole number of milliseconds ("500"). Any other key is an error, with a

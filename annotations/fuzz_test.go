@@ -81,7 +81,7 @@ func FuzzExpand(f *testing.F) {
 	for _, seed := range []string{"${payroll.cron}", "a${x}b${y:d}c", "${", "${}", "$${x}", "}${x:}{", "plain"} {
 		f.Add(seed)
 	}
-	values := func(path string) (string, bool) { return "<" + path + ">", path != "missing" }
+	values := ResolverFunc(func(path string) (string, bool) { return "<" + path + ">", path != "missing" })
 	f.Fuzz(func(t *testing.T, s string) {
 		got, err := expand(s, values)
 		if !strings.Contains(s, "${") && (err != nil || got != s) {

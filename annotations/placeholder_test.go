@@ -43,7 +43,7 @@ func TestPlaceholders(t *testing.T) {
 	}
 	_, err = Tasks(&Configured{})
 	var ve *scheduling.ValidationError
-	if !errors.As(err, &ve) || len(ve.Problems) != 2 || !strings.Contains(err.Error(), "needs configuration: provide config.Values") {
+	if !errors.As(err, &ve) || len(ve.Problems) != 2 || !strings.Contains(err.Error(), "needs configuration: provide an annotations.Resolver") {
 		t.Fatalf("no configuration: %v", err)
 	}
 	for in, want := range map[string]string{"a${x}b${y:d}c": "a1bdc", "plain": "plain", "${x}": "1"} {
@@ -59,11 +59,13 @@ func TestPlaceholders(t *testing.T) {
 	}
 }
 
-func TestControllerResolvesFromConfigValues(t *testing.T) {
+// Controller resolves placeholders with the graph's Resolver (app.Module
+// binds config.Values as one).
+func TestControllerResolvesFromGraph(t *testing.T) {
 	var s *scheduling.Scheduler
 	app := fxtest.New(t,
 		fx.Provide(func() *Configured { return &Configured{} }),
-		fx.Supply(settings(map[string]string{"payroll.cron": "@hourly", "payroll.ttl": "2000"})),
+		fx.Supply(fx.Annotate(settings(map[string]string{"payroll.cron": "@hourly", "payroll.ttl": "2000"}), fx.As(new(Resolver)))),
 		locks.Module,
 		Controller[*Configured](),
 		scheduling.Module,

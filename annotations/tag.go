@@ -61,7 +61,7 @@ func parseTag(tag string) ([]tagPair, error) {
 
 // expand replaces each ${path} in s with values(path), or with the default
 // of ${path:default} when values has none.
-func expand(s string, values func(string) (string, bool)) (string, error) {
+func expand(s string, values Resolver) (string, error) {
 	if !strings.Contains(s, "${") {
 		return s, nil
 	}
@@ -85,14 +85,14 @@ func expand(s string, values func(string) (string, bool)) (string, error) {
 		var v string
 		var ok bool
 		if values != nil {
-			v, ok = values(path)
+			v, ok = values.Lookup(path)
 		}
 		switch {
 		case ok:
 		case hasDef:
 			v = def
 		case values == nil:
-			return "", fmt.Errorf("placeholder ${%s} needs configuration: provide config.Values (config.Module does), or use TasksWithValues", path)
+			return "", fmt.Errorf("placeholder ${%s} needs configuration: provide an annotations.Resolver (app.Module does, from config.Module), or use TasksWithValues", path)
 		default:
 			return "", fmt.Errorf("placeholder ${%s}: no setting %s in the configuration (a default is written ${%s:value})", path, path, path)
 		}

@@ -33,13 +33,16 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
 
+	"github.com/ndigo/ndigo/annotations"
 	"github.com/ndigo/ndigo/config"
 	"github.com/ndigo/ndigo/locks"
 	"github.com/ndigo/ndigo/scheduling"
 )
 
 // Module holds the framework's own modules: a *slog.Logger built from
-// config.Framework's log settings (when the graph has them), the default lock
+// config.Framework's log settings (when the graph has them), the
+// configuration's values as the annotations.Resolver of tag placeholders,
+// the default lock
 // driver, the scheduler, and package admin's Module, which serves the admin
 // endpoints on config.Framework's admin.addr (and, with admin.metrics, the
 // scheduler's Prometheus metrics at /metrics there). [New] includes it; use
@@ -50,6 +53,7 @@ var Module = fx.Options(
 		fx.Provide(fx.Annotate(nodeName, fx.ResultTags(`name:"`+scheduling.NodeName+`"`))),
 		fx.Provide(fx.Annotate(skipLevel, fx.ResultTags(`name:"`+scheduling.SkipLevelName+`"`))),
 		fx.Provide(fx.Annotate(zone, fx.ResultTags(`name:"`+scheduling.LocationName+`"`))),
+		fx.Provide(placeholders),
 	),
 	locks.Module,
 	scheduling.Module,
@@ -200,6 +204,21 @@ func zone(p frameworkParams) (*time.Location, error) {
 }
 
 // skipLevel gives the scheduler the configured level of its skip lines.
+type valuesParams struct {
+	fx.In
+	Values config.Values `optional:"true"`
+}
+
+// placeholders resolves the ${path} placeholders of annotations' tags from
+// the configuration's values, when the graph has them (config.Module
+// provides them).
+func placeholders(p valuesParams) annotations.Resolver {
+	if p.Values == nil {
+		return nil
+	}
+	return p.Values
+}
+
 func skipLevel(p frameworkParams) slog.Level { return p.Framework.Log.SlogSkipLevel() }
 
 // nodeName gives the scheduler the configured node name; empty lets it

@@ -10,11 +10,13 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/fx"
 
 	"github.com/ndigo/ndigo/admin"
 	"github.com/ndigo/ndigo/app"
 	"github.com/ndigo/ndigo/config"
+	"github.com/ndigo/ndigo/internal/redistest"
 	"github.com/ndigo/ndigo/scheduling"
 )
 
@@ -104,4 +106,28 @@ func TestBadConfigurationIsOneError(t *testing.T) {
 	if out.String() != "" || len(printed) != 0 {
 		t.Fatalf("logged %q, printed %q; want nothing", out.String(), printed)
 	}
+}
+
+// With a Redis client in the graph, /healthz pings it: ok while the server
+// runs, unavailable once it is killed.
+func TestHealthzPingsRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	var server *admin.Server
+	a := app.New(logTo(io.Discard), fx.Supply(config.Framework{Admin: config.Admin{Addr: "127.0.0.1:0"}}),
+		fx.Supply(fx.Annotate(srv.Client(), fx.As(new(redis.UniversalClient)))),
+		fx.Populate(&server))
+	if err := a.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = a.Stop(context.Background()) }()
+	base := "http://" + server.Addr()
+	if code, body := get(t, base+"/healthz"); code != http.StatusOK || !strings.Contains(body, `"redis": "ok"`) {
+		t.Fatalf("healthz with Redis up: %d %s", code, body)
+	}
+	srv.Kill()
+	code, body := get(t, base+"/healthz")
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, `"redis": "ping: `) || strings.Contains(body, "password") {
+		t.Fatalf("healthz with Redis down: %d %s", code, body)
+	}
+	http.DefaultClient.CloseIdleConnections()
 }

@@ -12,6 +12,15 @@ import (
 // environment. Secret settings are never returned.
 type Values func(path string) (string, bool)
 
+// Lookup returns v(path); a nil Values has no settings. It makes Values a
+// resolver of placeholders for package annotations.
+func (v Values) Lookup(path string) (string, bool) {
+	if v == nil {
+		return "", false
+	}
+	return v(path)
+}
+
 // ValuesOf returns the Values of cfg, a configuration struct (or a pointer
 // to one) as Load returns it. Anything else has no values.
 func ValuesOf(cfg any) Values {
