@@ -54,8 +54,8 @@ var Module = fx.Module("admin",
 type handlerParams struct {
 	fx.In
 	Scheduler *scheduling.Scheduler
-	Checks    []Check               `group:"admin.checks"`
-	Routes    []Route               `group:"admin.routes"`
+	Checks    []Check `group:"admin.checks"`
+	Routes    []Route `group:"admin.routes"`
 }
 
 func newModuleHandler(p handlerParams) (*Handler, error) {
