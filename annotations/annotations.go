@@ -6,12 +6,9 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
-	"strconv"
-	"time"
 
 	"go.uber.org/fx"
 
-	"github.com/ndigo/ndigo/internal/didyoumean"
 	"github.com/ndigo/ndigo/scheduling"
 )
 
@@ -287,47 +284,4 @@ func bareName(t reflect.Type) string {
 		return t.Name()
 	}
 	return t.String()
-}
-
-// option turns one tag pair into a scheduling option.
-func option(p tagPair) scheduling.Option {
-	duration := func(set func(d time.Duration) scheduling.Option) scheduling.Option {
-		d, err := ParseDuration(p.value)
-		if err != nil {
-			return scheduling.Invalid(p.key, p.value, err.Error())
-		}
-		return set(d)
-	}
-	switch p.key {
-	case "method":
-		return nil
-	case "cron":
-		return scheduling.Cron(p.value)
-	case "lock":
-		return scheduling.Lock(p.value)
-	case "name":
-		return scheduling.Name(p.value)
-	case "lockWait":
-		return duration(scheduling.LockWait)
-	case "lockWaitStep":
-		return duration(scheduling.LockWaitStep)
-	case "lockTtl":
-		return duration(scheduling.LockTTL)
-	case "maxRunTime":
-		return duration(scheduling.MaxRunTime)
-	case "renew":
-		on, err := strconv.ParseBool(p.value)
-		if err != nil {
-			return scheduling.Invalid(p.key, p.value, `must be "true" or "false"`)
-		}
-		if on {
-			return scheduling.Renew()
-		}
-		return nil
-	}
-	rule := "unknown tag key; known keys are method, cron, lock, lockWait, lockWaitStep, lockTtl, maxRunTime, name, renew"
-	if s := didyoumean.Closest(p.key, knownKeys); s != "" {
-		rule = fmt.Sprintf("unknown tag key; did you mean %q?", s)
-	}
-	return scheduling.Invalid(p.key, p.value, rule)
 }

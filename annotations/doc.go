@@ -18,8 +18,8 @@
 //	lockWaitStep  poll interval while waiting (default 100ms)
 //	lockTtl       lease duration (default 60s)
 //	maxRunTime    run context deadline
-//	name          task name (default "Type.Method", Type declaring Method)
 //	renew         "true" to extend the lease while the run lasts
+//	name          task name (default "Type.Method", Type declaring Method)
 //
 // Values may hold ${path} placeholders, resolved from the configuration
 // (an annotations.Resolver; app.Module makes config.Module's values one) when the tasks are built, as

@@ -123,6 +123,3 @@ func ParseDuration(s string) (time.Duration, error) {
 	}
 	return d, nil
 }
-
-// knownKeys are the tag keys annotations reads.
-var knownKeys = []string{"method", "cron", "lock", "lockWait", "lockWaitStep", "lockTtl", "maxRunTime", "name", "renew"}

@@ -1,0 +1,112 @@
+package annotations
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ndigo/ndigo/internal/didyoumean"
+	"github.com/ndigo/ndigo/scheduling"
+)
+
+// A tagKey is one key of the Scheduled tag: the builder option it sets,
+// its default and meaning (the README's options table is checked against
+// them), and how its value becomes that option.
+type tagKey struct {
+	key, option, def, meaning string
+	// parse turns the value into the option; nil for method, which binds
+	// the func instead.
+	parse func(value string) (scheduling.Option, error)
+}
+
+// tagKeys are the Scheduled tag's keys, in the documented order. Parsing,
+// the unknown-key error with its suggestion, and the options table all
+// derive from this one list.
+var tagKeys = []tagKey{
+	{"method", "(the func you pass)", "required", "the method to run: `func(context.Context) error`", nil},
+	{"cron", "Cron", "required", "5 fields, or 6 with seconds; `@hourly`-style descriptors; `@every 5m` on a grid of multiples since the Unix epoch, the same on every node; `CRON_TZ=Europe/Paris` prefix",
+		text(scheduling.Cron)},
+	{"lock", "Lock", "none", "the lock key; the task runs only while its lease is held", text(scheduling.Lock)},
+	{"lockWait", "LockWait", "skip", "wait budget for a held lock before skipping the fire (`5s`, or milliseconds: `500`)",
+		duration(scheduling.LockWait)},
+	{"lockWaitStep", "LockWaitStep", "100ms", "poll interval while waiting, at least 1ms (drivers that announce releases wake waiters at once)",
+		duration(scheduling.LockWaitStep)},
+	{"lockTtl", "LockTTL", "60s", "lease duration; must cover the whole run unless `renew` is on; above the driver's minimum (Redis: its drift margin, about 2ms), at most a year, at least 100ms with `renew`",
+		duration(scheduling.LockTTL)},
+	{"maxRunTime", "MaxRunTime", "none", "deadline of the run's context", duration(scheduling.MaxRunTime)},
+	{"renew", "Renew", "off", "extend the lease every third of `lockTtl` while the run lasts; a failed extension is retried while the lease lasts",
+		func(v string) (scheduling.Option, error) {
+			on, err := strconv.ParseBool(v)
+			switch {
+			case err != nil:
+				return nil, fmt.Errorf(`must be "true" or "false"`)
+			case on:
+				return scheduling.Renew(), nil
+			}
+			return nil, nil
+		}},
+	{"name", "Name", "`Type.Method`", "the task's name in logs, metrics and the registry, and the key of its fire claims; `Type` is the type that declares the method (an embedded base for a promoted method); required for a func literal, whose generated name changes when code moves",
+		text(scheduling.Name)},
+}
+
+func text(set func(string) scheduling.Option) func(string) (scheduling.Option, error) {
+	return func(v string) (scheduling.Option, error) { return set(v), nil }
+}
+
+func duration(set func(time.Duration) scheduling.Option) func(string) (scheduling.Option, error) {
+	return func(v string) (scheduling.Option, error) {
+		d, err := ParseDuration(v)
+		if err != nil {
+			return nil, err
+		}
+		return set(d), nil
+	}
+}
+
+// keyNames returns the tag keys' names, in order.
+func keyNames() []string {
+	names := make([]string, len(tagKeys))
+	for i, k := range tagKeys {
+		names[i] = k.key
+	}
+	return names
+}
+
+// option turns one tag pair into a scheduling option: nil for method and
+// for renew:"false", a declaration error for a bad value or unknown key.
+func option(p tagPair) scheduling.Option {
+	for _, k := range tagKeys {
+		if k.key != p.key {
+			continue
+		}
+		if k.parse == nil {
+			return nil
+		}
+		o, err := k.parse(p.value)
+		if err != nil {
+			return scheduling.Invalid(p.key, p.value, err.Error())
+		}
+		return o
+	}
+	rule := "unknown tag key; known keys are " + strings.Join(keyNames(), ", ")
+	if s := didyoumean.Closest(p.key, keyNames()); s != "" {
+		rule = fmt.Sprintf("unknown tag key; did you mean %q?", s)
+	}
+	return scheduling.Invalid(p.key, p.value, rule)
+}
+
+// optionsTable returns the Markdown table of the tag keys that the README
+// shows.
+func optionsTable() string {
+	var b strings.Builder
+	b.WriteString("| tag key | builder option | default | meaning |\n|---|---|---|---|\n")
+	for _, k := range tagKeys {
+		opt := k.option
+		if k.parse != nil {
+			opt = "`" + opt + "`"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", k.key, opt, k.def, k.meaning)
+	}
+	return b.String()
+}
