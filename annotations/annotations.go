@@ -148,11 +148,10 @@ func fieldTask(v reflect.Value, st reflect.Type, f reflect.StructField, values R
 	}
 	pairs, err := parseTag(string(f.Tag))
 	if err != nil {
-		// The tag's options are unknown; report the tag alone rather than
-		// every option it seems to lack. The cron is a placeholder: the
-		// declaration error keeps the task from ever running.
+		// The tag's options are unknown; validation reports the tag alone
+		// rather than every option it seems to lack.
 		return scheduling.Scheduled(unbound, scheduling.Origin(typeName, fmt.Sprintf("field %d", f.Index[0])),
-			scheduling.Invalid("tag", string(f.Tag), err.Error()), scheduling.Cron("@yearly"))
+			scheduling.Invalid("tag", string(f.Tag), err.Error()))
 	}
 	var method string
 	for _, p := range pairs {
@@ -172,16 +171,9 @@ func fieldTask(v reflect.Value, st reflect.Type, f reflect.StructField, values R
 		}
 		raw := p.value
 		if p.value, err = expand(p.value, values); err != nil {
+			// Validation reports this alone, not the rules that depend on
+			// the option (cron is required, lock options need a lock).
 			opts = append(opts, scheduling.Invalid(p.key, raw, err.Error()))
-			// A stand-in keeps this problem from causing others (cron is
-			// required, lock options need a lock); the declaration error
-			// keeps the task from ever running.
-			switch p.key {
-			case "cron":
-				opts = append(opts, scheduling.Cron("@yearly"))
-			case "lock", "name":
-				opts = append(opts, option(tagPair{p.key, raw}))
-			}
 			continue
 		}
 		opts = append(opts, option(p))

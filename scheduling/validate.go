@@ -181,8 +181,17 @@ func validateTasks(tasks []Task, taken map[string]bool, rules lockRules, cache *
 			p.Task, p.Type, p.Method = t.Name(), t.typ, t.method
 			problems = append(problems, p)
 		}
+		// An option the spec reader could not read is reported once, as
+		// it was declared; the rules that depend on it (it is required,
+		// other options need it) are not checked on its absence. An
+		// unreadable tag leaves every option unknown.
+		declared := map[string]bool{}
 		for _, p := range t.problems {
 			add(p)
+			declared[p.Option] = true
+		}
+		depends := func(fe validator.FieldError) bool {
+			return declared["tag"] || declared[fe.Field()] || (fe.Tag() == "excluded_without" && declared["lock"])
 		}
 		if t.fn == nil {
 			add(Problem{Option: "func", Rule: "must not be nil"})
@@ -194,7 +203,9 @@ func validateTasks(tasks []Task, taken map[string]bool, rules lockRules, cache *
 				continue
 			}
 			for _, fe := range fes {
-				add(Problem{Option: fe.Field(), Value: optionValue(fe.Value()), Rule: ruleText(cache, t.spec, fe)})
+				if !depends(fe) {
+					add(Problem{Option: fe.Field(), Value: optionValue(fe.Value()), Rule: ruleText(cache, t.spec, fe)})
+				}
 			}
 		}
 		if t.spec.Lock != nil {

@@ -3,6 +3,7 @@ package scheduling
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -172,3 +173,32 @@ func closeBooks(context.Context) error { return nil }
 type ledger struct{}
 
 func (*ledger) Close(context.Context) error { return nil }
+
+// An option the spec reader could not read is reported once: the rules
+// that depend on it are not checked on its absence (cron is required,
+// lockTtl needs a lock, and is only checked beside one), while independent
+// rules still are.
+func TestUnreadOptionSuppressesOnlyItsDependents(t *testing.T) {
+	for _, c := range []struct {
+		task Task
+		want []string // options with problems, in order
+	}{
+		{Scheduled(closeBooks, Invalid("cron", "${x}", "no setting x")), []string{"cron"}},
+		{Scheduled(closeBooks, Cron("@daily"), Invalid("lock", "${x}", "no setting x"), LockTTL(5*time.Second)), []string{"lock"}},
+		{Scheduled(closeBooks, Invalid("lock", "${x}", "no setting x"), LockTTL(-time.Second)), []string{"lock", "cron"}},
+		{Scheduled(closeBooks, Invalid("tag", "`x`", "malformed")), []string{"tag"}},
+	} {
+		err := Validate(c.task)
+		var ve *ValidationError
+		if !errors.As(err, &ve) {
+			t.Fatalf("Validate = %v, want a ValidationError", err)
+		}
+		var got []string
+		for _, p := range ve.Problems {
+			got = append(got, p.Option)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("problems on %v, want %v: %v", got, c.want, err)
+		}
+	}
+}
