@@ -36,6 +36,7 @@ import (
 	"github.com/ndigo/ndigo/annotations"
 	"github.com/ndigo/ndigo/config"
 	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/redislocks"
 	"github.com/ndigo/ndigo/scheduling"
 )
 
@@ -48,12 +49,13 @@ import (
 // scheduler's Prometheus metrics at /metrics there). [New] includes it; use
 // it directly to compose an fx.App by hand. Do not add admin.Module again.
 var Module = fx.Options(
-	fx.Module("logging",
+	fx.Module("settings",
 		fx.Provide(newLogger),
 		fx.Provide(fx.Annotate(nodeName, fx.ResultTags(`name:"`+scheduling.NodeName+`"`))),
 		fx.Provide(fx.Annotate(skipLevel, fx.ResultTags(`name:"`+scheduling.SkipLevelName+`"`))),
 		fx.Provide(fx.Annotate(zone, fx.ResultTags(`name:"`+scheduling.LocationName+`"`))),
-		fx.Provide(placeholders),
+		fx.Provide(placeholders, redisConfig),
+		fx.Invoke(checkRedisWired),
 	),
 	locks.Module,
 	scheduling.Module,
@@ -204,6 +206,31 @@ func zone(p frameworkParams) (*time.Location, error) {
 }
 
 // skipLevel gives the scheduler the configured level of its skip lines.
+// redisConfig adapts the configuration's redis section for
+// redislocks.Module.
+func redisConfig(p frameworkParams) redislocks.ModuleConfig {
+	return redislocks.ModuleConfig{URL: p.Framework.Redis.URL.Reveal(), Namespace: p.Framework.Redis.Namespace}
+}
+
+type wiringParams struct {
+	fx.In
+	Framework  config.Framework `optional:"true"`
+	Configured []locks.Driver   `group:"locks.configured"` // locks.ConfiguredGroup
+}
+
+// checkRedisWired fails startup when the configuration names a Redis URL
+// and no configured driver (redislocks.Module) is in the application: the
+// scheduler would run on in-process locks, and in a cluster every node
+// would run every locked task.
+func checkRedisWired(p wiringParams) error {
+	if p.Framework.Redis.URL == "" || len(p.Configured) > 0 {
+		return nil
+	}
+	return fmt.Errorf("app: the configuration names a Redis URL (redis.url %s) but no Redis lock driver is in the application, "+
+		"so locks would stay in this process: add redislocks.Module at the root (or put a driver of your own in the %s value group), "+
+		"or remove redis.url", p.Framework.Redis.URL, locks.ConfiguredGroup)
+}
+
 type valuesParams struct {
 	fx.In
 	Values config.Values `optional:"true"`

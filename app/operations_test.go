@@ -131,3 +131,13 @@ func TestHealthzPingsRedis(t *testing.T) {
 	}
 	http.DefaultClient.CloseIdleConnections()
 }
+
+// A Redis URL in the configuration without redislocks.Module fails
+// startup, naming the fix: locks would silently stay in this process.
+func TestRedisURLWithoutDriverFails(t *testing.T) {
+	fw := config.Framework{Redis: config.Redis{URL: "redis://:hunter2@127.0.0.1:1/0", Namespace: "prod"}}
+	err := app.New(logTo(io.Discard), fx.Supply(fw)).Err()
+	if err == nil || !strings.Contains(err.Error(), "add redislocks.Module at the root") || strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("app.New = %v; want an error naming the fix, without the password", err)
+	}
+}

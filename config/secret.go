@@ -2,11 +2,11 @@ package config
 
 import (
 	"log/slog"
-	"net/url"
-	"strings"
+
+	hide "github.com/ndigo/ndigo/internal/redact"
 )
 
-const redacted = "[REDACTED]"
+const redacted = hide.Mark
 
 // Secret is a string that never shows its value when printed, logged or
 // marshaled: fmt, slog (text and JSON handlers), encoding/json and yaml all
@@ -52,7 +52,7 @@ func (u SecretURL) Reveal() string { return string(u) }
 // String returns the URL with its password redacted. A URL that does not
 // parse is redacted between "://" and its last "@", since it may still hold
 // a password.
-func (u SecretURL) String() string { return redactURL(string(u)) }
+func (u SecretURL) String() string { return hide.URL(string(u)) }
 
 // GoString redacts the %#v form too.
 func (u SecretURL) GoString() string { return `config.SecretURL("` + u.String() + `")` }
@@ -62,25 +62,3 @@ func (u SecretURL) LogValue() slog.Value { return slog.StringValue(u.String()) }
 
 // MarshalText redacts the password in encoding/json, yaml and slog's handlers.
 func (u SecretURL) MarshalText() ([]byte, error) { return []byte(u.String()), nil }
-
-func redactURL(s string) string {
-	// A password holding an unescaped '/' or '?' parses as a host and a
-	// path, so an '@' the parser did not read as userinfo is distrusted too.
-	if p, err := url.Parse(s); err == nil && (p.User != nil || !strings.Contains(s, "@")) {
-		if _, has := p.User.Password(); has {
-			return p.Redacted()
-		}
-		return s
-	}
-	scheme, rest, ok := strings.Cut(s, "://")
-	if !ok {
-		scheme, rest = "", s
-	} else {
-		scheme += "://"
-	}
-	at := strings.LastIndex(rest, "@")
-	if at < 0 {
-		return s
-	}
-	return scheme + redacted + rest[at:]
-}

@@ -31,9 +31,7 @@ func TestDependenciesPointDown(t *testing.T) {
 		{"admin", append(ndigo("config", "redislocks", "annotations", "metrics", "tracing", "app"), goRedis)},
 		{"metrics", append(ndigo("config", "redislocks", "annotations", "admin", "tracing", "app"), goRedis)},
 		{"tracing", append(ndigo("config", "redislocks", "annotations", "admin", "metrics", "app"), goRedis)},
-		// redislocks -> config is the one known exception (ARCHITECTURE.md,
-		// "Not yet as intended").
-		{"redislocks", append(ndigo("scheduling", "annotations", "app"), observers...)},
+		{"redislocks", append(ndigo("config", "scheduling", "annotations", "app"), observers...)},
 	}
 	for _, r := range rules {
 		out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", mod+r.pkg).CombinedOutput()

@@ -9,15 +9,15 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/fx"
 
-	"github.com/ndigo/ndigo/config"
+	"github.com/ndigo/ndigo/internal/redact"
 	"github.com/ndigo/ndigo/locks"
 )
 
 // Module replaces the app's default lock driver with a Redis driver, the
-// configuration-module pattern: it reads config.Framework's redis section
-// (redis.url, redis.namespace) from the graph, provides the go-redis client
-// as a redis.UniversalClient for the app's own use, and decorates
-// locks.Driver.
+// configuration-module pattern: it reads a [ModuleConfig] from the graph
+// (app.Module provides it from the configuration's redis section), provides
+// the go-redis client as a redis.UniversalClient for the app's own use, and
+// decorates locks.Driver.
 //
 // The module owns the client it builds: it pings Redis on start, so a wrong
 // URL or an unreachable server fails startup with a message naming the
@@ -42,10 +42,37 @@ var Module = fx.Options(
 	fx.Decorate(fx.Annotate(func(d locks.Driver) locks.Driver { return d }, fx.ParamTags(`name:"redislocks.driver"`))),
 )
 
+// ModuleConfig is what [Module] reads from the fx graph. app.Module
+// provides it from the configuration's redis section (redis.url,
+// redis.namespace); without app.Module, supply one.
+type ModuleConfig struct {
+	// URL is the go-redis URL, redis:// or rediss://, with the password, if
+	// any, in its userinfo. No message of the module shows the password.
+	URL string
+	// Namespace isolates the lock keys of one environment from others
+	// sharing the same Redis ([Options].Namespace).
+	Namespace string
+}
+
+// String returns the configuration with the URL's password redacted.
+func (c ModuleConfig) String() string {
+	return fmt.Sprintf("{URL:%s Namespace:%s}", redact.URL(c.URL), c.Namespace)
+}
+
+// GoString redacts the %#v form too.
+func (c ModuleConfig) GoString() string {
+	return fmt.Sprintf("redislocks.ModuleConfig{URL:%q, Namespace:%q}", redact.URL(c.URL), c.Namespace)
+}
+
+// LogValue implements slog.LogValuer, with the URL's password redacted.
+func (c ModuleConfig) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("url", redact.URL(c.URL)), slog.String("namespace", c.Namespace))
+}
+
 type clientParams struct {
 	fx.In
 	Lifecycle fx.Lifecycle
-	Config    config.Framework
+	Config    ModuleConfig
 	Logger    *slog.Logger `optional:"true"`
 }
 
@@ -64,17 +91,18 @@ func newClient(p clientParams) (redis.UniversalClient, error) {
 		// go-redis has one logger per process.
 		redis.SetLogger(redisLog{p.Logger})
 	}
-	if cfg.Redis.URL == "" {
-		return nil, fmt.Errorf("redislocks.Module: redis.url is empty: set it, or leave the module out to keep in-process locks")
+	url := redact.URL(cfg.URL)
+	if cfg.URL == "" {
+		return nil, fmt.Errorf("redislocks.Module: the Redis URL (redis.url) is empty: set it, or leave the module out to keep in-process locks")
 	}
-	opts, err := redis.ParseURL(cfg.Redis.URL.Reveal())
+	opts, err := redis.ParseURL(cfg.URL)
 	if err != nil {
 		// go-redis's errors may quote any part of the URL, the password
 		// included (a *url.Error quotes all of it; "unexpected option"
 		// quotes the query, where an unescaped password can land), so
 		// none of their text is shown.
-		return nil, fmt.Errorf("%w: redislocks.Module: redis.url %s: go-redis cannot parse it: check the scheme (redis:// or rediss://), "+
-			"the host and port, the /database number, and that special characters in the password are percent-escaped", locks.ErrInvalid, cfg.Redis.URL)
+		return nil, fmt.Errorf("%w: redislocks.Module: Redis URL %s: go-redis cannot parse it: check the scheme (redis:// or rediss://), "+
+			"the host and port, the /database number, and that special characters in the password are percent-escaped", locks.ErrInvalid, url)
 	}
 	// Deadlines of the caller's contexts bound every command, so a hung
 	// Redis fails a lock operation at the caller's deadline rather than after
@@ -88,9 +116,9 @@ func newClient(p clientParams) (redis.UniversalClient, error) {
 				if rerr := redis.Error(nil); errors.As(err, &rerr) {
 					// Redis answered: the address is right, the setup is not
 					// (a database index out of range, a wrong password).
-					return fmt.Errorf("%w: redislocks.Module: Redis at %s refused the connection's setup (redis.url %s): %w", ErrRedis, opts.Addr, cfg.Redis.URL, err)
+					return fmt.Errorf("%w: redislocks.Module: Redis at %s refused the connection's setup (URL %s): %w", ErrRedis, opts.Addr, url, err)
 				}
-				return fmt.Errorf("%w: redislocks.Module: cannot reach Redis at %s (redis.url %s): %w", ErrRedis, opts.Addr, cfg.Redis.URL, err)
+				return fmt.Errorf("%w: redislocks.Module: cannot reach Redis at %s (URL %s): %w", ErrRedis, opts.Addr, url, err)
 			}
 			return nil
 		},
@@ -103,7 +131,7 @@ type moduleDriverParams struct {
 	fx.In
 	Lifecycle fx.Lifecycle
 	Client    redis.UniversalClient
-	Config    config.Framework
+	Config    ModuleConfig
 	Logger    *slog.Logger `optional:"true"`
 }
 
@@ -111,9 +139,9 @@ type moduleDriverParams struct {
 // locks.Driver returns it without asking for the default, so the in-process
 // constructor is never called.
 func newModuleDriver(p moduleDriverParams) (locks.Driver, error) {
-	d, err := New(Options{Client: p.Client, Namespace: p.Config.Redis.Namespace, Logger: p.Logger})
+	d, err := New(Options{Client: p.Client, Namespace: p.Config.Namespace, Logger: p.Logger})
 	if err != nil {
-		return nil, fmt.Errorf("redislocks.Module: redis.namespace: %w", err)
+		return nil, fmt.Errorf("redislocks.Module: %w", err)
 	}
 	// Appended after the client's hook, so it runs first on stop: the
 	// release subscription ends while its connection lives.

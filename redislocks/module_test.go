@@ -3,6 +3,8 @@ package redislocks_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net"
 	"strings"
 	"testing"
@@ -12,7 +14,6 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxtest"
 
-	"github.com/ndigo/ndigo/config"
 	"github.com/ndigo/ndigo/internal/redistest"
 	"github.com/ndigo/ndigo/locks"
 	"github.com/ndigo/ndigo/redislocks"
@@ -20,7 +21,7 @@ import (
 )
 
 func frameworkWith(url string) fx.Option {
-	return fx.Supply(config.Framework{Redis: config.Redis{URL: config.SecretURL(url), Namespace: "module-test"}})
+	return fx.Supply(redislocks.ModuleConfig{URL: url, Namespace: "module-test"})
 }
 
 // The module replaces the in-process default app-wide with a Redis driver on
@@ -70,13 +71,14 @@ func TestModuleUnreachableRedisFailsStart(t *testing.T) {
 	}
 }
 
-// A malformed URL fails fx.New naming redis.url, never the password.
+// A malformed URL fails fx.New naming the URL, never the password.
 func TestModuleBadURL(t *testing.T) {
 	app := fx.New(fx.NopLogger, locks.Module, frameworkWith("redis://:hunter2@localhost:notaport"), redislocks.Module,
 		fx.Invoke(func(locks.Driver) {}))
 	err := app.Err()
-	if !errors.Is(err, locks.ErrInvalid) || !strings.Contains(err.Error(), "redis.url") || strings.Contains(err.Error(), "hunter2") {
-		t.Fatalf("fx.New = %v; want ErrInvalid naming redis.url without the password", err)
+	if !errors.Is(err, locks.ErrInvalid) || !strings.Contains(err.Error(), "Redis URL redis://[REDACTED]@localhost:notaport") ||
+		strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("fx.New = %v; want ErrInvalid naming the URL without the password", err)
 	}
 }
 
@@ -137,5 +139,17 @@ func TestModuleBadDatabaseIsNotUnreachable(t *testing.T) {
 	err := app.Start(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "refused the connection's setup") || strings.Contains(err.Error(), "cannot reach") {
 		t.Fatalf("start with database 99: %v", err)
+	}
+}
+
+// ModuleConfig never shows the URL's password, however it is printed.
+func TestModuleConfigRedactsPassword(t *testing.T) {
+	c := redislocks.ModuleConfig{URL: "redis://:hunter2@h:6379/0", Namespace: "prod"}
+	var logged strings.Builder
+	slog.New(slog.NewJSONHandler(&logged, nil)).Info("config", "redis", c)
+	for _, s := range []string{fmt.Sprint(c), fmt.Sprintf("%+v", c), fmt.Sprintf("%#v", c), logged.String()} {
+		if strings.Contains(s, "hunter2") || !strings.Contains(s, "h:6379") || !strings.Contains(s, "prod") {
+			t.Errorf("printed %q: want the host and namespace, never the password", s)
+		}
 	}
 }

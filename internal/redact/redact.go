@@ -1,0 +1,35 @@
+// Package redact hides passwords in URLs for messages and logs.
+package redact
+
+import (
+	"net/url"
+	"strings"
+)
+
+// Mark replaces a secret in printed text.
+const Mark = "[REDACTED]"
+
+// URL returns s with its password redacted: as url.URL.Redacted does
+// ("xxxxx") when s parses, or everything between "://" and the last "@"
+// replaced by Mark when it does not, since it may still hold a password.
+func URL(s string) string {
+	// A password holding an unescaped '/' or '?' parses as a host and a
+	// path, so an '@' the parser did not read as userinfo is distrusted too.
+	if p, err := url.Parse(s); err == nil && (p.User != nil || !strings.Contains(s, "@")) {
+		if _, has := p.User.Password(); has {
+			return p.Redacted()
+		}
+		return s
+	}
+	scheme, rest, ok := strings.Cut(s, "://")
+	if !ok {
+		scheme, rest = "", s
+	} else {
+		scheme += "://"
+	}
+	at := strings.LastIndex(rest, "@")
+	if at < 0 {
+		return s
+	}
+	return scheme + Mark + rest[at:]
+}
