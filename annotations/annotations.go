@@ -54,6 +54,17 @@ func (f ResolverFunc) Lookup(path string) (string, bool) { return f(path) }
 // A placeholder without a value, and without a default (${path:default}),
 // is a problem like any other; so is any placeholder when values is nil.
 func TasksWithValues(controller any, values Resolver) ([]scheduling.Task, error) {
+	tasks, err := declared(controller, values)
+	if err != nil {
+		return nil, err
+	}
+	return tasks, scheduling.Validate(tasks...)
+}
+
+// declared returns the tasks declared on controller, not yet validated:
+// problems ride in them, for the scheduler they are added to (or Tasks) to
+// list. Its error wraps ErrNoController.
+func declared(controller any, values Resolver) ([]scheduling.Task, error) {
 	v := reflect.ValueOf(controller)
 	if !v.IsValid() || (v.Kind() == reflect.Pointer && v.IsNil()) {
 		return nil, fmt.Errorf("%w: %T is nil", ErrNoController, controller)
@@ -76,7 +87,7 @@ func TasksWithValues(controller any, values Resolver) ([]scheduling.Task, error)
 	if len(tasks) == 0 {
 		return nil, fmt.Errorf("%w: %s has no annotations.Scheduled field", ErrNoController, st)
 	}
-	return tasks, scheduling.Validate(tasks...)
+	return tasks, nil
 }
 
 // Controller registers the tasks declared on T with scheduling.Module. T
@@ -87,11 +98,9 @@ func TasksWithValues(controller any, values Resolver) ([]scheduling.Task, error)
 // field order.
 func Controller[T any]() fx.Option {
 	return scheduling.Provide(func(p controllerParams[T]) ([]scheduling.Task, error) {
-		tasks, err := TasksWithValues(p.Controller, p.Values)
-		if errors.Is(err, ErrNoController) {
-			return nil, err
-		}
-		return tasks, nil // problems ride in the tasks; scheduling.Module lists them all
+		// Problems ride in the tasks; scheduling.Module validates and lists
+		// them all, once.
+		return declared(p.Controller, p.Values)
 	})
 }
 
@@ -121,12 +130,12 @@ func Provide(constructor any) fx.Option {
 			if v := args[0].Field(2); !v.IsNil() {
 				values = v.Interface().(Resolver)
 			}
-			tasks, err := TasksWithValues(args[0].Field(1).Interface(), values)
+			tasks, err := declared(args[0].Field(1).Interface(), values)
 			errV := reflect.Zero(errorType)
-			if errors.Is(err, ErrNoController) {
+			if err != nil {
 				errV = reflect.ValueOf(&err).Elem()
 			}
-			return []reflect.Value{reflect.ValueOf(tasks), errV} // other problems ride in the tasks
+			return []reflect.Value{reflect.ValueOf(tasks), errV}
 		})
 	return fx.Options(fx.Provide(constructor), scheduling.Provide(register.Interface()))
 }

@@ -115,19 +115,6 @@ func specValidator() *validator.Validate {
 		}); err != nil {
 			panic(err)
 		}
-		v.RegisterStructValidation(func(sl validator.StructLevel) {
-			s := sl.Current().Interface().(spec)
-			if s.Lock == nil || s.MaxRunTime == nil || s.Renew {
-				return
-			}
-			ttl := DefaultLockTTL
-			if s.LockTTL != nil {
-				ttl = *s.LockTTL
-			}
-			if *s.MaxRunTime > ttl {
-				sl.ReportError(*s.MaxRunTime, "maxRunTime", "MaxRunTime", "ltettl", ttl.String())
-			}
-		}, spec{})
 		specValidate = v
 	})
 	return specValidate
@@ -213,6 +200,11 @@ func validateTasks(tasks []Task, taken map[string]bool, rules lockRules, cache *
 				add(p)
 			}
 		}
+		// With defaults applied, as the scheduler will run it.
+		if s := t.Spec(); t.spec.Lock != nil && !s.Renew && s.MaxRunTime > 0 && s.LockTTL > 0 && s.MaxRunTime > s.LockTTL {
+			add(Problem{Option: "maxRunTime", Value: s.MaxRunTime.String(), Rule: fmt.Sprintf("must not exceed lockTtl (%s) unless renew is on: "+
+				"a run that outlasts its lease lets another node run the same fire", s.LockTTL)})
+		}
 		if t.spec.Name == nil && t.fn != nil && t.typ == "" && funcLiteral.MatchString(t.method) {
 			add(Problem{Option: "name", Value: t.Name(), Rule: "must be set (Name option) for a func literal: its generated name changes when code moves, " +
 				"and it names the task in logs, metrics and the fire claims that nodes running different builds must share"})
@@ -293,8 +285,6 @@ func ruleText(cache *parseCache, s spec, fe validator.FieldError) string {
 		return "must be positive"
 	case "excluded_without":
 		return "needs lock: it only applies to a locked task"
-	case "ltettl":
-		return fmt.Sprintf("must not exceed lockTtl (%s) unless renew is on: a run that outlasts its lease lets another node run the same fire", fe.Param())
 	}
 	return fmt.Sprintf("breaks rule %q", fe.Tag())
 }
