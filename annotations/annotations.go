@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/fx"
 
+	"github.com/ndigo/ndigo/internal/declare"
 	"github.com/ndigo/ndigo/scheduling"
 )
 
@@ -159,8 +160,8 @@ func fieldTask(v reflect.Value, st reflect.Type, f reflect.StructField, values R
 	if err != nil {
 		// The tag's options are unknown; validation reports the tag alone
 		// rather than every option it seems to lack.
-		return scheduling.Scheduled(unbound, scheduling.Origin(typeName, fmt.Sprintf("field %d", f.Index[0])),
-			scheduling.Invalid("tag", string(f.Tag), err.Error()))
+		return scheduling.Scheduled(unbound, origin(typeName, fmt.Sprintf("field %d", f.Index[0])),
+			invalid("tag", string(f.Tag), err.Error()))
 	}
 	var method string
 	for _, p := range pairs {
@@ -168,11 +169,11 @@ func fieldTask(v reflect.Value, st reflect.Type, f reflect.StructField, values R
 			method = p.value
 		}
 	}
-	origin := method
-	if origin == "" {
-		origin = fmt.Sprintf("field %d", f.Index[0])
+	where := method
+	if where == "" {
+		where = fmt.Sprintf("field %d", f.Index[0])
 	}
-	opts := []scheduling.Option{scheduling.Origin(typeName, origin)}
+	opts := []scheduling.Option{origin(typeName, where)}
 	fn := bindMethod(v, typeName, method, &opts)
 	for _, p := range pairs {
 		if p.key == "method" {
@@ -182,7 +183,7 @@ func fieldTask(v reflect.Value, st reflect.Type, f reflect.StructField, values R
 		if p.value, err = expand(p.value, values); err != nil {
 			// Validation reports this alone, not the rules that depend on
 			// the option (cron is required, lock options need a lock).
-			opts = append(opts, scheduling.Invalid(p.key, raw, err.Error()))
+			opts = append(opts, invalid(p.key, raw, err.Error()))
 			continue
 		}
 		opts = append(opts, option(p))
@@ -199,7 +200,7 @@ func unbound(context.Context) error { return errors.New("annotations: unbound me
 func bindMethod(v reflect.Value, typeName, name string, opts *[]scheduling.Option) func(context.Context) error {
 	want := "func(context.Context) error"
 	if name == "" {
-		*opts = append(*opts, scheduling.Invalid("method", "", "is required: name the method to run, of type "+want))
+		*opts = append(*opts, invalid("method", "", "is required: name the method to run, of type "+want))
 		return unbound
 	}
 	m := v.MethodByName(name)
@@ -210,11 +211,11 @@ func bindMethod(v reflect.Value, typeName, name string, opts *[]scheduling.Optio
 				rule = fmt.Sprintf("%s has method %s only on *%s: register a *%s", typeName, name, typeName, typeName)
 			}
 		}
-		*opts = append(*opts, scheduling.Invalid("method", name, rule))
+		*opts = append(*opts, invalid("method", name, rule))
 		return unbound
 	}
 	if m.Type() != taskFuncType {
-		*opts = append(*opts, scheduling.Invalid("method", name,
+		*opts = append(*opts, invalid("method", name,
 			fmt.Sprintf("%s.%s has signature %s; want %s", typeName, name, m.Type(), want)))
 		return unbound
 	}
@@ -285,4 +286,13 @@ func bareName(t reflect.Type) string {
 		return t.Name()
 	}
 	return t.String()
+}
+
+// invalid and origin are the tag reader's options (package declare).
+func invalid(option, value, rule string) scheduling.Option {
+	return declare.Invalid(option, value, rule).(scheduling.Option)
+}
+
+func origin(controllerType, method string) scheduling.Option {
+	return declare.Origin(controllerType, method).(scheduling.Option)
 }

@@ -85,7 +85,7 @@ func option(p tagPair) scheduling.Option {
 		}
 		o, err := k.parse(p.value)
 		if err != nil {
-			return scheduling.Invalid(p.key, p.value, err.Error())
+			return invalid(p.key, p.value, err.Error())
 		}
 		return o
 	}
@@ -93,7 +93,7 @@ func option(p tagPair) scheduling.Option {
 	if s := didyoumean.Closest(p.key, keyNames()); s != "" {
 		rule = fmt.Sprintf("unknown tag key; did you mean %q?", s)
 	}
-	return scheduling.Invalid(p.key, p.value, rule)
+	return invalid(p.key, p.value, rule)
 }
 
 // optionsTable returns the Markdown table of the tag keys that the README

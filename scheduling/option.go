@@ -1,6 +1,10 @@
 package scheduling
 
-import "time"
+import (
+	"time"
+
+	"github.com/ndigo/ndigo/internal/declare"
+)
 
 // An Option sets one field of a task's spec. Options only record values;
 // the spec is validated as a whole when the task is added to a scheduler, so
@@ -67,20 +71,20 @@ func Name(name string) Option {
 	return func(t *Task) { t.spec.Name = &name }
 }
 
-// Origin names the controller type and method a task was declared on, for
-// error messages and the default name. [Scheduled] derives them from the
-// method value; spec readers such as package annotations, which know them
-// better, set them explicitly.
-func Origin(controllerType, method string) Option {
-	return func(t *Task) { t.typ, t.method = controllerType, method }
-}
-
-// Invalid records a declaration error that a spec reader found before the
-// task was built: option is the option's name, value its text, rule what is
-// wrong. The task then fails validation with that problem listed beside any
-// others, so that one startup error still lists everything.
-func Invalid(option, value, rule string) Option {
-	return func(t *Task) {
-		t.problems = append(t.problems, Problem{Option: option, Value: value, Rule: rule})
+func init() {
+	declare.Origin = func(controllerType, method string) any {
+		return Option(func(t *Task) { t.typ, t.method = controllerType, method })
+	}
+	declare.Invalid = func(option, value, rule string) any {
+		return Option(func(t *Task) {
+			t.problems = append(t.problems, Problem{Option: option, Value: value, Rule: rule})
+		})
 	}
 }
+
+// origin and invalid are declare's options, for this package's tests.
+func origin(controllerType, method string) Option {
+	return declare.Origin(controllerType, method).(Option)
+}
+
+func invalid(option, value, rule string) Option { return declare.Invalid(option, value, rule).(Option) }

@@ -27,7 +27,7 @@ func TestDefaultNames(t *testing.T) {
 		{Scheduled(c.CloseBooks, Cron("@daily")), "PayrollController.CloseBooks", "PayrollController", "CloseBooks"},
 		{Scheduled(plainJob, Cron("@daily")), "scheduling.plainJob", "", "scheduling.plainJob"},
 		{Scheduled(c.Audit, Cron("@daily"), Name("audit")), "audit", "PayrollController", "Audit"},
-		{Scheduled(plainJob, Origin("Ledger", "Close")), "Ledger.Close", "Ledger", "Close"},
+		{Scheduled(plainJob, origin("Ledger", "Close")), "Ledger.Close", "Ledger", "Close"},
 	}
 	for _, c := range cases {
 		if c.task.Name() != c.name || c.task.typ != c.typ || c.task.method != c.method {
@@ -43,7 +43,7 @@ func TestValidationListsEveryProblem(t *testing.T) {
 		Scheduled(c.CloseBooks, Cron("61 * * * *"), Lock("payroll")),
 		Scheduled(c.Audit, LockTTL(time.Second), LockWait(-time.Second), LockWaitStep(0), Renew()),
 		Scheduled(plainJob, Cron("@every 1m"), Lock(""), MaxRunTime(2*time.Minute)),
-		Scheduled(nil, Cron("@daily"), Name("nil-func"), Invalid("lockTTL", "5s", `unknown tag key; did you mean "lockTtl"?`)),
+		Scheduled(nil, Cron("@daily"), Name("nil-func"), invalid("lockTTL", "5s", `unknown tag key; did you mean "lockTtl"?`)),
 	)
 	var ve *ValidationError
 	if !errors.As(err, &ve) || !errors.Is(err, ErrInvalidSpec) {
@@ -183,10 +183,10 @@ func TestUnreadOptionSuppressesOnlyItsDependents(t *testing.T) {
 		task Task
 		want []string // options with problems, in order
 	}{
-		{Scheduled(closeBooks, Invalid("cron", "${x}", "no setting x")), []string{"cron"}},
-		{Scheduled(closeBooks, Cron("@daily"), Invalid("lock", "${x}", "no setting x"), LockTTL(5*time.Second)), []string{"lock"}},
-		{Scheduled(closeBooks, Invalid("lock", "${x}", "no setting x"), LockTTL(-time.Second)), []string{"lock", "cron"}},
-		{Scheduled(closeBooks, Invalid("tag", "`x`", "malformed")), []string{"tag"}},
+		{Scheduled(closeBooks, invalid("cron", "${x}", "no setting x")), []string{"cron"}},
+		{Scheduled(closeBooks, Cron("@daily"), invalid("lock", "${x}", "no setting x"), LockTTL(5*time.Second)), []string{"lock"}},
+		{Scheduled(closeBooks, invalid("lock", "${x}", "no setting x"), LockTTL(-time.Second)), []string{"lock", "cron"}},
+		{Scheduled(closeBooks, invalid("tag", "`x`", "malformed")), []string{"tag"}},
 	} {
 		err := Validate(c.task)
 		var ve *ValidationError
