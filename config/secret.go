@@ -72,15 +72,12 @@ func redactURL(s string) string {
 		}
 		return s
 	}
-	scheme, rest, ok := strings.Cut(s, "://")
-	if !ok {
-		scheme, rest = "", s
-	} else {
-		scheme += "://"
+	start := 0 // after the scheme, if any
+	if i := strings.Index(s, "://"); i >= 0 {
+		start = i + len("://")
 	}
-	at := strings.LastIndex(rest, "@")
-	if at < 0 {
-		return s
+	if at := strings.LastIndex(s, "@"); at >= start {
+		return s[:start] + redacted + s[at:]
 	}
-	return scheme + redacted + rest[at:]
+	return s
 }
