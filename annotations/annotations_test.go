@@ -286,8 +286,6 @@ type auditBase struct{}
 func (*auditBase) Audit(context.Context) error { return nil }
 func (auditBase) Sweep(context.Context) error  { return nil }
 
-type innerAudit struct{ auditBase }
-
 // AuditController declares Run itself and gets Audit and Sweep from an
 // embedded base, one level down, and Check from two levels down next to a
 // shallower declaration, which wins as Go's selector rule says.
