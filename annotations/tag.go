@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ndigo/ndigo/internal/durations"
 )
 
 // A tagPair is one key:"value" pair of a struct tag.
@@ -103,23 +105,5 @@ func expand(s string, values Resolver) (string, error) {
 
 // ParseDuration parses a duration in either of two forms: a Go duration
 // such as "5s" or "1m30s", or a whole number of milliseconds such as "500".
-func ParseDuration(s string) (time.Duration, error) {
-	t := strings.TrimSpace(s)
-	if t == "" {
-		return 0, fmt.Errorf("empty duration: want a Go duration such as \"5s\" or milliseconds such as \"500\"")
-	}
-	digits := strings.TrimPrefix(t, "-")
-	if digits != "" && strings.Trim(digits, "0123456789") == "" {
-		ms, err := strconv.ParseInt(t, 10, 64)
-		const limit = int64(1<<63-1) / int64(time.Millisecond)
-		if err != nil || ms > limit || ms < -limit {
-			return 0, fmt.Errorf("duration %q: too many milliseconds", s)
-		}
-		return time.Duration(ms) * time.Millisecond, nil
-	}
-	d, err := time.ParseDuration(t)
-	if err != nil {
-		return 0, fmt.Errorf("duration %q: want a Go duration such as \"5s\" or milliseconds such as \"500\"", s)
-	}
-	return d, nil
-}
+// Surrounding spaces are ignored.
+func ParseDuration(s string) (time.Duration, error) { return durations.Parse(s) }

@@ -33,10 +33,11 @@
 //   - secret:"true": allowed on [Secret] and [SecretURL] fields, whose types
 //     already redact them.
 //
-// Environment variables and defaults are read as text: strings, booleans,
-// integers, floats, time.Duration ("5s", or whole milliseconds "500", in the
-// file too) and types implementing encoding.TextUnmarshaler. Lists and maps
-// come from the file only.
+// Environment variables and defaults are read as text, as
+// github.com/caarlos0/env reads it: strings, booleans, integers, floats,
+// time.Duration ("5s", or whole milliseconds "500", in the file too) and types
+// implementing encoding.TextUnmarshaler; an empty text is the zero value.
+// Lists and maps come from the file only.
 package config
 
 import (
@@ -46,8 +47,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
-	"strings"
 )
 
 // LoadOptions says where [Load] reads configuration from.
@@ -70,16 +69,9 @@ type LoadOptions struct {
 	EnvPrefix string
 }
 
-// A source records where a setting's value came from, for error messages.
-type source struct {
-	env  string
-	file string
-	line int
-}
-
 type loader struct {
 	file    string
-	sources map[string]source // by yaml path
+	sources map[string]FieldError // where each yaml path was set: Env, or File and Line
 	seen    map[visit]bool
 	errs    []error
 }
@@ -107,24 +99,12 @@ func load(cfg any, opts LoadOptions) error {
 	if err != nil {
 		return err
 	}
-	order := make([]string, 0, len(ls))
-	for gp := range ls {
-		order = append(order, gp)
-	}
-	slices.SortFunc(order, func(a, b string) int { return strings.Compare(ls[a].path, ls[b].path) })
-
-	ld := &loader{file: opts.Path, sources: map[string]source{}, seen: map[visit]bool{}}
-	for _, gp := range order {
-		l := ls[gp]
+	for _, l := range ls {
 		if !l.hasDef {
-			continue
+			continue // no struct pointer lies above a default (see readTags)
 		}
-		v, ok := fieldAt(root, l.index, false)
-		if !ok {
-			continue
-		}
-		if rule, ok := setText(v, l.def); !ok {
-			return fmt.Errorf("config: field %s: tag default:%q %s", gp, l.def, rule)
+		if v, _ := fieldAt(root, l.index, true); setText(v, l.def) != nil {
+			return fmt.Errorf("config: field %s: tag default:%q %s", l.goPath, l.def, typeRule(l.typ))
 		}
 	}
 
@@ -136,6 +116,7 @@ func load(cfg any, opts LoadOptions) error {
 			return fmt.Errorf("config: reading %s (working directory %s): %w", abs, wd, err)
 		}
 	}
+	ld := &loader{file: opts.Path, sources: map[string]FieldError{}, seen: map[visit]bool{}}
 	if err := ld.decodeFile(data, root); err != nil {
 		return err
 	}
@@ -144,43 +125,19 @@ func load(cfg any, opts LoadOptions) error {
 	if lookup == nil {
 		lookup = os.LookupEnv
 	}
-	for _, gp := range order {
-		l := ls[gp]
+	for _, l := range ls {
 		if l.env == "" {
 			continue
 		}
-		s, ok := lookup(l.env)
-		if !ok {
-			continue
+		if s, ok := lookup(l.env); ok {
+			ld.sources[l.path] = FieldError{Env: l.env}
+			if v, _ := fieldAt(root, l.index, true); setText(v, s) != nil {
+				// s is not a secret: Secret and SecretURL take any text.
+				ld.errs = append(ld.errs, &FieldError{Key: l.path, Value: s, Env: l.env, Rule: typeRule(l.typ)})
+			}
 		}
-		v, _ := fieldAt(root, l.index, true)
-		if rule, ok := setText(v, s); !ok {
-			ld.errs = append(ld.errs, &FieldError{Key: l.path, Value: redact(l.typ, s), Env: l.env, Rule: rule})
-			continue
-		}
-		ld.sources[l.path] = source{env: l.env}
 	}
 	// The rules run even when some values did not decode, so that every
-	// problem is reported at once; a key whose value did not decode is
-	// reported for that alone.
-	bad := map[string]bool{}
-	for _, e := range ld.errs {
-		if fe := (*FieldError)(nil); errors.As(e, &fe) {
-			bad[fe.Key] = true
-		}
-	}
-	errs := ld.errs
-	if err := ld.validate(cfg, root.Type(), ls); err != nil {
-		rules, ok := err.(interface{ Unwrap() []error })
-		if !ok {
-			return errors.Join(append(errs, err)...)
-		}
-		for _, e := range rules.Unwrap() {
-			if fe := (*FieldError)(nil); errors.As(e, &fe) && bad[fe.Key] {
-				continue
-			}
-			errs = append(errs, e)
-		}
-	}
-	return errors.Join(errs...)
+	// problem is reported at once.
+	return errors.Join(append(ld.errs, ld.validate(cfg)...)...)
 }

@@ -529,3 +529,16 @@ func TestLoadReportsEveryKindAtOnce(t *testing.T) {
 		t.Errorf("payroll.retries reported %d times, want once:\n%v", n, err)
 	}
 }
+
+// Variables are read as caarlos0/env reads them: an empty one sets the zero
+// value, even over the file.
+func TestLoadEmptyVariableIsZero(t *testing.T) {
+	cfg, err := Load[appConfig](LoadOptions{Data: []byte("node: a\npayroll:\n  retries: 5\n"), EnvPrefix: "N_",
+		Env: env(map[string]string{"N_NODE": "", "N_PAYROLL_RETRIES": "", "N_PAYROLL_WINDOW": " 2s "})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Node != "" || cfg.Payroll.Retries != 0 || cfg.Payroll.Window != 2*time.Second {
+		t.Errorf("node %q retries %d window %v, want empty, 0 and 2s", cfg.Node, cfg.Payroll.Retries, cfg.Payroll.Window)
+	}
+}

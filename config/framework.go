@@ -94,13 +94,7 @@ func (l Log) SlogLevel() slog.Level { return slogLevel(l.Level) }
 func (l Log) SlogSkipLevel() slog.Level { return slogLevel(l.SkipLevel) }
 
 func slogLevel(level string) slog.Level {
-	switch level {
-	case "debug":
-		return slog.LevelDebug
-	case "warn":
-		return slog.LevelWarn
-	case "error":
-		return slog.LevelError
-	}
-	return slog.LevelInfo
+	var l slog.Level // slog.LevelInfo, if level does not parse
+	_ = l.UnmarshalText([]byte(level))
+	return l
 }

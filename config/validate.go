@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -15,13 +16,23 @@ import (
 
 var namespacePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 
+// inlineMark names ,inline fields in validator namespaces, to be cut out.
+const inlineMark = ",inline"
+
 // validate is shared: validator caches struct metadata and is safe for
 // concurrent use.
 var validate = newValidator()
 
 func newValidator() *validator.Validate {
 	v := validator.New(validator.WithRequiredStructEnabled())
-	// Both registrations only fail on an empty tag name or a nil function.
+	// Errors name fields by their yaml keys.
+	v.RegisterTagNameFunc(func(sf reflect.StructField) string {
+		if key, inline := yamlKey(sf); !inline {
+			return key
+		}
+		return inlineMark
+	})
+	// The registrations only fail on an empty tag name or a nil function.
 	_ = v.RegisterValidation("redis_url", func(fl validator.FieldLevel) bool {
 		u, err := url.Parse(fl.Field().String())
 		if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
@@ -48,43 +59,64 @@ func newValidator() *validator.Validate {
 
 // validate runs the validate tags over cfg and reports each failure against
 // its yaml path and source.
-func (ld *loader) validate(cfg any, t reflect.Type, ls map[string]*leaf) (err error) {
+func (ld *loader) validate(cfg any) (errs []error) {
+	t := reflect.TypeOf(cfg).Elem()
 	defer func() {
 		// validator panics on malformed tags (an unknown rule, oneof without
 		// values): a programming error, but one that must not crash startup
 		// with a stack trace instead of a message.
 		if r := recover(); r != nil {
-			err = fmt.Errorf("config: bad validate tag in %s: %v", t, r)
+			errs = []error{fmt.Errorf("config: bad validate tag in %s: %v", t, r)}
 		}
 	}()
-	verr := validate.Struct(cfg)
+	err := validate.Struct(cfg)
 	var fes validator.ValidationErrors
-	if !errors.As(verr, &fes) {
-		if verr != nil {
-			return fmt.Errorf("config: %w", verr)
-		}
-		return nil
+	if err != nil && !errors.As(err, &fes) {
+		return []error{fmt.Errorf("config: %w", err)}
 	}
-	errs := make([]error, 0, len(fes))
 	for _, fe := range fes {
-		gp := strings.TrimPrefix(fe.StructNamespace(), t.Name()+".")
-		e := &FieldError{Key: gp, Value: fmt.Sprint(fe.Value()), Rule: ruleWords(fe), noValue: strings.HasPrefix(fe.Tag(), "required")}
-		if l, ok := ls[gp]; ok {
-			e.Key = l.path
-		} else {
-			e.Key = yamlPath(t, gp)
+		key := strings.ReplaceAll(strings.TrimPrefix(fe.Namespace(), t.Name()+"."), inlineMark+".", "")
+		if slices.ContainsFunc(ld.errs, func(e error) bool { d, ok := e.(*FieldError); return ok && d.Key == key }) {
+			continue // a value that did not decode is reported for that alone
 		}
-		src := ld.source(e.Key)
-		e.Env, e.File, e.Line = src.env, src.file, src.line
-		errs = append(errs, e)
+		e := ld.source(key)
+		e.Key, e.Value, e.Rule, e.noValue = key, fmt.Sprint(fe.Value()), ruleWords(fe), strings.HasPrefix(fe.Tag(), "required")
+		errs = append(errs, &e)
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
-// ruleWords says in words what a validator rule asks of a value.
+// rules say in words what validator rules ask of a value, with {p} the
+// rule's parameter and {unit} that of the value (" items", say).
+var rules = map[string]string{
+	"required":       "is required",
+	"required_with":  "is required when {p} is set",
+	"oneof":          "must be one of {p}",
+	"redis_url":      "must be a redis:// or rediss:// URL with a host and an optional /database number",
+	"lock_namespace": "must match " + strings.Trim(namespacePattern.String(), "^$"),
+	"timezone":       "must be an IANA time zone name, such as Europe/Paris or UTC",
+	"listen_addr":    "must be host:port or :port, such as 127.0.0.1:8081 (port 0 picks a free one)",
+	"min":            "must be at least {p}{unit}",
+	"gte":            "must be at least {p}{unit}",
+	"max":            "must be at most {p}{unit}",
+	"lte":            "must be at most {p}{unit}",
+	"gt":             "must be more than {p}{unit}",
+	"lt":             "must be less than {p}{unit}",
+	"len":            "must be exactly {p}{unit}",
+	"eq":             "must equal {p}",
+	"ne":             "must not equal {p}",
+	"url":            "must be a URL",
+	"hostname":       "must be a host name",
+	"hostname_port":  "must be host:port",
+	"ip":             "must be an IP address",
+	"email":          "must be an email address",
+	"alphanum":       "must hold only letters and digits",
+	"printascii":     "must hold only printable ASCII characters",
+}
+
+// ruleWords says in words what the rule fe broke asks of a value.
 func ruleWords(fe validator.FieldError) string {
-	p := fe.Param()
-	unit := ""
+	p, unit := fe.Param(), ""
 	switch fe.Kind() {
 	case reflect.String:
 		unit = " characters long"
@@ -92,102 +124,25 @@ func ruleWords(fe validator.FieldError) string {
 		unit = " items"
 	}
 	switch fe.Tag() {
-	case "required":
-		return "is required"
 	case "oneof":
-		return "must be one of " + strings.Join(strings.Fields(p), ", ")
-	case "redis_url":
-		return "must be a redis:// or rediss:// URL with a host and an optional /database number"
-	case "timezone":
-		return "must be an IANA time zone name, such as Europe/Paris or UTC"
-	case "listen_addr":
-		return "must be host:port or :port, such as 127.0.0.1:8081 (port 0 picks a free one)"
+		p = strings.Join(strings.Fields(p), ", ")
 	case "required_with":
-		return "is required when " + strings.ToLower(p) + " is set"
-	case "lock_namespace":
-		return "must match " + strings.Trim(namespacePattern.String(), "^$")
-	case "min", "gte":
-		return "must be at least " + p + unit
-	case "max", "lte":
-		return "must be at most " + p + unit
-	case "gt":
-		return "must be more than " + p + unit
-	case "lt":
-		return "must be less than " + p + unit
-	case "len":
-		return "must be exactly " + p + unit
-	case "eq":
-		return "must equal " + p
-	case "ne":
-		return "must not equal " + p
-	case "url":
-		return "must be a URL"
-	case "hostname":
-		return "must be a host name"
-	case "hostname_port":
-		return "must be host:port"
-	case "ip":
-		return "must be an IP address"
-	case "email":
-		return "must be an email address"
-	case "alphanum":
-		return "must hold only letters and digits"
-	case "printascii":
-		return "must hold only printable ASCII characters"
+		p = strings.ToLower(p)
 	}
-	if p != "" {
-		return "must satisfy " + fe.Tag() + "=" + p
+	if words, ok := rules[fe.Tag()]; ok {
+		return strings.NewReplacer("{p}", p, "{unit}", unit).Replace(words)
 	}
-	return "must satisfy " + fe.Tag()
+	return "must satisfy " + strings.TrimSuffix(fe.Tag()+"="+p, "=")
 }
 
 // source returns where the value at path came from or, for a value that was
 // never set (a missing required key), where its nearest enclosing section
 // was written.
-func (ld *loader) source(path string) source {
+func (ld *loader) source(path string) FieldError {
 	for {
-		if src, ok := ld.sources[path]; ok {
+		if src, ok := ld.sources[path]; ok || path == "" {
 			return src
 		}
-		i := strings.LastIndexAny(path, ".[")
-		if i < 0 {
-			return source{}
-		}
-		path = path[:i]
+		path = path[:max(strings.LastIndexAny(path, ".["), 0)]
 	}
-}
-
-// yamlPath turns a validator struct namespace below t, such as
-// "Payroll.Accounts[0].Name", into its yaml path, "payroll.accounts[0].name".
-func yamlPath(t reflect.Type, goNS string) string {
-	var path string
-	for seg := range strings.SplitSeq(goNS, ".") {
-		name, subs, _ := strings.Cut(seg, "[")
-		t = deref(t)
-		if t.Kind() != reflect.Struct {
-			return goNS
-		}
-		sf, ok := t.FieldByName(name)
-		if !ok || len(sf.Index) != 1 {
-			return goNS
-		}
-		key, flags, _ := strings.Cut(sf.Tag.Get("yaml"), ",")
-		if !hasFlag(flags, "inline") {
-			if key == "" {
-				key = strings.ToLower(sf.Name)
-			}
-			path = join(path, key, ".")
-		}
-		t = sf.Type
-		if subs != "" {
-			path += "[" + subs
-			for range strings.Count(subs, "[") + 1 {
-				if t = deref(t); t.Kind() != reflect.Slice && t.Kind() != reflect.Array && t.Kind() != reflect.Map {
-					return goNS
-				}
-				t = t.Elem()
-			}
-		}
-	}
-	return path
 }

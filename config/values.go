@@ -4,6 +4,7 @@ import (
 	"encoding"
 	"fmt"
 	"reflect"
+	"slices"
 )
 
 // Values looks a loaded setting up by its yaml path, such as "payroll.cron",
@@ -28,36 +29,25 @@ func ValuesOf(cfg any) Values {
 	for v.Kind() == reflect.Pointer && !v.IsNil() {
 		v = v.Elem()
 	}
-	if v.Kind() != reflect.Struct {
-		return func(string) (string, bool) { return "", false }
-	}
-	ls, err := leaves(v.Type(), "")
-	if err != nil {
-		return func(string) (string, bool) { return "", false }
-	}
-	byPath := make(map[string]*leaf, len(ls))
-	for _, l := range ls {
-		byPath[l.path] = l
+	var ls []*leaf
+	if v.Kind() == reflect.Struct {
+		ls, _ = leaves(v.Type(), "")
 	}
 	return func(path string) (string, bool) {
-		l, ok := byPath[path]
-		if !ok || l.secret {
+		i := slices.IndexFunc(ls, func(l *leaf) bool { return l.path == path && !l.secret })
+		if i < 0 {
 			return "", false
 		}
-		fv, ok := fieldAt(v, l.index, false)
+		fv, ok := fieldAt(v, ls[i].index, false)
 		if !ok {
 			return "", false
 		}
-		return text(fv), true
-	}
-}
-
-// text formats a setting as it would be written in an environment variable.
-func text(v reflect.Value) string {
-	if m, ok := v.Interface().(encoding.TextMarshaler); ok {
-		if b, err := m.MarshalText(); err == nil {
-			return string(b)
+		// The setting as it would be written in an environment variable.
+		if m, ok := fv.Interface().(encoding.TextMarshaler); ok {
+			if b, err := m.MarshalText(); err == nil {
+				return string(b), true
+			}
 		}
+		return fmt.Sprint(fv.Interface()), true
 	}
-	return fmt.Sprint(v.Interface())
 }

@@ -21,15 +21,12 @@ func URL(s string) string {
 		}
 		return s
 	}
-	scheme, rest, ok := strings.Cut(s, "://")
-	if !ok {
-		scheme, rest = "", s
-	} else {
-		scheme += "://"
+	start := 0 // after the scheme, if any
+	if i := strings.Index(s, "://"); i >= 0 {
+		start = i + len("://")
 	}
-	at := strings.LastIndex(rest, "@")
-	if at < 0 {
-		return s
+	if at := strings.LastIndex(s, "@"); at >= start {
+		return s[:start] + Mark + s[at:]
 	}
-	return scheme + Mark + rest[at:]
+	return s
 }
