@@ -156,6 +156,7 @@ package redislocks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -306,17 +307,39 @@ func New(opts Options) (*Driver, error) {
 }
 
 func checkNamespace(ns string) error {
+	if err := CheckNamespace(ns); err != nil {
+		return fmt.Errorf("%w: Options.Namespace %q %v", ErrInvalidNamespace, ns, err)
+	}
+	return nil
+}
+
+// CheckNamespace says why ns cannot be a namespace, or returns nil: a
+// namespace is 1 to 64 bytes of A-Z, a-z, 0-9, '_', '.' and '-', so that
+// it can neither be empty nor reach into another namespace's keys (':',
+// '{', '}' and spaces are refused). New applies it to Options.Namespace.
+func CheckNamespace(ns string) error {
 	switch {
 	case ns == "":
-		return fmt.Errorf("%w: Options.Namespace %q must not be empty", ErrInvalidNamespace, ns)
+		return errors.New("must not be empty")
 	case len(ns) > maxNamespaceLen:
-		return fmt.Errorf("%w: Options.Namespace %q is %d bytes long, the limit is %d", ErrInvalidNamespace, ns, len(ns), maxNamespaceLen)
+		return fmt.Errorf("is %d bytes long, the limit is %d", len(ns), maxNamespaceLen)
 	}
 	for i := 0; i < len(ns); i++ {
 		c := ns[i]
 		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-') {
-			return fmt.Errorf("%w: Options.Namespace %q has %q at byte %d; only A-Z, a-z, 0-9, '_', '.' and '-' are allowed", ErrInvalidNamespace, ns, c, i)
+			return fmt.Errorf("has %q at byte %d; only A-Z, a-z, 0-9, '_', '.' and '-' are allowed", c, i)
 		}
+	}
+	return nil
+}
+
+// CheckURL says why go-redis cannot parse url (redis.ParseURL), or returns
+// nil. The reason never quotes the URL: go-redis's own errors may quote any
+// part of it, the password included.
+func CheckURL(url string) error {
+	if _, err := redis.ParseURL(url); err != nil {
+		return errors.New("go-redis cannot parse it: check the scheme (redis:// or rediss://), the host and port, " +
+			"the /database number, and that special characters in the password are percent-escaped")
 	}
 	return nil
 }

@@ -95,15 +95,10 @@ func newClient(p clientParams) (redis.UniversalClient, error) {
 	if cfg.URL == "" {
 		return nil, fmt.Errorf("redislocks.Module: the Redis URL (redis.url) is empty: set it, or leave the module out to keep in-process locks")
 	}
-	opts, err := redis.ParseURL(cfg.URL)
-	if err != nil {
-		// go-redis's errors may quote any part of the URL, the password
-		// included (a *url.Error quotes all of it; "unexpected option"
-		// quotes the query, where an unescaped password can land), so
-		// none of their text is shown.
-		return nil, fmt.Errorf("%w: redislocks.Module: Redis URL %s: go-redis cannot parse it: check the scheme (redis:// or rediss://), "+
-			"the host and port, the /database number, and that special characters in the password are percent-escaped", locks.ErrInvalid, url)
+	if err := CheckURL(cfg.URL); err != nil {
+		return nil, fmt.Errorf("%w: redislocks.Module: Redis URL %s: %v", locks.ErrInvalid, url, err)
 	}
+	opts, _ := redis.ParseURL(cfg.URL)
 	// Deadlines of the caller's contexts bound every command, so a hung
 	// Redis fails a lock operation at the caller's deadline rather than after
 	// the client's read timeouts and retries.
