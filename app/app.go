@@ -40,14 +40,15 @@ import (
 	"github.com/ndigo/ndigo/scheduling"
 )
 
-// Module holds the framework's own modules: a *slog.Logger built from
-// config.Framework's log settings (when the graph has them), the
+// Module holds the framework's own modules, each given its part of the
+// graph's [Framework] (when there is one): a *slog.Logger from its log
+// settings, the node name, zone and skip level of the scheduler, the
 // configuration's values as the annotations.Resolver of tag placeholders,
-// the default lock
-// driver, the scheduler, and package admin's Module, which serves the admin
-// endpoints on config.Framework's admin.addr (and, with admin.metrics, the
-// scheduler's Prometheus metrics at /metrics there). [New] includes it; use
-// it directly to compose an fx.App by hand. Do not add admin.Module again.
+// the redis section as redislocks.ModuleConfig, the default lock driver,
+// the scheduler, and package admin's Module, which serves the admin
+// endpoints on admin.addr (and, with admin.metrics, the scheduler's
+// Prometheus metrics at /metrics there). [New] includes it; use it directly
+// to compose an fx.App by hand. Do not add admin.Module again.
 var Module = fx.Options(
 	fx.Module("settings",
 		fx.Provide(newLogger),
@@ -114,7 +115,7 @@ func (e *fxEvents) attach(l *slog.Logger) {
 // ends, on SIGINT or SIGTERM, or when a component asks fx to shut down. It
 // returns the first error of building, starting or stopping.
 func Run(ctx context.Context, opts ...fx.Option) error {
-	var fw config.Framework // its stop-timeout, if the graph has one
+	var fw Framework // its stop-timeout, if the graph has one
 	a := New(append(opts, fx.Invoke(func(p frameworkParams) { fw = p.Framework }))...)
 	if err := a.Err(); err != nil {
 		// The root cause is the message a user acts on (an invalid spec,
@@ -159,13 +160,13 @@ const LogOutputName = "app.log-output"
 
 type loggerParams struct {
 	fx.In
-	Framework config.Framework `optional:"true"`
-	Output    io.Writer        `name:"app.log-output" optional:"true"` // LogOutputName
+	Framework Framework `optional:"true"`
+	Output    io.Writer `name:"app.log-output" optional:"true"` // LogOutputName
 }
 
 type frameworkParams struct {
 	fx.In
-	Framework config.Framework `optional:"true"`
+	Framework Framework `optional:"true"`
 }
 
 // newLogger builds the application's logger from the framework's log
@@ -180,7 +181,7 @@ func newLogger(p loggerParams) *slog.Logger {
 
 // NewLogger returns a logger that writes to w in cfg's format ("json", or
 // text otherwise) at cfg's level (info when empty or unknown).
-func NewLogger(w io.Writer, cfg config.Log) *slog.Logger {
+func NewLogger(w io.Writer, cfg Log) *slog.Logger {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(cfg.Level)); err != nil {
 		level = slog.LevelInfo
@@ -214,8 +215,8 @@ func redisConfig(p frameworkParams) redislocks.ModuleConfig {
 
 type wiringParams struct {
 	fx.In
-	Framework  config.Framework `optional:"true"`
-	Configured []locks.Driver   `group:"locks.configured"` // locks.ConfiguredGroup
+	Framework  Framework      `optional:"true"`
+	Configured []locks.Driver `group:"locks.configured"` // locks.ConfiguredGroup
 }
 
 // checkRedisWired fails startup when the configuration names a Redis URL

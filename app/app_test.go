@@ -18,7 +18,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/ndigo/ndigo/app"
-	"github.com/ndigo/ndigo/config"
 	"github.com/ndigo/ndigo/locks"
 	"github.com/ndigo/ndigo/scheduling"
 )
@@ -103,10 +102,10 @@ func TestRunsLockedTaskOnDefaultDriver(t *testing.T) {
 	}
 }
 
-// The logger follows config.Framework: JSON at the configured level.
+// The logger follows app.Framework: JSON at the configured level.
 func TestLoggerFollowsConfig(t *testing.T) {
 	var out syncBuffer
-	cfg := config.Framework{Node: "node-a", Log: config.Log{Format: "json", Level: "warn"}}
+	cfg := app.Framework{Node: "node-a", Log: app.Log{Format: "json", Level: "warn"}}
 	var logger *slog.Logger
 	var node struct {
 		fx.In
@@ -166,12 +165,12 @@ func TestRunFailsOnInvalidSpecs(t *testing.T) {
 	}
 }
 
-// config.Framework's zone sets the scheduler's zone; its stop-timeout bounds
+// app.Framework's zone sets the scheduler's zone; its stop-timeout bounds
 // Run's stop: a run that ignores cancellation is cut when it passes.
 func TestFrameworkZoneAndStopTimeout(t *testing.T) {
 	fc := clockwork.NewFakeClockAt(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	var s *scheduling.Scheduler
-	a := app.New(logTo(io.Discard), fakeClock(fc), fx.Supply(config.Framework{Zone: "Europe/Paris"}),
+	a := app.New(logTo(io.Discard), fakeClock(fc), fx.Supply(app.Framework{Zone: "Europe/Paris"}),
 		scheduling.Provide(func() scheduling.Task {
 			return scheduling.Scheduled(func(context.Context) error { return nil }, scheduling.Cron("0 2 * * *"), scheduling.Name("nightly"))
 		}), fx.Populate(&s))
@@ -189,7 +188,7 @@ func TestFrameworkZoneAndStopTimeout(t *testing.T) {
 	done := make(chan error, 1)
 	begin := time.Now()
 	go func() {
-		done <- app.Run(ctx, logTo(io.Discard), fx.Supply(config.Framework{StopTimeout: time.Second}),
+		done <- app.Run(ctx, logTo(io.Discard), fx.Supply(app.Framework{StopTimeout: time.Second}),
 			scheduling.Provide(func() scheduling.Task {
 				return scheduling.Scheduled(func(context.Context) error {
 					close(started)

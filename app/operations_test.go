@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"strings"
@@ -22,7 +23,7 @@ import (
 
 // startOperations starts an app with fw and one task, and returns the
 // admin server's base URL ("" when it serves nothing).
-func startOperations(t *testing.T, fw config.Framework) string {
+func startOperations(t *testing.T, fw app.Framework) string {
 	t.Helper()
 	var srv *admin.Server
 	a := app.New(logTo(io.Discard), fx.Supply(fw),
@@ -57,11 +58,11 @@ func get(t *testing.T, url string) (int, string) {
 // admin.addr serves the admin handler, admin.metrics adds /metrics there
 // with the task's counters at zero before its first fire.
 func TestAdminSectionServesEndpointsAndMetrics(t *testing.T) {
-	if base := startOperations(t, config.Framework{}); base != "" {
+	if base := startOperations(t, app.Framework{}); base != "" {
 		t.Fatalf("no admin.addr: serving at %s", base)
 	}
 
-	base := startOperations(t, config.Framework{Admin: config.Admin{Addr: "127.0.0.1:0"}})
+	base := startOperations(t, app.Framework{Admin: app.Admin{Addr: "127.0.0.1:0"}})
 	if code, body := get(t, base+"/scheduledtasks"); code != http.StatusOK || !strings.Contains(body, `"close-books"`) {
 		t.Fatalf("/scheduledtasks = %d %s", code, body)
 	}
@@ -69,7 +70,7 @@ func TestAdminSectionServesEndpointsAndMetrics(t *testing.T) {
 		t.Fatalf("/metrics without admin.metrics = %d, want 404", code)
 	}
 
-	base = startOperations(t, config.Framework{Admin: config.Admin{Addr: "127.0.0.1:0", Metrics: true}})
+	base = startOperations(t, app.Framework{Admin: app.Admin{Addr: "127.0.0.1:0", Metrics: true}})
 	code, body := get(t, base+"/metrics")
 	for _, want := range []string{
 		`ndigo_task_fires_total{task="close-books"} 0`,
@@ -88,7 +89,7 @@ func TestAdminSectionServesEndpointsAndMetrics(t *testing.T) {
 func TestBadConfigurationIsOneError(t *testing.T) {
 	var out syncBuffer
 	type appConfig struct {
-		config.Framework `yaml:",inline"`
+		app.Framework `yaml:",inline"`
 	}
 	stderr, err := os.CreateTemp(t.TempDir(), "stderr")
 	if err != nil {
@@ -113,7 +114,7 @@ func TestBadConfigurationIsOneError(t *testing.T) {
 func TestHealthzPingsRedis(t *testing.T) {
 	srv := redistest.Start(t)
 	var server *admin.Server
-	a := app.New(logTo(io.Discard), fx.Supply(config.Framework{Admin: config.Admin{Addr: "127.0.0.1:0"}}),
+	a := app.New(logTo(io.Discard), fx.Supply(app.Framework{Admin: app.Admin{Addr: "127.0.0.1:0"}}),
 		fx.Supply(fx.Annotate(srv.Client(), fx.As(new(redis.UniversalClient)))),
 		fx.Populate(&server))
 	if err := a.Start(context.Background()); err != nil {
@@ -135,9 +136,36 @@ func TestHealthzPingsRedis(t *testing.T) {
 // A Redis URL in the configuration without redislocks.Module fails
 // startup, naming the fix: locks would silently stay in this process.
 func TestRedisURLWithoutDriverFails(t *testing.T) {
-	fw := config.Framework{Redis: config.Redis{URL: "redis://:hunter2@127.0.0.1:1/0", Namespace: "prod"}}
+	fw := app.Framework{Redis: app.Redis{URL: "redis://:hunter2@127.0.0.1:1/0", Namespace: "prod"}}
 	err := app.New(logTo(io.Discard), fx.Supply(fw)).Err()
 	if err == nil || !strings.Contains(err.Error(), "add redislocks.Module at the root") || strings.Contains(err.Error(), "hunter2") {
 		t.Fatalf("app.New = %v; want an error naming the fix, without the password", err)
+	}
+}
+
+// Log's levels read as slog levels; a level that did not validate reads as
+// Info.
+func TestLogLevels(t *testing.T) {
+	l := app.Log{Level: "debug", SkipLevel: "warn"}
+	if l.SlogLevel() != slog.LevelDebug || l.SlogSkipLevel() != slog.LevelWarn || (app.Log{Level: "loud"}).SlogLevel() != slog.LevelInfo {
+		t.Fatalf("levels %v %v", l.SlogLevel(), l.SlogSkipLevel())
+	}
+}
+
+// The Redis section's rules are the driver's, checked at load with the
+// key, the value's source and the driver's reason.
+func TestFrameworkRedisRulesAtLoad(t *testing.T) {
+	type appConfig struct {
+		app.Framework `yaml:",inline"`
+	}
+	_, err := config.Load[appConfig](config.LoadOptions{Path: "app.yaml",
+		Data: []byte("redis:\n  url: redis://:hunter2@h:1/0?bogus=1\n  namespace: a:b\n")})
+	for _, want := range []string{
+		`redis.url "redis://:xxxxx@h:1/0?bogus=1" (app.yaml:2): go-redis cannot parse it`,
+		`redis.namespace "a:b" (app.yaml:3): has ':' at byte 1`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "hunter2") {
+			t.Fatalf("Load = %v; want %q, without the password", err, want)
+		}
 	}
 }

@@ -1,15 +1,18 @@
 // Package config loads an application's typed configuration from a YAML file
 // and environment variables, and validates it at startup.
 //
-// The configuration is a struct of the application's choosing. It embeds
-// [Framework], the settings ndigo itself reads, with `yaml:",inline"` so that
-// its keys sit at the top level of the file, and adds the application's own
-// sections beside it:
+// The configuration is a struct of the application's choosing. With ndigo
+// it embeds app.Framework, the settings ndigo itself reads, with
+// `yaml:",inline"` so that its keys sit at the top level of the file, and
+// adds the application's own sections beside it:
 //
 //	type Config struct {
-//		config.Framework `yaml:",inline"`
-//		Payroll          Payroll `yaml:"payroll"`
+//		app.Framework `yaml:",inline"`
+//		Payroll       Payroll `yaml:"payroll"`
 //	}
+//
+// The package knows nothing of those settings: it loads and validates any
+// struct.
 //
 // [Load] fills it in four steps, each overriding the one before: `default`
 // struct tags, the YAML file, environment variables, and then validation with
@@ -27,9 +30,10 @@
 //     the name is [LoadOptions.EnvPrefix] plus the yaml path upper-cased with
 //     "." and "-" turned into "_": redis.url is NDIGO_REDIS_URL.
 //   - default: the value, written as in an environment variable.
-//   - validate: validator/v10 rules. Besides the built-in ones, "redis_url"
-//     (redis:// or rediss://, a host, an optional /db number) and "lock_namespace"
-//     ([A-Za-z0-9_.-]{1,64}) are registered.
+//   - validate: validator/v10 rules. Besides the built-in ones, "listen_addr"
+//     (host:port or :port) is registered, and packages add their own with
+//     [Rule] (app registers the Redis section's "redis_url" and
+//     "lock_namespace" from package redislocks).
 //   - secret:"true": allowed on [Secret] and [SecretURL] fields, whose types
 //     already redact them.
 //

@@ -113,9 +113,6 @@ payroll:
 	if p.Limits["eur"] != 100 {
 		t.Errorf("Limits = %v", p.Limits)
 	}
-	if cfg.Log.SlogLevel().String() != "DEBUG" {
-		t.Errorf("SlogLevel = %v", cfg.Log.SlogLevel())
-	}
 }
 
 func TestLoadDefaults(t *testing.T) {

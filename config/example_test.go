@@ -4,15 +4,23 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ndigo/ndigo/config"
 	"go.uber.org/fx"
+
+	"github.com/ndigo/ndigo/config"
 )
 
-// Config is an application's configuration: the framework's settings inline,
-// beside the application's own section.
+// Server is a section that some module reads on its own, as app.Module
+// reads app.Framework.
+type Server struct {
+	Addr     string           `yaml:"addr" default:":8080" validate:"listen_addr"`
+	Upstream config.SecretURL `yaml:"upstream" validate:"required,url"`
+}
+
+// Config is an application's configuration: a shared section inline,
+// beside the application's own.
 type Config struct {
-	config.Framework `yaml:",inline"`
-	Payroll          struct {
+	Server  `yaml:",inline"`
+	Payroll struct {
 		Window time.Duration `yaml:"window" default:"30s" validate:"min=1s"`
 		Bank   config.Secret `yaml:"bank-token" validate:"required"`
 	} `yaml:"payroll"`
@@ -20,19 +28,16 @@ type Config struct {
 
 func Example() {
 	yaml := []byte(`
-node: billing-1
-redis:
-  url: redis://:s3cret@redis.internal:6379/0
-  namespace: staging
+upstream: https://payroll:s3cret@bank.internal/api
 payroll:
   window: 1500
   bank-token: tok-123
 `)
-	environ := map[string]string{"NDIGO_REDIS_NAMESPACE": "prod"}
+	environ := map[string]string{"APP_ADDR": "127.0.0.1:9090"}
 	opts := config.LoadOptions{
 		Path:      "app.yaml", // names Data in error messages
 		Data:      yaml,
-		EnvPrefix: "NDIGO_",
+		EnvPrefix: "APP_",
 		Env: func(name string) (string, bool) { // nil reads the process environment
 			v, ok := environ[name]
 			return v, ok
@@ -44,30 +49,30 @@ payroll:
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(cfg.Node, cfg.Redis.Namespace, cfg.Log.Level, cfg.Payroll.Window)
-	fmt.Printf("%+v\n", cfg.Redis)
+	fmt.Println(cfg.Addr, cfg.Payroll.Window)
+	fmt.Printf("%+v\n", cfg.Server)
 	fmt.Println(cfg.Payroll.Bank, cfg.Payroll.Bank.Reveal())
 
-	environ["NDIGO_REDIS_NAMESPACE"] = "pr od"
+	environ["APP_ADDR"] = "localhost"
 	_, err = config.Load[Config](opts)
 	fmt.Println(err)
 	// Output:
-	// billing-1 prod info 1.5s
-	// {URL:redis://:xxxxx@redis.internal:6379/0 Namespace:prod}
+	// 127.0.0.1:9090 1.5s
+	// {Addr:127.0.0.1:9090 Upstream:https://payroll:xxxxx@bank.internal/api}
 	// [REDACTED] tok-123
-	// config: redis.namespace "pr od" (env NDIGO_REDIS_NAMESPACE): must match [A-Za-z0-9_.-]{1,64}
+	// config: addr "localhost" (env APP_ADDR): must be host:port or :port, such as 127.0.0.1:8081 (port 0 picks a free one)
 }
 
 func ExampleModule() {
 	app := fx.New(
 		fx.NopLogger,
-		config.Module[Config](config.LoadOptions{Data: []byte("node: n1\npayroll:\n  bank-token: t\n")}),
-		// ndigo's own modules ask for config.Framework, which the module
-		// provides because Config embeds it.
-		fx.Invoke(func(fw config.Framework) { fmt.Println(fw.Node, fw.Log.Format) }),
+		config.Module[Config](config.LoadOptions{Data: []byte("upstream: https://bank\npayroll:\n  bank-token: t\n")}),
+		// A module that reads only the Server section asks for Server,
+		// which config.Module provides because Config embeds it.
+		fx.Invoke(func(s Server) { fmt.Println(s.Addr) }),
 	)
 	fmt.Println(app.Err())
 	// Output:
-	// n1 text
+	// :8080
 	// <nil>
 }

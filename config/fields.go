@@ -35,7 +35,7 @@ func yamlKey(sf reflect.StructField) (key string, inline bool) {
 // yamlFields lists the fields of struct type t under the rules of yaml v3,
 // with those of ,inline structs promoted, so that unknown-key checks, env
 // names and yaml's own decoding agree. The Index of each is from t, and its
-// Name the Go path from t (e.g. "Framework.Node").
+// Name the Go path from t (e.g. "Server.Addr").
 func yamlFields(t reflect.Type) ([]reflect.StructField, error) {
 	var out []reflect.StructField
 	for i := range t.NumField() {

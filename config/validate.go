@@ -4,17 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"reflect"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/go-playground/validator/v10"
 )
-
-var namespacePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 
 // inlineMark names ,inline fields in validator namespaces, to be cut out.
 const inlineMark = ",inline"
@@ -33,19 +29,6 @@ func newValidator() *validator.Validate {
 		return inlineMark
 	})
 	// The registrations only fail on an empty tag name or a nil function.
-	_ = v.RegisterValidation("redis_url", func(fl validator.FieldLevel) bool {
-		u, err := url.Parse(fl.Field().String())
-		if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
-			return false
-		}
-		// go-redis reads the path as the database number.
-		db := strings.Trim(u.Path, "/")
-		_, err = strconv.ParseUint(db, 10, 32)
-		return db == "" || err == nil
-	})
-	_ = v.RegisterValidation("lock_namespace", func(fl validator.FieldLevel) bool {
-		return namespacePattern.MatchString(fl.Field().String())
-	})
 	_ = v.RegisterValidation("listen_addr", func(fl validator.FieldLevel) bool {
 		_, port, err := net.SplitHostPort(fl.Field().String())
 		if err != nil {
@@ -55,6 +38,24 @@ func newValidator() *validator.Validate {
 		return err == nil
 	})
 	return v
+}
+
+// checks are the rules registered with [Rule], by tag.
+var checks = map[string]func(string) error{}
+
+// Rule registers a validate tag: a field with `validate:"tag"` passes when
+// check returns nil for its text, and a failure's rule, in messages, is the
+// text of check's error. It lets the package that owns a rule (a driver's
+// namespace syntax, say) state it once for configuration too. Register
+// rules in an init function: Rule is not safe to call while Load runs. It
+// panics on an empty tag or a nil check, as validator does.
+func Rule(tag string, check func(value string) error) {
+	if err := validate.RegisterValidation(tag, func(fl validator.FieldLevel) bool {
+		return check(fl.Field().String()) == nil
+	}); err != nil {
+		panic("config.Rule: " + err.Error())
+	}
+	checks[tag] = check
 }
 
 // validate runs the validate tags over cfg and reports each failure against
@@ -89,29 +90,27 @@ func (ld *loader) validate(cfg any) (errs []error) {
 // rules say in words what validator rules ask of a value, with {p} the
 // rule's parameter and {unit} that of the value (" items", say).
 var rules = map[string]string{
-	"required":       "is required",
-	"required_with":  "is required when {p} is set",
-	"oneof":          "must be one of {p}",
-	"redis_url":      "must be a redis:// or rediss:// URL with a host and an optional /database number",
-	"lock_namespace": "must match " + strings.Trim(namespacePattern.String(), "^$"),
-	"timezone":       "must be an IANA time zone name, such as Europe/Paris or UTC",
-	"listen_addr":    "must be host:port or :port, such as 127.0.0.1:8081 (port 0 picks a free one)",
-	"min":            "must be at least {p}{unit}",
-	"gte":            "must be at least {p}{unit}",
-	"max":            "must be at most {p}{unit}",
-	"lte":            "must be at most {p}{unit}",
-	"gt":             "must be more than {p}{unit}",
-	"lt":             "must be less than {p}{unit}",
-	"len":            "must be exactly {p}{unit}",
-	"eq":             "must equal {p}",
-	"ne":             "must not equal {p}",
-	"url":            "must be a URL",
-	"hostname":       "must be a host name",
-	"hostname_port":  "must be host:port",
-	"ip":             "must be an IP address",
-	"email":          "must be an email address",
-	"alphanum":       "must hold only letters and digits",
-	"printascii":     "must hold only printable ASCII characters",
+	"required":      "is required",
+	"required_with": "is required when {p} is set",
+	"oneof":         "must be one of {p}",
+	"timezone":      "must be an IANA time zone name, such as Europe/Paris or UTC",
+	"listen_addr":   "must be host:port or :port, such as 127.0.0.1:8081 (port 0 picks a free one)",
+	"min":           "must be at least {p}{unit}",
+	"gte":           "must be at least {p}{unit}",
+	"max":           "must be at most {p}{unit}",
+	"lte":           "must be at most {p}{unit}",
+	"gt":            "must be more than {p}{unit}",
+	"lt":            "must be less than {p}{unit}",
+	"len":           "must be exactly {p}{unit}",
+	"eq":            "must equal {p}",
+	"ne":            "must not equal {p}",
+	"url":           "must be a URL",
+	"hostname":      "must be a host name",
+	"hostname_port": "must be host:port",
+	"ip":            "must be an IP address",
+	"email":         "must be an email address",
+	"alphanum":      "must hold only letters and digits",
+	"printascii":    "must hold only printable ASCII characters",
 }
 
 // ruleWords says in words what the rule fe broke asks of a value.
@@ -128,6 +127,11 @@ func ruleWords(fe validator.FieldError) string {
 		p = strings.Join(strings.Fields(p), ", ")
 	case "required_with":
 		p = strings.ToLower(p)
+	}
+	if check, ok := checks[fe.Tag()]; ok {
+		if err := check(reflect.ValueOf(fe.Value()).String()); err != nil {
+			return err.Error()
+		}
 	}
 	if words, ok := rules[fe.Tag()]; ok {
 		return strings.NewReplacer("{p}", p, "{unit}", unit).Replace(words)

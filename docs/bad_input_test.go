@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ndigo/ndigo/annotations"
+	"github.com/ndigo/ndigo/app"
 	"github.com/ndigo/ndigo/config"
 	"github.com/ndigo/ndigo/locks"
 	"github.com/ndigo/ndigo/redislocks"
@@ -44,7 +45,7 @@ func tagged(controller any) func() error {
 }
 
 type appConfig struct {
-	config.Framework `yaml:",inline"`
+	app.Framework `yaml:",inline"`
 }
 
 func load(yaml string) func() error {

@@ -65,7 +65,7 @@ var builderForm = scheduling.Provide(func(c *PayrollController) scheduling.Task 
 // From one node to many.
 func manyNodes(ctx context.Context) error {
 	type Config struct {
-		config.Framework `yaml:",inline"` // node, redis.url, redis.namespace, log.format, log.level
+		app.Framework `yaml:",inline"` // node, redis.url, redis.namespace, log.format, log.level
 	}
 
 	err := app.Run(ctx,

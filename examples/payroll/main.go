@@ -37,8 +37,8 @@ import (
 // Config is the example's configuration: ndigo's own settings plus the
 // payroll section.
 type Config struct {
-	config.Framework `yaml:",inline"`
-	Payroll          Payroll `yaml:"payroll"`
+	app.Framework `yaml:",inline"`
+	Payroll       Payroll `yaml:"payroll"`
 }
 
 // Payroll holds the example's own settings.
@@ -54,7 +54,7 @@ type Payroll struct {
 	For time.Duration `yaml:"for" env:"PAYROLL_FOR" validate:"min=0"`
 }
 
-// redisURLEnv is the variable of config.Framework's redis.url under the
+// redisURLEnv is the variable of app.Framework's redis.url under the
 // example's prefix: whether it is set decides the lock driver.
 const redisURLEnv = "PAYROLL_REDIS_URL"
 

@@ -94,10 +94,10 @@ func nodeMain() int {
 	}
 	err := app.Run(context.Background(),
 		fx.StopTimeout(dur("CHAOS_STOP_TIMEOUT", "15s")),
-		fx.Supply(config.Framework{
+		fx.Supply(app.Framework{
 			Node:  node,
-			Redis: config.Redis{URL: config.SecretURL("redis://" + os.Getenv("CHAOS_REDIS")), Namespace: nodeNS},
-			Log:   config.Log{Format: "json", Level: "info"},
+			Redis: app.Redis{URL: config.SecretURL("redis://" + os.Getenv("CHAOS_REDIS")), Namespace: nodeNS},
+			Log:   app.Log{Format: "json", Level: "info"},
 		}),
 		redislocks.Module,
 		scheduling.Provide(func(log *slog.Logger) scheduling.Task {

@@ -1,12 +1,23 @@
-package config
+package app
 
 import (
 	"log/slog"
 	"time"
+
+	"github.com/ndigo/ndigo/config"
+	"github.com/ndigo/ndigo/redislocks"
 )
 
-// Framework holds the settings ndigo itself reads. Embed it in the
-// application's configuration struct with `yaml:",inline"`:
+// The Redis section's rules are the driver's own.
+func init() {
+	config.Rule("redis_url", redislocks.CheckURL)
+	config.Rule("lock_namespace", redislocks.CheckNamespace)
+}
+
+// Framework holds the settings ndigo itself reads, which [Module] hands to
+// each part of the framework. Embed it in the application's configuration
+// struct with `yaml:",inline"` and load that with config.Module, which
+// provides the Framework to the graph:
 //
 //	node: billing-1
 //	redis:
@@ -52,22 +63,12 @@ type Admin struct {
 	Metrics bool `yaml:"metrics"`
 }
 
-// FrameworkConfig returns f. Through embedding, every configuration struct
-// that embeds Framework has it too, which is how [Module] finds the
-// framework's settings in an application's type.
-func (f Framework) FrameworkConfig() Framework { return f }
-
-// HasFramework is implemented by every struct that embeds [Framework].
-type HasFramework interface {
-	FrameworkConfig() Framework
-}
-
 // Redis configures the Redis lock driver.
 type Redis struct {
 	// URL is the go-redis URL, redis:// or rediss://, with the password, if
 	// any, in its userinfo. Empty means no Redis: locks stay in-process,
 	// which is correct on one node only.
-	URL SecretURL `yaml:"url" validate:"omitempty,redis_url"`
+	URL config.SecretURL `yaml:"url" validate:"omitempty,redis_url"`
 	// Namespace isolates the lock keys of one environment from others
 	// sharing the same Redis.
 	Namespace string `yaml:"namespace" default:"default" validate:"lock_namespace"`
