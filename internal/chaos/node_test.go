@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -44,10 +43,18 @@ const (
 	fireFormat = "2006-01-02T15:04:05.000Z07:00"
 )
 
-//go:embed ledger.lua
-var ledgerLua string
+// ledgerScript is the payroll example's fenced append, read from its source
+// (go:embed cannot reach outside this package): a test runs in its package's
+// directory, and so does a node, which is the test binary re-executed.
+var ledgerScript = redis.NewScript(readFile("../../examples/payroll/ledger.lua"))
 
-var ledgerScript = redis.NewScript(ledgerLua)
+func readFile(name string) string {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
 
 // ledgerKeys are the fenced ledger's list and high-water mark.
 var ledgerKeys = []string{"chaos:{ledger}", "chaos:{ledger}:high"}
