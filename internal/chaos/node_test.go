@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"runtime"
 	"strconv"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/ndigo/ndigo/app"
 	"github.com/ndigo/ndigo/config"
+	"github.com/ndigo/ndigo/internal/nodetest"
 	"github.com/ndigo/ndigo/locks"
 	"github.com/ndigo/ndigo/redislocks"
 	"github.com/ndigo/ndigo/scheduling"
@@ -38,9 +40,8 @@ import (
 // entry, and logs "run end" with what the context's cause, the Extend and
 // the end write returned. Logs are JSON lines on stderr.
 const (
-	nodeLock   = "job"
-	nodeNS     = "chaos"
-	fireFormat = "2006-01-02T15:04:05.000Z07:00"
+	nodeLock = "job"
+	nodeNS   = "chaos"
 )
 
 // ledgerScript is the payroll example's fenced append, read from its source
@@ -71,6 +72,15 @@ func appendLedger(ctx context.Context, c redis.Scripter, token uint64, entry str
 		return fmt.Errorf("%w: token %d, ledger at %v", errStale, token, res[1])
 	}
 	return nil
+}
+
+// startNode starts the test binary as a chaos node named name on the Redis
+// at redisAddr, with env added to its environment.
+func startNode(p *nodetest.Procs, name, redisAddr string, env ...string) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), roleEnv+"="+roleNode, "CHAOS_NODE="+name, "CHAOS_REDIS="+redisAddr)
+	cmd.Env = append(cmd.Env, env...)
+	p.Start(name, cmd)
 }
 
 func nodeMain() int {
@@ -123,7 +133,7 @@ func nodeMain() int {
 func job(ctx context.Context, log *slog.Logger, ledger redis.Scripter, work, ttl time.Duration) error {
 	run, _ := scheduling.RunFromContext(ctx)
 	lease, _ := locks.FromContext(ctx)
-	fire := run.Fire.UTC().Format(fireFormat)
+	fire := nodetest.FireString(run.Fire)
 	entry := func(what string) string { return fmt.Sprintf("%s %s %s %d", what, fire, run.Node, lease.Token()) }
 	bounded := func() (context.Context, context.CancelFunc) {
 		return context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
