@@ -1,12 +1,10 @@
 package chaos
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/ndigo/ndigo/internal/nodetest"
 	"github.com/ndigo/ndigo/internal/redistest"
+	"github.com/ndigo/ndigo/internal/syncbuf"
 	"github.com/ndigo/ndigo/locks"
 	"github.com/ndigo/ndigo/redislocks"
 	"github.com/ndigo/ndigo/scheduling"
@@ -37,24 +36,6 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 	}
 }
 
-// syncBuffer is a log sink shared by the scheduler's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex // protects b
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // A scheduler whose Redis is killed for several seconds records each fire
 // as a lock failure wrapping redislocks.ErrRedis and logs it, runs again
 // once Redis is back on the same port, and leaves no goroutine behind.
@@ -65,7 +46,7 @@ func TestRedisUnreachableInProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	s := scheduling.New(scheduling.Config{Driver: d, Node: "a", Location: time.UTC,
 		Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	var runs atomic.Int64
