@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,30 +16,12 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/ndigo/ndigo/app"
+	"github.com/ndigo/ndigo/internal/syncbuf"
 	"github.com/ndigo/ndigo/locks"
 	"github.com/ndigo/ndigo/scheduling"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// syncBuffer is a log destination that the scheduler's goroutines and the
-// test share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func logTo(w io.Writer) fx.Option {
 	return fx.Supply(fx.Annotate(w, fx.As(new(io.Writer)), fx.ResultTags(`name:"`+app.LogOutputName+`"`)))
@@ -104,7 +84,7 @@ func TestRunsLockedTaskOnDefaultDriver(t *testing.T) {
 
 // The logger follows app.Framework: JSON at the configured level.
 func TestLoggerFollowsConfig(t *testing.T) {
-	var out syncBuffer
+	var out syncbuf.Buffer
 	cfg := app.Framework{Node: "node-a", Log: app.Log{Format: "json", Level: "warn"}}
 	var logger *slog.Logger
 	var node struct {

@@ -18,6 +18,7 @@ import (
 	"github.com/ndigo/ndigo/app"
 	"github.com/ndigo/ndigo/config"
 	"github.com/ndigo/ndigo/internal/redistest"
+	"github.com/ndigo/ndigo/internal/syncbuf"
 	"github.com/ndigo/ndigo/scheduling"
 )
 
@@ -87,7 +88,7 @@ func TestAdminSectionServesEndpointsAndMetrics(t *testing.T) {
 // nothing is printed: not on the log output, and not on stderr, where fx
 // prints its own report when it cannot build the application's logger.
 func TestBadConfigurationIsOneError(t *testing.T) {
-	var out syncBuffer
+	var out syncbuf.Buffer
 	type appConfig struct {
 		app.Framework `yaml:",inline"`
 	}

@@ -7,15 +7,13 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+
+	"github.com/ndigo/ndigo/internal/leasestate"
 )
 
 // processTable is the lease table that every InProcessDriver on the real
 // clock shares, so that two schedulers in one process never both hold a key.
 var processTable = newTable(clockwork.NewRealClock())
-
-// closedChan is the Done channel of a lease that was already over when Done
-// was first called.
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // An InProcessDriver is a Driver whose leases live in this process's memory.
 // It is correct on one node and meaningless across nodes. Every driver made
@@ -179,30 +177,17 @@ func (t *table) free(key string) {
 	}
 }
 
-type leaseState uint8
-
-const (
-	held leaseState = iota
-	released
-	lost
-)
-
 type inProcessLease struct {
 	t     *table
 	key   string
 	token uint64
 
 	// Guarded by t.mu.
-	state   leaseState
+	state   leasestate.State
 	expires time.Duration // since t.base
-	done    *leaseDone    // made by the first call to Done
-}
-
-// leaseDone is the Done channel of a lease and the timer that closes it at
-// expiry. Few callers use Done, so it is kept out of the lease itself.
-type leaseDone struct {
-	ch    chan struct{}
-	timer clockwork.Timer // nil once stopped or never armed
+	// done is made by the first call to Done. Few callers use Done, so it
+	// is kept out of the lease itself.
+	done *leasestate.Done
 }
 
 // Key implements Lease.
@@ -213,7 +198,7 @@ func (l *inProcessLease) Token() uint64 { return l.token }
 
 // live reports whether l is the key's current, unexpired lease. t.mu must be held.
 func (l *inProcessLease) live(now time.Duration) bool {
-	return l.state == held && l.t.holders[l.key] == l && now < l.expires
+	return l.state == leasestate.Held && l.t.holders[l.key] == l && now < l.expires
 }
 
 // Extend implements Lease.
@@ -229,8 +214,8 @@ func (l *inProcessLease) Extend(ctx context.Context, ttl time.Duration) error {
 		return l.lose()
 	}
 	l.expires = now + ttl
-	if l.done != nil && l.done.timer != nil {
-		l.done.timer.Reset(ttl)
+	if l.done != nil {
+		l.done.Reset(ttl)
 	}
 	return nil
 }
@@ -241,13 +226,13 @@ func (l *inProcessLease) Release(context.Context) error {
 	now := t.clock.Since(t.base)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if l.state == released {
+	if l.state == leasestate.Released {
 		return nil
 	}
 	if !l.live(now) {
 		return l.lose()
 	}
-	l.state = released
+	l.state = leasestate.Released
 	l.finish()
 	return nil
 }
@@ -256,8 +241,8 @@ func (l *inProcessLease) Release(context.Context) error {
 // stays released, so that its holder's next Release still returns nil.
 // t.mu must be held.
 func (l *inProcessLease) lose() error {
-	if l.state == held {
-		l.state = lost
+	if l.state == leasestate.Held {
+		l.state = leasestate.Lost
 	}
 	l.finish()
 	return fmt.Errorf("%w: key %q token %d", ErrLeaseLost, l.key, l.token)
@@ -266,13 +251,8 @@ func (l *inProcessLease) lose() error {
 // finish closes l's Done channel and, if l still holds its key's table
 // entry, frees the key and wakes its watchers. t.mu must be held.
 func (l *inProcessLease) finish() {
-	if d := l.done; d != nil && d.ch != closedChan {
-		if d.timer != nil {
-			d.timer.Stop()
-			d.timer = nil
-		}
-		close(d.ch)
-		d.ch = closedChan
+	if l.done != nil {
+		l.done.Close()
 	}
 	if l.t.holders[l.key] == l {
 		l.t.free(l.key)
@@ -286,14 +266,9 @@ func (l *inProcessLease) Done() <-chan struct{} {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if l.done == nil {
-		if l.live(now) {
-			l.done = &leaseDone{ch: make(chan struct{})}
-			l.done.timer = t.clock.AfterFunc(l.expires-now, l.expire)
-		} else {
-			l.done = &leaseDone{ch: closedChan}
-		}
+		l.done = new(leasestate.Done)
 	}
-	return l.done.ch
+	return l.done.Chan(t.clock, l.live(now), l.expires-now, l.expire)
 }
 
 // expire runs at l's local expiry, or later if l was extended meanwhile.
@@ -302,11 +277,11 @@ func (l *inProcessLease) expire() {
 	now := t.clock.Since(t.base)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if l.done.timer == nil {
+	if !l.done.Armed() {
 		return
 	}
 	if l.live(now) {
-		l.done.timer.Reset(l.expires - now)
+		l.done.Reset(l.expires - now)
 		return
 	}
 	l.finish()

@@ -6,21 +6,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jonboulle/clockwork"
-
+	"github.com/ndigo/ndigo/internal/leasestate"
 	"github.com/ndigo/ndigo/locks"
-)
-
-// closedChan is the Done channel of a lease that was already over when Done
-// was first called.
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
-
-type leaseState uint8
-
-const (
-	held leaseState = iota
-	released
-	lost
 )
 
 // lease is one acquisition. Redis decides whether it is still the holder;
@@ -32,11 +19,10 @@ type lease struct {
 	token uint64
 	id    string // "<token>:<nonce>": the lock's value while this lease holds it, without the '+' mark
 
-	mu       sync.Mutex      // protects the fields below
-	state    leaseState      // released and lost are final
-	deadline time.Time       // local expiry on d.clock
-	done     chan struct{}   // made on the first call to Done
-	timer    clockwork.Timer // closes done at the deadline; armed by Done
+	mu       sync.Mutex       // protects the fields below
+	state    leasestate.State // released and lost are final
+	deadline time.Time        // local expiry on d.clock
+	done     leasestate.Done  // Done's channel and the timer that closes it at the deadline
 }
 
 // Key implements locks.Lease.
@@ -60,7 +46,7 @@ func (l *lease) Extend(ctx context.Context, ttl time.Duration) error {
 	}
 	sent := d.clock.Now()
 	l.mu.Lock()
-	if l.state != held || !sent.Before(l.deadline) {
+	if l.state != leasestate.Held || !sent.Before(l.deadline) {
 		err := l.lose()
 		l.mu.Unlock()
 		return err
@@ -72,12 +58,12 @@ func (l *lease) Extend(ctx context.Context, ttl time.Duration) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if n != 1 || l.state != held {
+	if n != 1 || l.state != leasestate.Held {
 		return l.lose()
 	}
 	l.deadline = sent.Add(ttl - d.margin(ttl))
-	if l.timer != nil {
-		l.timer.Reset(l.deadline.Sub(d.clock.Now()))
+	if l.done.Armed() {
+		l.done.Reset(l.deadline.Sub(d.clock.Now()))
 	}
 	return nil
 }
@@ -94,10 +80,10 @@ func (l *lease) Release(ctx context.Context) error {
 	}
 	l.mu.Lock()
 	switch l.state {
-	case released:
+	case leasestate.Released:
 		l.mu.Unlock()
 		return nil
-	case lost:
+	case leasestate.Lost:
 		err := l.lose()
 		l.mu.Unlock()
 		return err
@@ -116,38 +102,24 @@ func (l *lease) Release(ctx context.Context) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.state == released {
+	if l.state == leasestate.Released {
 		return nil
 	}
 	if n != 1 {
 		return l.lose()
 	}
-	l.state = released
-	l.finish()
+	l.state = leasestate.Released
+	l.done.Close()
 	return nil
 }
 
 // lose marks l as lost and returns ErrLeaseLost. l.mu must be held.
 func (l *lease) lose() error {
-	if l.state == held {
-		l.state = lost
+	if l.state == leasestate.Held {
+		l.state = leasestate.Lost
 	}
-	l.finish()
+	l.done.Close()
 	return fmt.Errorf("%w: key %q token %d", locks.ErrLeaseLost, l.key, l.token)
-}
-
-// finish closes Done. l.mu must be held.
-func (l *lease) finish() {
-	if l.timer != nil {
-		l.timer.Stop()
-		l.timer = nil
-	}
-	if l.done == nil {
-		l.done = closedChan
-	} else if l.done != closedChan {
-		close(l.done)
-		l.done = closedChan
-	}
 }
 
 // Done implements locks.Lease. It closes at the local deadline (see the
@@ -156,15 +128,7 @@ func (l *lease) Done() <-chan struct{} {
 	now := l.d.clock.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.done == nil {
-		if l.state == held && now.Before(l.deadline) {
-			l.done = make(chan struct{})
-			l.timer = l.d.clock.AfterFunc(l.deadline.Sub(now), l.expire)
-		} else {
-			l.done = closedChan
-		}
-	}
-	return l.done
+	return l.done.Chan(l.d.clock, l.state == leasestate.Held && now.Before(l.deadline), l.deadline.Sub(now), l.expire)
 }
 
 // expire runs at the local deadline, or later if an Extend moved it.
@@ -172,12 +136,12 @@ func (l *lease) expire() {
 	now := l.d.clock.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.timer == nil {
+	if !l.done.Armed() {
 		return
 	}
 	if now.Before(l.deadline) {
-		l.timer.Reset(l.deadline.Sub(now))
+		l.done.Reset(l.deadline.Sub(now))
 		return
 	}
-	l.finish()
+	l.done.Close()
 }

@@ -6,13 +6,15 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/ndigo/ndigo/internal/nodetest"
 )
 
 // A payroll process that cannot start says why once, exits non-zero, and
 // never prints a password: a bad task spec, a bad setting, an unreachable
 // Redis. --help exits 0.
 func TestStartFailuresExitNonZeroWithOneError(t *testing.T) {
-	bin := buildPayroll(t)
+	bin := nodetest.BuildPayroll(t)
 	const password = "s3cret-pw"
 	for _, c := range []struct {
 		name  string

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -22,11 +21,7 @@ func TestMain(m *testing.M) {
 		// go-redis logs every failed dial itself; the tests read the
 		// errors from the operations instead.
 		redis.SetLogger(quietRedis{})
-		goleak.VerifyTestMain(m, goleak.Cleanup(func(int) {
-			if payrollBin != "" {
-				_ = os.RemoveAll(filepath.Dir(payrollBin))
-			}
-		}))
+		goleak.VerifyTestMain(m)
 	case roleNode:
 		os.Exit(nodeMain())
 	case roleLinWorker:

@@ -2,11 +2,11 @@ package chaos
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"runtime"
 	"strconv"
 	"time"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/ndigo/ndigo/app"
 	"github.com/ndigo/ndigo/config"
+	"github.com/ndigo/ndigo/internal/nodetest"
 	"github.com/ndigo/ndigo/locks"
 	"github.com/ndigo/ndigo/redislocks"
 	"github.com/ndigo/ndigo/scheduling"
@@ -39,15 +40,22 @@ import (
 // entry, and logs "run end" with what the context's cause, the Extend and
 // the end write returned. Logs are JSON lines on stderr.
 const (
-	nodeLock   = "job"
-	nodeNS     = "chaos"
-	fireFormat = "2006-01-02T15:04:05.000Z07:00"
+	nodeLock = "job"
+	nodeNS   = "chaos"
 )
 
-//go:embed ledger.lua
-var ledgerLua string
+// ledgerScript is the payroll example's fenced append, read from its source
+// (go:embed cannot reach outside this package): a test runs in its package's
+// directory, and so does a node, which is the test binary re-executed.
+var ledgerScript = redis.NewScript(readFile("../../examples/payroll/ledger.lua"))
 
-var ledgerScript = redis.NewScript(ledgerLua)
+func readFile(name string) string {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
 
 // ledgerKeys are the fenced ledger's list and high-water mark.
 var ledgerKeys = []string{"chaos:{ledger}", "chaos:{ledger}:high"}
@@ -64,6 +72,15 @@ func appendLedger(ctx context.Context, c redis.Scripter, token uint64, entry str
 		return fmt.Errorf("%w: token %d, ledger at %v", errStale, token, res[1])
 	}
 	return nil
+}
+
+// startNode starts the test binary as a chaos node named name on the Redis
+// at redisAddr, with env added to its environment.
+func startNode(p *nodetest.Procs, name, redisAddr string, env ...string) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), roleEnv+"="+roleNode, "CHAOS_NODE="+name, "CHAOS_REDIS="+redisAddr)
+	cmd.Env = append(cmd.Env, env...)
+	p.Start(name, cmd)
 }
 
 func nodeMain() int {
@@ -116,7 +133,7 @@ func nodeMain() int {
 func job(ctx context.Context, log *slog.Logger, ledger redis.Scripter, work, ttl time.Duration) error {
 	run, _ := scheduling.RunFromContext(ctx)
 	lease, _ := locks.FromContext(ctx)
-	fire := run.Fire.UTC().Format(fireFormat)
+	fire := nodetest.FireString(run.Fire)
 	entry := func(what string) string { return fmt.Sprintf("%s %s %s %d", what, fire, run.Node, lease.Token()) }
 	bounded := func() (context.Context, context.CancelFunc) {
 		return context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ndigo/ndigo/internal/nodetest"
 	"github.com/ndigo/ndigo/internal/redistest"
 )
 
@@ -37,8 +38,8 @@ func hasEntry(entries [][]string, what, fire, node string) bool {
 	return false
 }
 
-func isRun(msg string) func(line) bool {
-	return func(l line) bool { return l.Msg == msg }
+func isRun(msg string) func(nodetest.Line) bool {
+	return func(l nodetest.Line) bool { return l.Msg == msg }
 }
 
 // A node SIGKILLed in the middle of a run holds the lock until its lease
@@ -46,18 +47,18 @@ func isRun(msg string) func(line) bool {
 // period, and from then on every fire runs exactly once.
 func TestHolderKilledMidRun(t *testing.T) {
 	srv := redistest.Start(t)
-	p := newProcs(t)
+	p := nodetest.New(t)
 	for _, n := range []string{"n0", "n1", "n2"} {
-		p.startNode(n, srv.Addr(), "CHAOS_TTL=2s", "CHAOS_WORK=600ms")
+		startNode(p, n, srv.Addr(), "CHAOS_TTL=2s", "CHAOS_WORK=600ms")
 	}
-	_, i := p.waitLine("second completed run", 0, 30*time.Second, isRun("run end"))
-	_, i = p.waitLine("another completed run", i+1, 10*time.Second, isRun("run end"))
-	victim, _ := p.waitLine("a run starting", i+1, 10*time.Second, isRun("run start"))
-	p.signal(victim.Proc, syscall.SIGKILL)
+	_, i := p.WaitLine("second completed run", 0, 30*time.Second, isRun("run end"))
+	_, i = p.WaitLine("another completed run", i+1, 10*time.Second, isRun("run end"))
+	victim, _ := p.WaitLine("a run starting", i+1, 10*time.Second, isRun("run start"))
+	p.Signal(victim.Proc, syscall.SIGKILL)
 	t.Logf("killed %s in its run of fire %s (token %d)", victim.Proc, victim.Fire, victim.Token)
 
-	victimFire := parseFire(t, victim.Fire)
-	takeover, _ := p.waitLine("a survivor's run", 0, 15*time.Second, func(l line) bool {
+	victimFire := nodetest.ParseFire(t, victim.Fire)
+	takeover, _ := p.WaitLine("a survivor's run", 0, 15*time.Second, func(l nodetest.Line) bool {
 		return l.Msg == "run start" && l.Fire > victim.Fire
 	})
 	if takeover.Proc == victim.Proc {
@@ -65,22 +66,22 @@ func TestHolderKilledMidRun(t *testing.T) {
 	}
 	// The lease was taken at the fire and lasts 2s; the first fire after
 	// it ends is at most one period later.
-	if limit := victimFire.Add(2*time.Second + time.Second); parseFire(t, takeover.Fire).After(limit) {
+	if limit := victimFire.Add(2*time.Second + time.Second); nodetest.ParseFire(t, takeover.Fire).After(limit) {
 		t.Errorf("takeover at fire %s, later than lockTtl plus one period after the killed run's fire %s", takeover.Fire, victim.Fire)
 	}
 	if takeover.Token <= victim.Token {
 		t.Errorf("takeover token %d not above the killed holder's %d", takeover.Token, victim.Token)
 	}
-	fires := p.waitFires("run end", takeover.Fire, 5, 20*time.Second)
-	p.checkEveryFireOnce("run end", fires, time.Second)
-	p.checkEveryFireOnce("run start", fires, time.Second)
+	fires := p.WaitFires("run end", takeover.Fire, 5, 20*time.Second)
+	p.CheckEveryFireOnce("run end", fires, time.Second)
+	p.CheckEveryFireOnce("run start", fires, time.Second)
 
 	entries := ledgerEntries(t, srv.Client())
 	if !hasEntry(entries, "start", victim.Fire, victim.Proc) || hasEntry(entries, "end", victim.Fire, victim.Proc) {
 		t.Errorf("ledger should have the killed run's start and not its end: %v", entries)
 	}
 	for _, f := range fires {
-		if !hasEntry(entries, "end", f, p.runs("run end", f)[f][0].Proc) {
+		if !hasEntry(entries, "end", f, p.Runs("run end", f)[f][0].Proc) {
 			t.Errorf("ledger lacks the end of fire %s", f)
 		}
 	}
@@ -93,21 +94,21 @@ func TestHolderKilledMidRun(t *testing.T) {
 // successor wrote is lost.
 func TestPausedHolderIsFenced(t *testing.T) {
 	srv := redistest.Start(t)
-	p := newProcs(t)
+	p := nodetest.New(t)
 	for _, n := range []string{"n0", "n1"} {
-		p.startNode(n, srv.Addr(), "CHAOS_TTL=1500ms", "CHAOS_WORK=4s", "CHAOS_RENEW=1")
+		startNode(p, n, srv.Addr(), "CHAOS_TTL=1500ms", "CHAOS_WORK=4s", "CHAOS_RENEW=1")
 	}
-	victim, _ := p.waitLine("a run starting", 0, 30*time.Second, isRun("run start"))
-	p.signal(victim.Proc, syscall.SIGSTOP)
-	succ, _ := p.waitLine("a successor's run", 0, 15*time.Second, func(l line) bool {
+	victim, _ := p.WaitLine("a run starting", 0, 30*time.Second, isRun("run start"))
+	p.Signal(victim.Proc, syscall.SIGSTOP)
+	succ, _ := p.WaitLine("a successor's run", 0, 15*time.Second, func(l nodetest.Line) bool {
 		return l.Msg == "run start" && l.Proc != victim.Proc
 	})
-	p.signal(victim.Proc, syscall.SIGCONT)
+	p.Signal(victim.Proc, syscall.SIGCONT)
 	t.Logf("%s paused in fire %s (token %d); %s took fire %s (token %d)", victim.Proc, victim.Fire, victim.Token, succ.Proc, succ.Fire, succ.Token)
 	if succ.Token <= victim.Token {
 		t.Fatalf("successor token %d not above the paused holder's %d", succ.Token, victim.Token)
 	}
-	stale, _ := p.waitLine("the resumed holder's run end", 0, 15*time.Second, func(l line) bool {
+	stale, _ := p.WaitLine("the resumed holder's run end", 0, 15*time.Second, func(l nodetest.Line) bool {
 		return l.Msg == "run end" && l.Proc == victim.Proc && l.Fire == victim.Fire
 	})
 	for what, got := range map[string]string{"run context cause": stale.Cause, "Extend": stale.Extend} {
@@ -118,10 +119,10 @@ func TestPausedHolderIsFenced(t *testing.T) {
 	if !strings.Contains(stale.Ledger, errStale.Error()) {
 		t.Errorf("resumed holder's ledger write = %q, want it rejected as stale", stale.Ledger)
 	}
-	p.waitLine("the resumed holder's failed release", 0, 10*time.Second, func(l line) bool {
+	p.WaitLine("the resumed holder's failed release", 0, 10*time.Second, func(l nodetest.Line) bool {
 		return l.Proc == victim.Proc && l.Msg == "lease release failed" && strings.Contains(l.Err, "locks: lease lost")
 	})
-	done, _ := p.waitLine("the successor's run end", 0, 15*time.Second, func(l line) bool {
+	done, _ := p.WaitLine("the successor's run end", 0, 15*time.Second, func(l nodetest.Line) bool {
 		return l.Msg == "run end" && l.Proc == succ.Proc && l.Fire == succ.Fire
 	})
 	if succ.StartLedger != "" || done.Cause != "" || done.Extend != "" || done.Ledger != "" {
@@ -141,32 +142,32 @@ func TestPausedHolderIsFenced(t *testing.T) {
 // have expired.
 func TestGracefulStopHandsOver(t *testing.T) {
 	srv := redistest.Start(t)
-	p := newProcs(t)
+	p := nodetest.New(t)
 	for _, n := range []string{"n0", "n1"} {
-		p.startNode(n, srv.Addr(), "CHAOS_TTL=30s", "CHAOS_WORK=1500ms")
+		startNode(p, n, srv.Addr(), "CHAOS_TTL=30s", "CHAOS_WORK=1500ms")
 	}
-	victim, _ := p.waitLine("a run starting", 0, 30*time.Second, isRun("run start"))
-	p.signal(victim.Proc, syscall.SIGTERM)
-	if err := p.waitExit(victim.Proc, 20*time.Second); err != nil {
+	victim, _ := p.WaitLine("a run starting", 0, 30*time.Second, isRun("run start"))
+	p.Signal(victim.Proc, syscall.SIGTERM)
+	if err := p.WaitExit(victim.Proc, 20*time.Second); err != nil {
 		t.Fatalf("%s exited with %v after SIGTERM, want 0", victim.Proc, err)
 	}
-	end, _ := p.waitLine("the stopped node's run end", 0, time.Second, func(l line) bool {
+	end, _ := p.WaitLine("the stopped node's run end", 0, time.Second, func(l nodetest.Line) bool {
 		return l.Msg == "run end" && l.Proc == victim.Proc && l.Fire == victim.Fire
 	})
 	if end.Cause != "" || end.Ledger != "" {
 		t.Errorf("the run cut short by the graceful stop: %+v", end)
 	}
-	for _, l := range p.all() {
+	for _, l := range p.All() {
 		if l.Proc == victim.Proc && l.Level != "INFO" {
 			t.Errorf("%s logged %s %q: %s", victim.Proc, l.Level, l.Msg, l.Err)
 		}
 	}
-	peer, _ := p.waitLine("the peer's run", 0, 10*time.Second, func(l line) bool {
+	peer, _ := p.WaitLine("the peer's run", 0, 10*time.Second, func(l nodetest.Line) bool {
 		return l.Msg == "run start" && l.Proc != victim.Proc && l.Fire > victim.Fire
 	})
 	// The run works 1.5s; the peer's fire at most one period after the
 	// release, far from the 30s a lease left behind would block.
-	if limit := parseFire(t, victim.Fire).Add(1500*time.Millisecond + 2*time.Second); parseFire(t, peer.Fire).After(limit) {
+	if limit := nodetest.ParseFire(t, victim.Fire).Add(1500*time.Millisecond + 2*time.Second); nodetest.ParseFire(t, peer.Fire).After(limit) {
 		t.Errorf("peer took fire %s, more than a period after the stopped run (fire %s) ended", peer.Fire, victim.Fire)
 	}
 }
@@ -178,31 +179,31 @@ func TestGracefulStopHandsOver(t *testing.T) {
 // late ledger write is rejected by the fence, which lives on another Redis.
 func TestRedisRestartMidRun(t *testing.T) {
 	locksSrv, ledgerSrv := redistest.Start(t), redistest.Start(t)
-	p := newProcs(t)
+	p := nodetest.New(t)
 	for _, n := range []string{"n0", "n1", "n2"} {
-		p.startNode(n, locksSrv.Addr(), "CHAOS_TTL=3s", "CHAOS_WORK=1500ms", "CHAOS_LEDGER="+ledgerSrv.Addr())
+		startNode(p, n, locksSrv.Addr(), "CHAOS_TTL=3s", "CHAOS_WORK=1500ms", "CHAOS_LEDGER="+ledgerSrv.Addr())
 	}
-	_, i := p.waitLine("a completed run", 0, 30*time.Second, isRun("run end"))
-	inflight, i := p.waitLine("a run starting", i+1, 10*time.Second, isRun("run start"))
+	_, i := p.WaitLine("a completed run", 0, 30*time.Second, isRun("run end"))
+	inflight, i := p.WaitLine("a run starting", i+1, 10*time.Second, isRun("run start"))
 	locksSrv.Restart()
 	t.Logf("restarted Redis during %s's run of fire %s (token %d)", inflight.Proc, inflight.Fire, inflight.Token)
 	var before uint64
-	for _, l := range p.all()[:i+1] {
+	for _, l := range p.All()[:i+1] {
 		before = max(before, l.Token)
 	}
-	after := p.waitFires("run end", inflight.Fire, 5, 30*time.Second)[1:]
-	for _, l := range p.all()[i+1:] {
+	after := p.WaitFires("run end", inflight.Fire, 5, 30*time.Second)[1:]
+	for _, l := range p.All()[i+1:] {
 		if l.Msg == "run start" && l.Token <= before {
 			t.Errorf("token %d of fire %s after the restart is not above %d, the highest before", l.Token, l.Fire, before)
 		}
 	}
 	// Runs of 1.5s every 1s: each run makes the nodes skip the next fire, so
 	// a run every 2s is every fire that could run.
-	p.checkEveryFireOnce("run start", after, 2*time.Second)
-	if n := len(p.runs("run start", inflight.Fire)[inflight.Fire]); n > 2 {
+	p.CheckEveryFireOnce("run start", after, 2*time.Second)
+	if n := len(p.Runs("run start", inflight.Fire)[inflight.Fire]); n > 2 {
 		t.Errorf("the fire in flight at the restart ran %d times", n)
 	}
-	stale, _ := p.waitLine("the in-flight run's end", 0, 10*time.Second, func(l line) bool {
+	stale, _ := p.WaitLine("the in-flight run's end", 0, 10*time.Second, func(l nodetest.Line) bool {
 		return l.Msg == "run end" && l.Proc == inflight.Proc && l.Fire == inflight.Fire
 	})
 	// A node took the next fire at most 1s after the in-flight run began,
@@ -211,14 +212,14 @@ func TestRedisRestartMidRun(t *testing.T) {
 		t.Errorf("the run in flight at the restart: Extend %q, ledger %q; want lease lost and a stale rejection", stale.Extend, stale.Ledger)
 	}
 	// Only that run overlapped another one.
-	ends := map[string]line{}
-	for _, l := range p.all() {
+	ends := map[string]nodetest.Line{}
+	for _, l := range p.All() {
 		if l.Msg == "run end" {
 			ends[l.Proc+l.Fire] = l
 		}
 	}
-	var open []line
-	for _, l := range p.all() {
+	var open []nodetest.Line
+	for _, l := range p.All() {
 		switch l.Msg {
 		case "run start":
 			for _, o := range open {

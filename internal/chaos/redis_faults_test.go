@@ -1,12 +1,10 @@
 package chaos
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -15,7 +13,9 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
+	"github.com/ndigo/ndigo/internal/nodetest"
 	"github.com/ndigo/ndigo/internal/redistest"
+	"github.com/ndigo/ndigo/internal/syncbuf"
 	"github.com/ndigo/ndigo/locks"
 	"github.com/ndigo/ndigo/redislocks"
 	"github.com/ndigo/ndigo/scheduling"
@@ -36,24 +36,6 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 	}
 }
 
-// syncBuffer is a log sink shared by the scheduler's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex // protects b
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // A scheduler whose Redis is killed for several seconds records each fire
 // as a lock failure wrapping redislocks.ErrRedis and logs it, runs again
 // once Redis is back on the same port, and leaves no goroutine behind.
@@ -64,7 +46,7 @@ func TestRedisUnreachableInProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	s := scheduling.New(scheduling.Config{Driver: d, Node: "a", Location: time.UTC,
 		Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	var runs atomic.Int64
@@ -204,26 +186,26 @@ func TestRedisPausedBoundsAcquire(t *testing.T) {
 // within go-redis's read timeout instead of piling up.
 func TestPayrollNodesUnderFaults(t *testing.T) {
 	srv := redistest.Start(t)
-	p := newProcs(t)
+	p := nodetest.New(t)
 	nodes := []string{"p0", "p1", "p2"}
 	for _, n := range nodes {
-		p.startPayroll(n, srv.Addr(), "3s")
+		p.StartPayroll(n, srv.Addr(), "chaos", "3s")
 	}
 	const closed = "payroll closed"
-	p.waitFires(closed, "", 3, 60*time.Second)
+	p.WaitFires(closed, "", 3, 60*time.Second)
 
 	// A stopped node: the others run every fire. A node stopped while it
 	// held the lock blocks the fires for its 3s lease, so count from 4s on.
-	p.signal("p1", syscall.SIGSTOP)
-	from := fireString(time.Now().Add(4 * time.Second).Truncate(time.Second))
-	fires := p.waitFires(closed, from, 3, 20*time.Second)[:3]
-	p.checkEveryFireOnce(closed, fires, time.Second)
+	p.Signal("p1", syscall.SIGSTOP)
+	from := nodetest.FireString(time.Now().Add(4 * time.Second).Truncate(time.Second))
+	fires := p.WaitFires(closed, from, 3, 20*time.Second)[:3]
+	p.CheckEveryFireOnce(closed, fires, time.Second)
 	for _, f := range fires {
-		if r := p.runs(closed, f)[f]; r[0].Proc == "p1" {
+		if r := p.Runs(closed, f)[f]; r[0].Proc == "p1" {
 			t.Errorf("the stopped node ran fire %s", f)
 		}
 	}
-	p.signal("p1", syscall.SIGCONT)
+	p.Signal("p1", syscall.SIGCONT)
 
 	// Redis down for several seconds.
 	failures := func(since int, n int, substr string) {
@@ -231,7 +213,7 @@ func TestPayrollNodesUnderFaults(t *testing.T) {
 		for _, node := range nodes {
 			skip := since
 			for range n {
-				_, i := p.waitLine(node+"'s failed fire", skip, 20*time.Second, func(l line) bool {
+				_, i := p.WaitLine(node+"'s failed fire", skip, 20*time.Second, func(l nodetest.Line) bool {
 					return l.Proc == node && l.Msg == "lock failed; fire not run" && l.Task == "PayrollController.CloseBooks" &&
 						strings.Contains(l.Err, substr)
 				})
@@ -239,31 +221,31 @@ func TestPayrollNodesUnderFaults(t *testing.T) {
 			}
 		}
 	}
-	mark := len(p.all())
+	mark := len(p.All())
 	srv.Kill()
 	failures(mark, 3, "redislocks: redis failed")
 	for _, n := range nodes {
-		if !p.running(n) {
+		if !p.Running(n) {
 			t.Fatalf("%s exited while Redis was down", n)
 		}
 	}
 	srv.Restart()
-	from = fireString(time.Now().Add(2 * time.Second).Truncate(time.Second))
-	fires = p.waitFires(closed, from, 3, 20*time.Second)[:3]
-	p.checkEveryFireOnce(closed, fires, time.Second)
+	from = nodetest.FireString(time.Now().Add(2 * time.Second).Truncate(time.Second))
+	fires = p.WaitFires(closed, from, 3, 20*time.Second)[:3]
+	p.CheckEveryFireOnce(closed, fires, time.Second)
 
 	// Redis hung.
-	mark = len(p.all())
+	mark = len(p.All())
 	srv.Pause()
 	// The scheduler gives each acquisition the lock TTL; the client's own
 	// read timeout may end it first.
 	failures(mark, 1, "redislocks: redis failed")
 	srv.Resume()
-	from = fireString(time.Now().Add(2 * time.Second).Truncate(time.Second))
-	fires = p.waitFires(closed, from, 3, 30*time.Second)[:3]
-	p.checkEveryFireOnce(closed, fires, time.Second)
+	from = nodetest.FireString(time.Now().Add(2 * time.Second).Truncate(time.Second))
+	fires = p.WaitFires(closed, from, 3, 30*time.Second)[:3]
+	p.CheckEveryFireOnce(closed, fires, time.Second)
 	for _, n := range nodes {
-		if !p.running(n) {
+		if !p.Running(n) {
 			t.Fatalf("%s exited", n)
 		}
 	}

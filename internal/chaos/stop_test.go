@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ndigo/ndigo/internal/nodetest"
 	"github.com/ndigo/ndigo/internal/redistest"
 )
 
@@ -24,20 +25,20 @@ func TestSlowStopReleasesLease(t *testing.T) {
 	defer rdb.Close()
 	lockKey := "ndigo:{" + nodeNS + ":" + nodeLock + "}:lock"
 	for try := range 3 {
-		p := newProcs(t)
+		p := nodetest.New(t)
 		name := "slow" + string(rune('0'+try))
-		p.startNode(name, srv.Addr(), "CHAOS_TTL=30s", "CHAOS_WORK=40s", "CHAOS_STOP_TIMEOUT=2s")
-		run, _ := p.waitLine("a run starting", 0, 30*time.Second, isRun("run start"))
+		startNode(p, name, srv.Addr(), "CHAOS_TTL=30s", "CHAOS_WORK=40s", "CHAOS_STOP_TIMEOUT=2s")
+		run, _ := p.WaitLine("a run starting", 0, 30*time.Second, isRun("run start"))
 		if n, err := rdb.Exists(context.Background(), lockKey).Result(); err != nil || n != 1 {
 			t.Fatalf("lock key during the run: %d, %v", n, err)
 		}
-		p.signal(run.Proc, syscall.SIGINT)
-		exitErr := p.waitExit(run.Proc, 10*time.Second)
+		p.Signal(run.Proc, syscall.SIGINT)
+		exitErr := p.WaitExit(run.Proc, 10*time.Second)
 		if n, err := rdb.Exists(context.Background(), lockKey).Result(); err != nil || n != 0 {
 			t.Fatalf("try %d: lock key still held after the process exited (%v): %d, %v", try, exitErr, n, err)
 		}
 		var stopping, cut bool
-		for _, l := range p.all() {
+		for _, l := range p.All() {
 			switch {
 			case l.Msg == "stopping: waiting for runs in flight" && l.Level == "INFO":
 				stopping = true

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/ndigo/ndigo/internal/redisproc"
 )
 
 // A Cluster is a Redis Cluster of private masters without replicas, made by
@@ -32,11 +34,11 @@ func StartCluster(t testing.TB, masters int) *Cluster {
 	cli := lookPath(t, "redis-cli")
 	c := &Cluster{t: t}
 	for range masters {
-		c.Servers = append(c.Servers, start(t, true, []string{
+		c.Servers = append(c.Servers, start(t, redisproc.Options{Cluster: true, Args: []string{
 			"--cluster-enabled", "yes",
 			"--cluster-config-file", "nodes.conf",
 			"--cluster-node-timeout", "5000",
-		}))
+		}}))
 	}
 	args := append([]string{"--cluster", "create"}, c.Addrs()...)
 	args = append(args, "--cluster-replicas", "0", "--cluster-yes")

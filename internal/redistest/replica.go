@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/ndigo/ndigo/internal/redisproc"
 )
 
 // StartReplica starts a redis-server (persistence off) that replicates
@@ -17,7 +19,7 @@ import (
 func StartReplica(t testing.TB, master *Server, extraArgs ...string) *Server {
 	t.Helper()
 	args := append([]string{"--replicaof", "127.0.0.1", strconv.Itoa(master.Port())}, extraArgs...)
-	r := start(t, false, args)
+	r := start(t, redisproc.Options{Args: args})
 	c := probe(r.Addr())
 	defer c.Close()
 	waitFor(t, startTimeout, "replica "+r.Addr()+" linked to "+master.Addr(), func() (bool, string) {
@@ -75,20 +77,3 @@ func probeOptions(addr string) *redis.Options {
 
 // probe returns a client for polling addr; the caller closes it.
 func probe(addr string) *redis.Client { return redis.NewClient(probeOptions(addr)) }
-
-// waitFor polls cond until it reports true, failing t after within with
-// what cond last reported.
-func waitFor(t testing.TB, within time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		ok, last := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("redistest: %s: not within %v; last seen:\n%s", what, within, last)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}

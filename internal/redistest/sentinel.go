@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/ndigo/ndigo/internal/redisproc"
 )
 
 // MasterName is the name under which the sentinels of StartSentinel monitor
@@ -61,7 +63,7 @@ sentinel failover-timeout %[1]s %[4]d
 sentinel parallel-syncs %[1]s 1
 `, MasterName, s.Master.Port(), downAfter.Milliseconds(), failoverTimeout.Milliseconds())
 	for range 3 {
-		s.Sentinels = append(s.Sentinels, startProcess(t, "redis-sentinel", conf, false, nil))
+		s.Sentinels = append(s.Sentinels, start(t, redisproc.Options{Binary: "redis-sentinel", Conf: conf}))
 	}
 	// Sentinels find each other through hello messages on the master every
 	// 2s and the replica through the master's INFO.
@@ -133,9 +135,7 @@ func (s *Sentinel) PauseMaster() {
 func (s *Sentinel) RejoinMaster() {
 	s.t.Helper()
 	m := s.Master
-	m.mu.Lock()
-	running, paused := m.cmd != nil, m.paused
-	m.mu.Unlock()
+	running, paused := m.State()
 	switch {
 	case !running:
 		m.Restart()

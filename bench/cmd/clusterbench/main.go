@@ -13,18 +13,16 @@ import (
 	"fmt"
 	"log"
 	"log/slog"
-	"net"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ndigo/ndigo/internal/redisproc"
 	"github.com/ndigo/ndigo/redislocks"
 	"github.com/ndigo/ndigo/scheduling"
 )
@@ -78,11 +76,12 @@ func main() {
 }
 
 func once() (figures, error) {
-	addr, stop, err := startServer()
+	srv, err := redisproc.Start(redisproc.Options{})
 	if err != nil {
 		return figures{}, err
 	}
-	defer stop()
+	defer srv.Stop()
+	addr := srv.Addr()
 	ctx := context.Background()
 	admin := redis.NewClient(&redis.Options{Addr: addr})
 	defer admin.Close()
@@ -186,40 +185,4 @@ func commandStats(ctx context.Context, c *redis.Client) (map[string]int64, error
 		m[strings.TrimPrefix(name, "cmdstat_")] = n
 	}
 	return m, nil
-}
-
-// startServer starts a private redis-server with persistence off and
-// returns its address and a function that kills it.
-func startServer() (string, func(), error) {
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		return "", nil, fmt.Errorf("redis-server not found: install redis-server (Debian: apt-get install redis-server)")
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
-	dir, err := os.MkdirTemp("", "clusterbench")
-	if err != nil {
-		return "", nil, err
-	}
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", dir, "--logfile", dir+"/redis.log")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return "", nil, err
-	}
-	stop := func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); _ = os.RemoveAll(dir) }
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
-	defer c.Close()
-	for deadline := time.Now().Add(10 * time.Second); c.Ping(context.Background()).Err() != nil; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			stop()
-			return "", nil, fmt.Errorf("redis-server on %s did not answer PING", addr)
-		}
-	}
-	return addr, stop, nil
 }

@@ -30,6 +30,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/ndigo/ndigo/internal/redisproc"
 )
 
 var (
@@ -102,16 +104,16 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	srv, err := startServer()
+	srv, err := redisproc.Start(redisproc.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer srv.stop()
+	defer srv.Stop()
 	fatalf := func(format string, args ...any) {
-		srv.stop()
+		srv.Stop()
 		log.Fatalf(format, args...)
 	}
-	admin := redis.NewClient(&redis.Options{Addr: srv.addr})
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	defer admin.Close()
 	info, _ := admin.InfoMap(ctx, "server").Result()
 	version := info["Server"]
@@ -149,7 +151,7 @@ func main() {
 					if ctx.Err() != nil {
 						return
 					}
-					c, err := cycles(ctx, srv.addr, admin, f, n, shared)
+					c, err := cycles(ctx, srv.Addr(), admin, f, n, shared)
 					if err != nil {
 						fatalf("%s %s: %v", f.name, sc, err)
 					}
@@ -163,7 +165,7 @@ func main() {
 			if f.slowRetry {
 				continue
 			}
-			c, err := handoff(ctx, srv.addr, admin, f)
+			c, err := handoff(ctx, srv.Addr(), admin, f)
 			if err != nil {
 				fatalf("%s handoff: %v", f.name, err)
 			}

@@ -1,0 +1,309 @@
+// Package redisproc starts private redis-server and redis-sentinel processes
+// on free loopback ports with persistence off, and kills, restarts, pauses
+// and resumes them to inject faults. It does not import package testing:
+// internal/redistest wraps it for tests, and the benchmarks in bench/ use it
+// as it is.
+package redisproc
+
+import (
+	"bufio"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// installHints complete the error when a Redis binary is missing.
+var installHints = map[string]string{
+	"redis-server":   "install redis-server (Debian: apt-get install redis-server; make test does it)",
+	"redis-cli":      "install redis-server, which brings redis-cli (Debian: apt-get install redis-server; make test does it)",
+	"redis-sentinel": "install redis-sentinel (Debian: apt-get install redis-sentinel; make test does it)",
+}
+
+// StartTimeout bounds how long a server may take to answer PING.
+const StartTimeout = 10 * time.Second
+
+// LookPath returns the path of the Redis binary name (redis-server,
+// redis-cli or redis-sentinel), or an error that says how to install it.
+func LookPath(name string) (string, error) {
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("redisproc: %s not found in PATH: %s", name, installHints[name])
+	}
+	return p, nil
+}
+
+// Options say what Start starts.
+type Options struct {
+	// Binary is redis-server (the default) or redis-sentinel.
+	Binary string
+	// Dir is the process's directory, for its log and any data. If empty,
+	// Start makes a temporary directory that Stop removes.
+	Dir string
+	// Conf, if not empty, is written to redis.conf in Dir, which is passed
+	// as the first argument (redis-sentinel needs a config file it can
+	// rewrite).
+	Conf string
+	// Cluster requires the cluster bus port (the port plus 10000) to be
+	// free as well.
+	Cluster bool
+	// Args are appended to the command line (for example "--maxmemory",
+	// "1mb").
+	Args []string
+}
+
+// A Server is one private redis-server (or redis-sentinel) process on a
+// loopback port. Its methods are safe for concurrent use.
+type Server struct {
+	bin    string // the binary's path
+	conf   string // the config file passed first; "" for none
+	port   int
+	dir    string
+	ownDir bool     // dir was made by Start and is removed by Stop
+	args   []string // extra arguments, kept for Restart
+
+	mu     sync.Mutex // protects the fields below
+	cmd    *exec.Cmd  // the running process, nil after Kill
+	paused bool
+}
+
+// Start starts a server with persistence off on a free loopback port and
+// waits until it answers PING. The process is killed if the process that
+// started it dies; otherwise the caller ends it with Stop.
+func Start(o Options) (*Server, error) {
+	if o.Binary == "" {
+		o.Binary = "redis-server"
+	}
+	bin, err := LookPath(o.Binary)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{bin: bin, dir: o.Dir, args: o.Args}
+	if s.dir == "" {
+		if s.dir, err = os.MkdirTemp("", "redisproc"); err != nil {
+			return nil, err
+		}
+		s.ownDir = true
+	}
+	if o.Conf != "" {
+		s.conf = filepath.Join(s.dir, "redis.conf")
+	}
+	var lastErr error
+	for range 10 {
+		if s.port, lastErr = freePort(o.Cluster); lastErr != nil {
+			continue
+		}
+		// Each try starts from the config as given: a sentinel rewrites it.
+		if s.conf != "" {
+			if err := os.WriteFile(s.conf, []byte(o.Conf), 0o600); err != nil {
+				s.Stop()
+				return nil, fmt.Errorf("redisproc: writing %s: %w", s.conf, err)
+			}
+		}
+		// Another process may take the port between the probe and the
+		// start: then try another one.
+		if lastErr = s.launch(); lastErr == nil {
+			return s, nil
+		}
+	}
+	s.Stop()
+	return nil, fmt.Errorf("redisproc: could not start %s: %w", o.Binary, lastErr)
+}
+
+// freePort returns a loopback port that is free now. Cluster nodes also need
+// port+10000 (the cluster bus), so the range is kept below 55536.
+func freePort(cluster bool) (int, error) {
+	for range 100 {
+		port := 20000 + rand.IntN(30000)
+		if !portFree(port) || (cluster && !portFree(port+10000)) {
+			continue
+		}
+		return port, nil
+	}
+	return 0, fmt.Errorf("redisproc: no free loopback port found")
+}
+
+func portFree(port int) bool {
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return false
+	}
+	_ = l.Close()
+	return true
+}
+
+// launch starts the process and waits until it answers PING.
+func (s *Server) launch() error {
+	var args []string
+	if s.conf != "" {
+		args = append(args, s.conf)
+	}
+	args = append(args,
+		"--port", strconv.Itoa(s.port),
+		"--bind", "127.0.0.1",
+		"--save", "",
+		"--appendonly", "no",
+		"--dir", s.dir,
+		"--logfile", filepath.Join(s.dir, "redis.log"),
+		"--daemonize", "no",
+		// A replica's first sync starts at once instead of after 5s.
+		"--repl-diskless-sync-delay", "0",
+	)
+	args = append(args, s.args...)
+	cmd := exec.Command(s.bin, args...)
+	// The server dies with the process that started it, however that ends.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// Stdout and stderr stay nil (the null device), so exec starts no copying
+	// goroutines that a leak check would see.
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("redisproc: starting %s: %w", s.bin, err)
+	}
+	deadline := time.Now().Add(StartTimeout)
+	for {
+		if err := ping(s.Addr()); err == nil {
+			break
+		} else if time.Now().After(deadline) || exited(cmd) {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			return fmt.Errorf("redisproc: %s on port %d did not answer PING: %v; log:\n%s", filepath.Base(s.bin), s.port, err, s.log())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	s.mu.Lock()
+	s.cmd = cmd
+	s.mu.Unlock()
+	return nil
+}
+
+// exited reports whether the process has exited, without reaping it: an
+// exited child is a zombie ("Z") in /proc until Wait.
+func exited(cmd *exec.Cmd) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
+	if err != nil {
+		return os.IsNotExist(err)
+	}
+	// The state follows the parenthesised command name.
+	i := strings.LastIndexByte(string(b), ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] == 'Z'
+}
+
+// ping sends one PING on a fresh connection and expects +PONG.
+func ping(addr string) error {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(line) != "+PONG" {
+		return fmt.Errorf("PING answered %q", strings.TrimSpace(line))
+	}
+	return nil
+}
+
+func (s *Server) log() string {
+	b, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
+	const max = 2000
+	if len(b) > max {
+		b = b[len(b)-max:]
+	}
+	return string(b)
+}
+
+// Addr returns the server's host:port.
+func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
+
+// Port returns the server's TCP port.
+func (s *Server) Port() int { return s.port }
+
+// State reports whether the server is running (not killed) and whether it
+// is paused.
+func (s *Server) State() (running, paused bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cmd != nil, s.paused
+}
+
+// Kill stops the server with SIGKILL and waits for it to exit. Its data is
+// lost: persistence is off.
+func (s *Server) Kill() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return fmt.Errorf("redisproc: Kill of server %s that is not running", s.Addr())
+	}
+	s.killLocked()
+	return nil
+}
+
+func (s *Server) killLocked() {
+	_ = s.cmd.Process.Signal(syscall.SIGKILL)
+	if s.paused {
+		_ = s.cmd.Process.Signal(syscall.SIGCONT)
+		s.paused = false
+	}
+	_ = s.cmd.Wait()
+	s.cmd = nil
+}
+
+// Restart kills the server if it is running and starts a fresh one, with no
+// data, on the same port, waiting until it answers PING. A sentinel keeps
+// its config file, which is its state.
+func (s *Server) Restart() error {
+	s.mu.Lock()
+	if s.cmd != nil {
+		s.killLocked()
+	}
+	s.mu.Unlock()
+	if err := s.launch(); err != nil {
+		return fmt.Errorf("redisproc: restart: %w", err)
+	}
+	return nil
+}
+
+// Pause stops the server with SIGSTOP: connections stay open but nothing is
+// answered, as with a hung server or a network partition.
+func (s *Server) Pause() error { return s.signal(syscall.SIGSTOP, true) }
+
+// Resume continues a paused server with SIGCONT.
+func (s *Server) Resume() error { return s.signal(syscall.SIGCONT, false) }
+
+func (s *Server) signal(sig syscall.Signal, paused bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return fmt.Errorf("redisproc: signal %v to server %s that is not running", sig, s.Addr())
+	}
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		return fmt.Errorf("redisproc: signal %v to server %s: %w", sig, s.Addr(), err)
+	}
+	s.paused = paused
+	return nil
+}
+
+// Stop kills the server if it is running and removes its directory if
+// Start made it. It may be called more than once.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		s.killLocked()
+	}
+	if s.ownDir {
+		_ = os.RemoveAll(s.dir)
+	}
+}
