@@ -16,33 +16,33 @@ type Option func(*Task)
 // descriptor (@yearly, @monthly, @weekly, @daily, @hourly), or "@every D"
 // with D a Go duration. A "CRON_TZ=Zone " prefix sets the zone. Required.
 func Cron(expr string) Option {
-	return func(t *Task) { t.spec.Cron = expr }
+	return func(t *Task) { t.decl.Cron = expr }
 }
 
 // Lock makes each run hold a lease on key, so that a fire runs on one node
 // only. A fire that finds the key held is skipped (see [LockWait]).
 func Lock(key string) Option {
-	return func(t *Task) { t.spec.Lock = &key }
+	return func(t *Task) { t.decl.Lock = &key }
 }
 
 // LockWait sets how long a fire waits for a held lock before it is skipped.
 // The default, zero, skips at once. Requires [Lock].
 func LockWait(d time.Duration) Option {
-	return func(t *Task) { t.spec.LockWait = &d }
+	return func(t *Task) { t.decl.LockWait = &d }
 }
 
 // LockWaitStep sets the poll interval while waiting for a held lock (default
 // 100ms; a driver that reports releases wakes the waiter at once). Requires
 // [Lock].
 func LockWaitStep(d time.Duration) Option {
-	return func(t *Task) { t.spec.LockWaitStep = &d }
+	return func(t *Task) { t.decl.LockWaitStep = &d }
 }
 
 // LockTTL sets the lease duration (default 60s). It must cover the whole run
 // unless [Renew] is on: a lapsed lease lets another node take over. Requires
 // [Lock].
 func LockTTL(d time.Duration) Option {
-	return func(t *Task) { t.spec.LockTTL = &d }
+	return func(t *Task) { t.decl.LockTTL = &d }
 }
 
 // MaxRunTime sets the run context's deadline, measured with
@@ -50,14 +50,14 @@ func LockTTL(d time.Duration) Option {
 // real time for any other clock). For a locked task it must not exceed the
 // lock TTL unless [Renew] is on.
 func MaxRunTime(d time.Duration) Option {
-	return func(t *Task) { t.spec.MaxRunTime = &d }
+	return func(t *Task) { t.decl.MaxRunTime = &d }
 }
 
 // Renew extends the lease every third of the lock TTL while the run lasts, so
 // that a run may outlast the TTL. A failed extension cancels the run's
 // context. Requires [Lock].
 func Renew() Option {
-	return func(t *Task) { t.spec.Renew = true }
+	return func(t *Task) { t.decl.Renew = true }
 }
 
 // Name sets the task's name, used in logs, metrics, [Scheduler.Tasks] and
@@ -68,7 +68,7 @@ func Renew() Option {
 // changes when code moves) and must be named. Names are unique within a
 // scheduler.
 func Name(name string) Option {
-	return func(t *Task) { t.spec.Name = &name }
+	return func(t *Task) { t.decl.Name = &name }
 }
 
 func init() {

@@ -18,7 +18,7 @@ const (
 // declaration errors; they surface when it is added to a scheduler.
 type Task struct {
 	fn       func(context.Context) error
-	spec     spec
+	decl     declared
 	typ      string // controller type, "" for a plain func
 	method   string
 	problems []Problem // recorded by Invalid, and for a nil func
@@ -42,8 +42,8 @@ func Scheduled(fn func(context.Context) error, opts ...Option) Task {
 // Name returns the task's name: the Name option, or the default that
 // [Name] describes.
 func (t Task) Name() string {
-	if t.spec.Name != nil {
-		return *t.spec.Name
+	if t.decl.Name != nil {
+		return *t.decl.Name
 	}
 	if t.typ == "" {
 		return t.method
@@ -53,23 +53,23 @@ func (t Task) Name() string {
 
 // Spec returns the task's spec with defaults applied.
 func (t Task) Spec() Spec {
-	s := Spec{Cron: t.spec.Cron, Renew: t.spec.Renew}
-	if t.spec.Lock != nil {
-		s.Lock = *t.spec.Lock
+	s := Spec{Cron: t.decl.Cron, Renew: t.decl.Renew}
+	if t.decl.Lock != nil {
+		s.Lock = *t.decl.Lock
 		s.LockWaitStep = DefaultLockWaitStep
 		s.LockTTL = DefaultLockTTL
 	}
-	if t.spec.LockWait != nil {
-		s.LockWait = *t.spec.LockWait
+	if t.decl.LockWait != nil {
+		s.LockWait = *t.decl.LockWait
 	}
-	if t.spec.LockWaitStep != nil {
-		s.LockWaitStep = *t.spec.LockWaitStep
+	if t.decl.LockWaitStep != nil {
+		s.LockWaitStep = *t.decl.LockWaitStep
 	}
-	if t.spec.LockTTL != nil {
-		s.LockTTL = *t.spec.LockTTL
+	if t.decl.LockTTL != nil {
+		s.LockTTL = *t.decl.LockTTL
 	}
-	if t.spec.MaxRunTime != nil {
-		s.MaxRunTime = *t.spec.MaxRunTime
+	if t.decl.MaxRunTime != nil {
+		s.MaxRunTime = *t.decl.MaxRunTime
 	}
 	return s
 }

@@ -15,9 +15,11 @@ import (
 	"github.com/ndigo/ndigo/locks"
 )
 
-// spec is what the options record. Pointer fields distinguish "not set" from
-// a zero value, so that a lock option given without a lock is reported.
-type spec struct {
+// declared is what a task's options record, before validation and
+// defaults ([Spec] is the result). Pointer fields distinguish "not set"
+// from a zero value, so that a lock option given without a lock is
+// reported.
+type declared struct {
 	Cron         string         `opt:"cron" validate:"required,cronexpr"`
 	Lock         *string        `opt:"lock" validate:"omitempty,min=1"`
 	LockWait     *time.Duration `opt:"lockWait" validate:"omitempty,excluded_without=Lock,gte=0"`
@@ -172,18 +174,18 @@ func validateTasks(tasks []Task, taken map[string]bool, rules lockRules, cache *
 		// it was declared; the rules that depend on it (it is required,
 		// other options need it) are not checked on its absence. An
 		// unreadable tag leaves every option unknown.
-		declared := map[string]bool{}
+		unread := map[string]bool{}
 		for _, p := range t.problems {
 			add(p)
-			declared[p.Option] = true
+			unread[p.Option] = true
 		}
 		depends := func(fe validator.FieldError) bool {
-			return declared["tag"] || declared[fe.Field()] || (fe.Tag() == "excluded_without" && declared["lock"])
+			return unread["tag"] || unread[fe.Field()] || (fe.Tag() == "excluded_without" && unread["lock"])
 		}
 		if t.fn == nil {
 			add(Problem{Option: "func", Rule: "must not be nil"})
 		}
-		if err := v.StructCtx(ctx, t.spec); err != nil {
+		if err := v.StructCtx(ctx, t.decl); err != nil {
 			var fes validator.ValidationErrors
 			if !errors.As(err, &fes) {
 				add(Problem{Option: "spec", Rule: err.Error()})
@@ -191,21 +193,21 @@ func validateTasks(tasks []Task, taken map[string]bool, rules lockRules, cache *
 			}
 			for _, fe := range fes {
 				if !depends(fe) {
-					add(Problem{Option: fe.Field(), Value: optionValue(fe.Value()), Rule: ruleText(cache, t.spec, fe)})
+					add(Problem{Option: fe.Field(), Value: optionValue(fe.Value()), Rule: ruleText(cache, t.decl, fe)})
 				}
 			}
 		}
-		if t.spec.Lock != nil {
+		if t.decl.Lock != nil {
 			for _, p := range rules.check(t.Spec()) {
 				add(p)
 			}
 		}
 		// With defaults applied, as the scheduler will run it.
-		if s := t.Spec(); t.spec.Lock != nil && !s.Renew && s.MaxRunTime > 0 && s.LockTTL > 0 && s.MaxRunTime > s.LockTTL {
+		if s := t.Spec(); t.decl.Lock != nil && !s.Renew && s.MaxRunTime > 0 && s.LockTTL > 0 && s.MaxRunTime > s.LockTTL {
 			add(Problem{Option: "maxRunTime", Value: s.MaxRunTime.String(), Rule: fmt.Sprintf("must not exceed lockTtl (%s) unless renew is on: "+
 				"a run that outlasts its lease lets another node run the same fire", s.LockTTL)})
 		}
-		if t.spec.Name == nil && t.fn != nil && t.typ == "" && funcLiteral.MatchString(t.method) {
+		if t.decl.Name == nil && t.fn != nil && t.typ == "" && funcLiteral.MatchString(t.method) {
 			add(Problem{Option: "name", Value: t.Name(), Rule: "must be set (Name option) for a func literal: its generated name changes when code moves, " +
 				"and it names the task in logs, metrics and the fire claims that nodes running different builds must share"})
 		}
@@ -270,7 +272,7 @@ func optionValue(v any) string {
 	return fmt.Sprint(v)
 }
 
-func ruleText(cache *parseCache, s spec, fe validator.FieldError) string {
+func ruleText(cache *parseCache, s declared, fe validator.FieldError) string {
 	switch fe.Tag() {
 	case "required":
 		return "is required"
