@@ -72,11 +72,11 @@ func get(t *testing.T, h http.Handler, path string) (int, map[string]any) {
 func TestScheduledTasks(t *testing.T) {
 	failure := errors.New("books do not balance")
 	s, fc := newScheduler(t,
-		scheduling.Scheduled(func(context.Context) error { return nil }, scheduling.Cron("@every 1s"),
+		scheduling.NewTask(func(context.Context) error { return nil }, scheduling.Cron("@every 1s"),
 			scheduling.Lock("payroll-window"), scheduling.LockTTL(30*time.Second), scheduling.Name("close")),
-		scheduling.Scheduled(func(context.Context) error { return failure }, scheduling.Cron("@every 1s"),
+		scheduling.NewTask(func(context.Context) error { return failure }, scheduling.Cron("@every 1s"),
 			scheduling.Name("fails")),
-		scheduling.Scheduled(func(context.Context) error { return nil }, scheduling.Cron("0 2 * * *"),
+		scheduling.NewTask(func(context.Context) error { return nil }, scheduling.Cron("0 2 * * *"),
 			scheduling.Name("nightly")),
 	)
 	h, err := New(Options{Scheduler: s})
@@ -136,7 +136,7 @@ func TestLocks(t *testing.T) {
 	release := make(chan struct{})
 	started := make(chan struct{})
 	s, fc := newScheduler(t,
-		scheduling.Scheduled(func(context.Context) error {
+		scheduling.NewTask(func(context.Context) error {
 			close(started)
 			<-release
 			return nil

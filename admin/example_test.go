@@ -13,7 +13,7 @@ import (
 // Mount the handler on the application's own mux under /admin/.
 func Example() {
 	s := scheduling.New(scheduling.Config{})
-	_ = s.Add(scheduling.Scheduled(func(context.Context) error { return nil },
+	_ = s.Add(scheduling.NewTask(func(context.Context) error { return nil },
 		scheduling.Cron("0 2 * * *"), scheduling.Name("close-books")))
 
 	h, err := admin.New(admin.Options{Scheduler: s, Checks: []admin.Check{

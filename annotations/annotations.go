@@ -160,7 +160,7 @@ func fieldTask(v reflect.Value, st reflect.Type, f reflect.StructField, values R
 	if err != nil {
 		// The tag's options are unknown; validation reports the tag alone
 		// rather than every option it seems to lack.
-		return scheduling.Scheduled(unbound, origin(typeName, fmt.Sprintf("field %d", f.Index[0])),
+		return scheduling.NewTask(unbound, origin(typeName, fmt.Sprintf("field %d", f.Index[0])),
 			invalid("tag", string(f.Tag), err.Error()))
 	}
 	var method string
@@ -188,7 +188,7 @@ func fieldTask(v reflect.Value, st reflect.Type, f reflect.StructField, values R
 		}
 		opts = append(opts, option(p))
 	}
-	return scheduling.Scheduled(fn, opts...)
+	return scheduling.NewTask(fn, opts...)
 }
 
 // unbound stands in for a method that cannot be bound; its task always
@@ -228,7 +228,7 @@ func bindMethod(v reflect.Value, typeName, name string, opts *[]scheduling.Optio
 }
 
 // declaringType names the type that declares method name of t, the rule
-// by which a method value names a task in scheduling.Scheduled: a method
+// by which a method value names a task in scheduling.NewTask: a method
 // promoted from an embedded base is base's, whichever controller embeds it.
 // Go's method sets do not say where a method is declared, but a promoted
 // one is a compiler-generated wrapper, so the search descends through

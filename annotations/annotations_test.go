@@ -321,10 +321,10 @@ func TestMethodNamesMatchInBothForms(t *testing.T) {
 		t.Fatal(err)
 	}
 	builder := []scheduling.Task{
-		scheduling.Scheduled(c.Audit, scheduling.Cron("@daily")),
-		scheduling.Scheduled(c.Sweep, scheduling.Cron("@daily")),
-		scheduling.Scheduled(c.Run, scheduling.Cron("@daily")),
-		scheduling.Scheduled(c.Check, scheduling.Cron("@daily")),
+		scheduling.NewTask(c.Audit, scheduling.Cron("@daily")),
+		scheduling.NewTask(c.Sweep, scheduling.Cron("@daily")),
+		scheduling.NewTask(c.Run, scheduling.Cron("@daily")),
+		scheduling.NewTask(c.Check, scheduling.Cron("@daily")),
 	}
 	want := []string{"auditBase.Audit", "auditBase.Sweep", "AuditController.Run", "checker.Check"}
 	for i, task := range tasks {

@@ -43,7 +43,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	tasks = append(tasks, scheduling.Scheduled(c.SendPayslips, scheduling.Name("payslips-reminder"),
+	tasks = append(tasks, scheduling.NewTask(c.SendPayslips, scheduling.Name("payslips-reminder"),
 		scheduling.Cron("0 9 28 * *")))
 	s := scheduling.New(scheduling.Config{
 		Driver:   locks.NewInProcessDriver(locks.WithClock(clock)),

@@ -46,7 +46,7 @@ func TestRunsLockedTaskOnDefaultDriver(t *testing.T) {
 		logTo(io.Discard),
 		fx.Populate(&driver, &sched),
 		scheduling.Provide(func() scheduling.Task {
-			return scheduling.Scheduled(func(ctx context.Context) error {
+			return scheduling.NewTask(func(ctx context.Context) error {
 				l, _ := locks.FromContext(ctx)
 				tokens <- l.Token()
 				return nil
@@ -130,8 +130,8 @@ func TestRunFailsOnInvalidSpecs(t *testing.T) {
 	err := app.Run(context.Background(), logTo(io.Discard),
 		scheduling.Provide(func() []scheduling.Task {
 			return []scheduling.Task{
-				scheduling.Scheduled(noop, scheduling.Name("a"), scheduling.Cron("not a cron")),
-				scheduling.Scheduled(noop, scheduling.Name("b"), scheduling.Cron("@every 1s"), scheduling.LockTTL(time.Second)),
+				scheduling.NewTask(noop, scheduling.Name("a"), scheduling.Cron("not a cron")),
+				scheduling.NewTask(noop, scheduling.Name("b"), scheduling.Cron("@every 1s"), scheduling.LockTTL(time.Second)),
 			}
 		}),
 	)
@@ -152,7 +152,7 @@ func TestFrameworkZoneAndStopTimeout(t *testing.T) {
 	var s *scheduling.Scheduler
 	a := app.New(logTo(io.Discard), fakeClock(fc), fx.Supply(app.Framework{Zone: "Europe/Paris"}),
 		scheduling.Provide(func() scheduling.Task {
-			return scheduling.Scheduled(func(context.Context) error { return nil }, scheduling.Cron("0 2 * * *"), scheduling.Name("nightly"))
+			return scheduling.NewTask(func(context.Context) error { return nil }, scheduling.Cron("0 2 * * *"), scheduling.Name("nightly"))
 		}), fx.Populate(&s))
 	if err := a.Err(); err != nil {
 		t.Fatal(err)
@@ -170,7 +170,7 @@ func TestFrameworkZoneAndStopTimeout(t *testing.T) {
 	go func() {
 		done <- app.Run(ctx, logTo(io.Discard), fx.Supply(app.Framework{StopTimeout: time.Second}),
 			scheduling.Provide(func() scheduling.Task {
-				return scheduling.Scheduled(func(context.Context) error {
+				return scheduling.NewTask(func(context.Context) error {
 					close(started)
 					<-release // ignores its context
 					return nil

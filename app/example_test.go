@@ -34,7 +34,7 @@ func ExampleNew() {
 		fx.Supply(fx.Annotate(io.Discard, fx.As(new(io.Writer)), fx.ResultTags(`name:"`+app.LogOutputName+`"`))),
 		fx.Supply(reports),
 		scheduling.Provide(func(r *Reports) scheduling.Task {
-			return scheduling.Scheduled(r.Send,
+			return scheduling.NewTask(r.Send,
 				scheduling.Cron("CRON_TZ=UTC 0 9 * * *"),
 				scheduling.Lock(fmt.Sprintf("reports-%d", time.Now().UnixNano())))
 		}),
@@ -59,7 +59,7 @@ func ExampleRun_invalidSpec() {
 		fx.Supply(fx.Annotate(io.Discard, fx.As(new(io.Writer)), fx.ResultTags(`name:"`+app.LogOutputName+`"`))),
 		fx.Supply(&Reports{}),
 		scheduling.Provide(func(r *Reports) scheduling.Task {
-			return scheduling.Scheduled(r.Send, scheduling.Cron("@every 1h"), scheduling.LockTTL(time.Minute))
+			return scheduling.NewTask(r.Send, scheduling.Cron("@every 1h"), scheduling.LockTTL(time.Minute))
 		}),
 	)
 	fmt.Println(err)

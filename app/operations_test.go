@@ -30,7 +30,7 @@ func startOperations(t *testing.T, fw app.Framework) string {
 	a := app.New(logTo(io.Discard), fx.Supply(fw),
 		fakeClock(clockwork.NewFakeClockAt(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))),
 		scheduling.Provide(func() scheduling.Task {
-			return scheduling.Scheduled(func(context.Context) error { return nil },
+			return scheduling.NewTask(func(context.Context) error { return nil },
 				scheduling.Name("close-books"), scheduling.Cron("@daily"))
 		}),
 		fx.Populate(&srv))

@@ -32,7 +32,7 @@ type badInput struct {
 
 func task(opts ...scheduling.Option) func() error {
 	return func() error {
-		return scheduling.Validate(scheduling.Scheduled((&Payroll{}).Close, opts...))
+		return scheduling.Validate(scheduling.NewTask((&Payroll{}).Close, opts...))
 	}
 }
 
@@ -130,7 +130,7 @@ func badInputs() []badInput {
 		{"scheduling.Validate", `Cron("0 0 30 2 *")`, scheduling.ErrInvalidSpec, task(scheduling.Cron("0 0 30 2 *"))},
 		{"scheduling.Validate", `Lock("")`, scheduling.ErrInvalidSpec, task(scheduling.Cron("@daily"), scheduling.Lock(""))},
 		{"scheduling.Validate", `a func literal without Name`, scheduling.ErrInvalidSpec, func() error {
-			return scheduling.Validate(scheduling.Scheduled(func(context.Context) error { return nil },
+			return scheduling.Validate(scheduling.NewTask(func(context.Context) error { return nil },
 				scheduling.Cron("@daily")))
 		}},
 		{"scheduling.Validate", `LockWaitStep(time.Microsecond)`, scheduling.ErrInvalidSpec,
@@ -142,7 +142,7 @@ func badInputs() []badInput {
 		{"scheduling.Validate", `LockWait(-1s)`, scheduling.ErrInvalidSpec, task(scheduling.Cron("@daily"), scheduling.Lock("k"), scheduling.LockWait(-time.Second))},
 		{"scheduling.Validate", `MaxRunTime(2m) over LockTTL(1m)`, scheduling.ErrInvalidSpec,
 			task(scheduling.Cron("@daily"), scheduling.Lock("k"), scheduling.LockTTL(time.Minute), scheduling.MaxRunTime(2*time.Minute))},
-		{"scheduling.Validate", `nil func`, scheduling.ErrInvalidSpec, func() error { return scheduling.Validate(scheduling.Scheduled(nil, scheduling.Cron("@daily"))) }},
+		{"scheduling.Validate", `nil func`, scheduling.ErrInvalidSpec, func() error { return scheduling.Validate(scheduling.NewTask(nil, scheduling.Cron("@daily"))) }},
 		{"annotations.Tasks", "`lockTtl:\"soon\"`", scheduling.ErrInvalidSpec, tagged(&TTLSoon{})},
 		{"annotations.Tasks", "`lockTTL:\"5s\"`", scheduling.ErrInvalidSpec, tagged(&MisspelledKey{})},
 		{"annotations.Tasks", "`renew:\"yes\"`", scheduling.ErrInvalidSpec, tagged(&RenewYes{})},

@@ -56,7 +56,7 @@ func NewPayrollController() *PayrollController { return &PayrollController{} }
 
 // The builder form.
 var builderForm = scheduling.Provide(func(c *PayrollController) scheduling.Task {
-	return scheduling.Scheduled(c.CloseBooks,
+	return scheduling.NewTask(c.CloseBooks,
 		scheduling.Cron("0 2 * * *"),
 		scheduling.Lock("payroll-window"),
 		scheduling.LockTTL(time.Minute))

@@ -54,7 +54,7 @@ func FuzzValidate(f *testing.F) {
 		if renew {
 			opts = append(opts, scheduling.Renew())
 		}
-		task := scheduling.Scheduled((&Payroll{}).Close, opts...)
+		task := scheduling.NewTask((&Payroll{}).Close, opts...)
 		err := scheduling.Validate(task)
 		if err != nil {
 			var ve *scheduling.ValidationError

@@ -88,7 +88,7 @@ func lateness(b *testing.B, listeners []scheduling.Listener) {
 	var finished atomic.Int64
 	done := make(chan struct{}, 1)
 	for i := range n {
-		err := s.Add(scheduling.Scheduled(func(ctx context.Context) error {
+		err := s.Add(scheduling.NewTask(func(ctx context.Context) error {
 			r, _ := scheduling.RunFromContext(ctx)
 			samples[i] = time.Since(r.Fire)
 			if finished.Add(1) == n {

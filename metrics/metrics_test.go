@@ -98,13 +98,13 @@ func TestSchedulerMetrics(t *testing.T) {
 	s := scheduling.New(scheduling.Config{Clock: fc, Driver: m.InstrumentDriver(d),
 		Listeners: []scheduling.Listener{m}, Logger: slog.New(slog.DiscardHandler)})
 	err = s.Add(
-		scheduling.Scheduled(func(context.Context) error { return nil }, scheduling.Cron("@every 1s"),
+		scheduling.NewTask(func(context.Context) error { return nil }, scheduling.Cron("@every 1s"),
 			scheduling.Lock("free"), scheduling.Name("ok")),
-		scheduling.Scheduled(func(context.Context) error { return errors.New("no") }, scheduling.Cron("@every 1s"),
+		scheduling.NewTask(func(context.Context) error { return errors.New("no") }, scheduling.Cron("@every 1s"),
 			scheduling.Name("fails")),
-		scheduling.Scheduled(func(context.Context) error { panic("boom") }, scheduling.Cron("@every 1s"),
+		scheduling.NewTask(func(context.Context) error { panic("boom") }, scheduling.Cron("@every 1s"),
 			scheduling.Name("panics")),
-		scheduling.Scheduled(func(context.Context) error { return nil }, scheduling.Cron("@every 1s"),
+		scheduling.NewTask(func(context.Context) error { return nil }, scheduling.Cron("@every 1s"),
 			scheduling.Lock("busy"), scheduling.Name("blocked")),
 	)
 	if err != nil {
@@ -277,7 +277,7 @@ func TestModuleBesideARootDecoration(t *testing.T) {
 		// As redislocks.Module does: the one decoration fx allows at the root.
 		fx.Decorate(func() locks.Driver { return locks.NewInProcessDriver(locks.WithClock(fc)) }),
 		scheduling.Provide(func() scheduling.Task {
-			return scheduling.Scheduled(func(context.Context) error { return nil },
+			return scheduling.NewTask(func(context.Context) error { return nil },
 				scheduling.Cron("@every 1s"), scheduling.Lock("k"), scheduling.Name("job"))
 		}),
 		scheduling.Module,

@@ -50,7 +50,7 @@ func startNodes(t *testing.T, srv *redistest.Server, ns string, nodes int, task 
 func TestWaitersDoNotRerunAFireOnRedis(t *testing.T) {
 	srv := redistest.Start(t)
 	recs, stop := startNodes(t, srv, "rerun", 2, func() scheduling.Task {
-		return scheduling.Scheduled(func(ctx context.Context) error {
+		return scheduling.NewTask(func(ctx context.Context) error {
 			select {
 			case <-time.After(700 * time.Millisecond):
 			case <-ctx.Done():
@@ -80,7 +80,7 @@ func TestSchedulerRefusesTTLAtDriftMargin(t *testing.T) {
 	defer c.Close()
 	d := newDriver(t, c, "ttl")
 	s := scheduling.New(scheduling.Config{Driver: d, Logger: slog.New(slog.DiscardHandler)})
-	err := s.Add(scheduling.Scheduled(func(context.Context) error { return nil }, scheduling.Cron("@every 1s"),
+	err := s.Add(scheduling.NewTask(func(context.Context) error { return nil }, scheduling.Cron("@every 1s"),
 		scheduling.Lock("k"), scheduling.LockTTL(2*time.Millisecond)))
 	if !errors.Is(err, scheduling.ErrInvalidSpec) || !strings.Contains(err.Error(), "minimum lease TTL ("+d.MinTTL().String()+")") {
 		t.Fatalf("Add with lockTtl 2ms: %v", err)
@@ -92,7 +92,7 @@ func TestSchedulerRefusesTTLAtDriftMargin(t *testing.T) {
 func TestClaimsKeepOneKeyPerTaskOnRedis(t *testing.T) {
 	srv := redistest.Start(t)
 	recs, stop := startNodes(t, srv, "claims", 2, func() scheduling.Task {
-		return scheduling.Scheduled(func(context.Context) error { return nil }, scheduling.Name("tick"),
+		return scheduling.NewTask(func(context.Context) error { return nil }, scheduling.Name("tick"),
 			scheduling.Cron("@every 100ms"), scheduling.Lock("tick"), scheduling.LockTTL(5*time.Second))
 	})
 	deadline := time.Now().Add(20 * time.Second)

@@ -19,7 +19,7 @@ func noop(context.Context) error { return nil }
 func manyTasks(n int) []Task {
 	tasks := make([]Task, n)
 	for i := range tasks {
-		tasks[i] = Scheduled(noop, Cron(distinctCron(i)), Name("task-"+strconv.Itoa(i)))
+		tasks[i] = NewTask(noop, Cron(distinctCron(i)), Name("task-"+strconv.Itoa(i)))
 	}
 	return tasks
 }
@@ -79,7 +79,7 @@ func BenchmarkLateness(b *testing.B) {
 	var finished atomic.Int64
 	done := make(chan struct{}, 1)
 	for i := range n {
-		err := s.Add(Scheduled(func(ctx context.Context) error {
+		err := s.Add(NewTask(func(ctx context.Context) error {
 			r, _ := RunFromContext(ctx)
 			samples[i] = time.Since(r.Fire)
 			if finished.Add(1) == n {

@@ -45,7 +45,7 @@ func runsOnceAcrossSkew(t *testing.T, skew time.Duration) {
 		for i, c := range []clockwork.Clock{rc, skewedClock{Clock: rc, off: skew}} {
 			s := New(Config{Driver: driver, Clock: c, Node: []string{"a", "b"}[i],
 				Logger: slog.New(&logRecorder{})})
-			mustAdd(t, s, Scheduled(task, Cron("@every 1s"), Lock("report"), LockTTL(30*time.Second), Name("report")))
+			mustAdd(t, s, NewTask(task, Cron("@every 1s"), Lock("report"), LockTTL(30*time.Second), Name("report")))
 			mustStart(t, s)
 			nodes = append(nodes, s)
 		}
@@ -124,7 +124,7 @@ func TestClaimsKeepOneRecordPerTask(t *testing.T) {
 	d := &claimRecorder{InProcessDriver: locks.NewInProcessDriver(locks.WithClock(fc))}
 	s := New(Config{Driver: d, Clock: fc, Logger: slog.New(&logRecorder{})})
 	var f fires
-	mustAdd(t, s, Scheduled(f.task, Cron("@every 1h"), Lock("k"), Name("hourly")))
+	mustAdd(t, s, NewTask(f.task, Cron("@every 1h"), Lock("k"), Name("hourly")))
 	mustStart(t, s)
 	defer s.Stop(context.Background())
 	step(t, fc, 3*time.Hour, time.Hour, s)

@@ -3,7 +3,7 @@
 //
 // A task is a func(context.Context) error plus a spec built from options:
 //
-//	scheduling.Scheduled(c.CloseBooks,
+//	scheduling.NewTask(c.CloseBooks,
 //		scheduling.Cron("0 2 * * *"),
 //		scheduling.Lock("payroll-window"),
 //		scheduling.LockTTL(time.Minute))

@@ -37,7 +37,7 @@ func Example() {
 		Location: time.UTC,
 	})
 	c := &PayrollController{closed: make(chan scheduling.Run, 1)}
-	err := s.Add(scheduling.Scheduled(c.CloseBooks,
+	err := s.Add(scheduling.NewTask(c.CloseBooks,
 		scheduling.Cron("0 2 * * *"),
 		scheduling.Lock("payroll-window"),
 		scheduling.LockTTL(time.Minute)))
@@ -64,8 +64,8 @@ func ExampleScheduler_Add() {
 	c := &PayrollController{}
 	s := scheduling.New(scheduling.Config{Driver: locks.NewInProcessDriver()})
 	err := s.Add(
-		scheduling.Scheduled(c.CloseBooks, scheduling.Cron("0 25 * * *")),
-		scheduling.Scheduled(c.CloseBooks, scheduling.Cron("@daily"), scheduling.Name("close-early"),
+		scheduling.NewTask(c.CloseBooks, scheduling.Cron("0 25 * * *")),
+		scheduling.NewTask(c.CloseBooks, scheduling.Cron("@daily"), scheduling.Name("close-early"),
 			scheduling.LockTTL(time.Minute)),
 	)
 	fmt.Println(errors.Is(err, scheduling.ErrInvalidSpec))
@@ -86,7 +86,7 @@ func ExampleModule() {
 		locks.Module,
 		fx.Provide(func() *PayrollController { return &PayrollController{closed: make(chan scheduling.Run, 1)} }),
 		scheduling.Provide(func(c *PayrollController) scheduling.Task {
-			return scheduling.Scheduled(c.CloseBooks, scheduling.Cron("0 2 * * *"), scheduling.Lock("payroll-window"))
+			return scheduling.NewTask(c.CloseBooks, scheduling.Cron("0 2 * * *"), scheduling.Lock("payroll-window"))
 		}),
 		scheduling.Module,
 		fx.Invoke(func(s *scheduling.Scheduler) {
@@ -118,7 +118,7 @@ func Example_bothForms() {
 		fx.Provide(func() *LedgerController { return &LedgerController{} }),
 		annotations.Controller[*LedgerController](),
 		scheduling.Provide(func(c *LedgerController) scheduling.Task {
-			return scheduling.Scheduled(c.Close, scheduling.Name("ledger-audit"),
+			return scheduling.NewTask(c.Close, scheduling.Name("ledger-audit"),
 				scheduling.Cron("30 2 * * *"), scheduling.Lock("ledger"), scheduling.LockWait(5*time.Second))
 		}),
 		scheduling.Module,

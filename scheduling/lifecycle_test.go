@@ -76,7 +76,7 @@ func TestWaitersDoNotRerunAFire(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				d := locks.NewInProcessDriver(locks.WithClock(clockwork.NewRealClock()))
 				recs, stop := cluster(t, c.nodes, d, func() []scheduling.Task {
-					return []scheduling.Task{scheduling.Scheduled(work(c.run), scheduling.Name("job"),
+					return []scheduling.Task{scheduling.NewTask(work(c.run), scheduling.Name("job"),
 						scheduling.Cron(c.cron), scheduling.Lock("job"), scheduling.LockWait(c.wait),
 						scheduling.LockTTL(c.ttl))}
 				})
@@ -113,7 +113,7 @@ func TestRenewalSurvivesASlowExtend(t *testing.T) {
 			}
 		})
 		recs, stop := cluster(t, 1, d, func() []scheduling.Task {
-			return []scheduling.Task{scheduling.Scheduled(work(3*time.Second), scheduling.Name("job"),
+			return []scheduling.Task{scheduling.NewTask(work(3*time.Second), scheduling.Name("job"),
 				scheduling.Cron("@every 1h"), scheduling.Lock("job"), scheduling.LockTTL(900*time.Millisecond),
 				scheduling.Renew())}
 		})
@@ -169,7 +169,7 @@ func TestRenewalFailureCauses(t *testing.T) {
 					return cause
 				}
 				_, stop := cluster(t, 1, d, func() []scheduling.Task {
-					return []scheduling.Task{scheduling.Scheduled(task, scheduling.Name("job"), scheduling.Cron("@every 1h"),
+					return []scheduling.Task{scheduling.NewTask(task, scheduling.Name("job"), scheduling.Cron("@every 1h"),
 						scheduling.Lock("job"), scheduling.LockTTL(time.Second), scheduling.Renew())}
 				})
 				time.Sleep(time.Hour + 3*time.Second)
@@ -209,7 +209,7 @@ func TestAcceptedSpecsRun(t *testing.T) {
 					synctest.Test(t, func(t *testing.T) {
 						d := locks.NewInProcessDriver(locks.WithClock(clockwork.NewRealClock()))
 						s := scheduling.New(scheduling.Config{Driver: d, Logger: quiet})
-						if err := s.Add(scheduling.Scheduled(work(1500*time.Millisecond), opts...)); err != nil {
+						if err := s.Add(scheduling.NewTask(work(1500*time.Millisecond), opts...)); err != nil {
 							if !strings.Contains(err.Error(), "lockTtl") && !strings.Contains(err.Error(), "maxRunTime") &&
 								!strings.Contains(err.Error(), "lockWaitStep") {
 								t.Errorf("ttl %v wait %v maxRun %v renew %v: %v", ttl, wait, maxRun, renew, err)
@@ -245,7 +245,7 @@ func (u unwrapping) Unwrap() locks.Driver { return u.Driver }
 // A wrapper that hides the driver's claims is refused when a locked task is
 // added, with the fix in the message; one that unwraps is accepted.
 func TestWrapperHidingClaimsIsRefused(t *testing.T) {
-	task := scheduling.Scheduled(work(0), scheduling.Cron("@every 1s"), scheduling.Lock("k"), scheduling.Name("t"))
+	task := scheduling.NewTask(work(0), scheduling.Cron("@every 1s"), scheduling.Lock("k"), scheduling.Name("t"))
 	s := scheduling.New(scheduling.Config{Driver: hiding{locks.NewInProcessDriver()}, Logger: quiet})
 	err := s.Add(task)
 	if !errors.Is(err, scheduling.ErrInvalidSpec) || !strings.Contains(err.Error(), "locks.Claimer") ||
@@ -268,11 +268,11 @@ func (minDriver) MinTTL() time.Duration { return 2 * time.Millisecond }
 // added: every run would start without a live lease.
 func TestLockTTLAboveDriverMinimum(t *testing.T) {
 	s := scheduling.New(scheduling.Config{Driver: schedulingtest.NewDriver(minDriver{locks.NewInProcessDriver()}), Logger: quiet})
-	err := s.Add(scheduling.Scheduled(work(0), scheduling.Name("t"), scheduling.Cron("@every 1s"), scheduling.Lock("k"), scheduling.LockTTL(2*time.Millisecond)))
+	err := s.Add(scheduling.NewTask(work(0), scheduling.Name("t"), scheduling.Cron("@every 1s"), scheduling.Lock("k"), scheduling.LockTTL(2*time.Millisecond)))
 	if !errors.Is(err, scheduling.ErrInvalidSpec) || !strings.Contains(err.Error(), "minimum lease TTL (2ms)") {
 		t.Fatalf("Add with lockTtl at the driver's minimum: %v", err)
 	}
-	if err := s.Add(scheduling.Scheduled(work(0), scheduling.Name("t"), scheduling.Cron("@every 1s"), scheduling.Lock("k"), scheduling.LockTTL(3*time.Millisecond))); err != nil {
+	if err := s.Add(scheduling.NewTask(work(0), scheduling.Name("t"), scheduling.Cron("@every 1s"), scheduling.Lock("k"), scheduling.LockTTL(3*time.Millisecond))); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -37,7 +37,7 @@ func ExampleListener() {
 	paged := make(chan string, 1)
 	s := scheduling.New(scheduling.Config{Driver: d, Clock: fc, Logger: slog.New(slog.DiscardHandler),
 		Listeners: []scheduling.Listener{&pager{page: func(msg string) { paged <- msg }}}})
-	_ = s.Add(scheduling.Scheduled(func(context.Context) error { return nil },
+	_ = s.Add(scheduling.NewTask(func(context.Context) error { return nil },
 		scheduling.Cron("@every 1s"), scheduling.Lock("payroll-window"), scheduling.Name("close-books")))
 	stuck, _ := d.Acquire(context.Background(), "payroll-window", time.Hour) // another holder
 	defer stuck.Release(context.Background())

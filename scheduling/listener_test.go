@@ -100,9 +100,9 @@ func TestListenerSeesRunsByOutcome(t *testing.T) {
 	}
 	failure := errors.New("books do not balance")
 	mustAdd(t, s,
-		Scheduled(okTask, Cron("@every 1s"), Lock("k"), Name("ok")),
-		Scheduled(func(context.Context) error { return failure }, Cron("@every 1s"), Name("fails")),
-		Scheduled(func(context.Context) error { panic("boom") }, Cron("@every 1s"), Name("panics")),
+		NewTask(okTask, Cron("@every 1s"), Lock("k"), Name("ok")),
+		NewTask(func(context.Context) error { return failure }, Cron("@every 1s"), Name("fails")),
+		NewTask(func(context.Context) error { panic("boom") }, Cron("@every 1s"), Name("panics")),
 	)
 	mustStart(t, s)
 	step(t, fc, time.Second, time.Second, s)
@@ -158,7 +158,7 @@ func TestListenerSeesRunsByOutcome(t *testing.T) {
 func TestListenerLatenessAndDuration(t *testing.T) {
 	l := &recListener{}
 	s, fc, _, _ := newListened(t, false, l)
-	mustAdd(t, s, Scheduled(func(context.Context) error {
+	mustAdd(t, s, NewTask(func(context.Context) error {
 		fc.Advance(250 * time.Millisecond) // the task takes 250ms on the fake clock
 		return nil
 	}, Cron("@every 1s"), Name("slow")))
@@ -181,7 +181,7 @@ func TestListenerSeesSkipsByReason(t *testing.T) {
 		l := &recListener{}
 		s, fc, _, d := newListened(t, true, l)
 		var f fires
-		mustAdd(t, s, Scheduled(f.task, Cron("@every 1s"), Lock("k"), Name("t")))
+		mustAdd(t, s, NewTask(f.task, Cron("@every 1s"), Lock("k"), Name("t")))
 		other, err := d.Acquire(context.Background(), "k", time.Hour)
 		if err != nil {
 			t.Fatal(err)
@@ -195,7 +195,7 @@ func TestListenerSeesSkipsByReason(t *testing.T) {
 		l := &recListener{}
 		s, fc, _, d := newListened(t, true, l)
 		var f fires
-		mustAdd(t, s, Scheduled(f.task, Cron("@every 1s"), Lock("k"), Name("t")))
+		mustAdd(t, s, NewTask(f.task, Cron("@every 1s"), Lock("k"), Name("t")))
 		// Another node claimed the 1s fire.
 		if ok, err := d.Claim(context.Background(), "k@t", epoch.Add(time.Second).UnixMilli(), time.Hour); !ok || err != nil {
 			t.Fatal(ok, err)
@@ -214,7 +214,7 @@ func TestListenerSeesSkipsByReason(t *testing.T) {
 		s := New(Config{Clock: fc, Logger: slog.New(&logRecorder{}), Driver: failingDriver{down}, Listeners: []Listener{l}})
 		defer s.Stop(context.Background())
 		var f fires
-		mustAdd(t, s, Scheduled(f.task, Cron("@every 1s"), Lock("k"), Name("t")))
+		mustAdd(t, s, NewTask(f.task, Cron("@every 1s"), Lock("k"), Name("t")))
 		mustStart(t, s)
 		step(t, fc, time.Second, time.Second, s)
 		wantSkip(t, l, OutcomeLockFailed, down)
@@ -233,7 +233,7 @@ func TestListenerSeesSkipsByReason(t *testing.T) {
 		s, fc, _, _ := newListened(t, false, l)
 		release := make(chan struct{})
 		var runs atomic.Int32
-		mustAdd(t, s, Scheduled(func(context.Context) error {
+		mustAdd(t, s, NewTask(func(context.Context) error {
 			if runs.Add(1) == 1 {
 				<-release
 			}
@@ -300,8 +300,8 @@ func TestPanickingListenerDoesNotStopTheScheduler(t *testing.T) {
 	s, fc, rec, d := newListened(t, true, panicky{}, l)
 	var f, g fires
 	mustAdd(t, s,
-		Scheduled(f.task, Cron("@every 1s"), Name("runs")),
-		Scheduled(g.task, Cron("@every 1s"), Lock("k"), Name("skips")))
+		NewTask(f.task, Cron("@every 1s"), Name("runs")),
+		NewTask(g.task, Cron("@every 1s"), Lock("k"), Name("skips")))
 	other, err := d.Acquire(context.Background(), "k", time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -325,7 +325,7 @@ func TestListenerSeesLeaseLost(t *testing.T) {
 	l := &recListener{}
 	s, fc, rec, _ := newListened(t, true, l)
 	started, ended := make(chan struct{}, 1), make(chan error, 1)
-	mustAdd(t, s, Scheduled(blockUntilCancelled(started, ended), Cron("@every 1h"), Lock("k"),
+	mustAdd(t, s, NewTask(blockUntilCancelled(started, ended), Cron("@every 1h"), Lock("k"),
 		LockTTL(10*time.Second), Name("long")))
 	mustStart(t, s)
 	waitIdle(t, s)
@@ -374,7 +374,7 @@ func TestListenerSeesRenewalFailure(t *testing.T) {
 	s := New(Config{Clock: fc, Logger: slog.New(rec), Driver: d, Listeners: []Listener{l}})
 	defer s.Stop(context.Background())
 	started, ended := make(chan struct{}, 1), make(chan error, 1)
-	mustAdd(t, s, Scheduled(blockUntilCancelled(started, ended), Cron("@every 1h"), Lock("k"),
+	mustAdd(t, s, NewTask(blockUntilCancelled(started, ended), Cron("@every 1h"), Lock("k"),
 		LockTTL(9*time.Second), Renew(), Name("renewed")))
 	mustStart(t, s)
 	waitIdle(t, s)
@@ -422,7 +422,7 @@ func TestModuleTakesListenersAndDriverWrappers(t *testing.T) {
 		fx.Provide(fx.Annotate(func() DriverWrapper {
 			return func(d locks.Driver) locks.Driver { return countingWrapper{d, &acquires} }
 		}, fx.ResultTags(`group:"`+DriverWrappersGroup+`"`))),
-		Provide(func(lg *Ledger) Task { return Scheduled(lg.Close, Cron("@every 1s"), Lock("ledger")) }),
+		Provide(func(lg *Ledger) Task { return NewTask(lg.Close, Cron("@every 1s"), Lock("ledger")) }),
 		Module,
 		fx.Populate(&s),
 	)
@@ -469,7 +469,7 @@ func TestListenersNestLikeDefers(t *testing.T) {
 	var calls []string
 	s, fc, _, _ := newListened(t, false, orderListener{"first", &calls, &mu}, orderListener{"second", &calls, &mu})
 	var f fires
-	mustAdd(t, s, Scheduled(f.task, Cron("@every 1s"), Name("t")))
+	mustAdd(t, s, NewTask(f.task, Cron("@every 1s"), Name("t")))
 	mustStart(t, s)
 	step(t, fc, time.Second, time.Second, s)
 	mu.Lock()
@@ -491,9 +491,9 @@ func TestLeasesListsLockedRunsInFlight(t *testing.T) {
 		return nil
 	}
 	mustAdd(t, s,
-		Scheduled(hold, Cron("@every 1h"), Lock("b-lock"), Name("second")),
-		Scheduled(hold, Cron("@every 1h"), Lock("a-lock"), Name("first")),
-		Scheduled(noop, Cron("@every 1h"), Name("unlocked")))
+		NewTask(hold, Cron("@every 1h"), Lock("b-lock"), Name("second")),
+		NewTask(hold, Cron("@every 1h"), Lock("a-lock"), Name("first")),
+		NewTask(noop, Cron("@every 1h"), Name("unlocked")))
 	mustStart(t, s)
 	waitIdle(t, s)
 	if got := s.Leases(); len(got) != 0 {

@@ -28,7 +28,7 @@ func TestModuleRegistersInProvideOrder(t *testing.T) {
 	for i := range 20 {
 		name := string(rune('a' + i))
 		opts = append(opts, Provide(func(l *Ledger) Task {
-			return Scheduled(l.Close, Cron("@every 1s"), Name(name), Lock("ledger"))
+			return NewTask(l.Close, Cron("@every 1s"), Name(name), Lock("ledger"))
 		}))
 	}
 	app := fxtest.New(t,
@@ -39,7 +39,7 @@ func TestModuleRegistersInProvideOrder(t *testing.T) {
 		fx.Provide(fx.Annotate(func() string { return "node-7" }, fx.ResultTags(`name:"scheduling.node"`))),
 		fx.Options(opts...),
 		Provide(func(l *Ledger) ([]Task, error) {
-			return []Task{Scheduled(l.Audit, Cron("@hourly"))}, nil
+			return []Task{NewTask(l.Audit, Cron("@hourly"))}, nil
 		}),
 		Module,
 		fx.Populate(&s),
@@ -77,9 +77,9 @@ func TestModuleFailsListingEveryProblem(t *testing.T) {
 	app := fx.New(
 		fx.NopLogger,
 		fx.Supply(&Ledger{}),
-		Provide(func(l *Ledger) Task { return Scheduled(l.Close, Cron("not cron"), Lock("k")) }),
+		Provide(func(l *Ledger) Task { return NewTask(l.Close, Cron("not cron"), Lock("k")) }),
 		Provide(func(l *Ledger) []Task {
-			return []Task{Scheduled(l.Audit, Cron("@daily"), LockTTL(time.Second))}
+			return []Task{NewTask(l.Audit, Cron("@daily"), LockTTL(time.Second))}
 		}),
 		Module,
 	)

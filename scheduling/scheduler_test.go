@@ -21,9 +21,9 @@ func TestFiresOnScheduleWithOneTimer(t *testing.T) {
 	var f fires
 	before := runtime.NumGoroutine()
 	for i := range 1000 {
-		mustAdd(t, s, Scheduled(f.task, Cron("@every 1h"), Name(fmt.Sprint("idle", i))))
+		mustAdd(t, s, NewTask(f.task, Cron("@every 1h"), Name(fmt.Sprint("idle", i))))
 	}
-	mustAdd(t, s, Scheduled(f.task, Cron("@every 1s"), Name("tick")))
+	mustAdd(t, s, NewTask(f.task, Cron("@every 1s"), Name("tick")))
 	mustStart(t, s)
 	waitIdle(t, s)
 	// Idle tasks cost no goroutine: the loop is the only one added.
@@ -52,7 +52,7 @@ func TestFiresOnScheduleWithOneTimer(t *testing.T) {
 func TestMissedFiresAreNotCaughtUp(t *testing.T) {
 	s, fc, _, _ := newTest(t, false)
 	var f fires
-	mustAdd(t, s, Scheduled(f.task, Cron("@every 1s")))
+	mustAdd(t, s, NewTask(f.task, Cron("@every 1s")))
 	mustStart(t, s)
 	waitIdle(t, s)
 	fc.Advance(10 * time.Second) // one jump past ten fires
@@ -77,7 +77,7 @@ func TestLockReleasedAfterErrorAndPanic(t *testing.T) {
 				}
 				return errors.New("boom")
 			}
-			mustAdd(t, s, Scheduled(fn, Cron("@every 1s"), Lock("k"), Name("flaky")))
+			mustAdd(t, s, NewTask(fn, Cron("@every 1s"), Lock("k"), Name("flaky")))
 			mustStart(t, s)
 			step(t, fc, time.Second, time.Second, s)
 			// The lease is free again: the next acquirer gets it at once.
@@ -113,7 +113,7 @@ func TestLockReleasedAfterErrorAndPanic(t *testing.T) {
 func TestContentionSkipsAndLogs(t *testing.T) {
 	s, fc, rec, d := newTest(t, true)
 	var f fires
-	mustAdd(t, s, Scheduled(f.task, Cron("@every 1s"), Lock("payroll-window"), Name("close-books")))
+	mustAdd(t, s, NewTask(f.task, Cron("@every 1s"), Lock("payroll-window"), Name("close-books")))
 	mustStart(t, s)
 	other, err := d.Acquire(context.Background(), "payroll-window", 90*time.Second)
 	if err != nil {
@@ -143,7 +143,7 @@ func TestContentionSkipsAndLogs(t *testing.T) {
 func TestLockWaitWaitsThenRuns(t *testing.T) {
 	s, fc, rec, d := newTest(t, true)
 	var f fires
-	mustAdd(t, s, Scheduled(f.task, Cron("@every 10s"), Lock("k"), LockWait(5*time.Second),
+	mustAdd(t, s, NewTask(f.task, Cron("@every 10s"), Lock("k"), LockWait(5*time.Second),
 		LockWaitStep(time.Second), Name("patient")))
 	mustStart(t, s)
 	other, err := d.Acquire(context.Background(), "k", time.Hour)
@@ -201,8 +201,8 @@ func TestSameTickResolvesByRegistrationOrder(t *testing.T) {
 		t.Run(firstWins, func(t *testing.T) {
 			s, fc, rec, _ := newTest(t, true)
 			var a, b fires
-			ta := Scheduled(a.task, Cron("@every 1s"), Lock("shared"), Name("first"))
-			tb := Scheduled(b.task, Cron("@every 1s"), Lock("shared"), Name("second"))
+			ta := NewTask(a.task, Cron("@every 1s"), Lock("shared"), Name("first"))
+			tb := NewTask(b.task, Cron("@every 1s"), Lock("shared"), Name("second"))
 			winner, loser := &a, &b
 			if firstWins == "second" {
 				ta, tb = tb, ta
@@ -233,8 +233,8 @@ func TestSameTickUnlockedRunConcurrently(t *testing.T) {
 		<-all // returns only once all three are running at once
 		return nil
 	}
-	mustAdd(t, s, Scheduled(fn, Cron("@every 1s"), Name("a")), Scheduled(fn, Cron("@every 1s"), Name("b")),
-		Scheduled(fn, Cron("@every 1s"), Name("c")))
+	mustAdd(t, s, NewTask(fn, Cron("@every 1s"), Name("a")), NewTask(fn, Cron("@every 1s"), Name("b")),
+		NewTask(fn, Cron("@every 1s"), Name("c")))
 	mustStart(t, s)
 	step(t, fc, time.Second, time.Second, s)
 	if started.Load() != 3 {
@@ -252,7 +252,7 @@ func TestSingleFlight(t *testing.T) {
 		}
 		return nil
 	}
-	mustAdd(t, s, Scheduled(fn, Cron("@every 1s"), Name("slow")))
+	mustAdd(t, s, NewTask(fn, Cron("@every 1s"), Name("slow")))
 	mustStart(t, s)
 	waitIdle(t, s)
 	fc.Advance(time.Second)
@@ -279,7 +279,7 @@ func TestRunContext(t *testing.T) {
 	s, fc, _, _ := newTest(t, true)
 	got := make(chan Run, 1)
 	var fromLocks locks.Lease
-	mustAdd(t, s, Scheduled(func(ctx context.Context) error {
+	mustAdd(t, s, NewTask(func(ctx context.Context) error {
 		r, ok := RunFromContext(ctx)
 		if !ok {
 			return errors.New("no run in context")
@@ -315,7 +315,7 @@ func blockUntilCancelled(started chan<- struct{}, ended chan<- error) func(conte
 func TestLeaseLossCancelsRun(t *testing.T) {
 	s, fc, _, _ := newTest(t, true)
 	started, ended := make(chan struct{}, 1), make(chan error, 1)
-	mustAdd(t, s, Scheduled(blockUntilCancelled(started, ended), Cron("@every 1h"), Lock("k"), LockTTL(10*time.Second), Name("t")))
+	mustAdd(t, s, NewTask(blockUntilCancelled(started, ended), Cron("@every 1h"), Lock("k"), LockTTL(10*time.Second), Name("t")))
 	mustStart(t, s)
 	waitIdle(t, s)
 	fc.Advance(time.Hour)
@@ -334,7 +334,7 @@ func TestLeaseLossCancelsRun(t *testing.T) {
 func TestMaxRunTime(t *testing.T) {
 	s, fc, _, _ := newTest(t, false)
 	started, ended := make(chan struct{}, 1), make(chan error, 1)
-	mustAdd(t, s, Scheduled(blockUntilCancelled(started, ended), Cron("@every 1h"), MaxRunTime(time.Minute), Name("block")))
+	mustAdd(t, s, NewTask(blockUntilCancelled(started, ended), Cron("@every 1h"), MaxRunTime(time.Minute), Name("block")))
 	mustStart(t, s)
 	waitIdle(t, s)
 	fc.Advance(time.Hour)
@@ -368,7 +368,7 @@ func TestRenewKeepsLease(t *testing.T) {
 			if renew {
 				opts = append(opts, Renew())
 			}
-			mustAdd(t, s, Scheduled(blockUntilCancelled(started, ended), opts...))
+			mustAdd(t, s, NewTask(blockUntilCancelled(started, ended), opts...))
 			mustStart(t, s)
 			waitIdle(t, s)
 			fc.Advance(time.Hour)
@@ -412,7 +412,7 @@ func TestRenewKeepsLease(t *testing.T) {
 func TestStopEndsLockWaits(t *testing.T) {
 	s, fc, rec, d := newTest(t, true)
 	var f fires
-	mustAdd(t, s, Scheduled(f.task, Cron("@every 10s"), Lock("k"), LockWait(time.Hour), Name("patient")))
+	mustAdd(t, s, NewTask(f.task, Cron("@every 10s"), Lock("k"), LockWait(time.Hour), Name("patient")))
 	mustStart(t, s)
 	other, err := d.Acquire(context.Background(), "k", 2*time.Hour)
 	if err != nil {
@@ -448,7 +448,7 @@ func TestDaylightSavingOnTheFakeClock(t *testing.T) {
 			s := New(Config{Clock: fc, Location: paris, Logger: slog.New(&logRecorder{})})
 			defer s.Stop(context.Background())
 			var f fires
-			mustAdd(t, s, Scheduled(f.task, Cron("30 2 * * *")))
+			mustAdd(t, s, NewTask(f.task, Cron("30 2 * * *")))
 			mustStart(t, s)
 			step(t, fc, 6*time.Hour, 10*time.Minute, s)
 			got := f.list()
@@ -462,11 +462,11 @@ func TestDaylightSavingOnTheFakeClock(t *testing.T) {
 func TestAddAfterStart(t *testing.T) {
 	s, fc, _, _ := newTest(t, false)
 	var early, late fires
-	mustAdd(t, s, Scheduled(early.task, Cron("@every 1h"), Name("hourly")))
+	mustAdd(t, s, NewTask(early.task, Cron("@every 1h"), Name("hourly")))
 	mustStart(t, s)
 	waitIdle(t, s)
 	// The loop waits for the hourly fire; a task due sooner must wake it.
-	mustAdd(t, s, Scheduled(late.task, Cron("@every 1s"), Name("secondly")))
+	mustAdd(t, s, NewTask(late.task, Cron("@every 1s"), Name("secondly")))
 	step(t, fc, 2*time.Second, time.Second, s)
 	if late.count() != 2 || early.count() != 0 {
 		t.Fatalf("secondly ran %d times, hourly %d; want 2 and 0", late.count(), early.count())
@@ -496,7 +496,7 @@ func TestLockedFireWithoutDriverNeverRuns(t *testing.T) {
 func TestFiresDueBeforeStartDoNotRun(t *testing.T) {
 	s, fc, _, _ := newTest(t, false)
 	var f fires
-	mustAdd(t, s, Scheduled(f.task, Cron("@every 1m")))
+	mustAdd(t, s, NewTask(f.task, Cron("@every 1m")))
 	fc.Advance(90 * time.Second) // the 1m fire passes before Start
 	mustStart(t, s)
 	waitIdle(t, s)
@@ -541,7 +541,7 @@ func (l signalLease) Extend(ctx context.Context, ttl time.Duration) error {
 func TestTasksSeparatesLastRunFromLastFire(t *testing.T) {
 	s, fc, _, d := newTest(t, true)
 	var f fires
-	mustAdd(t, s, Scheduled(f.task, Cron("@every 1s"), Lock("k"), Name("t")))
+	mustAdd(t, s, NewTask(f.task, Cron("@every 1s"), Lock("k"), Name("t")))
 	mustStart(t, s)
 	step(t, fc, time.Second, time.Second, s)
 	other, err := d.Acquire(context.Background(), "k", time.Hour)
@@ -568,7 +568,7 @@ func TestSkipLevel(t *testing.T) {
 	s := New(Config{Clock: fc, Logger: slog.New(rec), Driver: d, SkipLevel: slog.LevelDebug})
 	defer s.Stop(context.Background())
 	var f fires
-	mustAdd(t, s, Scheduled(f.task, Cron("@every 1s"), Lock("k"), Name("t")))
+	mustAdd(t, s, NewTask(f.task, Cron("@every 1s"), Lock("k"), Name("t")))
 	other, err := d.Acquire(context.Background(), "k", time.Hour)
 	if err != nil {
 		t.Fatal(err)

@@ -12,7 +12,7 @@ func TestStopWaitsForRunsThenStopsFiring(t *testing.T) {
 	started := make(chan struct{}, 1)
 	finish := make(chan struct{})
 	var f fires
-	mustAdd(t, s, Scheduled(func(ctx context.Context) error {
+	mustAdd(t, s, NewTask(func(ctx context.Context) error {
 		started <- struct{}{}
 		<-finish
 		return f.task(ctx)
@@ -53,7 +53,7 @@ func TestStopDeadlineCancelsRunsAndReleasesLeases(t *testing.T) {
 	started := make(chan struct{}, 1)
 	release := make(chan struct{})
 	var cause error
-	mustAdd(t, s, Scheduled(func(ctx context.Context) error {
+	mustAdd(t, s, NewTask(func(ctx context.Context) error {
 		started <- struct{}{}
 		<-ctx.Done()
 		cause = context.Cause(ctx)
@@ -86,7 +86,7 @@ func TestStopDeadlineCancelsRunsAndReleasesLeases(t *testing.T) {
 
 func TestStartDoesNotBlock(t *testing.T) {
 	s, _, _, _ := newTest(t, false)
-	mustAdd(t, s, Scheduled(func(context.Context) error { select {} }, Cron("* * * * * *"), Name("forever")))
+	mustAdd(t, s, NewTask(func(context.Context) error { select {} }, Cron("* * * * * *"), Name("forever")))
 	done := make(chan error, 1)
 	go func() { done <- s.Start() }()
 	if err := <-done; err != nil {
@@ -100,7 +100,7 @@ func TestStartDoesNotBlock(t *testing.T) {
 func TestStopWithExpiredContextAndNothingRunning(t *testing.T) {
 	s, fc, _, _ := newTest(t, true)
 	var f fires
-	mustAdd(t, s, Scheduled(f.task, Cron("@every 1s"), Lock("k")))
+	mustAdd(t, s, NewTask(f.task, Cron("@every 1s"), Lock("k")))
 	mustStart(t, s)
 	step(t, fc, 3*time.Second, time.Second, s)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -24,9 +24,9 @@ type Task struct {
 	problems []Problem // recorded by Invalid, and for a nil func
 }
 
-// Scheduled declares fn as a task with the given options. The controller type
+// NewTask declares fn as a task with the given options. The controller type
 // and method are read from fn when it is a method value (c.CloseBooks).
-func Scheduled(fn func(context.Context) error, opts ...Option) Task {
+func NewTask(fn func(context.Context) error, opts ...Option) Task {
 	t := Task{fn: fn}
 	if fn != nil {
 		t.typ, t.method = funcOrigin(fn)

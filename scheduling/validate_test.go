@@ -24,10 +24,10 @@ func TestDefaultNames(t *testing.T) {
 		task              Task
 		name, typ, method string
 	}{
-		{Scheduled(c.CloseBooks, Cron("@daily")), "PayrollController.CloseBooks", "PayrollController", "CloseBooks"},
-		{Scheduled(plainJob, Cron("@daily")), "scheduling.plainJob", "", "scheduling.plainJob"},
-		{Scheduled(c.Audit, Cron("@daily"), Name("audit")), "audit", "PayrollController", "Audit"},
-		{Scheduled(plainJob, origin("Ledger", "Close")), "Ledger.Close", "Ledger", "Close"},
+		{NewTask(c.CloseBooks, Cron("@daily")), "PayrollController.CloseBooks", "PayrollController", "CloseBooks"},
+		{NewTask(plainJob, Cron("@daily")), "scheduling.plainJob", "", "scheduling.plainJob"},
+		{NewTask(c.Audit, Cron("@daily"), Name("audit")), "audit", "PayrollController", "Audit"},
+		{NewTask(plainJob, origin("Ledger", "Close")), "Ledger.Close", "Ledger", "Close"},
 	}
 	for _, c := range cases {
 		if c.task.Name() != c.name || c.task.typ != c.typ || c.task.method != c.method {
@@ -40,10 +40,10 @@ func TestValidationListsEveryProblem(t *testing.T) {
 	c := &PayrollController{}
 	s := New(Config{}) // no driver
 	err := s.Add(
-		Scheduled(c.CloseBooks, Cron("61 * * * *"), Lock("payroll")),
-		Scheduled(c.Audit, LockTTL(time.Second), LockWait(-time.Second), LockWaitStep(0), Renew()),
-		Scheduled(plainJob, Cron("@every 1m"), Lock(""), MaxRunTime(2*time.Minute)),
-		Scheduled(nil, Cron("@daily"), Name("nil-func"), invalid("lockTTL", "5s", `unknown tag key; did you mean "lockTtl"?`)),
+		NewTask(c.CloseBooks, Cron("61 * * * *"), Lock("payroll")),
+		NewTask(c.Audit, LockTTL(time.Second), LockWait(-time.Second), LockWaitStep(0), Renew()),
+		NewTask(plainJob, Cron("@every 1m"), Lock(""), MaxRunTime(2*time.Minute)),
+		NewTask(nil, Cron("@daily"), Name("nil-func"), invalid("lockTTL", "5s", `unknown tag key; did you mean "lockTtl"?`)),
 	)
 	var ve *ValidationError
 	if !errors.As(err, &ve) || !errors.Is(err, ErrInvalidSpec) {
@@ -107,7 +107,7 @@ func TestValidationRules(t *testing.T) {
 		{Cron("@every 90s"), MaxRunTime(time.Hour)},
 	}
 	for _, opts := range ok {
-		if err := New(Config{Driver: d}).Add(Scheduled(c.CloseBooks, opts...)); err != nil {
+		if err := New(Config{Driver: d}).Add(NewTask(c.CloseBooks, opts...)); err != nil {
 			t.Errorf("valid spec rejected: %v", err)
 		}
 	}
@@ -120,7 +120,7 @@ func TestValidationRules(t *testing.T) {
 		"cron":         {Cron("0 0 30 2 *")},
 	}
 	for opt, opts := range bad {
-		err := New(Config{Driver: d}).Add(Scheduled(c.CloseBooks, opts...))
+		err := New(Config{Driver: d}).Add(NewTask(c.CloseBooks, opts...))
 		var ve *ValidationError
 		if !errors.As(err, &ve) || len(ve.Problems) != 1 || ve.Problems[0].Option != opt {
 			t.Errorf("%s: got %v, want one problem on %s", opt, err, opt)
@@ -128,14 +128,14 @@ func TestValidationRules(t *testing.T) {
 	}
 	// Names are unique within a scheduler, also across Add calls.
 	s := New(Config{})
-	if err := s.Add(Scheduled(c.CloseBooks, Cron("@daily"))); err != nil {
+	if err := s.Add(NewTask(c.CloseBooks, Cron("@daily"))); err != nil {
 		t.Fatal(err)
 	}
-	err := s.Add(Scheduled(c.CloseBooks, Cron("@hourly")), Scheduled(c.Audit, Cron("@hourly"), Name("PayrollController.Audit2")))
+	err := s.Add(NewTask(c.CloseBooks, Cron("@hourly")), NewTask(c.Audit, Cron("@hourly"), Name("PayrollController.Audit2")))
 	if err == nil || !strings.Contains(err.Error(), "option name = \"PayrollController.CloseBooks\": must be unique") {
 		t.Fatalf("duplicate name: %v", err)
 	}
-	if err := Validate(Scheduled(c.CloseBooks, Cron("@daily"), Lock("k"))); err != nil {
+	if err := Validate(NewTask(c.CloseBooks, Cron("@daily"), Lock("k"))); err != nil {
 		t.Fatalf("Validate (driver-agnostic) rejected a locked task: %v", err)
 	}
 }
@@ -146,8 +146,8 @@ func TestValidationRules(t *testing.T) {
 func TestFuncLiteralNeedsName(t *testing.T) {
 	literal := func(context.Context) error { return nil }
 	for _, task := range []Task{
-		Scheduled(literal, Cron("@daily"), Lock("k")),
-		Scheduled(literal, Cron("@daily")),
+		NewTask(literal, Cron("@daily"), Lock("k")),
+		NewTask(literal, Cron("@daily")),
 	} {
 		err := Validate(task)
 		var ve *ValidationError
@@ -157,10 +157,10 @@ func TestFuncLiteralNeedsName(t *testing.T) {
 		}
 	}
 	for _, ok := range []Task{
-		Scheduled(literal, Cron("@daily"), Lock("k"), Name("nightly")),
-		Scheduled(literal, Cron("@daily"), Name("nightly")),
-		Scheduled((&ledger{}).Close, Cron("@daily"), Lock("k")),
-		Scheduled(closeBooks, Cron("@daily")),
+		NewTask(literal, Cron("@daily"), Lock("k"), Name("nightly")),
+		NewTask(literal, Cron("@daily"), Name("nightly")),
+		NewTask((&ledger{}).Close, Cron("@daily"), Lock("k")),
+		NewTask(closeBooks, Cron("@daily")),
 	} {
 		if err := Validate(ok); err != nil {
 			t.Errorf("Validate(%s): %v", ok.Name(), err)
@@ -183,10 +183,10 @@ func TestUnreadOptionSuppressesOnlyItsDependents(t *testing.T) {
 		task Task
 		want []string // options with problems, in order
 	}{
-		{Scheduled(closeBooks, invalid("cron", "${x}", "no setting x")), []string{"cron"}},
-		{Scheduled(closeBooks, Cron("@daily"), invalid("lock", "${x}", "no setting x"), LockTTL(5*time.Second)), []string{"lock"}},
-		{Scheduled(closeBooks, invalid("lock", "${x}", "no setting x"), LockTTL(-time.Second)), []string{"lock", "cron"}},
-		{Scheduled(closeBooks, invalid("tag", "`x`", "malformed")), []string{"tag"}},
+		{NewTask(closeBooks, invalid("cron", "${x}", "no setting x")), []string{"cron"}},
+		{NewTask(closeBooks, Cron("@daily"), invalid("lock", "${x}", "no setting x"), LockTTL(5*time.Second)), []string{"lock"}},
+		{NewTask(closeBooks, invalid("lock", "${x}", "no setting x"), LockTTL(-time.Second)), []string{"lock", "cron"}},
+		{NewTask(closeBooks, invalid("tag", "`x`", "malformed")), []string{"tag"}},
 	} {
 		err := Validate(c.task)
 		var ve *ValidationError

@@ -70,11 +70,11 @@ func TestSpanPerRun(t *testing.T) {
 	var inTask trace.SpanContext
 	failure := errors.New("books do not balance")
 	runOnce(t, New(tp),
-		scheduling.Scheduled(func(ctx context.Context) error {
+		scheduling.NewTask(func(ctx context.Context) error {
 			inTask = trace.SpanContextFromContext(ctx)
 			return nil
 		}, scheduling.Cron("@every 1s"), scheduling.Lock("payroll-window"), scheduling.Name("close")),
-		scheduling.Scheduled(func(context.Context) error { return failure },
+		scheduling.NewTask(func(context.Context) error { return failure },
 			scheduling.Cron("@every 1s"), scheduling.Name("fails")),
 	)
 	spans := exp.GetSpans()
@@ -136,7 +136,7 @@ func TestEndsOnlyItsOwnSpan(t *testing.T) {
 	defer tp.Shutdown(context.Background())
 	// The tracer is off, and a listener before it started a span.
 	chain := &chained{first: outer{tracer: tp.Tracer("test")}, second: New(noop.NewTracerProvider())}
-	runOnce(t, chain, scheduling.Scheduled(func(context.Context) error { return nil },
+	runOnce(t, chain, scheduling.NewTask(func(context.Context) error { return nil },
 		scheduling.Cron("@every 1s"), scheduling.Name("t")))
 	if n := len(exp.GetSpans()); n != 0 {
 		t.Fatalf("%d spans ended; the outer listener's span is not the tracer's to end", n)
@@ -193,7 +193,7 @@ func TestModuleUsesTheGraphsProvider(t *testing.T) {
 	if len(got) != 1 {
 		t.Fatalf("%d listeners, want the tracer", len(got))
 	}
-	runOnce(t, got[0], scheduling.Scheduled(func(context.Context) error { return nil },
+	runOnce(t, got[0], scheduling.NewTask(func(context.Context) error { return nil },
 		scheduling.Cron("@every 1s"), scheduling.Name("t")))
 	if n := len(exp.GetSpans()); n != 1 {
 		t.Fatalf("%d spans from the module's tracer, want 1", n)

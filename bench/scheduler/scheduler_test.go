@@ -29,7 +29,7 @@ var engines = []engine{
 		s := scheduling.New(scheduling.Config{Logger: slog.New(slog.DiscardHandler)})
 		tasks := make([]scheduling.Task, n)
 		for i := range tasks {
-			tasks[i] = scheduling.Scheduled(func(context.Context) error { fn(); return nil },
+			tasks[i] = scheduling.NewTask(func(context.Context) error { fn(); return nil },
 				scheduling.Cron(expr(i)), scheduling.Name("task-"+strconv.Itoa(i)))
 		}
 		if err := s.Add(tasks...); err != nil {

@@ -50,7 +50,7 @@ func (c *PayrollController) CloseBooks(ctx context.Context) error {
 // reconcile is the builder-option form: a second task, checked on its own
 // lock, that waits briefly for a busy lock instead of skipping at once.
 func reconcile(log *slog.Logger) scheduling.Task {
-	return scheduling.Scheduled(func(ctx context.Context) error {
+	return scheduling.NewTask(func(ctx context.Context) error {
 		run, _ := scheduling.RunFromContext(ctx)
 		log.Info("accounts reconciled", "fire", run.Fire.UTC().Format(fireFormat), "node", run.Node)
 		return nil

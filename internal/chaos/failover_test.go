@@ -229,7 +229,7 @@ func startSchedulers(t *testing.T, s *redistest.Sentinel, minReplicas int) *fail
 		t.Cleanup(func() { _ = d.Close() })
 		sc := scheduling.New(scheduling.Config{Driver: d, Node: node, Location: time.UTC,
 			Logger: slog.New(slog.DiscardHandler), Listeners: []scheduling.Listener{fs.rec}})
-		err = sc.Add(scheduling.Scheduled(func(context.Context) error { return nil },
+		err = sc.Add(scheduling.NewTask(func(context.Context) error { return nil },
 			scheduling.Name("Tick"), scheduling.Cron("* * * * * *"), scheduling.Lock("tick"), scheduling.LockTTL(schedTTL)))
 		if err != nil {
 			t.Fatal(err)

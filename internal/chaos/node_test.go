@@ -118,7 +118,7 @@ func nodeMain() int {
 		}),
 		redislocks.Module,
 		scheduling.Provide(func(log *slog.Logger) scheduling.Task {
-			return scheduling.Scheduled(func(ctx context.Context) error {
+			return scheduling.NewTask(func(ctx context.Context) error {
 				return job(ctx, log, ledger, work, ttl)
 			}, opts...)
 		}),

@@ -50,7 +50,7 @@ func TestRedisUnreachableInProcess(t *testing.T) {
 	s := scheduling.New(scheduling.Config{Driver: d, Node: "a", Location: time.UTC,
 		Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	var runs atomic.Int64
-	err = s.Add(scheduling.Scheduled(func(context.Context) error { runs.Add(1); return nil },
+	err = s.Add(scheduling.NewTask(func(context.Context) error { runs.Add(1); return nil },
 		scheduling.Name("Tick"), scheduling.Cron("@every 250ms"), scheduling.Lock("tick"), scheduling.LockTTL(5*time.Second)))
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +113,7 @@ func TestRedisPausedBoundsAcquire(t *testing.T) {
 	}
 	s := scheduling.New(scheduling.Config{Driver: sd, Node: "a", Location: time.UTC, Logger: slog.New(slog.DiscardHandler)})
 	var runs atomic.Int64
-	err = s.Add(scheduling.Scheduled(func(context.Context) error { runs.Add(1); return nil },
+	err = s.Add(scheduling.NewTask(func(context.Context) error { runs.Add(1); return nil },
 		scheduling.Name("Tick"), scheduling.Cron("@every 500ms"), scheduling.Lock("tick"), scheduling.LockTTL(2*time.Second)))
 	if err != nil {
 		t.Fatal(err)

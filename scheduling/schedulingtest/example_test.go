@@ -34,7 +34,7 @@ func Example() {
 		rec := &schedulingtest.Recorder{}
 		s := scheduling.New(scheduling.Config{Clock: fc, Driver: d.Node(name, fc), Node: name,
 			Listeners: []scheduling.Listener{rec}, Logger: slog.New(slog.DiscardHandler)})
-		_ = s.Add(scheduling.Scheduled(func(context.Context) error { return nil },
+		_ = s.Add(scheduling.NewTask(func(context.Context) error { return nil },
 			scheduling.Name("report"), scheduling.Cron("@every 1s"), scheduling.Lock("report")))
 		_ = s.Start()
 		defer s.Stop(context.Background())

@@ -193,7 +193,7 @@ func simulate(t *testing.T, seed uint64, hist int) stats {
 			if st.renew {
 				opts = append(opts, scheduling.Renew())
 			}
-			tasks = append(tasks, scheduling.Scheduled(w.work(st), opts...))
+			tasks = append(tasks, scheduling.NewTask(w.work(st), opts...))
 		}
 		if err := s.Add(tasks...); err != nil {
 			t.Fatal(err)

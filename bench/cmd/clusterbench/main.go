@@ -100,7 +100,7 @@ func once() (figures, error) {
 		s := scheduling.New(scheduling.Config{Driver: d, Node: "n" + strconv.Itoa(n), Logger: slog.New(slog.DiscardHandler)})
 		for i := range *tasks {
 			name := "task" + strconv.Itoa(i)
-			err := s.Add(scheduling.Scheduled(func(ctx context.Context) error {
+			err := s.Add(scheduling.NewTask(func(ctx context.Context) error {
 				r, _ := scheduling.RunFromContext(ctx)
 				mu.Lock()
 				ran[name+"@"+strconv.FormatInt(r.Fire.Unix(), 10)]++
