@@ -22,7 +22,7 @@ func TestClaimOnePerFire(t *testing.T) {
 	for i := range drivers {
 		drivers[i] = newDriver(t, p, "claim")
 	}
-	key := "fires/" + t.Name()
+	key := unique("fires")
 	for fire := int64(1); fire <= fires; fire++ {
 		var won atomic.Int64
 		var wg sync.WaitGroup
@@ -52,7 +52,8 @@ func TestClaimOnePerFire(t *testing.T) {
 func TestRowsAreBounded(t *testing.T) {
 	p := pool(t)
 	ctx := context.Background()
-	const ns, keys, fires = "bounded", 4, 50
+	const keys, fires = 4, 50
+	ns := unique("bounded")
 	d := newDriver(t, p, ns)
 	for fire := range int64(fires) {
 		for k := range keys {

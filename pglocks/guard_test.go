@@ -83,7 +83,7 @@ func TestGuardRefusesStaleHolder(t *testing.T) {
 	p := pool(t)
 	ctx := context.Background()
 	holder, successor := newDriver(t, p, "guard"), newDriver(t, p, "guard")
-	key := "stale/" + t.Name()
+	key := unique("stale")
 	stale, err := holder.Acquire(ctx, key, guardTTL)
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +139,7 @@ func TestGuardKeepsSuccessorOut(t *testing.T) {
 			p := pool(t)
 			ctx := context.Background()
 			holder, successor := newDriver(t, p, "guard"), newDriver(t, p, "guard")
-			key := "out/" + t.Name()
+			key := unique("out")
 			l, err := holder.Acquire(ctx, key, guardTTL)
 			if err != nil {
 				t.Fatal(err)
@@ -197,7 +197,7 @@ func TestGuardReleaseWhileGuarded(t *testing.T) {
 	p := pool(t)
 	ctx := context.Background()
 	d := newDriver(t, p, "guard")
-	key := "release/" + t.Name()
+	key := unique("release")
 	l, err := d.Acquire(ctx, key, time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -231,7 +231,7 @@ func TestGuardReleaseWhileGuarded(t *testing.T) {
 func TestGuardBadInput(t *testing.T) {
 	p := pool(t)
 	ctx := context.Background()
-	foreign, err := locks.NewInProcessDriver().Acquire(ctx, "k", time.Minute)
+	foreign, err := locks.NewInProcessDriver().Acquire(ctx, unique("k"), time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

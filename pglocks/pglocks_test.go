@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -48,6 +49,15 @@ func pool(t *testing.T) *pgxpool.Pool {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// runs numbers the keys and names that unique makes.
+var runs atomic.Int64
+
+// unique returns name made unique in this process and across runs on the
+// shared server (go test -count=n runs each test n times on it).
+func unique(name string) string {
+	return fmt.Sprintf("%s_%d_%d", name, time.Now().UnixNano(), runs.Add(1))
 }
 
 func newDriver(t testing.TB, p *pgxpool.Pool, ns string) *pglocks.Driver {
@@ -106,10 +116,11 @@ func TestNewRejectsBadOptions(t *testing.T) {
 func TestCreateSchema(t *testing.T) {
 	p := pool(t)
 	ctx := context.Background()
-	if _, err := p.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS app"); err != nil {
+	schema := unique("app")
+	if _, err := p.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
 		t.Fatal(err)
 	}
-	d, err := pglocks.New(pglocks.Options{Pool: p, Namespace: "schema", Table: "app.jobs_locks"})
+	d, err := pglocks.New(pglocks.Options{Pool: p, Namespace: "schema", Table: schema + ".jobs_locks"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +150,7 @@ func TestCreateSchema(t *testing.T) {
 		t.Fatalf("Claim = %v, %v", ok, err)
 	}
 	var n int
-	if err := p.QueryRow(ctx, "SELECT count(*) FROM app.jobs_locks JOIN app.jobs_locks_claims USING (ns, key)").Scan(&n); err != nil || n != 1 {
+	if err := p.QueryRow(ctx, "SELECT count(*) FROM "+schema+".jobs_locks JOIN "+schema+".jobs_locks_claims USING (ns, key)").Scan(&n); err != nil || n != 1 {
 		t.Fatalf("rows in app.jobs_locks and its claims: %d, %v; want 1", n, err)
 	}
 	_ = l.Release(ctx)
@@ -151,18 +162,19 @@ func TestNamespacesAreIsolated(t *testing.T) {
 	p := pool(t)
 	ctx := context.Background()
 	a, b := newDriver(t, p, "iso-a"), newDriver(t, p, "iso-b")
-	la, err := a.Acquire(ctx, "k", time.Minute)
+	key := unique("k")
+	la, err := a.Acquire(ctx, key, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lb, err := b.Acquire(ctx, "k", time.Minute)
+	lb, err := b.Acquire(ctx, key, time.Minute)
 	if err != nil {
 		t.Fatalf("same key in another namespace: %v", err)
 	}
-	if ok, _ := a.Claim(ctx, "k", 7, time.Minute); !ok {
+	if ok, _ := a.Claim(ctx, key, 7, time.Minute); !ok {
 		t.Fatal("claim in namespace a refused")
 	}
-	if ok, _ := b.Claim(ctx, "k", 7, time.Minute); !ok {
+	if ok, _ := b.Claim(ctx, key, 7, time.Minute); !ok {
 		t.Fatal("claim in namespace b refused after a's")
 	}
 	_ = la.Release(ctx)
@@ -177,7 +189,7 @@ func TestPoolIsBorrowed(t *testing.T) {
 	p := pool(t)
 	ctx := context.Background()
 	d := newDriver(t, p, "borrow")
-	l, err := d.Acquire(ctx, "k", time.Minute)
+	l, err := d.Acquire(ctx, unique("k"), time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

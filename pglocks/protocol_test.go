@@ -21,7 +21,7 @@ func TestReleaseAgainAfterUnknownOutcome(t *testing.T) {
 	p := pool(t)
 	ctx := context.Background()
 	d := newDriver(t, p, "again")
-	key := "again/" + t.Name()
+	key := unique("again")
 	l, err := d.Acquire(ctx, key, time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -65,10 +65,11 @@ func TestNoPreparedStatements(t *testing.T) {
 	defer p.Close()
 	ctx := context.Background()
 	d := newDriver(t, p, "protocol")
+	key := unique("k")
 	if err := d.CreateSchema(ctx); err != nil {
 		t.Fatal(err)
 	}
-	l, err := d.Acquire(ctx, "k", time.Minute)
+	l, err := d.Acquire(ctx, key, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,7 @@ func TestNoPreparedStatements(t *testing.T) {
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Claim(ctx, "k", 1, time.Minute); err != nil {
+	if _, err := d.Claim(ctx, key, 1, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	var n int
