@@ -50,7 +50,8 @@
 // INSERT … ON CONFLICT (ns, key) DO UPDATE … WHERE seq < the new seq OR
 // expires_at <= clock_timestamp(). Keys, namespaces, tokens and TTLs are
 // always bind parameters; only the validated, quoted table names are part
-// of the SQL text.
+// of the SQL text. Keys are stored as text: Acquire and Claim reject a key
+// that is not valid UTF-8 or holds a NUL byte with locks.ErrInvalid.
 //
 // # Guard
 //
@@ -128,6 +129,7 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -336,6 +338,15 @@ func (d *Driver) checkTTL(key string, ttl time.Duration) error {
 	return nil
 }
 
+// checkKey rejects a key that PostgreSQL's text type cannot hold: invalid
+// UTF-8, or a NUL byte.
+func checkKey(key string) error {
+	if !utf8.ValidString(key) || strings.IndexByte(key, 0) >= 0 {
+		return fmt.Errorf("%w: pglocks: key %q must be valid UTF-8 without NUL bytes (PostgreSQL text)", locks.ErrInvalid, key)
+	}
+	return nil
+}
+
 // micros rounds ttl up to whole microseconds, so that the database never
 // expires a lease before the local deadline.
 func micros(ttl time.Duration) int64 {
@@ -356,6 +367,9 @@ func (d *Driver) Acquire(ctx context.Context, key string, ttl time.Duration) (lo
 	if err := d.checkTTL(key, ttl); err != nil {
 		return nil, err
 	}
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
 	sent := d.clock.Now()
 	var token int64
 	err := d.pool.QueryRow(ctx, d.sql.acquire, pgx.QueryExecModeExec, d.ns, key, micros(ttl)).Scan(&token)
@@ -373,6 +387,9 @@ func (d *Driver) Acquire(ctx context.Context, key string, ttl time.Duration) (lo
 // fails with ErrDatabase may have claimed (see Outcome unknown).
 func (d *Driver) Claim(ctx context.Context, key string, seq int64, ttl time.Duration) (bool, error) {
 	if err := locks.CheckClaim(ctx, key, seq, ttl); err != nil {
+		return false, err
+	}
+	if err := checkKey(key); err != nil {
 		return false, err
 	}
 	var ok bool

@@ -111,6 +111,33 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	}
 }
 
+// TestKeysPostgresCannotHold: keys that text cannot hold are ErrInvalid,
+// not ErrDatabase; any other key, quotes and SQL included, is just a key.
+func TestKeysPostgresCannotHold(t *testing.T) {
+	p := pool(t)
+	ctx := context.Background()
+	d := newDriver(t, p, "keys")
+	for _, key := range []string{"a\x00b", "\xff", "ok\xc3"} {
+		if l, err := d.Acquire(ctx, key, time.Minute); !errors.Is(err, locks.ErrInvalid) || l != nil {
+			t.Errorf("Acquire(%q) = %v, %v; want ErrInvalid", key, l, err)
+		}
+		if _, err := d.Claim(ctx, key, 1, time.Minute); !errors.Is(err, locks.ErrInvalid) {
+			t.Errorf("Claim(%q) = %v, want ErrInvalid", key, err)
+		}
+	}
+	for _, key := range []string{"'; DROP TABLE ndigo_locks; --", `"quoted"`, "ünïcode/ключ", "$1", strings.Repeat("k", 10000)} {
+		key += unique("")
+		l, err := d.Acquire(ctx, key, time.Minute)
+		if err != nil {
+			t.Fatalf("Acquire(%.40q): %v", key, err)
+		}
+		notAcquired(t, d, key)
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestCreateSchema: CreateSchema is idempotent, also when nodes call it at
 // once, and a schema-qualified table works.
 func TestCreateSchema(t *testing.T) {
