@@ -103,9 +103,10 @@
 // Every statement is sent with pgx.QueryExecModeExec (the extended protocol
 // with the unnamed statement, no server-side prepared statements) and is a
 // transaction of its own, except Guard's, which runs in the caller's
-// transaction; the driver uses no session state (no advisory locks, no SET,
-// no LISTEN). It therefore works through PgBouncer in transaction pooling
-// mode, whatever the pool's default exec mode.
+// transaction; the pool's sessions carry no state of the driver (no
+// advisory locks, no SET, no LISTEN). It therefore works through PgBouncer
+// in transaction pooling mode, whatever the pool's default exec mode. Only
+// Watch's listening connection needs a session of its own (see Waiting).
 //
 // # Contexts
 //
@@ -115,17 +116,30 @@
 // closes the connection if the server has not answered a second later, so
 // a hung server delays the return by about that second.
 //
-// # Left for later
+// # Waiting
 //
-// The driver does not implement locks.Watcher yet: locks.Wait polls (a
-// LISTEN/NOTIFY subscription on a dedicated connection, as redislocks' is on
-// Redis pub/sub, is planned).
+// The driver implements locks.Watcher with LISTEN/NOTIFY: locks.Wait wakes
+// when the key is released instead of polling. Release notifies a channel
+// named after the table (ndigo_released_ and a hash of its name) with a hash
+// of the namespace and key, in the release statement itself; the
+// notification is delivered when it commits. All waiters of a driver share
+// one connection that LISTENs (Options.Listen, by default the pool's
+// configuration, outside the pool), run by one goroutine that starts with
+// the first Watch and stops a short while after the last watcher stops, or
+// at once on Close. It needs a direct session: through PgBouncer in
+// transaction mode, point Options.Listen at PostgreSQL itself (or a
+// session-mode pool). Every release notifies, contended or not: NOTIFY
+// serializes committing transactions that notify, a cost of one short lock
+// per release. Polling at the wait step remains the fallback for expiries
+// and missed notifications; the listening connection is replaced after 10s
+// of silence, waking every waiter.
 package pglocks
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"strings"
 	"time"
@@ -162,6 +176,14 @@ type Options struct {
 	// MinDrift is added to the drift margin; zero means 2ms, negative is
 	// invalid.
 	MinDrift time.Duration
+	// Listen configures the connection that Watch LISTENs on: a session of
+	// its own, so it must reach PostgreSQL directly or through a PgBouncer
+	// in session mode (transaction mode does not carry notifications). Nil
+	// means Pool's connection configuration.
+	Listen *pgx.ConnConfig
+	// Logger receives warnings about the listening connection; nil means
+	// they are dropped.
+	Logger *slog.Logger
 }
 
 const (
@@ -187,12 +209,15 @@ type Driver struct {
 	driftRatio float64
 	minDrift   time.Duration
 	minTTL     time.Duration // see MinTTL
+	channel    string        // the notification channel of releases
+	hub        *hub
 }
 
 var (
 	_ locks.Driver   = (*Driver)(nil)
 	_ locks.Claimer  = (*Driver)(nil)
 	_ locks.MinTTLer = (*Driver)(nil)
+	_ locks.Watcher  = (*Driver)(nil)
 )
 
 // New returns a driver on opts.Pool. It does not contact the database: a
@@ -247,6 +272,16 @@ func New(opts Options) (*Driver, error) {
 		d.minDrift = defaultMinDrift
 	}
 	d.minTTL = d.computeMinTTL()
+	d.channel = channelName(table)
+	listen := opts.Listen
+	if listen == nil {
+		listen = opts.Pool.Config().ConnConfig
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	d.hub = newHub(listen, d.channel, log)
 	return d, nil
 }
 
@@ -380,6 +415,27 @@ func (d *Driver) Acquire(ctx context.Context, key string, ttl time.Duration) (lo
 		return nil, fmt.Errorf("%w: acquire key %q: %w", ErrDatabase, key, err)
 	}
 	return &handle{d: d, key: key, token: uint64(token), deadline: sent.Add(ttl - d.margin(ttl))}, nil
+}
+
+// Watch implements locks.Watcher. The first Watch of an idle driver opens
+// the listening connection (Options.Listen) and waits, up to half a
+// second, until LISTEN is confirmed, so that a release right after Watch
+// returns is not missed. Every Release that frees a key notifies, and the
+// notification wakes every watcher of the key in every driver on the table.
+// The channel may also close spuriously, for example after the listening
+// connection reconnects.
+func (d *Driver) Watch(key string) (<-chan struct{}, func()) {
+	return d.hub.watch(payload(d.ns, key))
+}
+
+// Close stops the listening connection, if it runs, and waits for its
+// goroutine to end. It does not close the Pool. The driver stays usable: a
+// later Watch listens again. Calling Close is optional (the listener stops
+// on its own shortly after the last watcher stops), but tests that check
+// for leaked goroutines should call it.
+func (d *Driver) Close() error {
+	d.hub.close()
+	return nil
 }
 
 // Claim implements locks.Claimer in one statement on the claim table. pgx

@@ -14,3 +14,10 @@ func ForgetRelease(l locks.Lease) {
 	defer h.mu.Unlock()
 	h.state = leasestate.Held
 }
+
+// Watchers returns how many watchers of key d has.
+func Watchers(d *Driver, key string) int {
+	d.hub.mu.Lock()
+	defer d.hub.mu.Unlock()
+	return len(d.hub.keys[payload(d.ns, key)])
+}

@@ -98,7 +98,7 @@ func (l *handle) Release(ctx context.Context) error {
 	l.mu.Unlock()
 	d := l.d
 	var ok bool
-	err := d.pool.QueryRow(ctx, d.sql.release, pgx.QueryExecModeExec, d.ns, l.key, int64(l.token)).Scan(&ok)
+	err := d.pool.QueryRow(ctx, d.sql.release, pgx.QueryExecModeExec, d.ns, l.key, int64(l.token), d.channel).Scan(&ok)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("%w: release key %q token %d: %w", ErrDatabase, l.key, l.token, err)
 	}

@@ -66,6 +66,7 @@ func newDriver(t testing.TB, p *pgxpool.Pool, ns string) *pglocks.Driver {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	t.Cleanup(func() { _ = d.Close() })
 	return d
 }
 
