@@ -69,7 +69,11 @@
 //
 // Acquire also answers ErrNotAcquired, rather than waiting, while another
 // statement on the same key briefly locks its row (a concurrent Acquire,
-// Extend or Release): the key is then being taken or is held.
+// Extend or Release): the key is then being taken or is held. Its one wait
+// is on another statement, never on a transaction of the caller's: two first
+// Acquires of a key never seen before race to insert its row, and the
+// second waits for the first's statement to commit, then answers
+// ErrNotAcquired.
 //
 // # Local expiry
 //
@@ -95,8 +99,12 @@
 // may have extended: the local deadline stays the earlier one. A Release
 // may have released: call it again, it answers nil as long as no successor
 // acquired the key since. A Claim may have claimed: a later call for the
-// same seq then answers false, and the fire is skipped rather than run twice
-// (at most once, as G2 of docs/GUARANTEES.md states for the Redis driver).
+// same seq then answers false, so the fire is skipped rather than run twice.
+// G2 of docs/GUARANTEES.md states the Redis driver's side of this: there
+// go-redis resends a script whose reply was lost, and each call recognises
+// its own resent effect; here no call is ever resent, so each answers only
+// what its one attempt did, and an unknown outcome stays ErrDatabase, never
+// "held" or "lost".
 //
 // # PgBouncer
 //
