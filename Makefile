@@ -51,7 +51,7 @@ postgresql:
 	fi
 
 # Every fuzz target, as package:Target; -fuzz runs one target per invocation.
-FUZZ_TARGETS := ./locks:FuzzCheck ./redislocks:FuzzNamespace ./docs:FuzzValidate \
+FUZZ_TARGETS := ./locks:FuzzCheck ./redislocks:FuzzNamespace ./pglocks:FuzzNamespace ./docs:FuzzValidate \
 	./scheduling:FuzzParseSchedule ./scheduling:FuzzNextUTC \
 	./annotations:FuzzParseTag ./annotations:FuzzParseDuration ./annotations:FuzzControllerTag ./annotations:FuzzExpand \
 	./config:FuzzLoad
