@@ -79,12 +79,16 @@ func (h *hub) watch(p string) (<-chan struct{}, func()) {
 	}
 	ready := h.run.ready
 	h.mu.Unlock()
-	t := time.NewTimer(readyWait)
 	select {
 	case <-ready:
-	case <-t.C:
+	default:
+		t := time.NewTimer(readyWait)
+		select {
+		case <-ready:
+		case <-t.C:
+		}
+		t.Stop()
 	}
-	t.Stop()
 	var once sync.Once
 	return ch, func() { once.Do(func() { h.unwatch(p, ch) }) }
 }
@@ -128,13 +132,18 @@ func (h *hub) idleCheck() {
 func (h *hub) wake(p string, all bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for k, q := range h.keys {
-		if all || k == p {
-			for _, ch := range q {
-				close(ch)
-			}
-			delete(h.keys, k)
+	if !all {
+		for _, ch := range h.keys[p] {
+			close(ch)
 		}
+		delete(h.keys, p)
+		return
+	}
+	for k, q := range h.keys {
+		for _, ch := range q {
+			close(ch)
+		}
+		delete(h.keys, k)
 	}
 }
 
