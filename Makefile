@@ -1,13 +1,13 @@
-# make test: every check CI runs. It installs redis-server and redis-sentinel
-# from Debian's packages when they are missing (as root), or says what to
-# install.
+# make test: every check CI runs. It installs redis-server, redis-sentinel and
+# PostgreSQL from Debian's packages when they are missing (as root), or says
+# what to install.
 GO          ?= go
 STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 PKGS        := ./...
 
-.PHONY: test fmt vet staticcheck unit redis-server bench chaos fuzz fuzz-short
+.PHONY: test fmt vet staticcheck unit redis-server postgresql bench chaos fuzz fuzz-short
 
-test: fmt vet staticcheck redis-server unit fuzz-short
+test: fmt vet staticcheck redis-server postgresql unit fuzz-short
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); \
@@ -36,8 +36,22 @@ redis-server:
 		fi; \
 	fi
 
+# postgresql: the PostgreSQL binaries pglocks' tests start (internal/pgproc):
+# initdb and postgres, in PATH or under /usr/lib/postgresql/*/bin (package
+# postgresql, which also makes the postgres user they run as when root).
+postgresql:
+	@if ! { command -v initdb >/dev/null 2>&1 && command -v postgres >/dev/null 2>&1; } && \
+		! ls /usr/lib/postgresql/*/bin/initdb /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "installing postgresql from Debian's packages"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
+		else \
+			echo "make test needs PostgreSQL's initdb and postgres: install them (Debian: sudo apt-get install postgresql)"; exit 1; \
+		fi; \
+	fi
+
 # Every fuzz target, as package:Target; -fuzz runs one target per invocation.
-FUZZ_TARGETS := ./locks:FuzzCheck ./redislocks:FuzzNamespace ./docs:FuzzValidate \
+FUZZ_TARGETS := ./locks:FuzzCheck ./redislocks:FuzzNamespace ./pglocks:FuzzNamespace ./docs:FuzzValidate \
 	./scheduling:FuzzParseSchedule ./scheduling:FuzzNextUTC \
 	./annotations:FuzzParseTag ./annotations:FuzzParseDuration ./annotations:FuzzControllerTag ./annotations:FuzzExpand \
 	./config:FuzzLoad

@@ -23,15 +23,16 @@ func TestDependenciesPointDown(t *testing.T) {
 		pkg    string
 		forbid []string
 	}{
-		{"locks", append(ndigo("config", "scheduling", "annotations", "redislocks", "admin", "metrics", "tracing", "app"),
+		{"locks", append(ndigo("config", "scheduling", "annotations", "redislocks", "pglocks", "admin", "metrics", "tracing", "app"),
 			goRedis, "github.com/prometheus/client_golang/prometheus", "go.opentelemetry.io/otel")},
-		{"config", append(ndigo("locks", "scheduling", "annotations", "redislocks", "admin", "metrics", "tracing", "app"), goRedis)},
-		{"scheduling", append(ndigo("config", "annotations", "redislocks", "app"), append(observers, goRedis)...)},
-		{"annotations", append(ndigo("config", "redislocks", "app"), append(observers, goRedis)...)},
-		{"admin", append(ndigo("config", "redislocks", "annotations", "metrics", "tracing", "app"), goRedis)},
-		{"metrics", append(ndigo("config", "redislocks", "annotations", "admin", "tracing", "app"), goRedis)},
-		{"tracing", append(ndigo("config", "redislocks", "annotations", "admin", "metrics", "app"), goRedis)},
-		{"redislocks", append(ndigo("config", "scheduling", "annotations", "app"), observers...)},
+		{"config", append(ndigo("locks", "scheduling", "annotations", "redislocks", "pglocks", "admin", "metrics", "tracing", "app"), goRedis)},
+		{"scheduling", append(ndigo("config", "annotations", "redislocks", "pglocks", "app"), append(observers, goRedis)...)},
+		{"annotations", append(ndigo("config", "redislocks", "pglocks", "app"), append(observers, goRedis)...)},
+		{"admin", append(ndigo("config", "redislocks", "pglocks", "annotations", "metrics", "tracing", "app"), goRedis)},
+		{"metrics", append(ndigo("config", "redislocks", "pglocks", "annotations", "admin", "tracing", "app"), goRedis)},
+		{"tracing", append(ndigo("config", "redislocks", "pglocks", "annotations", "admin", "metrics", "app"), goRedis)},
+		{"redislocks", append(ndigo("config", "scheduling", "annotations", "app", "pglocks"), observers...)},
+		{"pglocks", append(ndigo("config", "scheduling", "annotations", "app", "redislocks"), append(observers, goRedis)...)},
 	}
 	for _, r := range rules {
 		out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", mod+r.pkg).CombinedOutput()

@@ -1,0 +1,468 @@
+// Package pglocks is a locks.Driver on PostgreSQL: it makes a locked task
+// single-executor across every node that shares one PostgreSQL database, and
+// lets a holder make its own writes to that database conditional on still
+// holding the lease (Guard).
+//
+// # What holds
+//
+// The database decides every lease: a key is held while its row's
+// expires_at, set from the database's clock (clock_timestamp()) when the
+// lease was acquired or extended, is in the future. Node clocks play no part
+// in exclusion; only their rates matter, for Done (see Local expiry). Each
+// operation is one SQL statement in one round trip, its own transaction, so
+// it is atomic and, once committed, durable as the database makes commits
+// durable (synchronous_commit, replication: a failover to a replica that
+// lacks the last commits may lose them, as with any data).
+//
+// # SQL layout
+//
+// CreateSchema makes two tables (names from Options.Table, by default
+// ndigo_locks and ndigo_locks_claims):
+//
+//	ndigo_locks         (ns, key) primary key, token bigint, expires_at timestamptz
+//	ndigo_locks_claims  (ns, key) primary key, seq bigint, expires_at timestamptz
+//
+// A lock row is made by the first Acquire of its key and never deleted:
+// Release only sets expires_at to -infinity, and an expired lease simply
+// lies in the past. Its token column is the last fencing token minted for
+// the key, and Acquire sets it to token + 1 in the same statement that takes
+// the key, so tokens strictly increase per key for the life of the database,
+// across restarts of the database and of every node, with no sequence and no
+// clock involved. The price is one row per key ever locked: the scheduler
+// locks one key per task, so that is bounded by the number of tasks; a
+// program that locks ever new keys should delete rows of keys it no longer
+// uses itself, and only rows of keys it will never lock again, since a
+// deleted row starts the key's tokens again at 1.
+//
+// A claim row (locks.Claimer) holds the latest sequence number claimed for
+// its key and when that record expires; a successful claim overwrites it,
+// so there is one row per key ever claimed (the scheduler claims under one
+// key per task), never one per fire. An expired claim row means the same as
+// no row: a program that claims ever new keys may delete rows whose
+// expires_at is past at any time.
+//
+// The statements, in the package's .sql files: Acquire inserts the row of a
+// new key (INSERT … WHERE NOT EXISTS … ON CONFLICT DO NOTHING) or updates a
+// free row that it could lock at once (UPDATE … WHERE key = (SELECT … WHERE
+// expires_at <= clock_timestamp() FOR UPDATE SKIP LOCKED)), returning the
+// token; no row returned means held. Extend and Release are an UPDATE of the
+// row WHERE token = the lease's AND expires_at > clock_timestamp(). Claim is
+// INSERT … ON CONFLICT (ns, key) DO UPDATE … WHERE seq < the new seq OR
+// expires_at <= clock_timestamp(). Keys, namespaces, tokens and TTLs are
+// always bind parameters; only the validated, quoted table names are part
+// of the SQL text. Keys are stored as text: Acquire and Claim reject a key
+// that is not valid UTF-8 or holds a NUL byte with locks.ErrInvalid.
+//
+// # Guard
+//
+// Guard, called inside the holder's transaction, checks that the lease is
+// still the live holder and locks its row FOR KEY SHARE until the
+// transaction ends. While it is locked, every Acquire of the key skips the
+// row and answers locks.ErrNotAcquired at once, even after the lease's TTL
+// ran out; the holder's own Extend and Release (FOR NO KEY UPDATE, which does
+// not conflict with FOR KEY SHARE) still go through. So the holder's writes
+// in that transaction commit only while no other node holds the key: a
+// database-side fence that needs no token column in the caller's tables. A
+// stale holder (expired, released or superseded) gets locks.ErrLeaseLost
+// from Guard and should roll back. Keep guarded transactions short: a
+// transaction that stays open keeps the key from every successor.
+//
+// Acquire also answers ErrNotAcquired, rather than waiting, while another
+// statement on the same key briefly locks its row (a concurrent Acquire,
+// Extend or Release): the key is then being taken or is held. Its one wait
+// is on another statement, never on a transaction of the caller's: two first
+// Acquires of a key never seen before race to insert its row, and the
+// second waits for the first's statement to commit, then answers
+// ErrNotAcquired.
+//
+// # Local expiry
+//
+// A lease's Done channel closes at a local monotonic deadline: the time the
+// Acquire (or the last successful Extend) was sent plus the TTL, less a
+// drift margin (Options.DriftRatio of the TTL plus Options.MinDrift, by
+// default 1% plus 2ms). The database cannot set the expiry before the
+// statement reaches it, so a holder that stops when Done closes stops before
+// the database could hand the key to another node, as long as the two
+// clocks' rates differ by less than the margin. TTLs are sent rounded up to
+// whole microseconds. A TTL at or below the margin would give a lease whose
+// Done closes before it opens: Acquire and Extend reject a TTL at or below
+// [Driver.MinTTL] with locks.ErrInvalid.
+//
+// # Outcome unknown
+//
+// A call that returns ErrDatabase may or may not have taken effect: the
+// statement may have committed before the connection failed or the context
+// ended. pgx does not resend a statement, so each call runs at most once,
+// and the driver never turns an unknown outcome into ErrNotAcquired or
+// ErrLeaseLost. An Acquire that failed so may have taken the key: nobody
+// holds its lease, and the key is free again when the TTL ends. An Extend
+// may have extended: the local deadline stays the earlier one. A Release
+// may have released: call it again, it answers nil as long as no successor
+// acquired the key since. A Claim may have claimed: a later call for the
+// same seq then answers false, so the fire is skipped rather than run twice.
+// G2 of docs/GUARANTEES.md states the Redis driver's side of this: there
+// go-redis resends a script whose reply was lost, and each call recognises
+// its own resent effect; here no call is ever resent, so each answers only
+// what its one attempt did, and an unknown outcome stays ErrDatabase, never
+// "held" or "lost".
+//
+// # PgBouncer
+//
+// Every statement is sent with pgx.QueryExecModeExec (the extended protocol
+// with the unnamed statement, no server-side prepared statements) and is a
+// transaction of its own, except Guard's, which runs in the caller's
+// transaction; the pool's sessions carry no state of the driver (no
+// advisory locks, no SET, no LISTEN). It therefore works through PgBouncer
+// in transaction pooling mode, whatever the pool's default exec mode. Only
+// Watch's listening connection needs a session of its own (see Waiting).
+//
+// # Contexts
+//
+// Each operation honours its context through pgx: an operation whose
+// context ends returns ErrDatabase wrapping the context's error. pgx then
+// cancels the statement on the server and, with its default settings,
+// closes the connection if the server has not answered a second later, so
+// a hung server delays the return by about that second.
+//
+// # Waiting
+//
+// The driver implements locks.Watcher with LISTEN/NOTIFY: locks.Wait wakes
+// when the key is released instead of polling. Release notifies a channel
+// named after the table (ndigo_released_ and a hash of its name) with a hash
+// of the namespace and key, in the release statement itself; the
+// notification is delivered when it commits. All waiters of a driver share
+// one connection that LISTENs (Options.Listen, by default the pool's
+// configuration, outside the pool), run by one goroutine that starts with
+// the first Watch and stops a short while after the last watcher stops, or
+// at once on Close. It needs a direct session: through PgBouncer in
+// transaction mode, point Options.Listen at PostgreSQL itself (or a
+// session-mode pool). Every release notifies, contended or not: NOTIFY
+// serializes committing transactions that notify, a cost of one short lock
+// per release. Polling at the wait step remains the fallback for expiries
+// and missed notifications; the listening connection is replaced after 10s
+// of silence, waking every waiter.
+package pglocks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jonboulle/clockwork"
+
+	"github.com/ndigo/ndigo/locks"
+)
+
+// Options configures a Driver made by New.
+type Options struct {
+	// Pool is the connection pool to borrow: the driver never closes it.
+	// Required.
+	Pool *pgxpool.Pool
+	// Namespace isolates this driver's locks from those of other
+	// environments sharing the database: it is part of every row's primary
+	// key. Required: 1 to 64 characters from [A-Za-z0-9_.-], the rule of
+	// redislocks.CheckNamespace.
+	Namespace string
+	// Table names the lock table, optionally schema-qualified
+	// ("schema.table"); the claim table is its name plus "_claims". Each part
+	// is 1 to 56 characters from [a-z0-9_], not starting with a digit. Empty
+	// means "ndigo_locks", in the connection's search_path.
+	Table string
+	// Clock measures local lease deadlines; nil means the real clock.
+	Clock clockwork.Clock
+	// DriftRatio is the share of a lease's TTL by which Done closes early,
+	// in [0, 0.5); zero means 0.01.
+	DriftRatio float64
+	// MinDrift is added to the drift margin; zero means 2ms, negative is
+	// invalid.
+	MinDrift time.Duration
+	// Listen configures the connection that Watch LISTENs on: a session of
+	// its own, so it must reach PostgreSQL directly or through a PgBouncer
+	// in session mode (transaction mode does not carry notifications). Nil
+	// means Pool's connection configuration.
+	Listen *pgx.ConnConfig
+	// Logger receives warnings about the listening connection; nil means
+	// they are dropped.
+	Logger *slog.Logger
+}
+
+const (
+	defaultTable      = "ndigo_locks"
+	defaultDriftRatio = 0.01
+	defaultMinDrift   = 2 * time.Millisecond
+	maxNamespaceLen   = 64
+	claimsSuffix      = "_claims"
+)
+
+// tablePart is one part of Options.Table: 56 bytes leave room for the
+// claims suffix within PostgreSQL's 63-byte identifiers.
+var tablePart = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,55}$`)
+
+// A Driver is a locks.Driver, locks.Claimer and locks.MinTTLer on
+// PostgreSQL. Make one with New; it is safe for concurrent use.
+type Driver struct {
+	pool       *pgxpool.Pool
+	ns         string
+	table      string // Options.Table as given or defaulted, unquoted
+	sql        statements
+	clock      clockwork.Clock
+	driftRatio float64
+	minDrift   time.Duration
+	minTTL     time.Duration // see MinTTL
+	channel    string        // the notification channel of releases
+	hub        *hub
+}
+
+var (
+	_ locks.Driver   = (*Driver)(nil)
+	_ locks.Claimer  = (*Driver)(nil)
+	_ locks.MinTTLer = (*Driver)(nil)
+	_ locks.Watcher  = (*Driver)(nil)
+)
+
+// New returns a driver on opts.Pool. It does not contact the database: a
+// bad address or a missing table shows up as ErrDatabase from the first
+// operation. Call CreateSchema once (at startup or in a migration) before
+// the first operation.
+func New(opts Options) (*Driver, error) {
+	if opts.Pool == nil {
+		return nil, fmt.Errorf("%w: pglocks: Options.Pool must not be nil", locks.ErrInvalid)
+	}
+	if err := CheckNamespace(opts.Namespace); err != nil {
+		return nil, fmt.Errorf("%w: Options.Namespace %q %v", ErrInvalidNamespace, opts.Namespace, err)
+	}
+	if opts.DriftRatio < 0 || opts.DriftRatio >= 0.5 {
+		return nil, fmt.Errorf("%w: pglocks: Options.DriftRatio %v must be in [0, 0.5)", locks.ErrInvalid, opts.DriftRatio)
+	}
+	if opts.MinDrift < 0 {
+		return nil, fmt.Errorf("%w: pglocks: Options.MinDrift %v must not be negative", locks.ErrInvalid, opts.MinDrift)
+	}
+	table := opts.Table
+	if table == "" {
+		table = defaultTable
+	}
+	parts := strings.Split(table, ".")
+	if len(parts) > 2 {
+		return nil, fmt.Errorf("%w: pglocks: Options.Table %q has more than one '.': use table or schema.table", locks.ErrInvalid, table)
+	}
+	for _, p := range parts {
+		if !tablePart.MatchString(p) {
+			return nil, fmt.Errorf("%w: pglocks: Options.Table %q: %q must be 1 to 56 characters of [a-z0-9_], not starting with a digit",
+				locks.ErrInvalid, table, p)
+		}
+	}
+	claims := append([]string(nil), parts...)
+	claims[len(claims)-1] += claimsSuffix
+	d := &Driver{
+		pool:       opts.Pool,
+		ns:         opts.Namespace,
+		table:      table,
+		sql:        newStatements(pgx.Identifier(parts).Sanitize(), pgx.Identifier(claims).Sanitize()),
+		clock:      opts.Clock,
+		driftRatio: opts.DriftRatio,
+		minDrift:   opts.MinDrift,
+	}
+	if d.clock == nil {
+		d.clock = clockwork.NewRealClock()
+	}
+	if d.driftRatio == 0 {
+		d.driftRatio = defaultDriftRatio
+	}
+	if d.minDrift == 0 {
+		d.minDrift = defaultMinDrift
+	}
+	d.minTTL = d.computeMinTTL()
+	d.channel = channelName(table)
+	listen := opts.Listen
+	if listen == nil {
+		listen = opts.Pool.Config().ConnConfig
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	d.hub = newHub(listen, d.channel, log)
+	return d, nil
+}
+
+// CheckNamespace says why ns cannot be a namespace, or returns nil: a
+// namespace is 1 to 64 bytes of A-Z, a-z, 0-9, '_', '.' and '-', the same
+// rule as redislocks.CheckNamespace, so that one namespace setting suits
+// both drivers. New applies it to Options.Namespace.
+func CheckNamespace(ns string) error {
+	switch {
+	case ns == "":
+		return errors.New("must not be empty")
+	case len(ns) > maxNamespaceLen:
+		return fmt.Errorf("is %d bytes long, the limit is %d", len(ns), maxNamespaceLen)
+	}
+	for i := 0; i < len(ns); i++ {
+		c := ns[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-') {
+			return fmt.Errorf("has %q at byte %d; only A-Z, a-z, 0-9, '_', '.' and '-' are allowed", c, i)
+		}
+	}
+	return nil
+}
+
+// CreateSchema creates the lock and claim tables if they do not exist. It is
+// idempotent and safe to call from several nodes at once. The schema of a
+// schema-qualified Options.Table must exist.
+func (d *Driver) CreateSchema(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: ctx must not be nil", locks.ErrInvalid)
+	}
+	var err error
+	for range 3 {
+		// The simple protocol runs both statements as one transaction.
+		_, err = d.pool.Exec(ctx, d.sql.schema, pgx.QueryExecModeSimpleProtocol)
+		// CREATE TABLE IF NOT EXISTS run at once by two sessions may fail
+		// in one of them on the catalog's unique index (unique_violation,
+		// duplicate_table, or duplicate_object for the table's row type):
+		// the table now exists, and the next try sees it.
+		var pgErr *pgconn.PgError
+		if err == nil || !errors.As(err, &pgErr) || (pgErr.Code != "23505" && pgErr.Code != "42P07" && pgErr.Code != "42710") {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%w: create schema (table %s): %w", ErrDatabase, d.table, err)
+	}
+	return nil
+}
+
+// Namespace returns the driver's namespace.
+func (d *Driver) Namespace() string { return d.ns }
+
+// String describes the driver for logs: "pglocks (namespace ns)". It names
+// no address or credential.
+func (d *Driver) String() string { return "pglocks (namespace " + d.ns + ")" }
+
+// margin is how much earlier than the database a lease of ttl ends locally.
+func (d *Driver) margin(ttl time.Duration) time.Duration {
+	return time.Duration(float64(ttl)*d.driftRatio) + d.minDrift
+}
+
+// MinTTL implements locks.MinTTLer: it returns the largest TTL whose lease
+// would end locally (Done closed) no later than it starts, because the
+// drift margin DriftRatio*ttl + MinDrift is at least the TTL. Acquire and
+// Extend reject a TTL at or below it with locks.ErrInvalid.
+func (d *Driver) MinTTL() time.Duration { return d.minTTL }
+
+// computeMinTTL finds MinTTL once, in New. ttl - margin(ttl) grows with
+// ttl (DriftRatio < 0.5): start at the real root and step over the
+// rounding of margin.
+func (d *Driver) computeMinTTL() time.Duration {
+	m := time.Duration(float64(d.minDrift) / (1 - d.driftRatio))
+	for m > 0 && m-d.margin(m) > 0 {
+		m--
+	}
+	for (m+1)-d.margin(m+1) <= 0 {
+		m++
+	}
+	return m
+}
+
+// checkTTL rejects a TTL that leaves no live lease (see MinTTL).
+func (d *Driver) checkTTL(key string, ttl time.Duration) error {
+	if ttl <= d.minTTL {
+		return fmt.Errorf("%w: pglocks: ttl %v for key %q must exceed the driver's MinTTL %v: "+
+			"Done closes DriftRatio*ttl + MinDrift (%v) before the TTL ends, so no lease would be live",
+			locks.ErrInvalid, ttl, key, d.minTTL, d.margin(ttl))
+	}
+	return nil
+}
+
+// checkKey rejects a key that PostgreSQL's text type cannot hold: invalid
+// UTF-8, or a NUL byte.
+func checkKey(key string) error {
+	if !utf8.ValidString(key) || strings.IndexByte(key, 0) >= 0 {
+		return fmt.Errorf("%w: pglocks: key %q must be valid UTF-8 without NUL bytes (PostgreSQL text)", locks.ErrInvalid, key)
+	}
+	return nil
+}
+
+// micros rounds ttl up to whole microseconds, so that the database never
+// expires a lease before the local deadline.
+func micros(ttl time.Duration) int64 {
+	us := int64(ttl / time.Microsecond)
+	if ttl%time.Microsecond > 0 {
+		us++
+	}
+	return us
+}
+
+// Acquire implements locks.Driver in one statement (see the package
+// documentation). It never waits on a held key, nor on a row that a guarded
+// transaction locks: both answer locks.ErrNotAcquired.
+func (d *Driver) Acquire(ctx context.Context, key string, ttl time.Duration) (locks.Lease, error) {
+	if err := locks.Check(ctx, key, ttl); err != nil {
+		return nil, err
+	}
+	if err := d.checkTTL(key, ttl); err != nil {
+		return nil, err
+	}
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	sent := d.clock.Now()
+	var token int64
+	err := d.pool.QueryRow(ctx, d.sql.acquire, pgx.QueryExecModeExec, d.ns, key, micros(ttl)).Scan(&token)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%w: key %q is held", locks.ErrNotAcquired, key)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: acquire key %q: %w", ErrDatabase, key, err)
+	}
+	return &handle{d: d, key: key, token: uint64(token), deadline: sent.Add(ttl - d.margin(ttl))}, nil
+}
+
+// Watch implements locks.Watcher. The first Watch of an idle driver opens
+// the listening connection (Options.Listen) and waits, up to half a
+// second, until LISTEN is confirmed, so that a release right after Watch
+// returns is not missed. Every Release that frees a key notifies, and the
+// notification wakes every watcher of the key in every driver on the table.
+// The channel may also close spuriously, for example after the listening
+// connection reconnects.
+func (d *Driver) Watch(key string) (<-chan struct{}, func()) {
+	return d.hub.watch(payload(d.ns, key))
+}
+
+// Close stops the listening connection, if it runs, and waits for its
+// goroutine to end. It does not close the Pool. The driver stays usable: a
+// later Watch listens again. Calling Close is optional (the listener stops
+// on its own shortly after the last watcher stops), but tests that check
+// for leaked goroutines should call it.
+func (d *Driver) Close() error {
+	d.hub.close()
+	return nil
+}
+
+// Claim implements locks.Claimer in one statement on the claim table. pgx
+// sends the statement once, so each call answers what it did; a call that
+// fails with ErrDatabase may have claimed (see Outcome unknown).
+func (d *Driver) Claim(ctx context.Context, key string, seq int64, ttl time.Duration) (bool, error) {
+	if err := locks.CheckClaim(ctx, key, seq, ttl); err != nil {
+		return false, err
+	}
+	if err := checkKey(key); err != nil {
+		return false, err
+	}
+	var ok bool
+	err := d.pool.QueryRow(ctx, d.sql.claim, pgx.QueryExecModeExec, d.ns, key, seq, micros(ttl)).Scan(&ok)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("%w: claim key %q: %w", ErrDatabase, key, err)
+	}
+	return true, nil
+}

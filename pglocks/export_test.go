@@ -1,0 +1,23 @@
+package pglocks
+
+import (
+	"github.com/ndigo/ndigo/internal/leasestate"
+	"github.com/ndigo/ndigo/locks"
+)
+
+// ForgetRelease makes a released lease's handle held again, as if its
+// Release had failed with ErrDatabase after the database released it (the
+// reply lost), so that a test can call Release again.
+func ForgetRelease(l locks.Lease) {
+	h := l.(*handle)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.state = leasestate.Held
+}
+
+// Watchers returns how many watchers of key d has.
+func Watchers(d *Driver, key string) int {
+	d.hub.mu.Lock()
+	defer d.hub.mu.Unlock()
+	return len(d.hub.keys[payload(d.ns, key)])
+}

@@ -1,0 +1,143 @@
+package pglocks_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/ndigo/ndigo/internal/pgtest"
+	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/locks/lockstest"
+	"github.com/ndigo/ndigo/pglocks"
+)
+
+// TestWatchWakesOnRelease: a release by one driver wakes the watchers of
+// the key on another driver (another node), and not those of other keys.
+func TestWatchWakesOnRelease(t *testing.T) {
+	p := pool(t)
+	ctx := context.Background()
+	holder, waiter := newDriver(t, p, "watch"), newDriver(t, p, "watch")
+	key, other := unique("watched"), unique("other")
+	l, err := holder.Acquire(ctx, key, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	released, stop := waiter.Watch(key)
+	defer stop()
+	untouched, stopOther := waiter.Watch(other)
+	defer stopOther()
+	if !lockstest.IsOpen(released) {
+		t.Fatal("the watch closed before the release")
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lockstest.Closes(t, released, "after the holder's Release")
+	if !lockstest.IsOpen(untouched) {
+		t.Fatal("a watcher of another key was woken")
+	}
+	// The same key in another namespace is another lock.
+	elsewhere := newDriver(t, p, "watch-elsewhere")
+	l2, err := elsewhere.Acquire(ctx, other, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l2.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Notifications arrive in commit order: once the release of key below
+	// has woken its watcher, the release of other in another namespace
+	// (committed before) has been seen too, and must not have woken the
+	// watcher of other here.
+	l3, err := holder.Acquire(ctx, key, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, stopAgain := waiter.Watch(key)
+	defer stopAgain()
+	if err := l3.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lockstest.Closes(t, again, "after the second Release")
+	if !lockstest.IsOpen(untouched) {
+		t.Fatal("a release in another namespace woke a watcher of the same key")
+	}
+}
+
+// TestWaitWakesOnRelease: locks.Wait with a step far longer than the test
+// returns as soon as the holder releases, woken by the notification.
+func TestWaitWakesOnRelease(t *testing.T) {
+	p := pool(t)
+	ctx := context.Background()
+	holder, waiter := newDriver(t, p, "wait"), newDriver(t, p, "wait")
+	key := unique("wait")
+	l, err := holder.Acquire(ctx, key, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		l   locks.Lease
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		l, err := locks.Wait(ctx, waiter, key, time.Minute, locks.WaitOptions{Budget: time.Minute, Step: time.Hour})
+		done <- result{l, err}
+	}()
+	// Release once the waiter watches: whether its first Acquire ran before
+	// the release or after, it must not wait for the step.
+	deadline := time.Now().Add(10 * time.Second)
+	for !watched(waiter, key) {
+		if time.Now().After(deadline) {
+			t.Fatal("the waiter never watched")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-done:
+		if r.err != nil {
+			t.Fatalf("Wait: %v", r.err)
+		}
+		if r.l.Token() <= l.Token() {
+			t.Fatalf("waiter's token %d not above %d", r.l.Token(), l.Token())
+		}
+		_ = r.l.Release(ctx)
+	case <-time.After(30 * time.Second):
+		t.Fatal("Wait was not woken by the release")
+	}
+}
+
+func watched(d *pglocks.Driver, key string) bool { return pglocks.Watchers(d, key) > 0 }
+
+// TestWatchAcrossRestart: the listening connection reconnects after the
+// database crashed and restarted, waking every watcher (a release may have
+// been missed), and later releases wake watchers again.
+func TestWatchAcrossRestart(t *testing.T) {
+	s := pgtest.Start(t)
+	p := s.Pool()
+	ctx := context.Background()
+	d := newDriver(t, p, "watch-restart")
+	if err := d.CreateSchema(ctx); err != nil {
+		t.Fatal(err)
+	}
+	key := unique("k")
+	before, stop := d.Watch(key)
+	defer stop()
+	s.Kill()
+	s.Restart()
+	p.Reset()
+	lockstest.Closes(t, before, "after the listening connection reconnected")
+	l, err := d.Acquire(ctx, key, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, stopAfter := d.Watch(key)
+	defer stopAfter()
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lockstest.Closes(t, after, "after a Release following the restart")
+}
