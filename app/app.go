@@ -36,6 +36,7 @@ import (
 	"github.com/ndigo/ndigo/annotations"
 	"github.com/ndigo/ndigo/config"
 	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/pglocks"
 	"github.com/ndigo/ndigo/redislocks"
 	"github.com/ndigo/ndigo/scheduling"
 )
@@ -55,8 +56,8 @@ var Module = fx.Options(
 		fx.Provide(fx.Annotate(nodeName, fx.ResultTags(`name:"`+scheduling.NodeName+`"`))),
 		fx.Provide(fx.Annotate(skipLevel, fx.ResultTags(`name:"`+scheduling.SkipLevelName+`"`))),
 		fx.Provide(fx.Annotate(zone, fx.ResultTags(`name:"`+scheduling.LocationName+`"`))),
-		fx.Provide(placeholders, redisConfig),
-		fx.Invoke(checkRedisWired),
+		fx.Provide(placeholders, redisConfig, postgresConfig),
+		fx.Invoke(checkDriverWired),
 	),
 	locks.Module,
 	scheduling.Module,
@@ -206,11 +207,16 @@ func zone(p frameworkParams) (*time.Location, error) {
 	return loc, nil
 }
 
-// skipLevel gives the scheduler the configured level of its skip lines.
 // redisConfig adapts the configuration's redis section for
 // redislocks.Module.
 func redisConfig(p frameworkParams) redislocks.ModuleConfig {
 	return redislocks.ModuleConfig{URL: p.Framework.Redis.URL.Reveal(), Namespace: p.Framework.Redis.Namespace}
+}
+
+// postgresConfig adapts the configuration's postgres section for
+// pglocks.Module.
+func postgresConfig(p frameworkParams) pglocks.ModuleConfig {
+	return pglocks.ModuleConfig{URL: p.Framework.Postgres.URL.Reveal(), Namespace: p.Framework.Postgres.Namespace}
 }
 
 type wiringParams struct {
@@ -219,17 +225,29 @@ type wiringParams struct {
 	Configured []locks.Driver `group:"locks.configured"` // locks.ConfiguredGroup
 }
 
-// checkRedisWired fails startup when the configuration names a Redis URL
-// and no configured driver (redislocks.Module) is in the application: the
-// scheduler would run on in-process locks, and in a cluster every node
-// would run every locked task.
-func checkRedisWired(p wiringParams) error {
-	if p.Framework.Redis.URL == "" || len(p.Configured) > 0 {
+// checkDriverWired fails startup when the configuration names a lock
+// store (redis.url, postgres.url) and no configured driver (redislocks or
+// pglocks Module) is in the application: the scheduler would run on
+// in-process locks, and in a cluster every node would run every locked
+// task.
+func checkDriverWired(p wiringParams) error {
+	if len(p.Configured) > 0 {
 		return nil
 	}
-	return fmt.Errorf("app: the configuration names a Redis URL (redis.url %s) but no Redis lock driver is in the application, "+
-		"so locks would stay in this process: add redislocks.Module at the root (or put a driver of your own in the %s value group), "+
-		"or remove redis.url", p.Framework.Redis.URL, locks.ConfiguredGroup)
+	for _, c := range []struct {
+		url            config.SecretURL
+		key, what, mod string
+	}{
+		{p.Framework.Redis.URL, "redis.url", "Redis", "redislocks.Module"},
+		{p.Framework.Postgres.URL, "postgres.url", "PostgreSQL", "pglocks.Module"},
+	} {
+		if c.url != "" {
+			return fmt.Errorf("app: the configuration names a %s URL (%s %s) but no %s lock driver is in the application, "+
+				"so locks would stay in this process: add %s at the root (or put a driver of your own in the %s value group), "+
+				"or remove %s", c.what, c.key, c.url, c.what, c.mod, locks.ConfiguredGroup, c.key)
+		}
+	}
+	return nil
 }
 
 type valuesParams struct {
@@ -247,6 +265,7 @@ func placeholders(p valuesParams) annotations.Resolver {
 	return p.Values
 }
 
+// skipLevel gives the scheduler the configured level of its skip lines.
 func skipLevel(p frameworkParams) slog.Level { return p.Framework.Log.SlogSkipLevel() }
 
 // nodeName gives the scheduler the configured node name; empty lets it

@@ -5,12 +5,15 @@ import (
 	"time"
 
 	"github.com/ndigo/ndigo/config"
+	"github.com/ndigo/ndigo/pglocks"
 	"github.com/ndigo/ndigo/redislocks"
 )
 
-// The Redis section's rules are the driver's own.
+// The lock stores' rules are the drivers' own (both drivers take the same
+// namespaces).
 func init() {
 	config.Rule("redis_url", redislocks.CheckURL)
+	config.Rule("postgres_url", pglocks.CheckURL)
 	config.Rule("lock_namespace", redislocks.CheckNamespace)
 }
 
@@ -35,8 +38,10 @@ type Framework struct {
 	// Node names this process in logs and lock diagnostics. Empty lets the
 	// application choose, e.g. from the host name.
 	Node string `yaml:"node" validate:"max=128"`
-	// Redis configures the Redis lock driver.
+	// Redis configures the Redis lock driver (redislocks.Module).
 	Redis Redis `yaml:"redis"`
+	// Postgres configures the PostgreSQL lock driver (pglocks.Module).
+	Postgres Postgres `yaml:"postgres"`
 	// Log configures the process's slog handler.
 	Log Log `yaml:"log"`
 	// Zone is the IANA zone (Europe/Paris) of cron expressions without a
@@ -71,6 +76,16 @@ type Redis struct {
 	URL config.SecretURL `yaml:"url" validate:"omitempty,redis_url"`
 	// Namespace isolates the lock keys of one environment from others
 	// sharing the same Redis.
+	Namespace string `yaml:"namespace" default:"default" validate:"lock_namespace"`
+}
+
+// Postgres configures the PostgreSQL lock driver.
+type Postgres struct {
+	// URL is the connection URL, postgres:// or postgresql://, with the
+	// password, if any, in its userinfo. Empty means no PostgreSQL.
+	URL config.SecretURL `yaml:"url" validate:"omitempty,postgres_url"`
+	// Namespace isolates the locks of one environment from others sharing
+	// the same database.
 	Namespace string `yaml:"namespace" default:"default" validate:"lock_namespace"`
 }
 

@@ -134,13 +134,17 @@ func TestHealthzPingsRedis(t *testing.T) {
 	http.DefaultClient.CloseIdleConnections()
 }
 
-// A Redis URL in the configuration without redislocks.Module fails
-// startup, naming the fix: locks would silently stay in this process.
-func TestRedisURLWithoutDriverFails(t *testing.T) {
-	fw := app.Framework{Redis: app.Redis{URL: "redis://:hunter2@127.0.0.1:1/0", Namespace: "prod"}}
-	err := app.New(logTo(io.Discard), fx.Supply(fw)).Err()
-	if err == nil || !strings.Contains(err.Error(), "add redislocks.Module at the root") || strings.Contains(err.Error(), "hunter2") {
-		t.Fatalf("app.New = %v; want an error naming the fix, without the password", err)
+// A Redis or PostgreSQL URL in the configuration without its module
+// fails startup, naming the fix: locks would silently stay in this process.
+func TestStoreURLWithoutDriverFails(t *testing.T) {
+	for fw, fix := range map[app.Framework]string{
+		{Redis: app.Redis{URL: "redis://:hunter2@127.0.0.1:1/0", Namespace: "prod"}}:            "add redislocks.Module at the root",
+		{Postgres: app.Postgres{URL: "postgres://u:hunter2@127.0.0.1:1/db", Namespace: "prod"}}: "add pglocks.Module at the root",
+	} {
+		err := app.New(logTo(io.Discard), fx.Supply(fw)).Err()
+		if err == nil || !strings.Contains(err.Error(), fix) || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("app.New = %v; want an error naming the fix (%s), without the password", err, fix)
+		}
 	}
 }
 
@@ -153,17 +157,20 @@ func TestLogLevels(t *testing.T) {
 	}
 }
 
-// The Redis section's rules are the driver's, checked at load with the
-// key, the value's source and the driver's reason.
+// The lock stores' rules are the drivers', checked at load with the key,
+// the value's source and the driver's reason, never the password.
 func TestFrameworkRedisRulesAtLoad(t *testing.T) {
 	type appConfig struct {
 		app.Framework `yaml:",inline"`
 	}
 	_, err := config.Load[appConfig](config.LoadOptions{Path: "app.yaml",
-		Data: []byte("redis:\n  url: redis://:hunter2@h:1/0?bogus=1\n  namespace: a:b\n")})
+		Data: []byte("redis:\n  url: redis://:hunter2@h:1/0?bogus=1\n  namespace: a:b\n" +
+			"postgres:\n  url: host=db password=hunter2\n  namespace: x y\n")})
 	for _, want := range []string{
 		`redis.url "redis://:xxxxx@h:1/0?bogus=1" (app.yaml:2): go-redis cannot parse it`,
 		`redis.namespace "a:b" (app.yaml:3): has ':' at byte 1`,
+		`postgres.url "[REDACTED]" (app.yaml:5): must be a postgres:// or postgresql:// URL`,
+		`postgres.namespace "x y" (app.yaml:6): has ' ' at byte 1`,
 	} {
 		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "hunter2") {
 			t.Fatalf("Load = %v; want %q, without the password", err, want)

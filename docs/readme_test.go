@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jonboulle/clockwork"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/fx"
@@ -20,6 +22,7 @@ import (
 	"github.com/ndigo/ndigo/app"
 	"github.com/ndigo/ndigo/config"
 	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/pglocks"
 	"github.com/ndigo/ndigo/redislocks"
 	"github.com/ndigo/ndigo/scheduling"
 	"github.com/ndigo/ndigo/scheduling/schedulingtest"
@@ -53,6 +56,20 @@ func main() {
 var _ = main
 
 func NewPayrollController() *PayrollController { return &PayrollController{} }
+
+// On PostgreSQL.
+type Payslips struct{ pool *pgxpool.Pool }
+
+func (c *Payslips) Close(ctx context.Context) error {
+	lease, _ := locks.FromContext(ctx)
+	return pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
+		if err := pglocks.Guard(ctx, tx, lease); err != nil {
+			return err // locks.ErrLeaseLost: a successor holds the key; nothing is written
+		}
+		_, err := tx.Exec(ctx, "INSERT INTO payslips (month) VALUES ($1)", "2026-11")
+		return err // no successor acquires the key until this transaction ends
+	})
+}
 
 // The builder form.
 var builderForm = scheduling.Provide(func(c *PayrollController) scheduling.Task {
