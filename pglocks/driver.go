@@ -158,6 +158,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jonboulle/clockwork"
 
+	"github.com/ndigo/ndigo/internal/drift"
 	"github.com/ndigo/ndigo/locks"
 )
 
@@ -209,16 +210,14 @@ var tablePart = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,55}$`)
 // A Driver is a locks.Driver, locks.Claimer and locks.MinTTLer on
 // PostgreSQL. Make one with New; it is safe for concurrent use.
 type Driver struct {
-	pool       *pgxpool.Pool
-	ns         string
-	table      string // Options.Table as given or defaulted, unquoted
-	sql        statements
-	clock      clockwork.Clock
-	driftRatio float64
-	minDrift   time.Duration
-	minTTL     time.Duration // see MinTTL
-	channel    string        // the notification channel of releases
-	hub        *hub
+	pool    *pgxpool.Pool
+	ns      string
+	table   string // Options.Table as given or defaulted, unquoted
+	sql     statements
+	clock   clockwork.Clock
+	margin  drift.Margin
+	channel string // the notification channel of releases
+	hub     *hub
 }
 
 var (
@@ -262,24 +261,23 @@ func New(opts Options) (*Driver, error) {
 	claims := append([]string(nil), parts...)
 	claims[len(claims)-1] += claimsSuffix
 	d := &Driver{
-		pool:       opts.Pool,
-		ns:         opts.Namespace,
-		table:      table,
-		sql:        newStatements(pgx.Identifier(parts).Sanitize(), pgx.Identifier(claims).Sanitize()),
-		clock:      opts.Clock,
-		driftRatio: opts.DriftRatio,
-		minDrift:   opts.MinDrift,
+		pool:  opts.Pool,
+		ns:    opts.Namespace,
+		table: table,
+		sql:   newStatements(pgx.Identifier(parts).Sanitize(), pgx.Identifier(claims).Sanitize()),
+		clock: opts.Clock,
 	}
 	if d.clock == nil {
 		d.clock = clockwork.NewRealClock()
 	}
-	if d.driftRatio == 0 {
-		d.driftRatio = defaultDriftRatio
+	ratio, minDrift := opts.DriftRatio, opts.MinDrift
+	if ratio == 0 {
+		ratio = defaultDriftRatio
 	}
-	if d.minDrift == 0 {
-		d.minDrift = defaultMinDrift
+	if minDrift == 0 {
+		minDrift = defaultMinDrift
 	}
-	d.minTTL = d.computeMinTTL()
+	d.margin = drift.New(ratio, minDrift)
 	d.channel = channelName(table)
 	listen := opts.Listen
 	if listen == nil {
@@ -346,40 +344,11 @@ func (d *Driver) Namespace() string { return d.ns }
 // no address or credential.
 func (d *Driver) String() string { return "pglocks (namespace " + d.ns + ")" }
 
-// margin is how much earlier than the database a lease of ttl ends locally.
-func (d *Driver) margin(ttl time.Duration) time.Duration {
-	return time.Duration(float64(ttl)*d.driftRatio) + d.minDrift
-}
-
 // MinTTL implements locks.MinTTLer: it returns the largest TTL whose lease
 // would end locally (Done closed) no later than it starts, because the
 // drift margin DriftRatio*ttl + MinDrift is at least the TTL. Acquire and
 // Extend reject a TTL at or below it with locks.ErrInvalid.
-func (d *Driver) MinTTL() time.Duration { return d.minTTL }
-
-// computeMinTTL finds MinTTL once, in New. ttl - margin(ttl) grows with
-// ttl (DriftRatio < 0.5): start at the real root and step over the
-// rounding of margin.
-func (d *Driver) computeMinTTL() time.Duration {
-	m := time.Duration(float64(d.minDrift) / (1 - d.driftRatio))
-	for m > 0 && m-d.margin(m) > 0 {
-		m--
-	}
-	for (m+1)-d.margin(m+1) <= 0 {
-		m++
-	}
-	return m
-}
-
-// checkTTL rejects a TTL that leaves no live lease (see MinTTL).
-func (d *Driver) checkTTL(key string, ttl time.Duration) error {
-	if ttl <= d.minTTL {
-		return fmt.Errorf("%w: pglocks: ttl %v for key %q must exceed the driver's MinTTL %v: "+
-			"Done closes DriftRatio*ttl + MinDrift (%v) before the TTL ends, so no lease would be live",
-			locks.ErrInvalid, ttl, key, d.minTTL, d.margin(ttl))
-	}
-	return nil
-}
+func (d *Driver) MinTTL() time.Duration { return d.margin.MinTTL() }
 
 // checkKey rejects a key that PostgreSQL's text type cannot hold: invalid
 // UTF-8, or a NUL byte.
@@ -407,7 +376,7 @@ func (d *Driver) Acquire(ctx context.Context, key string, ttl time.Duration) (lo
 	if err := locks.Check(ctx, key, ttl); err != nil {
 		return nil, err
 	}
-	if err := d.checkTTL(key, ttl); err != nil {
+	if err := d.margin.Check("pglocks", key, ttl); err != nil {
 		return nil, err
 	}
 	if err := checkKey(key); err != nil {
@@ -422,7 +391,7 @@ func (d *Driver) Acquire(ctx context.Context, key string, ttl time.Duration) (lo
 	if err != nil {
 		return nil, fmt.Errorf("%w: acquire key %q: %w", ErrDatabase, key, err)
 	}
-	return &handle{d: d, key: key, token: uint64(token), deadline: sent.Add(ttl - d.margin(ttl))}, nil
+	return &handle{d: d, key: key, token: uint64(token), deadline: sent.Add(ttl - d.margin.Of(ttl))}, nil
 }
 
 // Watch implements locks.Watcher. The first Watch of an idle driver opens

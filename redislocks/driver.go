@@ -167,6 +167,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ndigo/ndigo/internal/drift"
 	"github.com/ndigo/ndigo/locks"
 )
 
@@ -239,17 +240,15 @@ const (
 // A Driver is a locks.Driver and locks.Watcher on Redis. Make one with New;
 // it is safe for concurrent use.
 type Driver struct {
-	client     Client
-	ns         string
-	clock      clockwork.Clock
-	driftRatio float64
-	minDrift   time.Duration
-	minTTL     time.Duration // see MinTTL
-	channels   string        // prefix of the release channels: ndigo:ns:released:
-	hub        *hub
-	nonce      string        // random prefix of the nonces of this driver's calls
-	calls      atomic.Uint64 // numbers the calls that carry a nonce
-	replicas   *replicaSync  // nil unless Options.MinReplicas is set
+	client   Client
+	ns       string
+	clock    clockwork.Clock
+	margin   drift.Margin
+	channels string // prefix of the release channels: ndigo:ns:released:
+	hub      *hub
+	nonce    string        // random prefix of the nonces of this driver's calls
+	calls    atomic.Uint64 // numbers the calls that carry a nonce
+	replicas *replicaSync  // nil unless Options.MinReplicas is set
 }
 
 var (
@@ -279,25 +278,24 @@ func New(opts Options) (*Driver, error) {
 		return nil, err
 	}
 	d := &Driver{
-		client:     opts.Client,
-		ns:         opts.Namespace,
-		clock:      opts.Clock,
-		driftRatio: opts.DriftRatio,
-		minDrift:   opts.MinDrift,
-		channels:   "ndigo:" + opts.Namespace + ":released:",
-		nonce:      strconv.FormatUint(rand.Uint64(), 36) + ".",
-		replicas:   replicas,
+		client:   opts.Client,
+		ns:       opts.Namespace,
+		clock:    opts.Clock,
+		channels: "ndigo:" + opts.Namespace + ":released:",
+		nonce:    strconv.FormatUint(rand.Uint64(), 36) + ".",
+		replicas: replicas,
 	}
 	if d.clock == nil {
 		d.clock = clockwork.NewRealClock()
 	}
-	if d.driftRatio == 0 {
-		d.driftRatio = defaultDriftRatio
+	ratio, minDrift := opts.DriftRatio, opts.MinDrift
+	if ratio == 0 {
+		ratio = defaultDriftRatio
 	}
-	if d.minDrift == 0 {
-		d.minDrift = defaultMinDrift
+	if minDrift == 0 {
+		minDrift = defaultMinDrift
 	}
-	d.minTTL = d.computeMinTTL()
+	d.margin = drift.New(ratio, minDrift)
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -354,40 +352,11 @@ func (d *Driver) String() string { return "redislocks (namespace " + d.ns + ")" 
 // tag returns the prefix of every key of key: its hash tag.
 func (d *Driver) tag(key string) string { return "ndigo:{" + d.ns + ":" + key + "}:" }
 
-// margin is how much earlier than Redis a lease of ttl ends locally.
-func (d *Driver) margin(ttl time.Duration) time.Duration {
-	return time.Duration(float64(ttl)*d.driftRatio) + d.minDrift
-}
-
 // MinTTL implements locks.MinTTLer: it returns the largest TTL whose lease
 // would end locally (Done closed) no later than it starts, because the
 // drift margin DriftRatio*ttl + MinDrift is at least the TTL. Acquire and
 // Extend reject a TTL at or below it with locks.ErrInvalid.
-func (d *Driver) MinTTL() time.Duration { return d.minTTL }
-
-// computeMinTTL finds MinTTL once, in New. ttl - margin(ttl) grows with
-// ttl (DriftRatio < 0.5): start at the real root and step over the
-// rounding of margin.
-func (d *Driver) computeMinTTL() time.Duration {
-	m := time.Duration(float64(d.minDrift) / (1 - d.driftRatio))
-	for m > 0 && m-d.margin(m) > 0 {
-		m--
-	}
-	for (m+1)-d.margin(m+1) <= 0 {
-		m++
-	}
-	return m
-}
-
-// checkTTL rejects a TTL that leaves no live lease (see MinTTL).
-func (d *Driver) checkTTL(key string, ttl time.Duration) error {
-	if ttl <= d.minTTL {
-		return fmt.Errorf("%w: redislocks: ttl %v for key %q must exceed the driver's MinTTL %v: "+
-			"Done closes DriftRatio*ttl + MinDrift (%v) before the TTL ends, so no lease would be live",
-			locks.ErrInvalid, ttl, key, d.minTTL, d.margin(ttl))
-	}
-	return nil
-}
+func (d *Driver) MinTTL() time.Duration { return d.margin.MinTTL() }
 
 // millis rounds ttl up to whole milliseconds, so that Redis never expires a
 // key before the local deadline. It cannot overflow for any ttl, and every
@@ -409,7 +378,7 @@ func (d *Driver) Acquire(ctx context.Context, key string, ttl time.Duration) (lo
 	if err := locks.Check(ctx, key, ttl); err != nil {
 		return nil, err
 	}
-	if err := d.checkTTL(key, ttl); err != nil {
+	if err := d.margin.Check("redislocks", key, ttl); err != nil {
 		return nil, err
 	}
 	tag := d.tag(key)
@@ -436,7 +405,7 @@ func (d *Driver) Acquire(ctx context.Context, key string, ttl time.Duration) (lo
 		return nil, fmt.Errorf("%w: key %q is held", locks.ErrNotAcquired, key)
 	}
 	return &lease{d: d, key: key, token: uint64(n), id: strconv.FormatInt(n, 10) + ":" + nonce,
-		deadline: sent.Add(ttl - d.margin(ttl))}, nil
+		deadline: sent.Add(ttl - d.margin.Of(ttl))}, nil
 }
 
 // Claim implements locks.Claimer in one round trip on

@@ -41,7 +41,7 @@ func (l *lease) Extend(ctx context.Context, ttl time.Duration) error {
 		return err
 	}
 	d := l.d
-	if err := d.checkTTL(l.key, ttl); err != nil {
+	if err := d.margin.Check("redislocks", l.key, ttl); err != nil {
 		return err
 	}
 	sent := d.clock.Now()
@@ -61,7 +61,7 @@ func (l *lease) Extend(ctx context.Context, ttl time.Duration) error {
 	if n != 1 || l.state != leasestate.Held {
 		return l.lose()
 	}
-	l.deadline = sent.Add(ttl - d.margin(ttl))
+	l.deadline = sent.Add(ttl - d.margin.Of(ttl))
 	if l.done.Armed() {
 		l.done.Reset(l.deadline.Sub(d.clock.Now()))
 	}
