@@ -159,6 +159,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/ndigo/ndigo/internal/drift"
+	"github.com/ndigo/ndigo/internal/remotelease"
 	"github.com/ndigo/ndigo/locks"
 )
 
@@ -391,7 +392,7 @@ func (d *Driver) Acquire(ctx context.Context, key string, ttl time.Duration) (lo
 	if err != nil {
 		return nil, fmt.Errorf("%w: acquire key %q: %w", ErrDatabase, key, err)
 	}
-	return &handle{d: d, key: key, token: uint64(token), deadline: sent.Add(ttl - d.margin.Of(ttl))}, nil
+	return &handle{remotelease.New("pglocks", key, uint64(token), d.clock, d.margin, sent, ttl), d}, nil
 }
 
 // Watch implements locks.Watcher. The first Watch of an idle driver opens

@@ -1,7 +1,6 @@
 package pglocks
 
 import (
-	"github.com/ndigo/ndigo/internal/leasestate"
 	"github.com/ndigo/ndigo/locks"
 )
 
@@ -9,10 +8,7 @@ import (
 // Release had failed with ErrDatabase after the database released it (the
 // reply lost), so that a test can call Release again.
 func ForgetRelease(l locks.Lease) {
-	h := l.(*handle)
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.state = leasestate.Held
+	l.(*handle).Unrelease()
 }
 
 // Watchers returns how many watchers of key d has.

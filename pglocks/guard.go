@@ -2,7 +2,6 @@ package pglocks
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -37,18 +36,16 @@ func Guard(ctx context.Context, tx pgx.Tx, lease locks.Lease) error {
 		return fmt.Errorf("%w: pglocks.Guard: %T is not a lease of a pglocks.Driver", locks.ErrInvalid, lease)
 	}
 	d := l.d
-	if err := l.live(d.clock.Now()); err != nil {
+	if err := l.Live(d.clock.Now()); err != nil {
 		return err
 	}
-	var held bool
-	err := tx.QueryRow(ctx, d.sql.guard, pgx.QueryExecModeExec, d.ns, l.key, int64(l.token)).Scan(&held)
-	if errors.Is(err, pgx.ErrNoRows) {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		return l.lose()
-	}
+	var row bool
+	current, err := held(tx.QueryRow(ctx, d.sql.guard, pgx.QueryExecModeExec, d.ns, l.Key(), int64(l.Token())).Scan(&row), "guard", l)
 	if err != nil {
-		return fmt.Errorf("%w: guard key %q token %d: %w", ErrDatabase, l.key, l.token, err)
+		return err
+	}
+	if !current {
+		return l.Lose()
 	}
 	return nil
 }

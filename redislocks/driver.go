@@ -168,6 +168,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ndigo/ndigo/internal/drift"
+	"github.com/ndigo/ndigo/internal/remotelease"
 	"github.com/ndigo/ndigo/locks"
 )
 
@@ -404,8 +405,8 @@ func (d *Driver) Acquire(ctx context.Context, key string, ttl time.Duration) (lo
 	if n == 0 {
 		return nil, fmt.Errorf("%w: key %q is held", locks.ErrNotAcquired, key)
 	}
-	return &lease{d: d, key: key, token: uint64(n), id: strconv.FormatInt(n, 10) + ":" + nonce,
-		deadline: sent.Add(ttl - d.margin.Of(ttl))}, nil
+	return &lease{remotelease.New("redislocks", key, uint64(n), d.clock, d.margin, sent, ttl), d,
+		strconv.FormatInt(n, 10) + ":" + nonce}, nil
 }
 
 // Claim implements locks.Claimer in one round trip on

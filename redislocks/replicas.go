@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ndigo/ndigo/internal/remotelease"
 	"github.com/ndigo/ndigo/locks"
 )
 
@@ -110,7 +111,9 @@ func (d *Driver) acquire(ctx context.Context, key string, ttl time.Duration, non
 		err = fmt.Errorf("%w: token %d reached %d of the %d replicas required (Options.MinReplicas) within %dms and was released",
 			ErrNotReplicated, reply, acks, d.replicas.n, wait)
 	}
-	l := &lease{d: d, key: key, token: uint64(reply), id: strconv.FormatInt(reply, 10) + ":" + nonce}
+	// Past its local deadline from the start: Release still frees the key.
+	l := &lease{remotelease.New("redislocks", key, uint64(reply), d.clock, d.margin, time.Time{}, 0), d,
+		strconv.FormatInt(reply, 10) + ":" + nonce}
 	// A lease lost by now has expired: the key is free all the same.
 	if rerr := l.Release(ctx); rerr != nil && !errors.Is(rerr, locks.ErrLeaseLost) {
 		err = fmt.Errorf("%w; releasing it failed, so the key stays held by nobody until its TTL: %w", err, rerr)
