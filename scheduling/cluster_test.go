@@ -11,6 +11,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
+	"github.com/ndigo/ndigo/internal/clockskew"
 	"github.com/ndigo/ndigo/locks"
 )
 
@@ -42,7 +43,7 @@ func runsOnceAcrossSkew(t *testing.T, skew time.Duration) {
 			return nil
 		}
 		var nodes []*Scheduler
-		for i, c := range []clockwork.Clock{rc, skewedClock{Clock: rc, off: skew}} {
+		for i, c := range []clockwork.Clock{rc, clockskew.New(rc, skew)} {
 			s := New(Config{Driver: driver, Clock: c, Node: []string{"a", "b"}[i],
 				Logger: slog.New(&logRecorder{})})
 			mustAdd(t, s, NewTask(task, Cron("@every 1s"), Lock("report"), LockTTL(30*time.Second), Name("report")))
@@ -83,16 +84,6 @@ func runsOnceAcrossSkew(t *testing.T, skew time.Duration) {
 		}
 	})
 }
-
-// skewedClock reads another clock shifted by a constant.
-type skewedClock struct {
-	clockwork.Clock
-	off time.Duration
-}
-
-func (c skewedClock) Now() time.Time                  { return c.Clock.Now().Add(c.off) }
-func (c skewedClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
-func (c skewedClock) Until(t time.Time) time.Duration { return t.Sub(c.Now()) }
 
 // claimRecorder is a driver that records the claims it grants.
 type claimRecorder struct {

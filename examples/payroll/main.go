@@ -32,6 +32,7 @@ import (
 	"github.com/ndigo/ndigo/config"
 	"github.com/ndigo/ndigo/redislocks"
 	"github.com/ndigo/ndigo/scheduling"
+	"github.com/ndigo/ndigo/scheduling/schedulingtest"
 )
 
 // Config is the example's configuration: ndigo's own settings plus the
@@ -125,7 +126,7 @@ func options(env func(string) (string, bool), logOut io.Writer) []fx.Option {
 		config.Module[Config](config.LoadOptions{EnvPrefix: "PAYROLL_", Env: env}),
 		fx.Supply(fx.Annotate(logOut, fx.As(new(io.Writer)), fx.ResultTags(`name:"`+app.LogOutputName+`"`))),
 		fx.Provide(func(cfg Config) clockwork.Clock {
-			return offsetClock{clockwork.NewRealClock(), cfg.Payroll.ClockOffset}
+			return schedulingtest.SkewedClock(clockwork.NewRealClock(), cfg.Payroll.ClockOffset)
 		}),
 		fx.Invoke(stopAfter),
 		annotations.Provide(NewPayrollController),

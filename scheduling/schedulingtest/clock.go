@@ -7,6 +7,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
+	"github.com/ndigo/ndigo/internal/clockskew"
 	"github.com/ndigo/ndigo/scheduling"
 	"github.com/ndigo/ndigo/scheduling/internal/testhook"
 )
@@ -15,17 +16,8 @@ import (
 // whose clock runs ahead (off > 0) or behind. Timers, tickers and sleeps are
 // c's own: a duration lasts as long on both.
 func SkewedClock(c clockwork.Clock, off time.Duration) clockwork.Clock {
-	return skewed{Clock: c, off: off}
+	return clockskew.New(c, off)
 }
-
-type skewed struct {
-	clockwork.Clock
-	off time.Duration
-}
-
-func (c skewed) Now() time.Time                  { return c.Clock.Now().Add(c.off) }
-func (c skewed) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
-func (c skewed) Until(t time.Time) time.Duration { return t.Sub(c.Now()) }
 
 // Settle waits until every scheduler in ss (started) has dispatched each fire due by
 // its clock's now and no fire is in flight: each ran, was skipped or failed,
