@@ -160,6 +160,7 @@ import (
 
 	"github.com/ndigo/ndigo/internal/drift"
 	"github.com/ndigo/ndigo/internal/remotelease"
+	"github.com/ndigo/ndigo/internal/watchhub"
 	"github.com/ndigo/ndigo/locks"
 )
 
@@ -218,7 +219,7 @@ type Driver struct {
 	clock   clockwork.Clock
 	margin  drift.Margin
 	channel string // the notification channel of releases
-	hub     *hub
+	hub     *watchhub.Hub
 }
 
 var (
@@ -288,7 +289,9 @@ func New(opts Options) (*Driver, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	d.hub = newHub(listen, d.channel, log)
+	l := &listener{cfg: listen, channel: d.channel, log: log}
+	d.hub = watchhub.New(l.listen)
+	l.hub = d.hub
 	return d, nil
 }
 
@@ -403,7 +406,7 @@ func (d *Driver) Acquire(ctx context.Context, key string, ttl time.Duration) (lo
 // The channel may also close spuriously, for example after the listening
 // connection reconnects.
 func (d *Driver) Watch(key string) (<-chan struct{}, func()) {
-	return d.hub.watch(payload(d.ns, key))
+	return d.hub.Watch(payload(d.ns, key))
 }
 
 // Close stops the listening connection, if it runs, and waits for its
@@ -412,7 +415,7 @@ func (d *Driver) Watch(key string) (<-chan struct{}, func()) {
 // on its own shortly after the last watcher stops), but tests that check
 // for leaked goroutines should call it.
 func (d *Driver) Close() error {
-	d.hub.close()
+	d.hub.Close()
 	return nil
 }
 

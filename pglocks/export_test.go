@@ -13,7 +13,5 @@ func ForgetRelease(l locks.Lease) {
 
 // Watchers returns how many watchers of key d has.
 func Watchers(d *Driver, key string) int {
-	d.hub.mu.Lock()
-	defer d.hub.mu.Unlock()
-	return len(d.hub.keys[payload(d.ns, key)])
+	return d.hub.Waiting(payload(d.ns, key))
 }

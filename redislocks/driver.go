@@ -169,6 +169,7 @@ import (
 
 	"github.com/ndigo/ndigo/internal/drift"
 	"github.com/ndigo/ndigo/internal/remotelease"
+	"github.com/ndigo/ndigo/internal/watchhub"
 	"github.com/ndigo/ndigo/locks"
 )
 
@@ -246,7 +247,7 @@ type Driver struct {
 	clock    clockwork.Clock
 	margin   drift.Margin
 	channels string // prefix of the release channels: ndigo:ns:released:
-	hub      *hub
+	hub      *watchhub.Hub
 	nonce    string        // random prefix of the nonces of this driver's calls
 	calls    atomic.Uint64 // numbers the calls that carry a nonce
 	replicas *replicaSync  // nil unless Options.MinReplicas is set
@@ -301,7 +302,9 @@ func New(opts Options) (*Driver, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	d.hub = newHub(d.client, d.channels, log)
+	sub := &subscriber{client: d.client, prefix: d.channels, log: log}
+	d.hub = watchhub.New(sub.listen)
+	sub.hub = d.hub
 	return d, nil
 }
 
@@ -399,7 +402,7 @@ func (d *Driver) Acquire(ctx context.Context, key string, ttl time.Duration) (lo
 	if n < 0 {
 		// Nobody publishes when a reservation lapses untaken: wake a
 		// watcher then, in case every waiter it was kept for gave up.
-		d.hub.wakeAfter(key, handoffTTL)
+		d.hub.WakeAfter(key, handoffTTL)
 		return nil, fmt.Errorf("%w: key %q is reserved for a caller that waited", locks.ErrNotAcquired, key)
 	}
 	if n == 0 {
@@ -436,7 +439,7 @@ func (d *Driver) newNonce() string { return d.nonce + strconv.FormatUint(d.calls
 // watch, then Acquire, then wait, as locks.Wait does. The channel may also
 // close spuriously, for example after the subscription reconnects.
 func (d *Driver) Watch(key string) (<-chan struct{}, func()) {
-	return d.hub.watch(key)
+	return d.hub.Watch(key)
 }
 
 // Close stops the shared release subscription, if it runs, and waits for its
@@ -445,6 +448,6 @@ func (d *Driver) Watch(key string) (<-chan struct{}, func()) {
 // subscription stops on its own shortly after the last watcher stops), but
 // tests that check for leaked goroutines should call it.
 func (d *Driver) Close() error {
-	d.hub.close()
+	d.hub.Close()
 	return nil
 }

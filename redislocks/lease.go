@@ -43,7 +43,7 @@ func (l *lease) Release(ctx context.Context) error {
 	d := l.d
 	return l.ReleaseWith(ctx, func(ctx context.Context) (bool, error) {
 		waiters := "0"
-		if d.hub.watched(l.Key()) {
+		if d.hub.Waiting(l.Key()) > 0 {
 			waiters = "1"
 		}
 		tag := d.tag(l.Key())

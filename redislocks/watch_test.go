@@ -170,7 +170,7 @@ func TestSubscriptionSurvivesRestart(t *testing.T) {
 // exists now.
 func subscriptionRunning() bool {
 	buf := make([]byte, 1<<20)
-	return strings.Contains(string(buf[:runtime.Stack(buf, true)]), "redislocks.(*hub).run(")
+	return strings.Contains(string(buf[:runtime.Stack(buf, true)]), "redislocks.(*subscriber).listen(")
 }
 
 // A release is published only if someone waits for it: an uncontended lock
