@@ -42,4 +42,8 @@
 //		}),
 //		// ...
 //	)
+//
+// [Override] is that pattern for a driver package's own configuration
+// module: it also registers the driver in [ConfiguredGroup], so that a
+// replacement that did not reach the scheduler fails startup.
 package locks

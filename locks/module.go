@@ -19,3 +19,27 @@ var newDefaultDriver = func() Driver { return NewInProcessDriver() }
 // inside a nested fx.Module applies to that module only) fails startup
 // instead of leaving the app on in-process locks.
 const ConfiguredGroup = "locks.configured"
+
+// Override returns the options with which a configuration module (as
+// redislocks.Module and pglocks.Module are) replaces the default Driver:
+// an fx.Module named module holding opts and newDriver, an fx constructor
+// of the replacement Driver, which is provided under the name
+// `name:"<module>.driver"`, put in ConfiguredGroup, and decorates Driver.
+// The decoration returns the replacement without asking for the default,
+// so the default's constructor is never called.
+//
+// Include the result at the root of the app, beside Module, not inside
+// another fx.Module: fx applies a decoration to the module that declares
+// it and that module's children only; ConfiguredGroup makes a nested one
+// fail startup naming the fix.
+func Override(module string, newDriver any, opts ...fx.Option) fx.Option {
+	name := `name:"` + module + `.driver"`
+	same := func(d Driver) Driver { return d }
+	return fx.Options(
+		fx.Module(module, append(opts,
+			fx.Provide(fx.Annotate(newDriver, fx.ResultTags(name))),
+			fx.Provide(fx.Annotate(same, fx.ParamTags(name), fx.ResultTags(`group:"`+ConfiguredGroup+`"`))),
+		)...),
+		fx.Decorate(fx.Annotate(same, fx.ParamTags(name))),
+	)
+}

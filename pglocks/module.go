@@ -29,19 +29,9 @@ import (
 // listener and closes the pool. The driver itself only borrows the pool.
 //
 // Include Module at the root of the application, beside locks.Module, not
-// inside another fx.Module: fx applies a decoration to the module that
-// declares it and that module's children only. The driver is also put in
-// the locks.ConfiguredGroup value group, so a nested Module fails startup
-// naming the fix instead of leaving the scheduler on in-process locks.
-var Module = fx.Options(
-	fx.Module("pglocks",
-		fx.Provide(newPool),
-		fx.Provide(fx.Annotate(newModuleDriver, fx.ResultTags(`name:"pglocks.driver"`))),
-		fx.Provide(fx.Annotate(func(d locks.Driver) locks.Driver { return d },
-			fx.ParamTags(`name:"pglocks.driver"`), fx.ResultTags(`group:"`+locks.ConfiguredGroup+`"`))),
-	),
-	fx.Decorate(fx.Annotate(func(d locks.Driver) locks.Driver { return d }, fx.ParamTags(`name:"pglocks.driver"`))),
-)
+// inside another fx.Module (see locks.Override): a nested one fails startup
+// naming the fix.
+var Module = locks.Override("pglocks", newModuleDriver, fx.Provide(newPool))
 
 // ModuleConfig is what [Module] reads from the fx graph. app.Module
 // provides it from the configuration's postgres section (postgres.url,

@@ -25,22 +25,9 @@ import (
 // released its leases. The driver itself only borrows the client.
 //
 // Include Module at the root of the application, beside locks.Module, not
-// inside another fx.Module: fx applies a decoration to the module that
-// declares it and that module's children only, so a nested Module would
-// leave the rest of the app on in-process locks.
-//
-// The driver is also put in the locks.ConfiguredGroup value group, so that
-// the scheduler's module refuses to start on any other driver: a Module
-// nested in another fx.Module fails startup naming the fix.
-var Module = fx.Options(
-	fx.Module("redislocks",
-		fx.Provide(newClient),
-		fx.Provide(fx.Annotate(newModuleDriver, fx.ResultTags(`name:"redislocks.driver"`))),
-		fx.Provide(fx.Annotate(func(d locks.Driver) locks.Driver { return d },
-			fx.ParamTags(`name:"redislocks.driver"`), fx.ResultTags(`group:"`+locks.ConfiguredGroup+`"`))),
-	),
-	fx.Decorate(fx.Annotate(func(d locks.Driver) locks.Driver { return d }, fx.ParamTags(`name:"redislocks.driver"`))),
-)
+// inside another fx.Module (see locks.Override): a nested one fails startup
+// naming the fix.
+var Module = locks.Override("redislocks", newModuleDriver, fx.Provide(newClient))
 
 // ModuleConfig is what [Module] reads from the fx graph. app.Module
 // provides it from the configuration's redis section (redis.url,
