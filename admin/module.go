@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 
 	"go.uber.org/fx"
@@ -77,6 +78,19 @@ func (s *Server) Addr() string {
 	return s.ln.Addr().String()
 }
 
+// CheckAddr says why addr cannot be the address [Config].Addr serves on,
+// or returns nil: host:port or :port, with a port from 0 (any free one) to
+// 65535. The reason never quotes addr. app registers it as the
+// "listen_addr" configuration rule.
+func CheckAddr(addr string) error {
+	if _, port, err := net.SplitHostPort(addr); err == nil {
+		if _, err = strconv.ParseUint(port, 10, 16); err == nil {
+			return nil
+		}
+	}
+	return errors.New("must be host:port or :port, such as 127.0.0.1:8081 (port 0 picks a free one)")
+}
+
 type serverParams struct {
 	fx.In
 	Lifecycle fx.Lifecycle
@@ -89,6 +103,9 @@ func newServer(p serverParams) (*Server, error) {
 	s := &Server{}
 	if p.Config.Addr == "" {
 		return s, nil
+	}
+	if err := CheckAddr(p.Config.Addr); err != nil {
+		return nil, fmt.Errorf("%w: Config.Addr %q %v", ErrInvalid, p.Config.Addr, err)
 	}
 	if p.Config.ShutdownTimeout < 0 {
 		return nil, fmt.Errorf("%w: Config.ShutdownTimeout %v must not be negative", ErrInvalid, p.Config.ShutdownTimeout)

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/ndigo/ndigo/admin"
 	"github.com/ndigo/ndigo/config"
 	"github.com/ndigo/ndigo/pglocks"
 	"github.com/ndigo/ndigo/redislocks"
@@ -12,6 +13,7 @@ import (
 // The lock stores' rules are the drivers' own (both drivers take the same
 // namespaces).
 func init() {
+	config.Rule("listen_addr", admin.CheckAddr)
 	config.Rule("redis_url", redislocks.CheckURL)
 	config.Rule("postgres_url", pglocks.CheckURL)
 	config.Rule("lock_namespace", redislocks.CheckNamespace)

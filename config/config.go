@@ -30,10 +30,9 @@
 //     the name is [LoadOptions.EnvPrefix] plus the yaml path upper-cased with
 //     "." and "-" turned into "_": redis.url is NDIGO_REDIS_URL.
 //   - default: the value, written as in an environment variable.
-//   - validate: validator/v10 rules. Besides the built-in ones, "listen_addr"
-//     (host:port or :port) is registered, and packages add their own with
-//     [Rule] (app registers the Redis section's "redis_url" and
-//     "lock_namespace" from package redislocks).
+//   - validate: validator/v10 rules, and those packages add with [Rule]
+//     (package app registers "listen_addr", "redis_url", "postgres_url" and
+//     "lock_namespace", each defined by the package that owns the setting).
 //   - secret:"true": allowed on [Secret] and [SecretURL] fields, whose types
 //     already redact them.
 //

@@ -12,7 +12,7 @@ import (
 // Server is a section that some module reads on its own, as app.Module
 // reads app.Framework.
 type Server struct {
-	Addr     string           `yaml:"addr" default:":8080" validate:"listen_addr"`
+	Addr     string           `yaml:"addr" default:":8080" validate:"hostname_port"`
 	Upstream config.SecretURL `yaml:"upstream" validate:"required,url"`
 }
 
@@ -60,7 +60,7 @@ payroll:
 	// 127.0.0.1:9090 1.5s
 	// {Addr:127.0.0.1:9090 Upstream:https://payroll:xxxxx@bank.internal/api}
 	// [REDACTED] tok-123
-	// config: addr "localhost" (env APP_ADDR): must be host:port or :port, such as 127.0.0.1:8081 (port 0 picks a free one)
+	// config: addr "localhost" (env APP_ADDR): must be host:port
 }
 
 func ExampleModule() {

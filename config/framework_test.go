@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"net"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -41,6 +42,14 @@ type Log struct {
 var testNamespace = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 
 func init() {
+	Rule("listen_addr", func(s string) error {
+		if _, port, err := net.SplitHostPort(s); err == nil {
+			if _, err = strconv.ParseUint(port, 10, 16); err == nil {
+				return nil
+			}
+		}
+		return errors.New("must be host:port or :port, such as 127.0.0.1:8081 (port 0 picks a free one)")
+	})
 	Rule("redis_url", func(s string) error {
 		u, err := url.Parse(s)
 		db := ""

@@ -3,10 +3,8 @@ package config
 import (
 	"errors"
 	"fmt"
-	"net"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/go-playground/validator/v10"
@@ -27,15 +25,6 @@ func newValidator() *validator.Validate {
 			return key
 		}
 		return inlineMark
-	})
-	// The registrations only fail on an empty tag name or a nil function.
-	_ = v.RegisterValidation("listen_addr", func(fl validator.FieldLevel) bool {
-		_, port, err := net.SplitHostPort(fl.Field().String())
-		if err != nil {
-			return false
-		}
-		_, err = strconv.ParseUint(port, 10, 16)
-		return err == nil
 	})
 	return v
 }
@@ -94,7 +83,6 @@ var rules = map[string]string{
 	"required_with": "is required when {p} is set",
 	"oneof":         "must be one of {p}",
 	"timezone":      "must be an IANA time zone name, such as Europe/Paris or UTC",
-	"listen_addr":   "must be host:port or :port, such as 127.0.0.1:8081 (port 0 picks a free one)",
 	"min":           "must be at least {p}{unit}",
 	"gte":           "must be at least {p}{unit}",
 	"max":           "must be at most {p}{unit}",
