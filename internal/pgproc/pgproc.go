@@ -15,7 +15,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -29,6 +28,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/ndigo/ndigo/internal/serverproc"
 )
 
 // StartTimeout bounds how long a server may take to accept connections.
@@ -109,7 +109,7 @@ func Start() (*Server, error) {
 	}
 	var lastErr error
 	for range 10 {
-		if s.port, lastErr = freePort(); lastErr != nil {
+		if s.port, lastErr = serverproc.FreePort(); lastErr != nil {
 			continue
 		}
 		// Another process may take the port between the probe and the
@@ -149,20 +149,6 @@ func (s *Server) data() string { return filepath.Join(s.dir, "data") }
 
 func (s *Server) logPath() string { return filepath.Join(s.dir, "postgres.log") }
 
-// freePort returns a loopback port that is free now.
-func freePort() (int, error) {
-	for range 100 {
-		port := 20000 + rand.IntN(30000)
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		if err != nil {
-			continue
-		}
-		_ = l.Close()
-		return port, nil
-	}
-	return 0, errors.New("pgproc: no free loopback port found")
-}
-
 // launch starts postgres on the data directory and waits until it accepts
 // connections.
 func (s *Server) launch() error {
@@ -189,21 +175,13 @@ func (s *Server) launch() error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("pgproc: starting postgres: %w", err)
 	}
-	deadline := time.Now().Add(StartTimeout)
-	for {
-		err := s.ping()
-		if err == nil {
-			break
+	if err := serverproc.WaitReady(cmd, StartTimeout, 10*time.Millisecond, s.ping); err != nil {
+		for _, pid := range childrenOf(cmd.Process.Pid) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
-		if time.Now().After(deadline) || exited(cmd) {
-			for _, pid := range childrenOf(cmd.Process.Pid) {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-			return fmt.Errorf("pgproc: postgres on port %d did not accept connections: %v; log:\n%s", s.port, err, s.log())
-		}
-		time.Sleep(10 * time.Millisecond)
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return fmt.Errorf("pgproc: postgres on port %d did not accept connections: %v; log:\n%s", s.port, err, serverproc.Tail(s.logPath(), 3000))
 	}
 	s.mu.Lock()
 	s.cmd = cmd
@@ -222,19 +200,6 @@ func (s *Server) ping() error {
 	defer c.Close(context.Background())
 	_, err = c.Exec(ctx, "SELECT 1")
 	return err
-}
-
-// exited reports whether the process has exited, without reaping it: an
-// exited child is a zombie ("Z") in /proc until Wait.
-func exited(cmd *exec.Cmd) bool { return gone(cmd.Process.Pid) }
-
-func (s *Server) log() string {
-	b, _ := os.ReadFile(s.logPath())
-	const max = 3000
-	if len(b) > max {
-		b = b[len(b)-max:]
-	}
-	return string(b)
 }
 
 // URL returns a connection URL for the superuser postgres on database
@@ -275,7 +240,7 @@ func (s *Server) killLocked() {
 	// shared memory still attached.
 	for _, pid := range children {
 		for range 500 {
-			if gone(pid) {
+			if serverproc.Exited(pid) {
 				break
 			}
 			time.Sleep(10 * time.Millisecond)
@@ -311,16 +276,6 @@ func childrenOf(ppid int) []int {
 		}
 	}
 	return pids
-}
-
-// gone reports whether pid has exited (a zombie counts as exited).
-func gone(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	return i >= 0 && i+2 < len(b) && b[i+2] == 'Z'
 }
 
 // Restart kills the server if it is running (SIGKILL, a crash) and starts

@@ -8,7 +8,6 @@ package redisproc
 import (
 	"bufio"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -18,6 +17,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/ndigo/ndigo/internal/serverproc"
 )
 
 // installHints complete the error when a Redis binary is missing.
@@ -120,23 +121,10 @@ func Start(o Options) (*Server, error) {
 // freePort returns a loopback port that is free now. Cluster nodes also need
 // port+10000 (the cluster bus), so the range is kept below 55536.
 func freePort(cluster bool) (int, error) {
-	for range 100 {
-		port := 20000 + rand.IntN(30000)
-		if !portFree(port) || (cluster && !portFree(port+10000)) {
-			continue
-		}
-		return port, nil
+	if cluster {
+		return serverproc.FreePort(10000)
 	}
-	return 0, fmt.Errorf("redisproc: no free loopback port found")
-}
-
-func portFree(port int) bool {
-	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-	if err != nil {
-		return false
-	}
-	_ = l.Close()
-	return true
+	return serverproc.FreePort()
 }
 
 // launch starts the process and waits until it answers PING.
@@ -165,33 +153,16 @@ func (s *Server) launch() error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("redisproc: starting %s: %w", s.bin, err)
 	}
-	deadline := time.Now().Add(StartTimeout)
-	for {
-		if err := ping(s.Addr()); err == nil {
-			break
-		} else if time.Now().After(deadline) || exited(cmd) {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-			return fmt.Errorf("redisproc: %s on port %d did not answer PING: %v; log:\n%s", filepath.Base(s.bin), s.port, err, s.log())
-		}
-		time.Sleep(5 * time.Millisecond)
+	if err := serverproc.WaitReady(cmd, StartTimeout, 5*time.Millisecond, func() error { return ping(s.Addr()) }); err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return fmt.Errorf("redisproc: %s on port %d did not answer PING: %v; log:\n%s",
+			filepath.Base(s.bin), s.port, err, serverproc.Tail(filepath.Join(s.dir, "redis.log"), 2000))
 	}
 	s.mu.Lock()
 	s.cmd = cmd
 	s.mu.Unlock()
 	return nil
-}
-
-// exited reports whether the process has exited, without reaping it: an
-// exited child is a zombie ("Z") in /proc until Wait.
-func exited(cmd *exec.Cmd) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
-	if err != nil {
-		return os.IsNotExist(err)
-	}
-	// The state follows the parenthesised command name.
-	i := strings.LastIndexByte(string(b), ')')
-	return i >= 0 && i+2 < len(b) && b[i+2] == 'Z'
 }
 
 // ping sends one PING on a fresh connection and expects +PONG.
@@ -213,15 +184,6 @@ func ping(addr string) error {
 		return fmt.Errorf("PING answered %q", strings.TrimSpace(line))
 	}
 	return nil
-}
-
-func (s *Server) log() string {
-	b, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
-	const max = 2000
-	if len(b) > max {
-		b = b[len(b)-max:]
-	}
-	return string(b)
 }
 
 // Addr returns the server's host:port.
