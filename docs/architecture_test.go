@@ -1,6 +1,7 @@
 package docs_test
 
 import (
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -47,6 +48,34 @@ func TestDependenciesPointDown(t *testing.T) {
 			if deps[f] {
 				t.Errorf("%s imports %s (directly or not): a forbidden arrow, see docs/ARCHITECTURE.md", r.pkg, f)
 			}
+		}
+	}
+}
+
+// TestLayoutIsDescribed checks that README's "Packages" table names every
+// package of the module, and docs/ARCHITECTURE.md every internal one, so
+// that neither falls behind the layout.
+func TestLayoutIsDescribed(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}", "github.com/ndigo/ndigo/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, _, _ := strings.Cut(string(readme[strings.Index(string(readme), "\n## Packages"):]), "\n## Testing")
+	arch, err := os.ReadFile("ARCHITECTURE.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range strings.Fields(string(out)) {
+		p = strings.TrimPrefix(p, "github.com/ndigo/ndigo/")
+		if !strings.Contains(table, "`"+p+"`") && !strings.Contains(table, "`"+p+"/...`") {
+			t.Errorf("README's Packages table does not name package %s", p)
+		}
+		if rest, ok := strings.CutPrefix(p, "internal/"); ok && !strings.Contains(string(arch), "`"+rest+"`") && !strings.Contains(string(arch), "`"+p+"`") {
+			t.Errorf("docs/ARCHITECTURE.md does not name internal package %s", p)
 		}
 	}
 }
