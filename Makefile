@@ -1,6 +1,6 @@
-# make test: every check CI runs. It installs redis-server, redis-sentinel and
-# PostgreSQL from Debian's packages when they are missing (as root), or says
-# what to install.
+# make test: every check CI runs. It installs redis-server, redis-sentinel,
+# PostgreSQL and PgBouncer from Debian's packages when they are missing (as
+# root), or says what to install.
 GO          ?= go
 STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 PKGS        := ./...
@@ -38,15 +38,17 @@ redis-server:
 
 # postgresql: the PostgreSQL binaries pglocks' tests start (internal/pgproc):
 # initdb and postgres, in PATH or under /usr/lib/postgresql/*/bin (package
-# postgresql, which also makes the postgres user they run as when root).
+# postgresql, which also makes the postgres user they run as when root), and
+# pgbouncer (package pgbouncer), which the driver is tested through.
 postgresql:
 	@if ! { command -v initdb >/dev/null 2>&1 && command -v postgres >/dev/null 2>&1; } && \
-		! ls /usr/lib/postgresql/*/bin/initdb /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then \
+		! ls /usr/lib/postgresql/*/bin/initdb /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || \
+		! { command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ]; }; then \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-			echo "installing postgresql from Debian's packages"; \
-			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
+			echo "installing postgresql and pgbouncer from Debian's packages"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql pgbouncer >/dev/null; \
 		else \
-			echo "make test needs PostgreSQL's initdb and postgres: install them (Debian: sudo apt-get install postgresql)"; exit 1; \
+			echo "make test needs PostgreSQL's initdb and postgres, and pgbouncer: install them (Debian: sudo apt-get install postgresql pgbouncer)"; exit 1; \
 		fi; \
 	fi
 

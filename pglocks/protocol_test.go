@@ -3,6 +3,7 @@ package pglocks_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/locks/lockstest"
 	"github.com/ndigo/ndigo/pglocks"
 )
 
@@ -93,4 +95,72 @@ func TestNoPreparedStatements(t *testing.T) {
 	if n != 0 {
 		t.Fatalf("%d prepared statements on the session, want 0", n)
 	}
+}
+
+// TestConformanceThroughPgBouncer runs the conformance suite with the pool
+// behind a real PgBouncer in transaction pooling mode (two server sessions
+// shared by all of the pool's connections; the pool's default exec mode
+// caches prepared statements, which that mode breaks), the listener on
+// PostgreSQL directly, as the package documentation says to deploy it; and
+// a guarded transaction through the bouncer.
+func TestConformanceThroughPgBouncer(t *testing.T) {
+	pool(t) // the schema
+	b, err := shared.StartBouncer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Stop)
+	cfg, err := pgxpool.ParseConfig(b.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheStatement
+	cfg.MaxConns = 8 // more client connections than the bouncer's two server sessions
+	p, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	direct, err := pgx.ParseConfig(shared.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	newBounced := func(t *testing.T) *pglocks.Driver {
+		d, err := pglocks.New(pglocks.Options{Pool: p, Namespace: "bouncer", Listen: direct})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = d.Close() })
+		return d
+	}
+	lockstest.Run(t, lockstest.Harness{
+		NewDriver: func(t *testing.T) locks.Driver { return newBounced(t) },
+		TTL:       conformanceTTL,
+	})
+	t.Run("Guard", func(t *testing.T) {
+		ctx := context.Background()
+		d := newBounced(t)
+		key := unique("guarded")
+		l, err := d.Acquire(ctx, key, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = pgx.BeginFunc(ctx, p, func(tx pgx.Tx) error {
+			if err := pglocks.Guard(ctx, tx, l); err != nil {
+				return err
+			}
+			// While the guarded transaction holds its server session, the
+			// key stays the holder's even for an Acquire on the other one.
+			if _, err := d.Acquire(ctx, key, time.Minute); !errors.Is(err, locks.ErrNotAcquired) {
+				return fmt.Errorf("Acquire during the guarded transaction: %v, want ErrNotAcquired", err)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
