@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -67,7 +69,7 @@ func multiNodeExactlyOnce(t *testing.T, storeFlag, url string, l ledger) {
 // shows run once was written by the node and with the token of that run.
 // So each fire is in the ledger once, and no holder wrote after its
 // successor: its token would be lower than the successor's.
-func checkLedger(t *testing.T, l ledger, runs map[string][]nodetest.Line, minFires int) {
+func checkLedger(t testing.TB, l ledger, runs map[string][]nodetest.Line, minFires int) {
 	t.Helper()
 	entries, err := l.Entries(context.Background())
 	if err != nil {
@@ -85,6 +87,50 @@ func checkLedger(t *testing.T, l ledger, runs map[string][]nodetest.Line, minFir
 		fire := nodetest.FireString(e.Fire)
 		if r := runs[fire]; len(r) == 1 && (r[0].Node != e.Node || r[0].Token != e.Token) {
 			t.Errorf("ledger entry %q, but node %s logged fire %s with token %d", e, r[0].Node, fire, r[0].Token)
+		}
+	}
+}
+
+// failures is a testing.TB that records Errorf, to test checkLedger.
+type failures struct {
+	testing.TB
+	msgs []string
+}
+
+func (f *failures) Helper() {}
+
+func (f *failures) Errorf(format string, args ...any) { f.msgs = append(f.msgs, fmt.Sprintf(format, args...)) }
+
+// checkLedger fails on each way a ledger can show a fire run twice or a
+// stale holder's write, and passes a ledger that shows neither.
+func TestCheckLedgerFindsStaleWrites(t *testing.T) {
+	at := time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC)
+	fire := func(s int) time.Time { return at.Add(time.Duration(s) * time.Second) }
+	runs := map[string][]nodetest.Line{
+		nodetest.FireString(fire(0)): {{Node: "a", Token: 1}},
+		nodetest.FireString(fire(1)): {{Node: "b", Token: 2}},
+	}
+	good := []entry{{fire(0), "a", 1}, {fire(1), "b", 2}, {fire(2), "a", 3}}
+	for _, c := range []struct {
+		name    string
+		entries []entry
+		want    string // in the first failure; empty: none
+	}{
+		{"good", good, ""},
+		{"a fire twice", []entry{good[0], good[1], {fire(1), "c", 3}}, "must both increase"},
+		{"a stale holder after its successor", []entry{good[0], good[1], {fire(2), "a", 1}}, "must both increase"},
+		{"an earlier fire written late", []entry{good[0], good[2], {fire(1), "b", 4}}, "must both increase"},
+		{"another node than the run's", []entry{good[0], {fire(1), "c", 2}, good[2]}, "node b logged fire"},
+		{"another token than the run's", []entry{good[0], {fire(1), "b", 3}, {fire(2), "a", 4}}, "with token 2"},
+		{"too few", good[:2], "want at least 3"},
+	} {
+		f := &failures{TB: t}
+		checkLedger(f, &memoryLedger{entries: c.entries}, runs, 3)
+		switch {
+		case c.want == "" && len(f.msgs) != 0:
+			t.Errorf("%s: failures %q, want none", c.name, f.msgs)
+		case c.want != "" && (len(f.msgs) == 0 || !strings.Contains(f.msgs[0], c.want)):
+			t.Errorf("%s: failures %q, want the first with %q", c.name, f.msgs, c.want)
 		}
 	}
 }
