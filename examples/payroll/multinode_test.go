@@ -99,7 +99,9 @@ type failures struct {
 
 func (f *failures) Helper() {}
 
-func (f *failures) Errorf(format string, args ...any) { f.msgs = append(f.msgs, fmt.Sprintf(format, args...)) }
+func (f *failures) Errorf(format string, args ...any) {
+	f.msgs = append(f.msgs, fmt.Sprintf(format, args...))
+}
 
 // checkLedger fails on each way a ledger can show a fire run twice or a
 // stale holder's write, and passes a ledger that shows neither.
