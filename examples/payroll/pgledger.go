@@ -20,7 +20,9 @@ var pgLedgerSchema string
 
 // pgLedger is a table in the database that holds the locks, shared by
 // every node: a write is fenced by pglocks.Guard in the write's own
-// transaction, so a stale holder's insert never commits.
+// transaction, so a stale holder's insert never commits. Its statements use
+// no server-side prepared statement, as pglocks does, so that it works
+// through PgBouncer in transaction mode too.
 type pgLedger struct {
 	pool *pgxpool.Pool
 	ns   string // the lock namespace: nodes of other environments keep their rows apart
@@ -54,7 +56,7 @@ func (l *pgLedger) Append(ctx context.Context, lease locks.Lease, fire time.Time
 			return err
 		}
 		_, err := tx.Exec(ctx, "INSERT INTO payroll_ledger (ns, fire, node, token) VALUES ($1, $2, $3, $4)",
-			l.ns, fire, node, int64(lease.Token()))
+			pgx.QueryExecModeExec, l.ns, fire, node, int64(lease.Token()))
 		return err
 	})
 	switch {
@@ -67,7 +69,8 @@ func (l *pgLedger) Append(ctx context.Context, lease locks.Lease, fire time.Time
 }
 
 func (l *pgLedger) Entries(ctx context.Context) ([]entry, error) {
-	rows, err := l.pool.Query(ctx, "SELECT fire, node, token FROM payroll_ledger WHERE ns = $1 ORDER BY id", l.ns)
+	rows, err := l.pool.Query(ctx, "SELECT fire, node, token FROM payroll_ledger WHERE ns = $1 ORDER BY id",
+		pgx.QueryExecModeExec, l.ns)
 	if err != nil {
 		return nil, fmt.Errorf("payroll: ledger entries: %w", err)
 	}
