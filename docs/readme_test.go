@@ -93,6 +93,20 @@ func manyNodes(ctx context.Context) error {
 	return err
 }
 
+// On PostgreSQL, the module.
+func manyNodesOnPostgres(ctx context.Context) error {
+	type Config struct {
+		app.Framework `yaml:",inline"` // node, postgres.url, postgres.namespace, log.format, log.level
+	}
+
+	err := app.Run(ctx,
+		config.Module[Config](config.LoadOptions{Path: "app.yaml", EnvPrefix: "APP_"}),
+		pglocks.Module, // at the root, in place of redislocks.Module
+		annotations.Provide(NewPayrollController),
+	)
+	return err
+}
+
 // A driver of your own client.
 var ownClient = fx.Options(
 	fx.Decorate(func(c *redis.Client) (locks.Driver, error) {
@@ -148,7 +162,7 @@ func (p *pager) Skipped(e scheduling.Event) {
 
 func page(string) {}
 
-var _ = []any{builderForm, manyNodes, ownClient, directLock, operated, kit, &pager{}}
+var _ = []any{builderForm, manyNodes, manyNodesOnPostgres, ownClient, directLock, operated, kit, &pager{}}
 
 // TestReadmeBlocksCompile checks that every Go block of README.md appears
 // in this file, line by line (each README line inside the matching line

@@ -38,12 +38,10 @@ func (c *PayrollController) CloseBooks(ctx context.Context) error {
 	if !ok {
 		return fmt.Errorf("payroll: CloseBooks ran without a lease")
 	}
-	fire := run.Fire.UTC().Format(fireFormat)
-	entry := fmt.Sprintf("%s %s %d", fire, run.Node, lease.Token())
-	if err := c.ledger.Append(ctx, lease.Token(), entry); err != nil {
+	if err := c.ledger.Append(ctx, lease, run.Fire, run.Node); err != nil {
 		return err
 	}
-	c.log.Info("payroll closed", "fire", fire, "node", run.Node, "token", lease.Token())
+	c.log.Info("payroll closed", "fire", run.Fire.UTC().Format(fireFormat), "node", run.Node, "token", lease.Token())
 	return nil
 }
 

@@ -12,7 +12,7 @@ import (
 
 // A payroll process that cannot start says why once, exits non-zero, and
 // never prints a password: a bad task spec, a bad setting, an unreachable
-// Redis. --help exits 0.
+// Redis or PostgreSQL, both stores at once. --help exits 0.
 func TestStartFailuresExitNonZeroWithOneError(t *testing.T) {
 	bin := nodetest.BuildPayroll(t)
 	const password = "s3cret-pw"
@@ -25,6 +25,9 @@ func TestStartFailuresExitNonZeroWithOneError(t *testing.T) {
 		{"bad spec", nil, []string{"PAYROLL_CRON=61 * * * *"}, `option cron = "61 * * * *"`},
 		{"bad setting", nil, []string{"PAYROLL_LOCK_TTL=-5s"}, `payroll.lock-ttl "-5s"`},
 		{"unreachable Redis", []string{"--redis", "redis://user:" + password + "@127.0.0.1:1"}, nil, "cannot reach Redis at 127.0.0.1:1"},
+		{"unreachable PostgreSQL", []string{"--postgres", "postgres://user:" + password + "@127.0.0.1:1/app"}, nil, "cannot reach PostgreSQL at 127.0.0.1"},
+		{"two stores", []string{"--postgres", "postgres://user:" + password + "@127.0.0.1:1/app"},
+			[]string{"PAYROLL_REDIS_URL=redis://user:" + password + "@127.0.0.1:1"}, "--redis ($PAYROLL_REDIS_URL) and --postgres ($PAYROLL_POSTGRES_URL) are both set"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cmd := exec.Command(bin, c.args...)
@@ -46,7 +49,7 @@ func TestStartFailuresExitNonZeroWithOneError(t *testing.T) {
 			}
 		})
 	}
-	if out, err := exec.Command(bin, "--help").CombinedOutput(); err != nil || !strings.Contains(string(out), "-redis") {
+	if out, err := exec.Command(bin, "--help").CombinedOutput(); err != nil || !strings.Contains(string(out), "-redis") || !strings.Contains(string(out), "-postgres") {
 		t.Fatalf("--help: %v\n%s", err, out)
 	}
 }

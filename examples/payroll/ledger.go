@@ -2,73 +2,64 @@ package main
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/ndigo/ndigo/locks"
 )
 
-// errStaleToken reports a ledger write whose fencing token is below the
-// highest the ledger has accepted: its writer's lease was superseded.
+// errStaleToken reports a ledger write whose lease was superseded: its
+// fencing token is below the highest the ledger has accepted, or (on
+// PostgreSQL) no longer the key's live token.
 var errStaleToken = errors.New("payroll: ledger rejected a stale fencing token")
 
-// A ledger is where closed payrolls are recorded. Every write carries the
-// writer's fencing token, and the ledger rejects a token lower than the
-// highest it has accepted.
+// A ledger is where closed payrolls are recorded. Every write is made under
+// the writer's lease, and the ledger refuses the write of a holder whose
+// lease a successor has superseded.
 type ledger interface {
-	Append(ctx context.Context, token uint64, entry string) error
+	// Append records that node closed the payroll of fire, under lease. A
+	// superseded lease gets errStaleToken and records nothing.
+	Append(ctx context.Context, lease locks.Lease, fire time.Time, node string) error
+	// Entries returns what Append recorded, oldest first.
+	Entries(ctx context.Context) ([]entry, error)
+}
+
+// An entry is one closed payroll: the fire, the node that ran it and the
+// fencing token of its lease, kept so that the ledger shows which lease
+// wrote what.
+type entry struct {
+	Fire  time.Time
+	Node  string
+	Token uint64
+}
+
+func (e entry) String() string {
+	return fmt.Sprintf("%s %s %d", e.Fire.UTC().Format(fireFormat), e.Node, e.Token)
 }
 
 // memoryLedger is the single-node ledger.
 type memoryLedger struct {
 	mu      sync.Mutex // protects high and entries
 	high    uint64
-	entries []string
+	entries []entry
 }
 
-func (m *memoryLedger) Append(_ context.Context, token uint64, entry string) error {
+func (m *memoryLedger) Append(_ context.Context, lease locks.Lease, fire time.Time, node string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	token := lease.Token()
 	if token < m.high {
 		return fmt.Errorf("%w: token %d, ledger at %d", errStaleToken, token, m.high)
 	}
 	m.high = token
-	m.entries = append(m.entries, entry)
+	m.entries = append(m.entries, entry{Fire: fire, Node: node, Token: token})
 	return nil
 }
 
-//go:embed ledger.lua
-var ledgerLua string
-
-var ledgerScript = redis.NewScript(ledgerLua)
-
-// redisLedger is a Redis list shared by every node, fenced by a script.
-type redisLedger struct {
-	client     redis.Scripter
-	list, high string
-}
-
-func newRedisLedger(c redis.Scripter, namespace string) *redisLedger {
-	// One hash tag keeps both keys in one Cluster slot.
-	prefix := "ndigo:" + namespace + ":payroll:{ledger}"
-	return &redisLedger{client: c, list: prefix, high: prefix + ":high"}
-}
-
-func (r *redisLedger) Append(ctx context.Context, token uint64, entry string) error {
-	res, err := ledgerScript.Run(ctx, r.client, []string{r.list, r.high}, token, entry).Slice()
-	if err != nil {
-		return fmt.Errorf("payroll: ledger append: %w", err)
-	}
-	if ok, _ := res[0].(int64); ok != 1 {
-		high, _ := res[1].(string)
-		return fmt.Errorf("%w: token %d, ledger at %s", errStaleToken, token, high)
-	}
-	return nil
-}
-
-// entries returns the ledger's entries, oldest first.
-func (r *redisLedger) entries(ctx context.Context, c redis.Cmdable) ([]string, error) {
-	return c.LRange(ctx, r.list, 0, -1).Result()
+func (m *memoryLedger) Entries(context.Context) ([]entry, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]entry(nil), m.entries...), nil
 }

@@ -10,6 +10,11 @@
 //
 //	go run ./examples/payroll --redis redis://localhost:6379 --node a --cron '@every 1s'
 //
+// With --postgres it does so through a PostgreSQL database instead, where
+// its ledger is a table whose writes pglocks.Guard fences:
+//
+//	go run ./examples/payroll --postgres postgres://app@localhost:5432/app --node a --cron '@every 1s'
+//
 // Every flag can also be set through the environment variable named beside
 // it in --help.
 package main
@@ -21,6 +26,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -30,6 +36,7 @@ import (
 	"github.com/ndigo/ndigo/annotations"
 	"github.com/ndigo/ndigo/app"
 	"github.com/ndigo/ndigo/config"
+	"github.com/ndigo/ndigo/pglocks"
 	"github.com/ndigo/ndigo/redislocks"
 	"github.com/ndigo/ndigo/scheduling"
 	"github.com/ndigo/ndigo/scheduling/schedulingtest"
@@ -55,25 +62,35 @@ type Payroll struct {
 	For time.Duration `yaml:"for" env:"PAYROLL_FOR" validate:"min=0"`
 }
 
-// redisURLEnv is the variable of app.Framework's redis.url under the
-// example's prefix: whether it is set decides the lock driver.
-const redisURLEnv = "PAYROLL_REDIS_URL"
+// The variables of app.Framework's redis.url and postgres.url under the
+// example's prefix: which one is set decides the lock driver and the ledger.
+const (
+	redisURLEnv    = "PAYROLL_REDIS_URL"
+	postgresURLEnv = "PAYROLL_POSTGRES_URL"
+)
 
-// flags maps each command-line flag to the environment variable that
+// errTwoStores reports both lock stores set: nodes coordinate through one.
+var errTwoStores = errors.New("payroll: --redis ($" + redisURLEnv + ") and --postgres ($" + postgresURLEnv +
+	") are both set: the nodes coordinate through one store, so set only one")
+
+// flags maps each command-line flag to the environment variables that
 // configuration reads; a flag given on the command line wins.
 var flags = []struct {
-	name, env, usage string
-	boolean          bool // given without a value: --metrics
+	name, usage string
+	envs        []string // the variables the flag sets
+	boolean     bool     // given without a value: --metrics
 }{
-	{"redis", redisURLEnv, "Redis URL; absent: in-process locks on this node only", false},
-	{"namespace", "PAYROLL_REDIS_NAMESPACE", "lock namespace shared by the nodes of one environment", false},
-	{"node", "PAYROLL_NODE", "this node's name (default: <hostname>-<pid>)", false},
-	{"cron", "PAYROLL_CRON", "CloseBooks's schedule (default: @every 2s)", false},
-	{"clock-offset", "PAYROLL_CLOCK_OFFSET", "shift this node's clock by a duration, e.g. 300ms or -300ms", false},
-	{"log-format", "PAYROLL_LOG_FORMAT", "text or json", false},
-	{"for", "PAYROLL_FOR", "exit cleanly after this long, e.g. 10s (default: run until a signal)", false},
-	{"admin-addr", "PAYROLL_ADMIN_ADDR", "serve /scheduledtasks, /locks and /healthz on this address, e.g. 127.0.0.1:8081", false},
-	{"metrics", "PAYROLL_ADMIN_METRICS", "expose Prometheus metrics at /metrics on --admin-addr", true},
+	{"redis", "Redis URL; absent (and no --postgres): in-process locks on this node only", []string{redisURLEnv}, false},
+	{"postgres", "PostgreSQL URL: locks and the ledger in that database, instead of Redis", []string{postgresURLEnv}, false},
+	// One namespace flag for either store: the two settings take the same values.
+	{"namespace", "lock namespace shared by the nodes of one environment", []string{"PAYROLL_REDIS_NAMESPACE", "PAYROLL_POSTGRES_NAMESPACE"}, false},
+	{"node", "this node's name (default: <hostname>-<pid>)", []string{"PAYROLL_NODE"}, false},
+	{"cron", "CloseBooks's schedule (default: @every 2s)", []string{"PAYROLL_CRON"}, false},
+	{"clock-offset", "shift this node's clock by a duration, e.g. 300ms or -300ms", []string{"PAYROLL_CLOCK_OFFSET"}, false},
+	{"log-format", "text or json", []string{"PAYROLL_LOG_FORMAT"}, false},
+	{"for", "exit cleanly after this long, e.g. 10s (default: run until a signal)", []string{"PAYROLL_FOR"}, false},
+	{"admin-addr", "serve /scheduledtasks, /locks and /healthz on this address, e.g. 127.0.0.1:8081", []string{"PAYROLL_ADMIN_ADDR"}, false},
+	{"metrics", "expose Prometheus metrics at /metrics on --admin-addr", []string{"PAYROLL_ADMIN_METRICS"}, true},
 }
 
 func main() {
@@ -90,11 +107,12 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("payroll", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	for _, f := range flags {
+		usage := f.usage + " ($" + strings.Join(f.envs, ", $") + ")"
 		if f.boolean {
-			fs.Bool(f.name, false, f.usage+" ($"+f.env+")")
+			fs.Bool(f.name, false, usage)
 			continue
 		}
-		fs.String(f.name, "", f.usage+" ($"+f.env+")")
+		fs.String(f.name, "", usage)
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -103,7 +121,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.Visit(func(f *flag.Flag) {
 		for _, m := range flags {
 			if m.name == f.Name {
-				given[m.env] = f.Value.String()
+				for _, e := range m.envs {
+					given[e] = f.Value.String()
+				}
 			}
 		}
 	})
@@ -113,15 +133,20 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		return os.LookupEnv(name)
 	}
-	return app.Run(ctx, options(env, stderr)...)
+	opts, err := options(env, stderr)
+	if err != nil {
+		return err
+	}
+	return app.Run(ctx, opts...)
 }
 
-// options composes the example: its configuration, the lock driver it
-// chooses, its clock, and its controllers. Configuration loads inside the
-// graph (config.Module), so a bad setting fails startup like any other
-// error; only the choice of driver module is made before, from whether a
-// Redis URL is set at all.
-func options(env func(string) (string, bool), logOut io.Writer) []fx.Option {
+// options composes the example: its configuration, the lock driver and
+// ledger it chooses, its clock, and its controllers. Configuration loads
+// inside the graph (config.Module), so a bad setting fails startup like any
+// other error; only the choice of driver module is made before, from which
+// store's URL is set at all, since fx cannot include a module on a
+// condition.
+func options(env func(string) (string, bool), logOut io.Writer) ([]fx.Option, error) {
 	opts := []fx.Option{
 		config.Module[Config](config.LoadOptions{EnvPrefix: "PAYROLL_", Env: env}),
 		fx.Supply(fx.Annotate(logOut, fx.As(new(io.Writer)), fx.ResultTags(`name:"`+app.LogOutputName+`"`))),
@@ -132,13 +157,20 @@ func options(env func(string) (string, bool), logOut io.Writer) []fx.Option {
 		annotations.Provide(NewPayrollController),
 		scheduling.Provide(reconcile),
 	}
-	if url, _ := env(redisURLEnv); url == "" {
-		return append(opts, fx.Supply(fx.Annotate(&memoryLedger{}, fx.As(new(ledger)))))
+	redisURL, _ := env(redisURLEnv)
+	postgresURL, _ := env(postgresURLEnv)
+	switch {
+	case redisURL != "" && postgresURL != "":
+		return nil, errTwoStores
+	case redisURL != "":
+		return append(opts,
+			redislocks.Module,
+			fx.Provide(func(c redis.UniversalClient, cfg Config) ledger { return newRedisLedger(c, cfg.Redis.Namespace) }),
+		), nil
+	case postgresURL != "":
+		return append(opts, pglocks.Module, fx.Provide(providePGLedger)), nil
 	}
-	return append(opts,
-		redislocks.Module,
-		fx.Provide(func(c redis.UniversalClient, cfg Config) ledger { return newRedisLedger(c, cfg.Redis.Namespace) }),
-	)
+	return append(opts, fx.Supply(fx.Annotate(&memoryLedger{}, fx.As(new(ledger))))), nil
 }
 
 // stopAfter shuts the application down cleanly (exit code 0) once

@@ -2,28 +2,44 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ndigo/ndigo/internal/nodetest"
+	"github.com/ndigo/ndigo/internal/pgtest"
 	"github.com/ndigo/ndigo/internal/redistest"
 )
 
-// Three nodes on one Redis with clocks 300ms apart run every fire of an
-// @every 1s schedule exactly once; after the node that ran last is killed,
-// the others go on running every fire exactly once.
+// Three nodes on one lock store with clocks 300ms apart run every fire of
+// an @every 1s schedule exactly once; after the node that ran last is
+// killed, the others go on running every fire exactly once; and the ledger
+// they share shows no stale holder's write. On Redis the ledger is fenced
+// by its script's token check, on PostgreSQL by pglocks.Guard.
 func TestMultiNodeExactlyOnce(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts three processes for about 15s")
+		t.Skip("starts three processes for about 15s on each store")
 	}
-	srv := redistest.Start(t)
+	t.Run("redis", func(t *testing.T) {
+		srv := redistest.Start(t)
+		multiNodeExactlyOnce(t, "--redis", "redis://"+srv.Addr(), newRedisLedger(srv.Client(), "e2e"))
+	})
+	t.Run("postgres", func(t *testing.T) {
+		srv := pgtest.Start(t)
+		multiNodeExactlyOnce(t, "--postgres", srv.URL(), newPGLedger(srv.Pool(), "e2e"))
+	})
+}
+
+// multiNodeExactlyOnce is TestMultiNodeExactlyOnce on the store that
+// storeFlag names at url, whose ledger l reads.
+func multiNodeExactlyOnce(t *testing.T, storeFlag, url string, l ledger) {
 	p := nodetest.New(t)
 	// A node killed while it holds the lock blocks the others for a lease.
-	p.StartPayroll("n0", srv.Addr(), "e2e", "3s", "--clock-offset", "0s")
-	p.StartPayroll("n1", srv.Addr(), "e2e", "3s", "--clock-offset", "300ms")
-	p.StartPayroll("n2", srv.Addr(), "e2e", "3s", "--clock-offset", "-300ms")
+	for _, n := range []struct{ name, offset string }{{"n0", "0s"}, {"n1", "300ms"}, {"n2", "-300ms"}} {
+		p.StartPayrollOn(n.name, storeFlag, url, "e2e", "3s", "--clock-offset", n.offset)
+	}
 
 	const closed = "payroll closed"
 	fires := p.WaitFires(closed, "", 10, 40*time.Second)
@@ -45,22 +61,78 @@ func TestMultiNodeExactlyOnce(t *testing.T) {
 		}
 	}
 	p.CheckEveryFireOnce(closed, after, time.Second)
+	checkLedger(t, l, p.Runs(closed, ""), 15)
+}
 
-	// The fenced ledger has each fire once.
-	entries, err := newRedisLedger(srv.Client(), "e2e").entries(context.Background(), srv.Client())
+// checkLedger fails t unless l has at least minFires entries, written in
+// strictly increasing order of fire and of token, and every fire that runs
+// shows run once was written by the node and with the token of that run.
+// So each fire is in the ledger once, and no holder wrote after its
+// successor: its token would be lower than the successor's.
+func checkLedger(t testing.TB, l ledger, runs map[string][]nodetest.Line, minFires int) {
+	t.Helper()
+	entries, err := l.Entries(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	perFire := map[string]int{}
-	for _, e := range entries {
-		perFire[strings.Fields(e)[0]]++
+	if len(entries) < minFires {
+		t.Errorf("ledger has %d fires, want at least %d", len(entries), minFires)
 	}
-	for fire, n := range perFire {
-		if n != 1 {
-			t.Errorf("ledger has fire %s %d times", fire, n)
+	for i, e := range entries {
+		if i > 0 {
+			if prev := entries[i-1]; !e.Fire.After(prev.Fire) || e.Token <= prev.Token {
+				t.Errorf("ledger entry %d %q follows %q: fires and tokens must both increase", i, e, prev)
+			}
+		}
+		fire := nodetest.FireString(e.Fire)
+		if r := runs[fire]; len(r) == 1 && (r[0].Node != e.Node || r[0].Token != e.Token) {
+			t.Errorf("ledger entry %q, but node %s logged fire %s with token %d", e, r[0].Node, fire, r[0].Token)
 		}
 	}
-	if len(perFire) < 15 {
-		t.Errorf("ledger has %d fires, want at least 15", len(perFire))
+}
+
+// failures is a testing.TB that records Errorf, to test checkLedger.
+type failures struct {
+	testing.TB
+	msgs []string
+}
+
+func (f *failures) Helper() {}
+
+func (f *failures) Errorf(format string, args ...any) {
+	f.msgs = append(f.msgs, fmt.Sprintf(format, args...))
+}
+
+// checkLedger fails on each way a ledger can show a fire run twice or a
+// stale holder's write, and passes a ledger that shows neither.
+func TestCheckLedgerFindsStaleWrites(t *testing.T) {
+	at := time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC)
+	fire := func(s int) time.Time { return at.Add(time.Duration(s) * time.Second) }
+	runs := map[string][]nodetest.Line{
+		nodetest.FireString(fire(0)): {{Node: "a", Token: 1}},
+		nodetest.FireString(fire(1)): {{Node: "b", Token: 2}},
+	}
+	good := []entry{{fire(0), "a", 1}, {fire(1), "b", 2}, {fire(2), "a", 3}}
+	for _, c := range []struct {
+		name    string
+		entries []entry
+		want    string // in the first failure; empty: none
+	}{
+		{"good", good, ""},
+		{"a fire twice", []entry{good[0], good[1], {fire(1), "c", 3}}, "must both increase"},
+		{"a stale holder after its successor", []entry{good[0], good[1], {fire(2), "a", 1}}, "must both increase"},
+		{"an earlier fire written late", []entry{good[0], good[2], {fire(1), "b", 4}}, "must both increase"},
+		{"another node than the run's", []entry{good[0], {fire(1), "c", 2}, good[2]}, "node b logged fire"},
+		{"another token than the run's", []entry{good[0], {fire(1), "b", 3}, {fire(2), "a", 4}}, "with token 2"},
+		{"too few", good[:2], "want at least 3"},
+	} {
+		f := &failures{TB: t}
+		checkLedger(f, &memoryLedger{entries: c.entries}, runs, 3)
+		switch {
+		case c.want == "" && len(f.msgs) != 0:
+			t.Errorf("%s: failures %q, want none", c.name, f.msgs)
+		case c.want != "" && (len(f.msgs) == 0 || !strings.Contains(f.msgs[0], c.want)):
+			t.Errorf("%s: failures %q, want the first with %q", c.name, f.msgs, c.want)
+		}
 	}
 }

@@ -127,10 +127,17 @@ func (p *Procs) Start(name string, cmd *exec.Cmd) {
 // args added to its command line. The example is built on the first call.
 func (p *Procs) StartPayroll(name, redisAddr, namespace, ttl string, args ...string) {
 	p.t.Helper()
+	p.StartPayrollOn(name, "--redis", "redis://"+redisAddr, namespace, ttl, args...)
+}
+
+// StartPayrollOn is StartPayroll on the lock store that storeFlag names,
+// "--redis" or "--postgres", at url.
+func (p *Procs) StartPayrollOn(name, storeFlag, url, namespace, ttl string, args ...string) {
+	p.t.Helper()
 	if p.payroll == "" {
 		p.payroll = BuildPayroll(p.t)
 	}
-	cmd := exec.Command(p.payroll, append([]string{"--redis", "redis://" + redisAddr, "--namespace", namespace,
+	cmd := exec.Command(p.payroll, append([]string{storeFlag, url, "--namespace", namespace,
 		"--node", name, "--cron", "@every 1s", "--log-format", "json", "--for", "5m"}, args...)...)
 	cmd.Env = append(os.Environ(), "PAYROLL_LOCK_TTL="+ttl)
 	p.Start(name, cmd)
