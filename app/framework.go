@@ -25,7 +25,7 @@ func init() {
 // provides the Framework to the graph:
 //
 //	node: billing-1
-//	redis:
+//	redis:                # or postgres: (url, namespace), not both
 //	  url: redis://:password@redis.internal:6379/0
 //	  namespace: prod
 //	log:
