@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
 	"github.com/ndigo/ndigo/internal/serverproc"
 )
 
