@@ -23,9 +23,9 @@ var errServer = errors.New("server: outcome unknown")
 type answer int
 
 const (
-	yes answer = iota // the lease holds (held) its key
-	no                // it does not
-	unknown           // the call failed: outcome unknown
+	yes     answer = iota // the lease holds (held) its key
+	no                    // it does not
+	unknown               // the call failed: outcome unknown
 )
 
 func (a answer) call(calls *int) func(context.Context) (bool, error) {
