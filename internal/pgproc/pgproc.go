@@ -23,7 +23,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -74,9 +73,7 @@ type Server struct {
 	port int
 	cred *syscall.Credential // the postgres user's, when run as root; else nil
 
-	mu     sync.Mutex // protects the fields below
-	cmd    *exec.Cmd  // the running postmaster, nil after Kill
-	paused bool
+	serverproc.Proc // the postmaster and its backends: Kill, Restart, Pause, Resume, State
 }
 
 // Start runs initdb into a new temporary directory and starts postgres on a
@@ -89,6 +86,7 @@ func Start() (*Server, error) {
 		return nil, err
 	}
 	s := &Server{bin: bin}
+	s.Init("pgproc", s.Addr, s.launch, childrenOf)
 	if s.dir, err = os.MkdirTemp("", "pgproc"); err != nil {
 		return nil, err
 	}
@@ -115,7 +113,7 @@ func Start() (*Server, error) {
 		}
 		// Another process may take the port between the probe and the
 		// start: then try another one.
-		if lastErr = s.launch(); lastErr == nil {
+		if lastErr = s.Launch(); lastErr == nil {
 			return s, nil
 		}
 	}
@@ -152,10 +150,10 @@ func (s *Server) logPath() string { return filepath.Join(s.dir, "postgres.log") 
 
 // launch starts postgres on the data directory and waits until it accepts
 // connections.
-func (s *Server) launch() error {
+func (s *Server) launch() (*exec.Cmd, error) {
 	logf, err := os.OpenFile(s.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o666)
 	if err != nil {
-		return fmt.Errorf("pgproc: %w", err)
+		return nil, fmt.Errorf("pgproc: %w", err)
 	}
 	defer logf.Close()
 	if s.cred != nil {
@@ -174,7 +172,7 @@ func (s *Server) launch() error {
 	// check would see.
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("pgproc: starting postgres: %w", err)
+		return nil, fmt.Errorf("pgproc: starting postgres: %w", err)
 	}
 	if err := serverproc.WaitReady(cmd, StartTimeout, 10*time.Millisecond, s.ping); err != nil {
 		for _, pid := range childrenOf(cmd.Process.Pid) {
@@ -182,12 +180,9 @@ func (s *Server) launch() error {
 		}
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		return fmt.Errorf("pgproc: postgres on port %d did not accept connections: %v; log:\n%s", s.port, err, serverproc.Tail(s.logPath(), 3000))
+		return nil, fmt.Errorf("pgproc: postgres on port %d did not accept connections: %v; log:\n%s", s.port, err, serverproc.Tail(s.logPath(), 3000))
 	}
-	s.mu.Lock()
-	s.cmd = cmd
-	s.mu.Unlock()
-	return nil
+	return cmd, nil
 }
 
 // ping opens one connection and runs SELECT 1.
@@ -211,44 +206,6 @@ func (s *Server) URL() string {
 
 // Addr returns the server's host:port.
 func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
-
-// Kill stops the server and every backend with SIGKILL, a crash, and waits
-// for the postmaster to exit. The data directory stays: Restart recovers it.
-func (s *Server) Kill() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd == nil {
-		return fmt.Errorf("pgproc: Kill of server %s that is not running", s.Addr())
-	}
-	s.killLocked()
-	return nil
-}
-
-func (s *Server) killLocked() {
-	pm := s.cmd.Process.Pid
-	// Stop the postmaster first, so that it forks no backend while its
-	// children are listed.
-	_ = syscall.Kill(pm, syscall.SIGSTOP)
-	children := childrenOf(pm)
-	for _, pid := range children {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-	}
-	_ = syscall.Kill(pm, syscall.SIGKILL)
-	_ = syscall.Kill(pm, syscall.SIGCONT)
-	s.paused = false
-	_ = s.cmd.Wait()
-	// Wait until every backend is gone, or the restart would find the old
-	// shared memory still attached.
-	for _, pid := range children {
-		for range 500 {
-			if serverproc.Exited(pid) {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-	s.cmd = nil
-}
 
 // childrenOf lists the processes whose parent is ppid: the postmaster's
 // backends and auxiliary processes. Each is its own process group leader
@@ -279,64 +236,10 @@ func childrenOf(ppid int) []int {
 	return pids
 }
 
-// Restart kills the server if it is running (SIGKILL, a crash) and starts
-// it again on the same data directory and port: committed data survives
-// (only an operating system crash would lose it with fsync off). It waits
-// until the server accepts connections, after its crash recovery.
-func (s *Server) Restart() error {
-	s.mu.Lock()
-	if s.cmd != nil {
-		s.killLocked()
-	}
-	s.mu.Unlock()
-	if err := s.launch(); err != nil {
-		return fmt.Errorf("pgproc: restart: %w", err)
-	}
-	return nil
-}
-
-// Pause stops the postmaster and every backend with SIGSTOP: connections
-// stay open but nothing is answered, as with a hung server or a network
-// partition.
-func (s *Server) Pause() error { return s.signal(syscall.SIGSTOP, true) }
-
-// Resume continues a paused server with SIGCONT.
-func (s *Server) Resume() error { return s.signal(syscall.SIGCONT, false) }
-
-func (s *Server) signal(sig syscall.Signal, paused bool) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd == nil {
-		return fmt.Errorf("pgproc: signal %v to server %s that is not running", sig, s.Addr())
-	}
-	pm := s.cmd.Process.Pid
-	// The postmaster stops first and resumes last, so that it forks no
-	// backend the signal would miss.
-	if sig == syscall.SIGSTOP {
-		if err := syscall.Kill(pm, sig); err != nil {
-			return fmt.Errorf("pgproc: signal %v to server %s: %w", sig, s.Addr(), err)
-		}
-	}
-	for _, pid := range childrenOf(pm) {
-		_ = syscall.Kill(pid, sig)
-	}
-	if sig != syscall.SIGSTOP {
-		if err := syscall.Kill(pm, sig); err != nil {
-			return fmt.Errorf("pgproc: signal %v to server %s: %w", sig, s.Addr(), err)
-		}
-	}
-	s.paused = paused
-	return nil
-}
-
 // Stop kills the server if it is running and removes its directory. It may
 // be called more than once.
 func (s *Server) Stop() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd != nil {
-		s.killLocked()
-	}
+	s.Halt()
 	if s.dir != "" {
 		_ = os.RemoveAll(s.dir)
 	}

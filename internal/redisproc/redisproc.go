@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -70,9 +69,7 @@ type Server struct {
 	ownDir bool     // dir was made by Start and is removed by Stop
 	args   []string // extra arguments, kept for Restart
 
-	mu     sync.Mutex // protects the fields below
-	cmd    *exec.Cmd  // the running process, nil after Kill
-	paused bool
+	serverproc.Proc // the process: Kill, Restart, Pause, Resume, State
 }
 
 // Start starts a server with persistence off on a free loopback port and
@@ -87,6 +84,7 @@ func Start(o Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{bin: bin, dir: o.Dir, args: o.Args}
+	s.Init("redisproc", s.Addr, s.launch, nil)
 	if s.dir == "" {
 		if s.dir, err = os.MkdirTemp("", "redisproc"); err != nil {
 			return nil, err
@@ -110,7 +108,7 @@ func Start(o Options) (*Server, error) {
 		}
 		// Another process may take the port between the probe and the
 		// start: then try another one.
-		if lastErr = s.launch(); lastErr == nil {
+		if lastErr = s.Launch(); lastErr == nil {
 			return s, nil
 		}
 	}
@@ -128,7 +126,7 @@ func freePort(cluster bool) (int, error) {
 }
 
 // launch starts the process and waits until it answers PING.
-func (s *Server) launch() error {
+func (s *Server) launch() (*exec.Cmd, error) {
 	var args []string
 	if s.conf != "" {
 		args = append(args, s.conf)
@@ -151,18 +149,15 @@ func (s *Server) launch() error {
 	// Stdout and stderr stay nil (the null device), so exec starts no copying
 	// goroutines that a leak check would see.
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("redisproc: starting %s: %w", s.bin, err)
+		return nil, fmt.Errorf("redisproc: starting %s: %w", s.bin, err)
 	}
 	if err := serverproc.WaitReady(cmd, StartTimeout, 5*time.Millisecond, func() error { return ping(s.Addr()) }); err != nil {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		return fmt.Errorf("redisproc: %s on port %d did not answer PING: %v; log:\n%s",
+		return nil, fmt.Errorf("redisproc: %s on port %d did not answer PING: %v; log:\n%s",
 			filepath.Base(s.bin), s.port, err, serverproc.Tail(filepath.Join(s.dir, "redis.log"), 2000))
 	}
-	s.mu.Lock()
-	s.cmd = cmd
-	s.mu.Unlock()
-	return nil
+	return cmd, nil
 }
 
 // ping sends one PING on a fresh connection and expects +PONG.
@@ -192,79 +187,10 @@ func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.It
 // Port returns the server's TCP port.
 func (s *Server) Port() int { return s.port }
 
-// State reports whether the server is running (not killed) and whether it
-// is paused.
-func (s *Server) State() (running, paused bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cmd != nil, s.paused
-}
-
-// Kill stops the server with SIGKILL and waits for it to exit. Its data is
-// lost: persistence is off.
-func (s *Server) Kill() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd == nil {
-		return fmt.Errorf("redisproc: Kill of server %s that is not running", s.Addr())
-	}
-	s.killLocked()
-	return nil
-}
-
-func (s *Server) killLocked() {
-	_ = s.cmd.Process.Signal(syscall.SIGKILL)
-	if s.paused {
-		_ = s.cmd.Process.Signal(syscall.SIGCONT)
-		s.paused = false
-	}
-	_ = s.cmd.Wait()
-	s.cmd = nil
-}
-
-// Restart kills the server if it is running and starts a fresh one, with no
-// data, on the same port, waiting until it answers PING. A sentinel keeps
-// its config file, which is its state.
-func (s *Server) Restart() error {
-	s.mu.Lock()
-	if s.cmd != nil {
-		s.killLocked()
-	}
-	s.mu.Unlock()
-	if err := s.launch(); err != nil {
-		return fmt.Errorf("redisproc: restart: %w", err)
-	}
-	return nil
-}
-
-// Pause stops the server with SIGSTOP: connections stay open but nothing is
-// answered, as with a hung server or a network partition.
-func (s *Server) Pause() error { return s.signal(syscall.SIGSTOP, true) }
-
-// Resume continues a paused server with SIGCONT.
-func (s *Server) Resume() error { return s.signal(syscall.SIGCONT, false) }
-
-func (s *Server) signal(sig syscall.Signal, paused bool) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd == nil {
-		return fmt.Errorf("redisproc: signal %v to server %s that is not running", sig, s.Addr())
-	}
-	if err := s.cmd.Process.Signal(sig); err != nil {
-		return fmt.Errorf("redisproc: signal %v to server %s: %w", sig, s.Addr(), err)
-	}
-	s.paused = paused
-	return nil
-}
-
 // Stop kills the server if it is running and removes its directory if
 // Start made it. It may be called more than once.
 func (s *Server) Stop() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd != nil {
-		s.killLocked()
-	}
+	s.Halt()
 	if s.ownDir {
 		_ = os.RemoveAll(s.dir)
 	}

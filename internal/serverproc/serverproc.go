@@ -1,7 +1,8 @@
 // Package serverproc holds what internal/redisproc and internal/pgproc
 // share to run a private server process: a free loopback port, waiting
-// until the server answers, whether a process has exited, and the tail of
-// its log. It does not import package testing.
+// until the server answers, whether a process has exited, the tail of its
+// log, and the process's faults (kill, restart, pause, resume). It does not
+// import package testing.
 package serverproc
 
 import (
@@ -13,6 +14,8 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 )
 
@@ -82,4 +85,139 @@ func Tail(path string, max int) string {
 		b = b[len(b)-max:]
 	}
 	return string(b)
+}
+
+// A Proc is a server's process as tests drive it: killed (a crash),
+// restarted, paused and resumed. A server embeds it and calls Init with how
+// to start its process. Its methods are safe for concurrent use.
+type Proc struct {
+	name   string                    // the package, for errors
+	addr   func() string             // the server's address, for errors
+	launch func() (*exec.Cmd, error) // starts the process and waits until it answers
+	family func(pid int) []int       // the processes pid forked that signals must reach too
+
+	mu     sync.Mutex // protects the fields below
+	cmd    *exec.Cmd  // the running process, nil once killed
+	paused bool
+}
+
+// Init sets how p starts its process (launch, which returns it once the
+// server answers) and which processes besides it a signal must reach
+// (family, listed while the process is stopped so that it forks no new
+// one; nil for none). name and addr make errors.
+func (p *Proc) Init(name string, addr func() string, launch func() (*exec.Cmd, error), family func(pid int) []int) {
+	p.name, p.addr, p.launch, p.family = name, addr, launch, family
+	if p.family == nil {
+		p.family = func(int) []int { return nil }
+	}
+}
+
+// Launch starts the process and waits until the server answers.
+func (p *Proc) Launch() error {
+	cmd, err := p.launch()
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cmd = cmd
+	return nil
+}
+
+// State reports whether the server is running (not killed) and whether it
+// is paused.
+func (p *Proc) State() (running, paused bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cmd != nil, p.paused
+}
+
+// Kill stops the server and every process it forked with SIGKILL, a crash,
+// and waits until they are gone.
+func (p *Proc) Kill() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil {
+		return fmt.Errorf("%s: Kill of server %s that is not running", p.name, p.addr())
+	}
+	p.killLocked()
+	return nil
+}
+
+// Halt kills the server if it is running.
+func (p *Proc) Halt() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd != nil {
+		p.killLocked()
+	}
+}
+
+func (p *Proc) killLocked() {
+	pid := p.cmd.Process.Pid
+	// Stopped first, it forks nothing while its family is listed.
+	_ = syscall.Kill(pid, syscall.SIGSTOP)
+	family := p.family(pid)
+	for _, f := range family {
+		_ = syscall.Kill(f, syscall.SIGKILL)
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	_ = syscall.Kill(pid, syscall.SIGCONT)
+	p.paused = false
+	_ = p.cmd.Wait()
+	// A restart must not find what they held (ports, shared memory)
+	// still held.
+	for _, f := range family {
+		for range 500 {
+			if Exited(f) {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	p.cmd = nil
+}
+
+// Restart kills the server if it is running and starts it again on the same
+// port, waiting until it answers.
+func (p *Proc) Restart() error {
+	p.Halt()
+	if err := p.Launch(); err != nil {
+		return fmt.Errorf("%s: restart: %w", p.name, err)
+	}
+	return nil
+}
+
+// Pause stops the server and its family with SIGSTOP: connections stay
+// open but nothing is answered, as with a hung server or a network
+// partition.
+func (p *Proc) Pause() error { return p.signal(syscall.SIGSTOP, true) }
+
+// Resume continues a paused server with SIGCONT.
+func (p *Proc) Resume() error { return p.signal(syscall.SIGCONT, false) }
+
+func (p *Proc) signal(sig syscall.Signal, paused bool) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil {
+		return fmt.Errorf("%s: signal %v to server %s that is not running", p.name, sig, p.addr())
+	}
+	pid := p.cmd.Process.Pid
+	// The process stops first and resumes last, so that it forks nothing
+	// the signal would miss.
+	if sig == syscall.SIGSTOP {
+		if err := syscall.Kill(pid, sig); err != nil {
+			return fmt.Errorf("%s: signal %v to server %s: %w", p.name, sig, p.addr(), err)
+		}
+	}
+	for _, f := range p.family(pid) {
+		_ = syscall.Kill(f, sig)
+	}
+	if sig != syscall.SIGSTOP {
+		if err := syscall.Kill(pid, sig); err != nil {
+			return fmt.Errorf("%s: signal %v to server %s: %w", p.name, sig, p.addr(), err)
+		}
+	}
+	p.paused = paused
+	return nil
 }
