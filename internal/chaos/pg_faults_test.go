@@ -12,6 +12,7 @@ import (
 
 	"github.com/ndigo/ndigo/internal/nodetest"
 	"github.com/ndigo/ndigo/internal/pgtest"
+	"github.com/ndigo/ndigo/internal/redistest"
 )
 
 // startPGNodes makes the ledger table on srv and starts a chaos node per
@@ -93,6 +94,41 @@ func firstFireAfter(at time.Time, d time.Duration) string {
 }
 
 var pgNodes = []string{"n0", "n1", "n2"}
+
+// A store is where the chaos nodes of a test lock and keep their ledger.
+type store struct {
+	name string
+	// start starts a server and a node per name on it, and returns what
+	// reads the ledger.
+	start func(t *testing.T, p *nodetest.Procs, names []string, env ...string) (ledger func() [][]string)
+	// stale is what the error of a stale holder's refused ledger write
+	// says.
+	stale string
+}
+
+// stores are Redis, with the payroll example's fenced ledger, and
+// PostgreSQL, with a ledger guarded by pglocks.Guard.
+var stores = []store{
+	{
+		name: "redis",
+		start: func(t *testing.T, p *nodetest.Procs, names []string, env ...string) func() [][]string {
+			srv := redistest.Start(t)
+			for _, n := range names {
+				startNode(p, n, srv.Addr(), env...)
+			}
+			return func() [][]string { return ledgerEntries(t, srv.Client()) }
+		},
+		stale: errStale.Error(),
+	},
+	{
+		name: "postgres",
+		start: func(t *testing.T, p *nodetest.Procs, names []string, env ...string) func() [][]string {
+			pool := startPGNodes(t, p, pgtest.Start(t), names, env...)
+			return func() [][]string { return pgLedgerEntries(t, pool) }
+		},
+		stale: "locks: lease lost",
+	},
+}
 
 // PostgreSQL crashes (SIGKILL of the server and every backend) in the
 // middle of a run and restarts on the same data. Leases, tokens and fire
