@@ -74,7 +74,7 @@ fuzz:
 # three times.
 chaos: redis-server postgresql
 	$(GO) test -race -count=1 -run '^TestClusterSimulation$$' -v ./scheduling/schedulingtest -sim.fires 100000
-	$(GO) test -race -count=1 -run '^TestDayOfFiresLeavesBoundedRows$$' -v ./pglocks -pg.fires 86400
+	$(GO) test -race -count=1 -timeout 60m -run '^TestDayOfFiresLeavesBoundedRows$$' -v ./pglocks -pg.fires 86400
 	$(GO) test -race -count=1 -run '^TestLinearizable$$' -v ./internal/chaos -lin.ops 100000
 	$(GO) test -race -count=3 ./internal/chaos
 

@@ -245,6 +245,11 @@ func TestPostgresBackendTerminated(t *testing.T) {
 		}
 	}
 	fires := p.WaitFires("run end", victim.Fire, 4, 40*time.Second)[1:]
+	for _, n := range pgNodes {
+		if !p.Running(n) {
+			t.Errorf("%s exited", n)
+		}
+	}
 	checkRunsOnceWithRisingTokens(t, p)
 	entries := pgLedgerEntries(t, pool)
 	for _, e := range entries {
