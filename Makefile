@@ -71,10 +71,12 @@ fuzz:
 	done
 
 # chaos: the long fault runs: the cluster simulation over 100,000 fires, a
-# linearizability history of 100,000 operations under Redis pauses, then
-# every fault test three times.
-chaos: redis-server
+# simulated day of a task every second on PostgreSQL, a linearizability
+# history of 100,000 operations under Redis pauses, then every fault test
+# three times.
+chaos: redis-server postgresql
 	$(GO) test -race -count=1 -run '^TestClusterSimulation$$' -v ./scheduling/schedulingtest -sim.fires 100000
+	$(GO) test -race -count=1 -timeout 60m -run '^TestDayOfFiresLeavesBoundedRows$$' -v ./pglocks -pg.fires 86400
 	$(GO) test -race -count=1 -run '^TestLinearizable$$' -v ./internal/chaos -lin.ops 100000
 	$(GO) test -race -count=3 ./internal/chaos
 

@@ -21,6 +21,7 @@
 //
 //	ndigo_locks         (ns, key) primary key, token bigint, expires_at timestamptz
 //	ndigo_locks_claims  (ns, key) primary key, seq bigint, expires_at timestamptz
+//	                    index on (ns, expires_at)
 //
 // A lock row is made by the first Acquire of its key and never deleted:
 // Release only sets expires_at to -infinity, and an expired lease simply
@@ -28,18 +29,8 @@
 // the key, and Acquire sets it to token + 1 in the same statement that takes
 // the key, so tokens strictly increase per key for the life of the database,
 // across restarts of the database and of every node, with no sequence and no
-// clock involved. The price is one row per key ever locked: the scheduler
-// locks one key per task, so that is bounded by the number of tasks; a
-// program that locks ever new keys should delete rows of keys it no longer
-// uses itself, and only rows of keys it will never lock again, since a
-// deleted row starts the key's tokens again at 1.
-//
-// A claim row (locks.Claimer) holds the latest sequence number claimed for
-// its key and when that record expires; a successful claim overwrites it,
-// so there is one row per key ever claimed (the scheduler claims under one
-// key per task), never one per fire. An expired claim row means the same as
-// no row: a program that claims ever new keys may delete rows whose
-// expires_at is past at any time.
+// clock involved. The price is one row per key ever locked (see
+// Reclamation).
 //
 // The statements, in the package's .sql files: Acquire inserts the row of a
 // new key (INSERT … WHERE NOT EXISTS … ON CONFLICT DO NOTHING) or updates a
@@ -48,10 +39,37 @@
 // token; no row returned means held. Extend and Release are an UPDATE of the
 // row WHERE token = the lease's AND expires_at > clock_timestamp(). Claim is
 // INSERT … ON CONFLICT (ns, key) DO UPDATE … WHERE seq < the new seq OR
-// expires_at <= clock_timestamp(). Keys, namespaces, tokens and TTLs are
+// expires_at <= clock_timestamp(), after a DELETE of expired claim rows in
+// the same statement (see Reclamation). Keys, namespaces, tokens and TTLs are
 // always bind parameters; only the validated, quoted table names are part
 // of the SQL text. Keys are stored as text: Acquire and Claim reject a key
 // that is not valid UTF-8 or holds a NUL byte with locks.ErrInvalid.
+//
+// # Reclamation
+//
+// A claim row (locks.Claimer) holds the latest sequence number claimed for
+// its key and when that record expires; a successful claim overwrites it,
+// so there is one row per key claimed, never one per fire: the scheduler
+// claims under one key per task, so a task firing every second for a day
+// leaves one claim row and one lock row. An expired claim row means the
+// same as no row, so claims reclaim them as they go: each Claim statement
+// also deletes up to 8 expired claim rows of its namespace (other keys',
+// oldest first, skipping rows another statement has locked), found through
+// an index on (ns, expires_at), in the same round trip and with bounded
+// work. The rows of keys no longer claimed (a task removed or renamed; the
+// scheduler's claims live scheduling.ClaimTTL) therefore go within a few
+// claims of their expiry, and the claim table holds about the keys claimed
+// within their TTL. There is no background goroutine: a namespace that
+// stops claiming keeps its last rows, expired and harmless, until a claim
+// in it runs again.
+//
+// Lock rows are not reclaimed, on purpose: a lock row's token column is
+// the only record of the tokens minted for its key, and a deleted row
+// would start the key's tokens again at 1, below tokens that fenced
+// storage has already seen. A free lock row costs one row per key ever
+// locked, which the scheduler bounds by its number of lock keys; a program
+// that locks ever new keys should delete rows of keys it will never lock
+// again itself.
 //
 // # Guard
 //
@@ -266,7 +284,7 @@ func New(opts Options) (*Driver, error) {
 		pool:  opts.Pool,
 		ns:    opts.Namespace,
 		table: table,
-		sql:   newStatements(pgx.Identifier(parts).Sanitize(), pgx.Identifier(claims).Sanitize()),
+		sql:   newStatements(parts, claims),
 		clock: opts.Clock,
 	}
 	if d.clock == nil {

@@ -8,8 +8,10 @@ CREATE TABLE IF NOT EXISTS $LOCKS (
 	expires_at timestamptz NOT NULL,
 	PRIMARY KEY (ns, key)
 );
--- The claim rows (locks.Claimer): one per (namespace, key) ever claimed,
--- holding the latest sequence number claimed and when that record expires.
+-- The claim rows (locks.Claimer): one per (namespace, key) claimed within
+-- the claims' TTL, holding the latest sequence number claimed and when that
+-- record expires. Claims delete expired rows as they go (claim.sql), finding
+-- them through the expiry index.
 CREATE TABLE IF NOT EXISTS $CLAIMS (
 	ns         text        NOT NULL,
 	key        text        NOT NULL,
@@ -17,3 +19,4 @@ CREATE TABLE IF NOT EXISTS $CLAIMS (
 	expires_at timestamptz NOT NULL,
 	PRIMARY KEY (ns, key)
 );
+CREATE INDEX IF NOT EXISTS $EXPIRY ON $CLAIMS (ns, expires_at);

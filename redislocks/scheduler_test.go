@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ndigo/ndigo/internal/redistest"
+	"github.com/ndigo/ndigo/locks"
 	"github.com/ndigo/ndigo/scheduling"
 	"github.com/ndigo/ndigo/scheduling/schedulingtest"
 )
@@ -19,27 +20,20 @@ import (
 // driver of srv's namespace ns, with a Recorder, running task.
 func startNodes(t *testing.T, srv *redistest.Server, ns string, nodes int, task func() scheduling.Task) ([]*schedulingtest.Recorder, func()) {
 	t.Helper()
-	var recs []*schedulingtest.Recorder
-	var ss []*scheduling.Scheduler
-	for i := range nodes {
+	var drivers []locks.Driver
+	for range nodes {
 		c := redis.NewClient(&redis.Options{Addr: srv.Addr()}) // go-redis defaults, retries included
 		t.Cleanup(func() { _ = c.Close() })
-		r := &schedulingtest.Recorder{}
-		s := scheduling.New(scheduling.Config{Driver: newDriver(t, c, ns), Node: string(rune('a' + i)),
-			Logger: slog.New(slog.DiscardHandler), Listeners: []scheduling.Listener{r}, Location: time.UTC})
-		if err := s.Add(task()); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Start(); err != nil {
-			t.Fatal(err)
-		}
-		recs, ss = append(recs, r), append(ss, s)
+		drivers = append(drivers, newDriver(t, c, ns))
 	}
-	return recs, func() {
-		for _, s := range ss {
-			if err := s.Stop(context.Background()); err != nil {
-				t.Error(err)
-			}
+	cl, err := schedulingtest.StartCluster(scheduling.Config{Logger: slog.New(slog.DiscardHandler), Location: time.UTC},
+		drivers, func() []scheduling.Task { return []scheduling.Task{task()} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl.Recorders, func() {
+		if err := cl.Stop(context.Background()); err != nil {
+			t.Error(err)
 		}
 	}
 }

@@ -1,6 +1,7 @@
-// Package chaos holds the fault tests of ndigo: real redis-server processes
-// and real node processes are killed, paused, restarted and stopped while
-// locked tasks run, a Sentinel setup fails over to its replica, and histories of lock operations recorded under faults
+// Package chaos holds the fault tests of ndigo: real redis-server and
+// PostgreSQL processes and real node processes are killed, paused,
+// restarted and stopped, and PostgreSQL backends terminated, while locked
+// tasks run, a Sentinel setup fails over to its replica, and histories of lock operations recorded under faults
 // are checked for linearizability with github.com/anishathalye/porcupine.
 //
 // The package has no API: everything is in its tests. A node process is the

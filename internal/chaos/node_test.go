@@ -9,8 +9,11 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/fx"
 
@@ -18,20 +21,26 @@ import (
 	"github.com/ndigo/ndigo/config"
 	"github.com/ndigo/ndigo/internal/nodetest"
 	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/pglocks"
 	"github.com/ndigo/ndigo/redislocks"
 	"github.com/ndigo/ndigo/scheduling"
 )
 
 // A node is the test binary re-executed with CHAOS_ROLE=node: an ndigo app
-// (app.Run, redislocks.Module, scheduling) with one locked task, Job, that
-// runs longer than the payroll example's so that a test can kill, pause or
-// stop its holder mid-run. Its settings come from the environment:
+// (app.Run, redislocks.Module or pglocks.Module, scheduling) with one locked
+// task, Job, that runs longer than the payroll example's so that a test can
+// kill, pause or stop its holder mid-run. Its settings come from the
+// environment:
 //
 //	CHAOS_REDIS   lock Redis host:port          CHAOS_LEDGER  ledger Redis host:port
 //	CHAOS_NODE    node name                     CHAOS_CRON    schedule (default @every 1s)
 //	CHAOS_TTL     lock TTL                      CHAOS_WORK    how long a run works
 //	CHAOS_RENEW   "1" to renew the lease while the run works
 //	CHAOS_STOP_TIMEOUT  the application's stop timeout (default fx's 15s)
+//	CHAOS_POSTGRES  a PostgreSQL URL: lock there (pglocks) instead of on Redis,
+//	              and keep the ledger there, guarded (see pgLedger)
+//	CHAOS_HOLD_TX "1" to keep the run's guarded ledger transaction open while
+//	              it works (PostgreSQL only)
 //
 // A run writes a "start" entry to the fenced ledger with its token, logs
 // "run start", works
@@ -74,6 +83,81 @@ func appendLedger(ctx context.Context, c redis.Scripter, token uint64, entry str
 	return nil
 }
 
+// A ledger is where one run writes its start and end entries as the
+// holder of its lease: its writes are refused once a successor holds the
+// lock.
+type ledger interface {
+	start(ctx context.Context, lease locks.Lease, entry string) error
+	end(ctx context.Context, lease locks.Lease, entry string) error
+}
+
+// redisLedger is the payroll example's fenced list: a write is refused once
+// a greater token has written.
+type redisLedger struct{ c redis.Scripter }
+
+func (l redisLedger) start(ctx context.Context, lease locks.Lease, entry string) error {
+	return appendLedger(ctx, l.c, lease.Token(), entry)
+}
+
+func (l redisLedger) end(ctx context.Context, lease locks.Lease, entry string) error {
+	return appendLedger(ctx, l.c, lease.Token(), entry)
+}
+
+// pgLedgerSchema is the ledger table on PostgreSQL, made by the test before
+// it starts nodes: an entry's fields, as in the Redis ledger's text.
+const pgLedgerSchema = `CREATE TABLE IF NOT EXISTS chaos_ledger (what text, fire text, node text, token bigint)`
+
+// pgLedger writes each entry in a transaction guarded by pglocks.Guard, so
+// that it commits only while the run still holds its lease. With hold, the
+// start entry's transaction stays open while the run works and the end
+// entry commits with it, as a run that does its work in one guarded
+// transaction would.
+type pgLedger struct {
+	pool *pgxpool.Pool
+	hold bool
+	tx   pgx.Tx // the open transaction of a held run
+}
+
+func (l *pgLedger) start(ctx context.Context, lease locks.Lease, entry string) error {
+	return l.write(ctx, lease, entry, !l.hold)
+}
+
+func (l *pgLedger) end(ctx context.Context, lease locks.Lease, entry string) error {
+	return l.write(ctx, lease, entry, true)
+}
+
+// write appends entry in l's open transaction, or a new one, guarded, and
+// commits if commit is set.
+func (l *pgLedger) write(ctx context.Context, lease locks.Lease, entry string, commit bool) (err error) {
+	tx := l.tx
+	l.tx = nil
+	if tx == nil {
+		if tx, err = l.pool.Begin(ctx); err != nil {
+			return fmt.Errorf("chaos: ledger begin: %w", err)
+		}
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+		}
+	}()
+	if err := pglocks.Guard(ctx, tx, lease); err != nil {
+		return err
+	}
+	f := strings.Fields(entry)
+	if _, err := tx.Exec(ctx, "INSERT INTO chaos_ledger VALUES ($1, $2, $3, $4)", f[0], f[1], f[2], lease.Token()); err != nil {
+		return fmt.Errorf("chaos: ledger insert: %w", err)
+	}
+	if !commit {
+		l.tx = tx
+		return nil
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("chaos: ledger commit: %w", err)
+	}
+	return nil
+}
+
 // startNode starts the test binary as a chaos node named name on the Redis
 // at redisAddr, with env added to its environment.
 func startNode(p *nodetest.Procs, name, redisAddr string, env ...string) {
@@ -100,8 +184,6 @@ func nodeMain() int {
 	}
 	node := env("CHAOS_NODE", "node-"+strconv.Itoa(os.Getpid()))
 	ttl, work := dur("CHAOS_TTL", "2s"), dur("CHAOS_WORK", "300ms")
-	ledger := redis.NewClient(&redis.Options{Addr: env("CHAOS_LEDGER", os.Getenv("CHAOS_REDIS"))})
-	defer ledger.Close()
 	opts := []scheduling.Option{
 		scheduling.Name("Job"), scheduling.Cron(env("CHAOS_CRON", "@every 1s")),
 		scheduling.Lock(nodeLock), scheduling.LockTTL(ttl),
@@ -109,17 +191,29 @@ func nodeMain() int {
 	if os.Getenv("CHAOS_RENEW") == "1" {
 		opts = append(opts, scheduling.Renew())
 	}
+	fw := app.Framework{Node: node, Log: app.Log{Format: "json", Level: "info"}}
+	var store fx.Option
+	if pg := os.Getenv("CHAOS_POSTGRES"); pg != "" {
+		fw.Postgres = app.Postgres{URL: config.SecretURL(pg), Namespace: nodeNS}
+		hold := os.Getenv("CHAOS_HOLD_TX") == "1"
+		store = fx.Options(pglocks.Module, fx.Provide(func(p *pgxpool.Pool) func() ledger {
+			return func() ledger { return &pgLedger{pool: p, hold: hold} }
+		}))
+	} else {
+		fw.Redis = app.Redis{URL: config.SecretURL("redis://" + os.Getenv("CHAOS_REDIS")), Namespace: nodeNS}
+		c := redis.NewClient(&redis.Options{Addr: env("CHAOS_LEDGER", os.Getenv("CHAOS_REDIS"))})
+		defer c.Close()
+		store = fx.Options(redislocks.Module, fx.Provide(func() func() ledger {
+			return func() ledger { return redisLedger{c} }
+		}))
+	}
 	err := app.Run(context.Background(),
 		fx.StopTimeout(dur("CHAOS_STOP_TIMEOUT", "15s")),
-		fx.Supply(app.Framework{
-			Node:  node,
-			Redis: app.Redis{URL: config.SecretURL("redis://" + os.Getenv("CHAOS_REDIS")), Namespace: nodeNS},
-			Log:   app.Log{Format: "json", Level: "info"},
-		}),
-		redislocks.Module,
-		scheduling.Provide(func(log *slog.Logger) scheduling.Task {
+		fx.Supply(fw),
+		store,
+		scheduling.Provide(func(log *slog.Logger, newLedger func() ledger) scheduling.Task {
 			return scheduling.NewTask(func(ctx context.Context) error {
-				return job(ctx, log, ledger, work, ttl)
+				return job(ctx, log, newLedger(), work, ttl)
 			}, opts...)
 		}),
 	)
@@ -130,7 +224,7 @@ func nodeMain() int {
 	return 0
 }
 
-func job(ctx context.Context, log *slog.Logger, ledger redis.Scripter, work, ttl time.Duration) error {
+func job(ctx context.Context, log *slog.Logger, ledger ledger, work, ttl time.Duration) error {
 	run, _ := scheduling.RunFromContext(ctx)
 	lease, _ := locks.FromContext(ctx)
 	fire := nodetest.FireString(run.Fire)
@@ -139,7 +233,7 @@ func job(ctx context.Context, log *slog.Logger, ledger redis.Scripter, work, ttl
 		return context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	}
 	wctx, cancel := bounded()
-	startErr := appendLedger(wctx, ledger, lease.Token(), entry("start"))
+	startErr := ledger.start(wctx, lease, entry("start"))
 	cancel()
 	log.Info("run start", "fire", fire, "node", run.Node, "token", lease.Token(), "goroutines", runtime.NumGoroutine(),
 		"start_ledger", text(startErr))
@@ -153,7 +247,7 @@ func job(ctx context.Context, log *slog.Logger, ledger redis.Scripter, work, ttl
 	wctx, cancel = bounded()
 	defer cancel()
 	extendErr := lease.Extend(wctx, ttl)
-	endErr := appendLedger(wctx, ledger, lease.Token(), entry("end"))
+	endErr := ledger.end(wctx, lease, entry("end"))
 	log.Info("run end", "fire", fire, "node", run.Node, "token", lease.Token(),
 		"cause", text(cause), "extend", text(extendErr), "ledger", text(endErr))
 	return nil

@@ -8,6 +8,8 @@
 //     cluster;
 //   - [Driver] wraps a lock driver to inject faults (errors, slow calls,
 //     replies lost after the call took effect) and to see each call;
+//   - [StartCluster] starts one scheduler per node, each with its own
+//     driver and Recorder, so a lock driver's tests run the scheduler on it;
 //   - [SkewedClock] is a clock that runs ahead or behind another, for nodes
 //     whose clocks disagree.
 //

@@ -16,8 +16,8 @@ import (
 )
 
 // Two nodes share a lock driver whose calls fail now and then; the fake
-// clock is stepped a second at a time, and the recorders show each fire ran
-// at most once.
+// clock is stepped a second at a time, and the nodes' recorders show each
+// fire ran at most once.
 func Example() {
 	fc := clockwork.NewFakeClockAt(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	d := schedulingtest.NewDriver(locks.NewInProcessDriver(locks.WithClock(fc)))
@@ -28,23 +28,22 @@ func Example() {
 		}
 		return schedulingtest.Fault{}
 	})
-	var recs []*schedulingtest.Recorder
-	var nodes []*scheduling.Scheduler
-	for _, name := range []string{"a", "b"} {
-		rec := &schedulingtest.Recorder{}
-		s := scheduling.New(scheduling.Config{Clock: fc, Driver: d.Node(name, fc), Node: name,
-			Listeners: []scheduling.Listener{rec}, Logger: slog.New(slog.DiscardHandler)})
-		_ = s.Add(scheduling.NewTask(func(context.Context) error { return nil },
-			scheduling.Name("report"), scheduling.Cron("@every 1s"), scheduling.Lock("report")))
-		_ = s.Start()
-		defer s.Stop(context.Background())
-		recs, nodes = append(recs, rec), append(nodes, s)
+	c, err := schedulingtest.StartCluster(scheduling.Config{Clock: fc, Logger: slog.New(slog.DiscardHandler)},
+		[]locks.Driver{d.Node("a", fc), d.Node("b", fc)}, // StartCluster names the nodes a, b, …
+		func() []scheduling.Task {
+			return []scheduling.Task{scheduling.NewTask(func(context.Context) error { return nil },
+				scheduling.Name("report"), scheduling.Cron("@every 1s"), scheduling.Lock("report"))}
+		})
+	if err != nil {
+		fmt.Println(err)
+		return
 	}
-	if err := schedulingtest.Step(context.Background(), fc, 10*time.Second, time.Second, nodes...); err != nil {
+	defer c.Stop(context.Background())
+	if err := schedulingtest.Step(context.Background(), fc, 10*time.Second, time.Second, c.Schedulers...); err != nil {
 		fmt.Println(err)
 	}
-	fmt.Println("fires run:", len(schedulingtest.Runs(recs...)) > 0)
-	fmt.Println("at most once:", schedulingtest.AtMostOnce(recs...) == nil)
+	fmt.Println("fires run:", len(c.Runs()) > 0)
+	fmt.Println("at most once:", c.AtMostOnce() == nil)
 	// Output:
 	// fires run: true
 	// at most once: true
