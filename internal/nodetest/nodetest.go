@@ -39,6 +39,7 @@ type Line struct {
 	Ledger      string    `json:"ledger"`
 	StartLedger string    `json:"start_ledger"`
 	Goroutines  int       `json:"goroutines"`
+	Addr        string    `json:"addr"` // where the admin endpoints serve
 }
 
 // Procs runs node processes and collects their log lines. Its methods fail
