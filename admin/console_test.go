@@ -124,6 +124,15 @@ func TestConsoleWithoutControlFields(t *testing.T) {
 	}
 }
 
+// wantMessage checks that the page's status line shows want, as an error
+// or not.
+func wantMessage(t *testing.T, page *browsertest.Console, want string, isError bool) {
+	t.Helper()
+	if got, gotError := page.Message(want); got != want || gotError != isError {
+		t.Errorf("the page says %q (as an error: %v), want %q (%v)", got, gotError, want, isError)
+	}
+}
+
 var epoch2 = epoch.Add(time.Hour)
 
 // consoleTasks are the fixture's tasks: one with a history of two runs on
@@ -159,28 +168,24 @@ func TestConsolePauseShowsOnAnotherNode(t *testing.T) {
 	}
 
 	pageA.Act("Payroll.Close", "pause", "wrong-"+token)
-	if !pageA.Message("pause Payroll.Close: 401 Unauthorized: missing or wrong bearer token") {
-		t.Error("the refusal is not shown as an error")
-	}
+	wantMessage(t, pageA, "pause Payroll.Close: 401 Unauthorized: missing or wrong bearer token", true)
 	if task, _ := cluster.Task("Payroll.Close"); task.Paused {
 		t.Fatal("paused with a wrong token")
 	}
 	// The refused token is forgotten: the next click asks again.
 	pageA.Act("Payroll.Close", "pause", token)
-	if pageA.Message("Payroll.Close paused: every node skips its fires until it is resumed.") {
-		t.Error("the pause is shown as an error")
-	}
+	wantMessage(t, pageA, "Payroll.Close paused: every node skips its fires until it is resumed.", false)
 	pageA.WaitCell("node a's page to show Payroll.Close paused", "Payroll.Close", browsertest.ColPaused, "paused")
 	pageB.WaitCell("node b's page to show Payroll.Close paused", "Payroll.Close", browsertest.ColPaused, "paused")
 
 	// Node a's tab kept the accepted token: no dialog this time.
 	pageA.Act("Payroll.Close", "run", "")
-	pageA.Message("Run of Payroll.Close requested: one node runs it as soon as it can, under its lock.")
+	wantMessage(t, pageA, "Run of Payroll.Close requested: one node runs it as soon as it can, under its lock.", false)
 	if n := cluster.RunRequests("Payroll.Close"); n != 1 {
 		t.Errorf("%d run requests, want 1", n)
 	}
 	pageB.Act("Payroll.Close", "resume", token)
-	pageB.Message("Payroll.Close resumed: it runs again from its next fire.")
+	wantMessage(t, pageB, "Payroll.Close resumed: it runs again from its next fire.", false)
 	pageA.WaitCell("node a's page to show Payroll.Close resumed", "Payroll.Close", browsertest.ColPaused, "no")
 
 	for _, r := range cluster.Requests() {
@@ -229,7 +234,5 @@ func TestConsoleShowsForbidden(t *testing.T) {
 	cluster := admintest.NewCluster("", consoleTasks()...)
 	page := browsertest.OpenConsole(t, browsertest.New(t), consoleOn(t, cluster.Node("a")).URL)
 	page.Act("Payroll.Close", "pause", "anything")
-	if !page.Message("pause Payroll.Close: 403 Forbidden: control endpoints are disabled: no admin token is configured; set admin.token to enable them") {
-		t.Error("the refusal is not shown as an error")
-	}
+	wantMessage(t, page, "pause Payroll.Close: 403 Forbidden: control endpoints are disabled: no admin token is configured; set admin.token to enable them", true)
 }

@@ -121,10 +121,11 @@ func (c *Console) Act(task, verb, token string) {
 	}
 }
 
-// Message waits for the page's status line to show text and reports
-// whether it shows it as an error.
-func (c *Console) Message(text string) bool {
+// Message waits for the page's status line to start with prefix, and
+// returns the whole line and whether it is shown as an error.
+func (c *Console) Message(prefix string) (string, bool) {
 	c.t.Helper()
-	c.WaitFor("the message "+text, `document.getElementById("message").textContent === `+JS(c.t, text))
-	return Eval[bool](c, `document.getElementById("message").className === "error"`)
+	c.WaitFor("a message starting "+prefix, `document.getElementById("message").textContent.startsWith(`+JS(c.t, prefix)+`)`)
+	return Eval[string](c, `document.getElementById("message").textContent`),
+		Eval[bool](c, `document.getElementById("message").className === "error"`)
 }
