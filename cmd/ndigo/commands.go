@@ -39,40 +39,39 @@ func (o output) raw(body []byte) (bool, error) {
 }
 
 func listTasks(ctx context.Context, c *client, _ []string, out output) error {
-	u := c.endpoint("", "")
-	body, err := c.get(ctx, u)
-	if err != nil {
-		return err
-	}
-	if done, err := out.raw(body); done {
-		return err
-	}
 	var res struct {
 		Tasks []task `json:"tasks"`
 	}
-	if err := json.Unmarshal(body, &res); err != nil {
-		return fmt.Errorf("GET %s: the answer is not the task list: %v", u, err)
+	if printed, err := getJSON(ctx, c, c.endpoint("", ""), out, "the task list", &res); printed || err != nil {
+		return err
 	}
 	return writeTasks(out.w, res.Tasks)
 }
 
 func listRuns(ctx context.Context, c *client, args []string, out output) error {
-	u := c.endpoint(args[0], "/runs")
-	body, err := c.get(ctx, u)
-	if err != nil {
-		return err
-	}
-	if done, err := out.raw(body); done {
-		return err
-	}
 	var res struct {
-		Task string    `json:"task"`
 		Runs []taskRun `json:"runs"`
 	}
-	if err := json.Unmarshal(body, &res); err != nil {
-		return fmt.Errorf("GET %s: the answer is not a run history: %v", u, err)
+	if printed, err := getJSON(ctx, c, c.endpoint(args[0], "/runs"), out, "a run history", &res); printed || err != nil {
+		return err
 	}
 	return writeRuns(out.w, args[0], res.Runs)
+}
+
+// getJSON GETs u and, unless --json printed the body as it came, decodes
+// it into v, which is what the answer should be.
+func getJSON(ctx context.Context, c *client, u string, out output, what string, v any) (printed bool, err error) {
+	body, err := c.get(ctx, u)
+	if err != nil {
+		return false, err
+	}
+	if printed, err := out.raw(body); printed {
+		return true, err
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return false, fmt.Errorf("GET %s: the answer is not %s: %v", u, what, err)
+	}
+	return false, nil
 }
 
 // mutate returns the command that POSTs verb (run, pause or resume) for

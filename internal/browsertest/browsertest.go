@@ -47,13 +47,8 @@ func New(t testing.TB) context.Context {
 	}
 	allocCtx, stopAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(allocCtx)
-	t.Cleanup(func() {
-		stop, done := context.WithTimeout(ctx, 10*time.Second)
-		defer done()
-		_ = chromedp.Cancel(stop)
-		cancel()
-		stopAlloc() // waits for the browser process to end
-	})
+	t.Cleanup(stopAlloc) // runs last: it waits for the browser process to end
+	closeAtCleanup(t, ctx, cancel)
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("browsertest: starting %s: %v", path, err)
 	}
@@ -65,14 +60,20 @@ func New(t testing.TB) context.Context {
 func Tab(t testing.TB, browser context.Context) context.Context {
 	t.Helper()
 	ctx, cancel := chromedp.NewContext(browser)
+	closeAtCleanup(t, ctx, cancel)
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("browsertest: opening a tab: %v", err)
+	}
+	return ctx
+}
+
+// closeAtCleanup closes the tab (and for the first tab, the browser) of
+// ctx at t's cleanup: gracefully for up to 10 seconds, then by cancel.
+func closeAtCleanup(t testing.TB, ctx context.Context, cancel context.CancelFunc) {
 	t.Cleanup(func() {
 		stop, done := context.WithTimeout(ctx, 10*time.Second)
 		defer done()
 		_ = chromedp.Cancel(stop)
 		cancel()
 	})
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("browsertest: opening a tab: %v", err)
-	}
-	return ctx
 }
