@@ -23,17 +23,19 @@ import (
 	"github.com/ndigo/ndigo/internal/redistest"
 )
 
+// The names of this file stay clear of control_test.go's, which the
+// control API's branch adds to this package.
 const (
-	controlToken = "e2e-admin-token"
-	closeBooks   = "PayrollController.CloseBooks"
-	closed       = "payroll closed"
+	clientsToken = "e2e-admin-token"
+	clientsTask  = "PayrollController.CloseBooks"
+	clientsRun   = "payroll closed"
 )
 
-// controlNodes starts payroll nodes on one Redis with admin endpoints and
+// clientsNodes starts payroll nodes on one Redis with admin endpoints and
 // the admin token, and returns them with each node's admin address.
-func controlNodes(t *testing.T, names ...string) (*nodetest.Procs, map[string]string) {
+func clientsNodes(t *testing.T, names ...string) (*nodetest.Procs, map[string]string) {
 	t.Helper()
-	t.Setenv("PAYROLL_ADMIN_TOKEN", controlToken)
+	t.Setenv("PAYROLL_ADMIN_TOKEN", clientsToken)
 	srv := redistest.Start(t)
 	p := nodetest.New(t)
 	admins := map[string]string{}
@@ -44,13 +46,13 @@ func controlNodes(t *testing.T, names ...string) (*nodetest.Procs, map[string]st
 		})
 		admins[n] = l.Addr
 	}
-	p.WaitFires(closed, "", 2, 40*time.Second)
+	p.WaitFires(clientsRun, "", 2, 40*time.Second)
 	return p, admins
 }
 
-// cli builds the ndigo command and returns a func that runs it against a
+// buildCLI builds the ndigo command and returns a func that runs it against a
 // node's admin address, failing the test unless it exits 0.
-func cli(t *testing.T, admins map[string]string) func(node string, args ...string) string {
+func buildCLI(t *testing.T, admins map[string]string) func(node string, args ...string) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "ndigo")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/ndigo/ndigo/cmd/ndigo").CombinedOutput(); err != nil {
@@ -59,7 +61,7 @@ func cli(t *testing.T, admins map[string]string) func(node string, args ...strin
 	return func(node string, args ...string) string {
 		t.Helper()
 		cmd := exec.Command(bin, args...)
-		cmd.Env = append(cmd.Environ(), "NDIGO_ADMIN="+admins[node], "NDIGO_ADMIN_TOKEN="+controlToken)
+		cmd.Env = append(cmd.Environ(), "NDIGO_ADMIN="+admins[node], "NDIGO_ADMIN_TOKEN="+clientsToken)
 		out, err := cmd.Output()
 		if err != nil {
 			var stderr string
@@ -72,28 +74,28 @@ func cli(t *testing.T, admins map[string]string) func(node string, args ...strin
 	}
 }
 
-// fireOf returns the fire of a log line; zero if it has none.
-func fireOf(l nodetest.Line) time.Time {
+// clientsFire returns the fire of a log line; zero if it has none.
+func clientsFire(l nodetest.Line) time.Time {
 	f, _ := time.Parse(time.RFC3339Nano, l.Fire)
 	return f
 }
 
-// passFires waits until every node has logged a fire of the task at or
+// clientsPassFires waits until every node has logged a fire of the task at or
 // after at: each node's scheduler has reached that fire, run or skipped.
-func passFires(t *testing.T, p *nodetest.Procs, nodes []string, at time.Time) {
+func clientsPassFires(t *testing.T, p *nodetest.Procs, nodes []string, at time.Time) {
 	t.Helper()
 	for _, n := range nodes {
 		p.WaitLine(n+" past "+at.Format(time.RFC3339), 0, 30*time.Second, func(l nodetest.Line) bool {
-			return l.Proc == n && l.Task == closeBooks && !fireOf(l).Before(at)
+			return l.Proc == n && l.Task == clientsTask && !clientsFire(l).Before(at)
 		})
 	}
 }
 
-// closedAfter returns the payroll runs logged after line index mark.
-func closedAfter(p *nodetest.Procs, mark int) []nodetest.Line {
+// clientsRunsAfter returns the payroll runs logged after line index mark.
+func clientsRunsAfter(p *nodetest.Procs, mark int) []nodetest.Line {
 	var out []nodetest.Line
 	for _, l := range p.All()[mark:] {
-		if l.Msg == closed {
+		if l.Msg == clientsRun {
 			out = append(out, l)
 		}
 	}
@@ -106,10 +108,10 @@ func closedAfter(p *nodetest.Procs, mark int) []nodetest.Line {
 // the runs back.
 func TestCLIControlsTheCluster(t *testing.T) {
 	nodes := []string{"n0", "n1", "n2"}
-	p, admins := controlNodes(t, nodes...)
-	ndigo := cli(t, admins)
+	p, admins := clientsNodes(t, nodes...)
+	ndigo := buildCLI(t, admins)
 
-	ndigo("n0", "pause", closeBooks)
+	ndigo("n0", "pause", clientsTask)
 	pausedAt := time.Now().UTC()
 	for _, n := range nodes {
 		var res struct {
@@ -122,31 +124,31 @@ func TestCLIControlsTheCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, task := range res.Tasks {
-			if task.Name == closeBooks && !task.Paused {
-				t.Errorf("%s does not show %s paused", n, closeBooks)
+			if task.Name == clientsTask && !task.Paused {
+				t.Errorf("%s does not show %s paused", n, clientsTask)
 			}
 		}
 	}
 	// The fire in flight at the pause may still run; none after it.
 	quiet := pausedAt.Truncate(time.Second).Add(2 * time.Second)
-	passFires(t, p, nodes, quiet.Add(3*time.Second))
+	clientsPassFires(t, p, nodes, quiet.Add(3*time.Second))
 	for _, l := range p.All() {
-		if l.Msg == closed && !fireOf(l).Before(quiet) {
+		if l.Msg == clientsRun && !clientsFire(l).Before(quiet) {
 			t.Errorf("%s ran fire %s while paused", l.Proc, l.Fire)
 		}
 	}
 
 	var maxToken uint64
 	for _, l := range p.All() {
-		if l.Msg == closed {
+		if l.Msg == clientsRun {
 			maxToken = max(maxToken, l.Token)
 		}
 	}
 	mark := len(p.All())
-	ndigo("n1", "run", closeBooks) // paused, yet run by hand
-	manual, _ := p.WaitLine("the manual run", mark, 30*time.Second, func(l nodetest.Line) bool { return l.Msg == closed })
-	passFires(t, p, nodes, time.Now().UTC().Truncate(time.Second).Add(3*time.Second))
-	if runs := closedAfter(p, mark); len(runs) != 1 {
+	ndigo("n1", "run", clientsTask) // paused, yet run by hand
+	manual, _ := p.WaitLine("the manual run", mark, 30*time.Second, func(l nodetest.Line) bool { return l.Msg == clientsRun && l.Manual })
+	clientsPassFires(t, p, nodes, time.Now().UTC().Truncate(time.Second).Add(3*time.Second))
+	if runs := clientsRunsAfter(p, mark); len(runs) != 1 {
 		t.Errorf("run now ran %d times: %+v", len(runs), runs)
 	}
 	if manual.Token <= maxToken {
@@ -158,7 +160,7 @@ func TestCLIControlsTheCluster(t *testing.T) {
 		var res struct {
 			Runs []map[string]any `json:"runs"`
 		}
-		if err := json.Unmarshal([]byte(ndigo(n, "--json", "runs", closeBooks)), &res); err != nil {
+		if err := json.Unmarshal([]byte(ndigo(n, "--json", "runs", clientsTask)), &res); err != nil {
 			t.Fatal(err)
 		}
 		if i == 0 {
@@ -175,24 +177,24 @@ func TestCLIControlsTheCluster(t *testing.T) {
 	}
 
 	mark = len(p.All())
-	ndigo("n2", "resume", closeBooks)
-	p.WaitLine("a run after resume", mark, 30*time.Second, func(l nodetest.Line) bool { return l.Msg == closed })
+	ndigo("n2", "resume", clientsTask)
+	p.WaitLine("a run after resume", mark, 30*time.Second, func(l nodetest.Line) bool { return l.Msg == clientsRun })
 }
 
 // A pause clicked on one node's console shows on another node's console.
 func TestConsolePauseAcrossNodes(t *testing.T) {
-	_, admins := controlNodes(t, "n0", "n1")
+	_, admins := clientsNodes(t, "n0", "n1")
 	browser := browsertest.New(t)
 	page0 := browsertest.OpenConsole(t, browser, "http://"+admins["n0"]+"/")
 	page1 := browsertest.OpenConsole(t, browsertest.Tab(t, browser), "http://"+admins["n1"]+"/")
-	page1.WaitCell("n1's page showing the task running", closeBooks, browsertest.ColPaused, "no")
+	page1.WaitCell("n1's page showing the task running", clientsTask, browsertest.ColPaused, "no")
 
-	page0.Act(closeBooks, "pause", "wrong")
-	if _, isError := page0.Message("pause " + closeBooks + ": 401 Unauthorized: "); !isError {
+	page0.Act(clientsTask, "pause", "wrong")
+	if _, isError := page0.Message("pause " + clientsTask + ": 401 Unauthorized: "); !isError {
 		t.Error("a wrong token's refusal is not shown as an error")
 	}
-	page0.Act(closeBooks, "pause", controlToken)
-	page1.WaitCell("n1's page showing the pause made on n0", closeBooks, browsertest.ColPaused, "paused")
-	page1.Act(closeBooks, "resume", controlToken)
-	page0.WaitCell("n0's page showing the resume made on n1", closeBooks, browsertest.ColPaused, "no")
+	page0.Act(clientsTask, "pause", clientsToken)
+	page1.WaitCell("n1's page showing the pause made on n0", clientsTask, browsertest.ColPaused, "paused")
+	page1.Act(clientsTask, "resume", clientsToken)
+	page0.WaitCell("n0's page showing the resume made on n1", clientsTask, browsertest.ColPaused, "no")
 }
