@@ -211,11 +211,12 @@ func TestConsoleHistory(t *testing.T) {
 		t.Errorf("the history is titled %q, want %q", got, name)
 	}
 
-	cluster.AddRun(name, admintest.Run{Fire: epoch2, Manual: true, Node: "c", Token: 12, Start: epoch2,
+	// The start's nanoseconds are cut to the millisecond.
+	cluster.AddRun(name, admintest.Run{Fire: epoch2, Manual: true, Node: "c", Token: 12, Start: epoch2.Add(1234567),
 		Duration: 2 * time.Second, Outcome: "error", Error: "export <failed>"})
 	rows := `[...document.querySelectorAll("#runs tbody tr")].map(r => [...r.cells].map(c => c.textContent).join("|"))`
 	page.WaitFor("the new run", rows+`.length === 1`)
-	want := "2026-01-01T01:00:00Z|manual|c|12|2026-01-01T01:00:00Z|2s|error|export <failed>"
+	want := "2026-01-01T01:00:00Z|manual|c|12|2026-01-01T01:00:00.001Z|2s|error|export <failed>"
 	if got := browsertest.Eval[[]string](page, rows); len(got) != 1 || got[0] != want {
 		t.Errorf("history rows %q, want [%q]", got, want)
 	}

@@ -21,7 +21,7 @@ const testToken = "s3cret-token"
 func fixtureTasks() []admintest.Task {
 	return []admintest.Task{
 		{Name: "Payroll.Close", Cron: "@every 1s", Lock: "payroll-window", Next: epoch.Add(time.Second), Runs: []admintest.Run{
-			{Fire: epoch, Node: "b", Token: 7, Start: epoch.Add(2 * time.Millisecond), Duration: 1500 * time.Millisecond, Outcome: "ok"},
+			{Fire: epoch, Node: "b", Token: 7, Start: epoch.Add(2*time.Millisecond + 345), Duration: 1500 * time.Millisecond, Outcome: "ok"},
 			{Fire: epoch.Add(-time.Second), Manual: true, Node: "a", Token: 6, Start: epoch.Add(-time.Second), Duration: time.Millisecond,
 				Outcome: "error", Error: "books\tdo not\nbalance"},
 		}},

@@ -68,12 +68,16 @@ func writeAction(w io.Writer, verb string, a action) error {
 	return err
 }
 
-// stamp formats an RFC 3339 time in UTC; none for nil.
+// stampFormat is RFC 3339 to the millisecond at most: a manual fire's
+// nanoseconds would widen every row; --json keeps them.
+const stampFormat = "2006-01-02T15:04:05.999Z07:00"
+
+// stamp formats a time in UTC; none for nil.
 func stamp(t *time.Time) string {
 	if t == nil || t.IsZero() {
 		return none
 	}
-	return t.UTC().Format(time.RFC3339Nano)
+	return t.UTC().Format(stampFormat)
 }
 
 func token(t uint64) string {
