@@ -168,7 +168,7 @@ func TestConsolePauseShowsOnAnotherNode(t *testing.T) {
 	}
 
 	pageA.Act("Payroll.Close", "pause", "wrong-"+token)
-	wantMessage(t, pageA, "pause Payroll.Close: 401 Unauthorized: missing or wrong bearer token", true)
+	wantMessage(t, pageA, "pause Payroll.Close: 401 Unauthorized: "+admintest.WrongTokenMessage, true)
 	if task, _ := cluster.Task("Payroll.Close"); task.Paused {
 		t.Fatal("paused with a wrong token")
 	}
@@ -235,5 +235,5 @@ func TestConsoleShowsForbidden(t *testing.T) {
 	cluster := admintest.NewCluster("", consoleTasks()...)
 	page := browsertest.OpenConsole(t, browsertest.New(t), consoleOn(t, cluster.Node("a")).URL)
 	page.Act("Payroll.Close", "pause", "anything")
-	wantMessage(t, page, "pause Payroll.Close: 403 Forbidden: control endpoints are disabled: no admin token is configured; set admin.token to enable them", true)
+	wantMessage(t, page, "pause Payroll.Close: 403 Forbidden: "+admintest.NoTokenMessage, true)
 }

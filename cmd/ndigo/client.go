@@ -99,33 +99,36 @@ func (c *client) do(ctx context.Context, method, u string) ([]byte, error) {
 	if resp.StatusCode/100 == 2 {
 		return body, nil
 	}
-	return nil, &statusError{method: method, url: u, code: resp.StatusCode, msg: serverMessage(body), hint: c.hint(method, resp.StatusCode)}
+	msg, fromAPI := serverMessage(body)
+	return nil, &statusError{method: method, url: u, code: resp.StatusCode, msg: msg, hint: c.hint(method, resp.StatusCode, fromAPI)}
 }
 
-// serverMessage returns the "error" of a JSON error body, else the body's
-// first line: a handler without the control API answers its mux's plain
-// "404 page not found".
-func serverMessage(body []byte) string {
+// serverMessage returns the "error" of a JSON error body and true, else
+// the body's first line and false: a handler without the control API
+// answers its mux's plain "404 page not found".
+func serverMessage(body []byte) (string, bool) {
 	var e struct {
 		Error string `json:"error"`
 	}
 	if json.Unmarshal(body, &e) == nil && e.Error != "" {
-		return e.Error
+		return e.Error, true
 	}
 	line, _, _ := strings.Cut(strings.TrimSpace(string(body)), "\n")
 	if len(line) > 200 {
 		line = line[:200] + "..."
 	}
 	if line == "" {
-		return "no message"
+		return "no message", false
 	}
-	return line
+	return line, false
 }
 
 // hint says what to do about a refusal the server's message may not
 // explain from the client's side.
-func (c *client) hint(method string, code int) string {
+func (c *client) hint(method string, code int, fromAPI bool) string {
 	switch {
+	case code == http.StatusNotFound && !fromAPI:
+		return "the node serves no such endpoint: is its ndigo a version without the control API?"
 	case code == http.StatusUnauthorized && c.token == "":
 		return "set NDIGO_ADMIN_TOKEN to the node's admin token"
 	case code == http.StatusUnauthorized:

@@ -95,11 +95,11 @@ func TestRefusals(t *testing.T) {
 		want  []string // in stderr
 	}{
 		{"no token", withToken.URL, "", []string{"pause", "Payroll.Close"},
-			[]string{"401 Unauthorized: missing or wrong bearer token", "set NDIGO_ADMIN_TOKEN"}},
+			[]string{"401 Unauthorized: " + admintest.WrongTokenMessage + " (set NDIGO_ADMIN_TOKEN"}},
 		{"wrong token", withToken.URL, "guess-" + testToken, []string{"run", "Payroll.Close"},
-			[]string{"401 Unauthorized: missing or wrong bearer token", "refused the token in NDIGO_ADMIN_TOKEN"}},
+			[]string{"401 Unauthorized: " + admintest.WrongTokenMessage + " (the node refused the token in NDIGO_ADMIN_TOKEN)"}},
 		{"no token configured", noToken.URL, testToken, []string{"resume", "Payroll.Close"},
-			[]string{"403 Forbidden: control endpoints are disabled", "set admin.token", "no admin token configured"}},
+			[]string{"403 Forbidden: " + admintest.NoTokenMessage, "the node has no admin token configured"}},
 		{"unknown task", withToken.URL, testToken, []string{"pause", "Payroll.Open"},
 			[]string{"404 Not Found: unknown task \"Payroll.Open\""}},
 		{"unknown task's runs", withToken.URL, "", []string{"runs", "Payroll.Open"},
@@ -107,7 +107,7 @@ func TestRefusals(t *testing.T) {
 		{"connection refused", closed.URL, "", []string{"tasks"},
 			[]string{"cannot reach the admin endpoints at " + closed.URL + ": connection refused", "--admin or NDIGO_ADMIN"}},
 		{"no control API", old.URL, testToken, []string{"pause", "Payroll.Close"},
-			[]string{"404 Not Found: 404 page not found"}},
+			[]string{"404 Not Found: 404 page not found (the node serves no such endpoint: is its ndigo a version without the control API?)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := ndigo(t, map[string]string{"NDIGO_ADMIN_TOKEN": tc.token}, append([]string{"--admin", tc.admin}, tc.args...)...)

@@ -157,17 +157,25 @@ func (n *node) act(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// The refusals' messages, as admin.Handler words them.
+const (
+	NoTokenMessage = "task control is off: no admin token is configured; set admin.token in the configuration " +
+		"(or its environment variable, such as NDIGO_ADMIN_TOKEN with the prefix NDIGO_), or admin.Options.Token, " +
+		"and send it as 'Authorization: Bearer <token>'"
+	WrongTokenMessage = "missing or wrong bearer token: send 'Authorization: Bearer <admin.token>'"
+)
+
 // authorized answers 403 when the cluster has no token and 401 when the
 // request's bearer token is missing or wrong, as admin.Handler does.
 func (n *node) authorized(w http.ResponseWriter, r *http.Request) bool {
 	if n.c.token == "" {
-		writeError(w, http.StatusForbidden, "control endpoints are disabled: no admin token is configured; set admin.token to enable them")
+		writeError(w, http.StatusForbidden, NoTokenMessage)
 		return false
 	}
 	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(n.c.token)) != 1 {
 		w.Header().Set("WWW-Authenticate", "Bearer")
-		writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+		writeError(w, http.StatusUnauthorized, WrongTokenMessage)
 		return false
 	}
 	return true
