@@ -5,9 +5,9 @@ GO          ?= go
 STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 PKGS        := ./...
 
-.PHONY: test fmt vet staticcheck unit redis-server postgresql bench chaos fuzz fuzz-short
+.PHONY: test fmt vet staticcheck unit redis-server postgresql chromium bench chaos fuzz fuzz-short
 
-test: fmt vet staticcheck redis-server postgresql unit fuzz-short
+test: fmt vet staticcheck redis-server postgresql chromium unit fuzz-short
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); \
@@ -49,6 +49,20 @@ postgresql:
 			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql pgbouncer >/dev/null; \
 		else \
 			echo "make test needs PostgreSQL's initdb and postgres, and pgbouncer: install them (Debian: sudo apt-get install postgresql pgbouncer)"; exit 1; \
+		fi; \
+	fi
+
+# chromium: the browser the web console's tests drive headless through
+# chromedp (internal/browsertest looks for chromium, chromium-browser and
+# /usr/bin/chromium; package chromium).
+chromium:
+	@if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1 && \
+		! [ -x /usr/bin/chromium ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "installing chromium from Debian's packages"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+		else \
+			echo "make test needs chromium for the web console's browser tests: install it (Debian: sudo apt-get install chromium)"; exit 1; \
 		fi; \
 	fi
 

@@ -7,6 +7,10 @@
 // address, serves it there with a lifecycle-managed server. app.Module
 // includes Module, with the Config from the configuration's admin.addr.
 //
+// GET / is a web console for the same endpoints: one embedded page, with no
+// asset from elsewhere, that lists the tasks and their last runs and asks
+// for the admin token before it changes anything.
+//
 // The endpoints show task names, lock keys, tokens and task error messages:
 // serve them on an internal address.
 package admin

@@ -85,6 +85,7 @@ func New(opts Options) (*Handler, error) {
 	h.mux.HandleFunc("GET /scheduledtasks", h.tasks)
 	h.mux.HandleFunc("GET /locks", h.locks)
 	h.mux.HandleFunc("GET /healthz", h.health)
+	h.mux.HandleFunc("GET /{$}", h.console)
 	for i, r := range opts.Routes {
 		if r.Pattern == "" || r.Handler == nil {
 			return nil, fmt.Errorf("%w: Routes[%d] (pattern %q): needs a pattern and a handler", ErrInvalid, i, r.Pattern)

@@ -34,6 +34,8 @@ func TestDependenciesPointDown(t *testing.T) {
 		{"tracing", append(ndigo("config", "redislocks", "pglocks", "annotations", "admin", "metrics", "app"), goRedis)},
 		{"redislocks", append(ndigo("config", "scheduling", "annotations", "app", "pglocks"), observers...)},
 		{"pglocks", append(ndigo("config", "scheduling", "annotations", "app", "redislocks"), append(observers, goRedis)...)},
+		// The CLI speaks HTTP to a node: no framework code, so go run @latest builds it quickly.
+		{"cmd/ndigo", append(ndigo("config", "locks", "scheduling", "annotations", "redislocks", "pglocks", "app"), append(observers, goRedis)...)},
 	}
 	for _, r := range rules {
 		out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", mod+r.pkg).CombinedOutput()

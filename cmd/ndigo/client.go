@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"syscall"
+)
+
+// maxBody bounds what the CLI reads of a response.
+const maxBody = 16 << 20
+
+// client calls one node's admin endpoints.
+type client struct {
+	base  *url.URL // scheme, host and the path prefix the handler is mounted under
+	token string   // NDIGO_ADMIN_TOKEN; sent on mutations only, never printed
+	http  *http.Client
+}
+
+// parseAdmin parses an admin address: a URL, or host:port for http.
+func parseAdmin(addr string) (*url.URL, error) {
+	if !strings.Contains(addr, "://") {
+		addr = "http://" + addr
+	}
+	u, err := url.Parse(addr)
+	if err != nil {
+		return nil, fmt.Errorf("not a URL: %v", err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return nil, errors.New("must be an http:// or https:// URL with a host and no user, query or fragment, e.g. " + defaultAdmin)
+	}
+	return u, nil
+}
+
+// endpoint returns the URL of the admin path /scheduledtasks followed by
+// the task's name, path-escaped so that dots, spaces and slashes stay one
+// segment, and the suffix.
+func (c *client) endpoint(task, suffix string) string {
+	u := strings.TrimSuffix(c.base.String(), "/") + "/scheduledtasks"
+	if task != "" {
+		u += "/" + url.PathEscape(task)
+	}
+	return u + suffix
+}
+
+// A statusError is a response other than 2xx: its status and the server's
+// message.
+type statusError struct {
+	method, url string
+	code        int
+	msg         string
+	hint        string
+}
+
+func (e *statusError) Error() string {
+	s := fmt.Sprintf("%s %s: %d %s: %s", e.method, e.url, e.code, http.StatusText(e.code), e.msg)
+	if e.hint != "" {
+		s += " (" + e.hint + ")"
+	}
+	return s
+}
+
+// get returns the body of GET url.
+func (c *client) get(ctx context.Context, u string) ([]byte, error) {
+	return c.do(ctx, http.MethodGet, u)
+}
+
+// post returns the body of POST url, sent with the bearer token.
+func (c *client) post(ctx context.Context, u string) ([]byte, error) {
+	return c.do(ctx, http.MethodPost, u)
+}
+
+func (c *client) do(ctx context.Context, method, u string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	if method != http.MethodGet && c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			return nil, fmt.Errorf("cannot reach the admin endpoints at %s: connection refused (is a node serving its admin address there? set --admin or NDIGO_ADMIN)", c.base)
+		}
+		return nil, fmt.Errorf("%s %s: %w", method, u, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: reading the response: %w", method, u, err)
+	}
+	if resp.StatusCode/100 == 2 {
+		return body, nil
+	}
+	msg, fromAPI := serverMessage(body)
+	return nil, &statusError{method: method, url: u, code: resp.StatusCode, msg: msg, hint: c.hint(method, resp.StatusCode, fromAPI)}
+}
+
+// serverMessage returns the "error" of a JSON error body and true, else
+// the body's first line and false: a handler without the control API
+// answers its mux's plain "404 page not found".
+func serverMessage(body []byte) (string, bool) {
+	var e struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(body, &e) == nil && e.Error != "" {
+		return e.Error, true
+	}
+	line, _, _ := strings.Cut(strings.TrimSpace(string(body)), "\n")
+	if len(line) > 200 {
+		line = line[:200] + "..."
+	}
+	if line == "" {
+		return "no message", false
+	}
+	return line, false
+}
+
+// hint says what to do about a refusal the server's message may not
+// explain from the client's side.
+func (c *client) hint(method string, code int, fromAPI bool) string {
+	switch {
+	case code == http.StatusNotFound && !fromAPI:
+		return "the node serves no such endpoint: is its ndigo a version without the control API?"
+	case code == http.StatusUnauthorized && c.token == "":
+		return "set NDIGO_ADMIN_TOKEN to the node's admin token"
+	case code == http.StatusUnauthorized:
+		return "the node refused the token in NDIGO_ADMIN_TOKEN"
+	case code == http.StatusForbidden && method != http.MethodGet:
+		return "the node has no admin token configured, so it refuses every change"
+	}
+	return ""
+}

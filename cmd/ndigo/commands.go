@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+)
+
+// A command is one subcommand: how many arguments it takes and what it
+// does with them.
+type command struct {
+	args int
+	do   func(ctx context.Context, c *client, args []string, out output) error
+}
+
+var commands = map[string]command{
+	"tasks":  {0, listTasks},
+	"runs":   {1, listRuns},
+	"run":    {1, mutate("run")},
+	"pause":  {1, mutate("pause")},
+	"resume": {1, mutate("resume")},
+}
+
+// output is where a command's result goes: a table, or with json the
+// server's body as it came.
+type output struct {
+	w    io.Writer
+	json bool
+}
+
+// raw writes body as it came and reports true in --json mode.
+func (o output) raw(body []byte) (bool, error) {
+	if !o.json {
+		return false, nil
+	}
+	_, err := o.w.Write(body)
+	return true, err
+}
+
+func listTasks(ctx context.Context, c *client, _ []string, out output) error {
+	var res struct {
+		Tasks []task `json:"tasks"`
+	}
+	if printed, err := getJSON(ctx, c, c.endpoint("", ""), out, "the task list", &res); printed || err != nil {
+		return err
+	}
+	return writeTasks(out.w, res.Tasks)
+}
+
+func listRuns(ctx context.Context, c *client, args []string, out output) error {
+	var res struct {
+		Runs []taskRun `json:"runs"`
+	}
+	if printed, err := getJSON(ctx, c, c.endpoint(args[0], "/runs"), out, "a run history", &res); printed || err != nil {
+		return err
+	}
+	return writeRuns(out.w, args[0], res.Runs)
+}
+
+// getJSON GETs u and, unless --json printed the body as it came, decodes
+// it into v, which is what the answer should be.
+func getJSON(ctx context.Context, c *client, u string, out output, what string, v any) (printed bool, err error) {
+	body, err := c.get(ctx, u)
+	if err != nil {
+		return false, err
+	}
+	if printed, err := out.raw(body); printed {
+		return true, err
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return false, fmt.Errorf("GET %s: the answer is not %s: %v", u, what, err)
+	}
+	return false, nil
+}
+
+// mutate returns the command that POSTs verb (run, pause or resume) for
+// the named task.
+func mutate(verb string) func(context.Context, *client, []string, output) error {
+	return func(ctx context.Context, c *client, args []string, out output) error {
+		u := c.endpoint(args[0], "/"+verb)
+		body, err := c.post(ctx, u)
+		if err != nil {
+			return err
+		}
+		if done, err := out.raw(body); done {
+			return err
+		}
+		var res action
+		if err := json.Unmarshal(body, &res); err != nil {
+			return fmt.Errorf("POST %s: the answer is not an action's result: %v", u, err)
+		}
+		if res.Task == "" {
+			res.Task = args[0]
+		}
+		return writeAction(out.w, verb, res)
+	}
+}

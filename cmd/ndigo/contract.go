@@ -1,0 +1,36 @@
+package main
+
+import "time"
+
+// task is one task of GET /scheduledtasks. Paused is nil when the node's
+// handler predates the control API.
+type task struct {
+	Name           string     `json:"name"`
+	Cron           string     `json:"cron"`
+	Lock           string     `json:"lock"`
+	Next           *time.Time `json:"next"`
+	Paused         *bool      `json:"paused"`
+	LastRun        *taskRun   `json:"lastRun"`
+	ClusterLastRun *taskRun   `json:"clusterLastRun"`
+}
+
+// taskRun is one run of a task in the cluster.
+type taskRun struct {
+	Fire     time.Time  `json:"fire"`
+	Manual   bool       `json:"manual"`
+	Node     string     `json:"node"`
+	Token    uint64     `json:"token"`
+	Start    *time.Time `json:"start"`
+	Duration string     `json:"duration"`
+	Outcome  string     `json:"outcome"`
+	Error    string     `json:"error"`
+}
+
+// action is the answer to POST /scheduledtasks/{name}/run, pause or
+// resume.
+type action struct {
+	Task   string `json:"task"`
+	Action string `json:"action"`
+	Status string `json:"status"`
+	Paused *bool  `json:"paused"`
+}

@@ -1,0 +1,129 @@
+// Command ndigo controls the scheduled tasks of a cluster of ndigo nodes
+// through any one node's admin endpoints:
+//
+//	ndigo tasks          every task: cron, lock, next fire, paused, the last run in the cluster
+//	ndigo runs NAME      the task's last runs, cluster-wide, newest first
+//	ndigo run NAME       one node runs the task once, as soon as it can, under its lock
+//	ndigo pause NAME     every node skips the task's fires until it is resumed
+//	ndigo resume NAME    the task runs again from its next fire
+//
+// --admin URL (or NDIGO_ADMIN) names the node's admin address, by default
+// http://127.0.0.1:8081. run, pause and resume send the bearer token in
+// NDIGO_ADMIN_TOKEN: it is read from the environment only, so that it
+// stays out of shell history and process listings. --json prints the
+// server's JSON instead of a table. A failure exits with status 1 and the
+// server's message; a usage error with status 2.
+//
+// Install or run it with
+//
+//	go run github.com/ndigo/ndigo/cmd/ndigo@latest tasks
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"time"
+)
+
+// Exit statuses: a failure of the request and a usage error.
+const (
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run is the whole command: it parses args, reads NDIGO_ADMIN and
+// NDIGO_ADMIN_TOKEN through getenv, writes results to stdout and errors to
+// stderr, and returns the exit status.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("ndigo", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	admin := fs.String("admin", "", "")
+	asJSON := fs.Bool("json", false, "")
+	timeout := fs.Duration("timeout", 10*time.Second, "")
+	pos, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) || (err == nil && len(pos) > 0 && pos[0] == "help") {
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	if err != nil {
+		return usageError(stderr, err.Error())
+	}
+	if len(pos) == 0 {
+		return usageError(stderr, "no command given")
+	}
+	cmd, ok := commands[pos[0]]
+	if !ok {
+		return usageError(stderr, fmt.Sprintf("unknown command %q: %s", pos[0], unknownCommand))
+	}
+	if len(pos)-1 != cmd.args {
+		want := "no argument"
+		if cmd.args == 1 {
+			want = "one argument, the task's name"
+		}
+		return usageError(stderr, fmt.Sprintf("%s takes %s, got %d", pos[0], want, len(pos)-1))
+	}
+	if cmd.args == 1 && pos[1] == "" {
+		return usageError(stderr, fmt.Sprintf("%s: the task name is empty", pos[0]))
+	}
+	if *timeout <= 0 {
+		return usageError(stderr, fmt.Sprintf("--timeout %v: must be positive", *timeout))
+	}
+	addr, source := *admin, "--admin"
+	if addr == "" {
+		addr, source = getenv("NDIGO_ADMIN"), "NDIGO_ADMIN"
+	}
+	if addr == "" {
+		addr, source = defaultAdmin, "the default admin address"
+	}
+	base, err := parseAdmin(addr)
+	if err != nil {
+		return usageError(stderr, fmt.Sprintf("%s %q: %v", source, addr, err))
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	defer tr.CloseIdleConnections()
+	c := &client{base: base, token: getenv("NDIGO_ADMIN_TOKEN"), http: &http.Client{Transport: tr, Timeout: *timeout}}
+	if err := cmd.do(ctx, c, pos[1:], output{w: stdout, json: *asJSON}); err != nil {
+		fmt.Fprintf(stderr, "ndigo: %v\n", err)
+		return exitFailure
+	}
+	return 0
+}
+
+// parseInterleaved parses fs's flags wherever they stand among args, as in
+// "ndigo runs Payroll.Close --json", and returns the other arguments in
+// order; every argument after "--" is not a flag.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+func usageError(stderr io.Writer, msg string) int {
+	fmt.Fprintf(stderr, "ndigo: %s\n\n%s", msg, usage)
+	return exitUsage
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode"
+)
+
+// none stands in a table cell for a value that does not apply.
+const none = "-"
+
+func writeTasks(w io.Writer, tasks []task) error {
+	if len(tasks) == 0 {
+		_, err := fmt.Fprintln(w, "no scheduled tasks")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tCRON\tLOCK\tNEXT\tPAUSED\tLAST RUN (CLUSTER)\tOUTCOME\tNODE\tTOKEN")
+	for _, t := range tasks {
+		paused := "unknown" // a handler without the control API
+		if t.Paused != nil {
+			paused = yesNo(*t.Paused)
+		}
+		last := []string{none, none, none, none}
+		if r := t.ClusterLastRun; r != nil {
+			last = []string{stamp(&r.Fire), r.Outcome, r.Node, token(r.Token)}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cell(t.Name), cell(t.Cron), cell(t.Lock), stamp(t.Next), paused,
+			strings.Join(cells(last), "\t"))
+	}
+	return tw.Flush()
+}
+
+func writeRuns(w io.Writer, name string, runs []taskRun) error {
+	if len(runs) == 0 {
+		_, err := fmt.Fprintf(w, "no runs of %s recorded\n", strconv.Quote(name))
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "FIRE\tKIND\tNODE\tTOKEN\tSTART\tDURATION\tOUTCOME\tERROR")
+	for _, r := range runs {
+		kind := "scheduled"
+		if r.Manual {
+			kind = "manual"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", stamp(&r.Fire), kind,
+			strings.Join(cells([]string{r.Node, token(r.Token), stamp(r.Start), r.Duration, r.Outcome, r.Error}), "\t"))
+	}
+	return tw.Flush()
+}
+
+func writeAction(w io.Writer, verb string, a action) error {
+	name := strconv.Quote(a.Task)
+	var msg string
+	switch verb {
+	case "run":
+		msg = "run of " + name + " requested: one node runs it as soon as it can, under its lock"
+	case "pause":
+		msg = name + " paused: every node skips its fires until it is resumed"
+	default:
+		msg = name + " resumed: it runs again from its next fire"
+	}
+	_, err := fmt.Fprintln(w, msg)
+	return err
+}
+
+// stampFormat is RFC 3339 to the millisecond at most: a manual fire's
+// nanoseconds would widen every row; --json keeps them.
+const stampFormat = "2006-01-02T15:04:05.999Z07:00"
+
+// stamp formats a time in UTC; none for nil.
+func stamp(t *time.Time) string {
+	if t == nil || t.IsZero() {
+		return none
+	}
+	return t.UTC().Format(stampFormat)
+}
+
+func token(t uint64) string {
+	if t == 0 {
+		return none
+	}
+	return strconv.FormatUint(t, 10)
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func cells(vs []string) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = cell(v)
+	}
+	return out
+}
+
+// cell makes v one table cell: control characters (tabs and newlines
+// from a task's error would break the table's columns) become spaces, and
+// "" becomes none.
+func cell(v string) string {
+	if v == "" {
+		return none
+	}
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, v)
+}

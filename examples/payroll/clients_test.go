@@ -1,0 +1,200 @@
+//go:build controlapi
+
+// These tests drive the control API of issue 15 on real payroll processes
+// sharing one Redis, through the ndigo CLI and the web console in
+// chromium. They need what the API's own branch brings: the task state in
+// Redis, pause, resume and run now in the scheduler, the authenticated
+// endpoints, and payroll's PAYROLL_ADMIN_TOKEN. Until it is merged they
+// build only with -tags controlapi; the constraint goes when it lands.
+
+package main
+
+import (
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ndigo/ndigo/internal/browsertest"
+	"github.com/ndigo/ndigo/internal/nodetest"
+	"github.com/ndigo/ndigo/internal/redistest"
+)
+
+// The names of this file stay clear of control_test.go's, which the
+// control API's branch adds to this package.
+const (
+	clientsToken = "e2e-admin-token"
+	clientsTask  = "PayrollController.CloseBooks"
+	clientsRun   = "payroll closed"
+)
+
+// clientsNodes starts payroll nodes on one Redis with admin endpoints and
+// the admin token, and returns them with each node's admin address.
+func clientsNodes(t *testing.T, names ...string) (*nodetest.Procs, map[string]string) {
+	t.Helper()
+	t.Setenv("PAYROLL_ADMIN_TOKEN", clientsToken)
+	srv := redistest.Start(t)
+	p := nodetest.New(t)
+	admins := map[string]string{}
+	for _, n := range names {
+		p.StartPayroll(n, srv.Addr(), "control", "3s", "--admin-addr", "127.0.0.1:0")
+		l, _ := p.WaitLine(n+"'s admin address", 0, time.Minute, func(l nodetest.Line) bool {
+			return l.Proc == n && l.Msg == "admin endpoints serving"
+		})
+		admins[n] = l.Addr
+	}
+	p.WaitFires(clientsRun, "", 2, 40*time.Second)
+	return p, admins
+}
+
+// buildCLI builds the ndigo command and returns a func that runs it against a
+// node's admin address, failing the test unless it exits 0.
+func buildCLI(t *testing.T, admins map[string]string) func(node string, args ...string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "ndigo")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/ndigo/ndigo/cmd/ndigo").CombinedOutput(); err != nil {
+		t.Fatalf("go build cmd/ndigo: %v\n%s", err, out)
+	}
+	return func(node string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(bin, args...)
+		cmd.Env = append(cmd.Environ(), "NDIGO_ADMIN="+admins[node], "NDIGO_ADMIN_TOKEN="+clientsToken)
+		out, err := cmd.Output()
+		if err != nil {
+			var stderr string
+			if ee, ok := err.(*exec.ExitError); ok {
+				stderr = string(ee.Stderr)
+			}
+			t.Fatalf("ndigo %s on %s: %v: %s", strings.Join(args, " "), node, err, stderr)
+		}
+		return string(out)
+	}
+}
+
+// clientsFire returns the fire of a log line; zero if it has none.
+func clientsFire(l nodetest.Line) time.Time {
+	f, _ := time.Parse(time.RFC3339Nano, l.Fire)
+	return f
+}
+
+// clientsPassFires waits until every node has logged a fire of the task at or
+// after at: each node's scheduler has reached that fire, run or skipped.
+func clientsPassFires(t *testing.T, p *nodetest.Procs, nodes []string, at time.Time) {
+	t.Helper()
+	for _, n := range nodes {
+		p.WaitLine(n+" past "+at.Format(time.RFC3339), 0, 30*time.Second, func(l nodetest.Line) bool {
+			return l.Proc == n && l.Task == clientsTask && !clientsFire(l).Before(at)
+		})
+	}
+}
+
+// clientsRunsAfter returns the payroll runs logged after line index mark.
+func clientsRunsAfter(p *nodetest.Procs, mark int) []nodetest.Line {
+	var out []nodetest.Line
+	for _, l := range p.All()[mark:] {
+		if l.Msg == clientsRun {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// ndigo pause stops every node's runs within one period, ndigo run then
+// runs the task once in the cluster with a newer fencing token, ndigo
+// runs lists the same history from every node, and ndigo resume brings
+// the runs back.
+func TestCLIControlsTheCluster(t *testing.T) {
+	nodes := []string{"n0", "n1", "n2"}
+	p, admins := clientsNodes(t, nodes...)
+	ndigo := buildCLI(t, admins)
+
+	ndigo("n0", "pause", clientsTask)
+	pausedAt := time.Now().UTC()
+	for _, n := range nodes {
+		var res struct {
+			Tasks []struct {
+				Name   string `json:"name"`
+				Paused bool   `json:"paused"`
+			} `json:"tasks"`
+		}
+		if err := json.Unmarshal([]byte(ndigo(n, "--json", "tasks")), &res); err != nil {
+			t.Fatal(err)
+		}
+		for _, task := range res.Tasks {
+			if task.Name == clientsTask && !task.Paused {
+				t.Errorf("%s does not show %s paused", n, clientsTask)
+			}
+		}
+	}
+	// The fire in flight at the pause may still run; none after it.
+	quiet := pausedAt.Truncate(time.Second).Add(2 * time.Second)
+	clientsPassFires(t, p, nodes, quiet.Add(3*time.Second))
+	for _, l := range p.All() {
+		if l.Msg == clientsRun && !clientsFire(l).Before(quiet) {
+			t.Errorf("%s ran fire %s while paused", l.Proc, l.Fire)
+		}
+	}
+
+	var maxToken uint64
+	for _, l := range p.All() {
+		if l.Msg == clientsRun {
+			maxToken = max(maxToken, l.Token)
+		}
+	}
+	mark := len(p.All())
+	ndigo("n1", "run", clientsTask) // paused, yet run by hand
+	manual, _ := p.WaitLine("the manual run", mark, 30*time.Second, func(l nodetest.Line) bool { return l.Msg == clientsRun && l.Manual })
+	clientsPassFires(t, p, nodes, time.Now().UTC().Truncate(time.Second).Add(3*time.Second))
+	if runs := clientsRunsAfter(p, mark); len(runs) != 1 {
+		t.Errorf("run now ran %d times: %+v", len(runs), runs)
+	}
+	if manual.Token <= maxToken {
+		t.Errorf("the manual run's token %d is not newer than %d", manual.Token, maxToken)
+	}
+
+	var first []map[string]any
+	for i, n := range nodes {
+		var res struct {
+			Runs []map[string]any `json:"runs"`
+		}
+		if err := json.Unmarshal([]byte(ndigo(n, "--json", "runs", clientsTask)), &res); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = res.Runs
+			if len(first) == 0 || first[0]["manual"] != true || first[0]["node"] != manual.Proc ||
+				first[0]["token"] != float64(manual.Token) {
+				t.Errorf("the newest run is not the manual run on %s with token %d: %v", manual.Proc, manual.Token, first)
+			}
+			continue
+		}
+		if !reflect.DeepEqual(res.Runs, first) {
+			t.Errorf("%s lists another history than %s:\n%v\n%v", n, nodes[0], res.Runs, first)
+		}
+	}
+
+	mark = len(p.All())
+	ndigo("n2", "resume", clientsTask)
+	p.WaitLine("a run after resume", mark, 30*time.Second, func(l nodetest.Line) bool { return l.Msg == clientsRun })
+}
+
+// A pause clicked on one node's console shows on another node's console.
+func TestConsolePauseAcrossNodes(t *testing.T) {
+	_, admins := clientsNodes(t, "n0", "n1")
+	browser := browsertest.New(t)
+	page0 := browsertest.OpenConsole(t, browser, "http://"+admins["n0"]+"/")
+	page1 := browsertest.OpenConsole(t, browsertest.Tab(t, browser), "http://"+admins["n1"]+"/")
+	page1.WaitCell("n1's page showing the task running", clientsTask, browsertest.ColPaused, "no")
+
+	page0.Act(clientsTask, "pause", "wrong")
+	if _, isError := page0.Message("pause " + clientsTask + ": 401 Unauthorized: "); !isError {
+		t.Error("a wrong token's refusal is not shown as an error")
+	}
+	page0.Act(clientsTask, "pause", clientsToken)
+	page1.WaitCell("n1's page showing the pause made on n0", clientsTask, browsertest.ColPaused, "paused")
+	page1.Act(clientsTask, "resume", clientsToken)
+	page0.WaitCell("n0's page showing the resume made on n1", clientsTask, browsertest.ColPaused, "no")
+}
