@@ -31,6 +31,22 @@ func ndigo(pool *pgxpool.Pool) (*lockbench.Contender, error) {
 	if err != nil {
 		return nil, err
 	}
+	return waitOn(d, func() { _ = d.Close() }), nil
+}
+
+// ndigoListening is ndigo with one more watcher, of a key nobody locks,
+// for the contender's life: the driver's listening connection then never
+// idles out between the waits, which shows what its reconnections cost.
+func ndigoListening(pool *pgxpool.Pool) (*lockbench.Contender, error) {
+	d, err := pglocks.New(pglocks.Options{Pool: pool, Namespace: "bench"})
+	if err != nil {
+		return nil, err
+	}
+	_, unwatch := d.Watch("bench-keep-listening")
+	return waitOn(d, func() { unwatch(); _ = d.Close() }), nil
+}
+
+func waitOn(d *pglocks.Driver, closeFn func()) *lockbench.Contender {
 	return &lockbench.Contender{
 		Lock: func(ctx context.Context, key string) (func(context.Context) error, error) {
 			l, err := locks.Wait(ctx, d, key, ttl, locks.WaitOptions{Budget: time.Minute})
@@ -39,8 +55,8 @@ func ndigo(pool *pgxpool.Pool) (*lockbench.Contender, error) {
 			}
 			return l.Release, nil
 		},
-		Close: func() { _ = d.Close() },
-	}, nil
+		Close: closeFn,
+	}
 }
 
 // ndigoLoop is the driver's Acquire in a retry loop, without locks.Wait:

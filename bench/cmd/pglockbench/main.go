@@ -10,8 +10,9 @@
 // on one shared key, at 1, 16 and 64 goroutines; and release-to-waiter
 // handoff latency with one holder and one waiter. Every contender gets a
 // pgx pool of the same size (-pool). pglocks waits with locks.Wait, woken
-// by its LISTEN/NOTIFY Watcher, and runs again as its bare Acquire in a
-// retry loop; the advisory try-lock loop and the same-SQL loop retry every
+// by its LISTEN/NOTIFY Watcher; again with one more watcher held for the
+// whole run, so that its listening connection never idles out; and as its
+// bare Acquire in a retry loop; the advisory try-lock loop and the same-SQL loop retry every
 // -retry; pg_advisory_lock waits in the server.
 //
 // No Go PostgreSQL lock library is measured: cirello.io/pglock, the one
@@ -69,6 +70,7 @@ func factories() []factory {
 	prepared := pgx.QueryExecModeCacheStatement
 	all := []factory{
 		{name: ours, make: ndigo, handoff: true},
+		{name: ours + " (listener kept)", make: ndigoListening, handoff: true},
 		{name: ours + " (Acquire loop)", make: func(p *pgxpool.Pool) (*lockbench.Contender, error) {
 			return ndigoLoop(p, *retry)
 		}},
@@ -300,13 +302,20 @@ func (b *bench) cycles(ctx context.Context, f factory, n int, shared bool) (lock
 	}
 	acq := float64(max(cell.Acquired, 1))
 	cell.Metrics = []float64{float64(cnt.n.Load()) / acq, 1000 * exec / acq, 1000 * plan / acq}
-	if *statements {
-		for _, s := range stmts {
-			log.Printf("    %s %d goroutines shared %v: %8d calls, exec %6.1f µs, plan %6.1f µs each: %s",
-				f.name, n, shared, s.calls, 1000*s.exec/float64(max(s.calls, 1)), 1000*s.plan/float64(max(s.calls, 1)), s.query)
-		}
-	}
+	logStatements(fmt.Sprintf("%s, %s", f.name, lockbench.Scenario(n, shared)), stmts)
 	return cell, nil
+}
+
+// logStatements logs each statement's calls and mean times under
+// -statements.
+func logStatements(label string, stmts []statement) {
+	if !*statements {
+		return
+	}
+	for _, s := range stmts {
+		log.Printf("    %s: %8d calls, exec %6.1f µs, plan %6.1f µs each: %s",
+			label, s.calls, 1000*s.exec/float64(max(s.calls, 1)), 1000*s.plan/float64(max(s.calls, 1)), s.query)
+	}
 }
 
 // A statement is one pg_stat_statements row: total times in milliseconds.
@@ -352,5 +361,17 @@ func (b *bench) handoff(ctx context.Context, f factory) (lockbench.Cell, error) 
 	if _, err := lockbench.Handoff(ctx, con, 10); err != nil {
 		return lockbench.Cell{}, err
 	}
-	return lockbench.Handoff(ctx, con, *handoffs)
+	if _, err := b.admin.Exec(ctx, "SELECT pg_stat_statements_reset()"); err != nil {
+		return lockbench.Cell{}, err
+	}
+	cell, err := lockbench.Handoff(ctx, con, *handoffs)
+	if err != nil {
+		return lockbench.Cell{}, err
+	}
+	stmts, err := b.serverTimes(ctx)
+	if err != nil {
+		return lockbench.Cell{}, err
+	}
+	logStatements(f.name+", handoff", stmts)
+	return cell, nil
 }
