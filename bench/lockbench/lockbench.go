@@ -21,6 +21,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ndigo/ndigo/locks"
 )
 
 // A Contender is one lock implementation. Lock takes key, waiting as the
@@ -29,6 +31,41 @@ import (
 type Contender struct {
 	Lock  func(ctx context.Context, key string) (release func(context.Context) error, err error)
 	Close func()
+}
+
+// WaitFor is the contender of an ndigo driver: locks.Wait with a one-minute
+// budget and the given TTL, and release by the lease. close ends the
+// driver.
+func WaitFor(d locks.Driver, ttl time.Duration, close func()) *Contender {
+	return &Contender{
+		Lock: func(ctx context.Context, key string) (func(context.Context) error, error) {
+			l, err := locks.Wait(ctx, d, key, ttl, locks.WaitOptions{Budget: time.Minute})
+			if err != nil {
+				return nil, err
+			}
+			return l.Release, nil
+		},
+		Close: close,
+	}
+}
+
+// Select returns the contenders of all whose names, given by name, hold
+// one of the comma-separated parts of only: the -only flag of the
+// commands, where empty selects every contender.
+func Select[T any](all []T, name func(T) string, only string) []T {
+	if only == "" {
+		return all
+	}
+	var out []T
+	for _, c := range all {
+		for _, o := range strings.Split(only, ",") {
+			if strings.Contains(name(c), strings.TrimSpace(o)) {
+				out = append(out, c)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // A Cell is one contender's figures in one scenario of one run.

@@ -116,3 +116,15 @@ func TestQuantileAndMedian(t *testing.T) {
 		t.Error("ParseGoroutines accepted a count of 0")
 	}
 }
+
+func TestSelect(t *testing.T) {
+	all := []string{"ndigo pglocks", "ndigo pglocks (Acquire loop)", "advisory try-lock loop", "same SQL loop"}
+	id := func(s string) string { return s }
+	if got := lockbench.Select(all, id, ""); len(got) != len(all) {
+		t.Errorf("Select with no -only = %q, want all", got)
+	}
+	got := lockbench.Select(all, id, "Acquire loop, same SQL")
+	if len(got) != 2 || got[0] != all[1] || got[1] != all[3] {
+		t.Errorf("Select(%q) = %q, want %q and %q", "Acquire loop, same SQL", got, all[1], all[3])
+	}
+}

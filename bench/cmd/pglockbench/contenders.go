@@ -31,7 +31,7 @@ func ndigo(pool *pgxpool.Pool) (*lockbench.Contender, error) {
 	if err != nil {
 		return nil, err
 	}
-	return waitOn(d, func() { _ = d.Close() }), nil
+	return lockbench.WaitFor(d, ttl, func() { _ = d.Close() }), nil
 }
 
 // ndigoListening is ndigo with one more watcher, of a key nobody locks,
@@ -43,20 +43,7 @@ func ndigoListening(pool *pgxpool.Pool) (*lockbench.Contender, error) {
 		return nil, err
 	}
 	_, unwatch := d.Watch("bench-keep-listening")
-	return waitOn(d, func() { unwatch(); _ = d.Close() }), nil
-}
-
-func waitOn(d *pglocks.Driver, closeFn func()) *lockbench.Contender {
-	return &lockbench.Contender{
-		Lock: func(ctx context.Context, key string) (func(context.Context) error, error) {
-			l, err := locks.Wait(ctx, d, key, ttl, locks.WaitOptions{Budget: time.Minute})
-			if err != nil {
-				return nil, err
-			}
-			return l.Release, nil
-		},
-		Close: closeFn,
-	}
+	return lockbench.WaitFor(d, ttl, func() { unwatch(); _ = d.Close() }), nil
 }
 
 // ndigoLoop is the driver's Acquire in a retry loop, without locks.Wait:

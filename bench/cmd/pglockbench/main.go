@@ -50,7 +50,7 @@ var (
 	poolSize   = flag.Int("pool", 64, "pgx pool size (MaxConns) of every contender")
 	syncCommit = flag.String("synchronous-commit", "on", "the server's synchronous_commit")
 	sqlDir     = flag.String("sql", "../pglocks", "directory of the driver's .sql files, for the same-SQL loop")
-	only       = flag.String("only", "", "comma-separated contender names to run (default all)")
+	only       = flag.String("only", "", "comma-separated parts of the names of the contenders to run (default all)")
 	modes      = flag.String("keys", "distinct,shared", "key modes to run: distinct, shared")
 	statements = flag.Bool("statements", false, "log each statement's calls and mean server time per scenario")
 )
@@ -90,19 +90,7 @@ func factories() []factory {
 			return sameSQL(p, prepared, *retry, *sqlDir)
 		}},
 	}
-	if *only == "" {
-		return all
-	}
-	var out []factory
-	for _, f := range all {
-		for _, o := range strings.Split(*only, ",") {
-			if f.name == strings.TrimSpace(o) {
-				out = append(out, f)
-				break
-			}
-		}
-	}
-	return out
+	return lockbench.Select(all, func(f factory) string { return f.name }, *only)
 }
 
 // metrics are the PostgreSQL figures of a cell, per successful

@@ -15,7 +15,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ndigo/ndigo/bench/lockbench"
-	"github.com/ndigo/ndigo/locks"
 	"github.com/ndigo/ndigo/redislocks"
 )
 
@@ -27,16 +26,7 @@ func ndigo(c *redis.Client) (*lockbench.Contender, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &lockbench.Contender{
-		Lock: func(ctx context.Context, key string) (func(context.Context) error, error) {
-			l, err := locks.Wait(ctx, d, key, ttl, locks.WaitOptions{Budget: time.Minute})
-			if err != nil {
-				return nil, err
-			}
-			return l.Release, nil
-		},
-		Close: func() { _ = d.Close() },
-	}, nil
+	return lockbench.WaitFor(d, ttl, func() { _ = d.Close() }), nil
 }
 
 // bsmRecommendedRetry is the retry strategy of bsm/redislock's README

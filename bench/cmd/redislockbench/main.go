@@ -39,7 +39,7 @@ var (
 	handoffs = flag.Int("handoffs", 1000, "handoffs measured per contender and run")
 	concs    = flag.String("goroutines", "1,16,64", "goroutine counts")
 	scripts  = flag.String("scripts", "../redislocks", "directory of the driver's .lua scripts, for the raw same-Lua loop")
-	only     = flag.String("only", "", "comma-separated contender names to run (default all)")
+	only     = flag.String("only", "", "comma-separated parts of the names of the contenders to run (default all)")
 	modes    = flag.String("keys", "distinct,shared", "key modes to run: distinct, shared")
 	cpuprof  = flag.String("cpuprofile", "", "write a CPU profile of the bench process to this file")
 )
@@ -62,19 +62,7 @@ func factories() []factory {
 		{name: "raw script, INCR token", make: func(c *redis.Client) (*lockbench.Contender, error) { return raw(c, *retry), nil }},
 		{name: "raw script, same Lua", make: func(c *redis.Client) (*lockbench.Contender, error) { return rawSame(c, *retry, *scripts) }},
 	}
-	if *only == "" {
-		return all
-	}
-	var out []factory
-	for _, f := range all {
-		for _, o := range strings.Split(*only, ",") {
-			if strings.Contains(f.name, strings.TrimSpace(o)) {
-				out = append(out, f)
-				break
-			}
-		}
-	}
-	return out
+	return lockbench.Select(all, func(f factory) string { return f.name }, *only)
 }
 
 // metrics are the Redis figures of a cell, per successful acquisition:
