@@ -3,6 +3,7 @@ package lockbench_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -126,5 +127,15 @@ func TestSelect(t *testing.T) {
 	got := lockbench.Select(all, id, "Acquire loop, same SQL")
 	if len(got) != 2 || got[0] != all[1] || got[1] != all[3] {
 		t.Errorf("Select(%q) = %q, want %q and %q", "Acquire loop, same SQL", got, all[1], all[3])
+	}
+}
+
+func TestTableWithoutOursHasNoRatio(t *testing.T) {
+	var r lockbench.Results
+	r.Add(lockbench.Scenario(1, true), "peer", lockbench.Cell{PerSec: 1000})
+	var b strings.Builder
+	lockbench.Table{Ours: "ours", Names: []string{"ours", "peer"}}.Write(&b, &r)
+	if want := "| peer | 1000 | 0s | 0s | 0% | 0 | — |\n"; !strings.Contains(b.String(), want) {
+		t.Fatalf("table without ours:\n%s\nwant the row %q", b.String(), want)
 	}
 }

@@ -53,7 +53,7 @@ type Table struct {
 
 // Write writes every scenario of r. Each figure is the median over runs;
 // each ratio is Ours' throughput over the row's, computed within each run,
-// then the median.
+// then the median, or a dash when Ours was not measured.
 func (t Table) Write(w io.Writer, r *Results) {
 	short, _, _ := strings.Cut(t.Ours, " ")
 	for _, sc := range r.scenarios {
@@ -82,7 +82,9 @@ func (t Table) Write(w io.Writer, r *Results) {
 						rs = append(rs, ours[i].PerSec/c.PerSec)
 					}
 				}
-				ratio = fmt.Sprintf("%.2f×", Median(rs))
+				if len(rs) > 0 {
+					ratio = fmt.Sprintf("%.2f×", Median(rs))
+				}
 			}
 			moves, movesPerSec := "—", "—"
 			if strings.HasPrefix(sc, "one shared key") {
