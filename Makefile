@@ -95,8 +95,9 @@ chaos: redis-server postgresql
 	$(GO) test -race -count=3 ./internal/chaos
 
 # bench: runs bench/ (scheduler vs gocron v2 and robfig/cron, the Redis driver
-# vs bsm/redislock, redsync and raw loops, the 3-node cluster run) and package
-# locks' in-process benchmarks, and rewrites BENCHMARKS.md's generated parts.
-# About 15 minutes; never part of make test.
-bench: redis-server
+# vs bsm/redislock, redsync and raw loops, the PostgreSQL driver vs advisory
+# lock loops, the 3-node cluster run) and package locks' in-process
+# benchmarks, and rewrites BENCHMARKS.md's generated parts. About 30 minutes;
+# never part of make test.
+bench: redis-server postgresql
 	cd bench && $(GO) run ./cmd/benchreport -o ../BENCHMARKS.md

@@ -2,7 +2,8 @@
 // rewrites the generated parts of BENCHMARKS.md with their medians and
 // ratios: the scheduler against gocron v2 and robfig/cron, the in-process
 // driver against a map-plus-mutex table, the Redis driver report of
-// redislockbench, and the 3-node run of clusterbench. It is what `make bench`
+// redislockbench, the PostgreSQL driver report of pglockbench, and the
+// 3-node run of clusterbench. It is what `make bench`
 // runs:
 //
 //	cd bench && go run ./cmd/benchreport -o ../BENCHMARKS.md
@@ -34,7 +35,9 @@ var (
 	lockRuns  = flag.Int("locks-count", 5, "-count of the in-process driver benchmarks (package locks)")
 	redisRuns = flag.Int("redis-runs", 5, "-runs of redislockbench")
 	redisDur  = flag.Duration("redis-duration", 2*time.Second, "-duration of redislockbench")
-	only      = flag.String("parts", "machine,scheduler,inprocess,redis,cluster", "the parts to regenerate; the others are kept as they are")
+	pgRuns    = flag.Int("postgres-runs", 5, "-runs of pglockbench")
+	pgDur     = flag.Duration("postgres-duration", 2*time.Second, "-duration of pglockbench")
+	only      = flag.String("parts", "machine,scheduler,inprocess,redis,postgres,cluster", "the parts to regenerate; the others are kept as they are")
 	clRuns    = flag.Int("cluster-runs", 3, "-runs of clusterbench")
 	clDur     = flag.Duration("cluster-duration", time.Minute, "-duration of clusterbench")
 )
@@ -52,6 +55,9 @@ func main() {
 		"inprocess": inprocess,
 		"redis": func() string {
 			return run(".", "go", "run", "./cmd/redislockbench", "-runs", strconv.Itoa(*redisRuns), "-duration", redisDur.String())
+		},
+		"postgres": func() string {
+			return run(".", "go", "run", "./cmd/pglockbench", "-runs", strconv.Itoa(*pgRuns), "-duration", pgDur.String())
 		},
 		"cluster": func() string {
 			return run(".", "go", "run", "./cmd/clusterbench", "-runs", strconv.Itoa(*clRuns), "-duration", clDur.String())

@@ -14,69 +14,49 @@ import (
 	redsyncgoredis "github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/bench/lockbench"
 	"github.com/ndigo/ndigo/redislocks"
 )
 
 // ttl is every contender's lease; no benchmark lets it expire.
 const ttl = 10 * time.Second
 
-// A contender is one lock implementation. lock takes key, waiting as the
-// implementation does when the key is held, and returns the release.
-type contender struct {
-	name  string
-	lock  func(ctx context.Context, key string) (release func(context.Context) error, err error)
-	close func()
-}
-
-func ndigo(c *redis.Client) (*contender, error) {
+func ndigo(c *redis.Client) (*lockbench.Contender, error) {
 	d, err := redislocks.New(redislocks.Options{Client: c, Namespace: "bench"})
 	if err != nil {
 		return nil, err
 	}
-	return &contender{
-		name: "ndigo redislocks",
-		lock: func(ctx context.Context, key string) (func(context.Context) error, error) {
-			l, err := locks.Wait(ctx, d, key, ttl, locks.WaitOptions{Budget: time.Minute})
-			if err != nil {
-				return nil, err
-			}
-			return l.Release, nil
-		},
-		close: func() { _ = d.Close() },
-	}, nil
+	return lockbench.WaitFor(d, ttl, func() { _ = d.Close() }), nil
 }
 
 // bsmRecommendedRetry is the retry strategy of bsm/redislock's README
 // example; its default is not to retry at all.
 const bsmRecommendedRetry = 100 * time.Millisecond
 
-func bsm(c *redis.Client, retry time.Duration) *contender {
+func bsm(c *redis.Client, retry time.Duration) *lockbench.Contender {
 	client := redislock.New(c)
-	return &contender{
-		name: "bsm/redislock",
-		lock: func(ctx context.Context, key string) (func(context.Context) error, error) {
+	return &lockbench.Contender{
+		Lock: func(ctx context.Context, key string) (func(context.Context) error, error) {
 			l, err := client.Obtain(ctx, key, ttl, &redislock.Options{RetryStrategy: redislock.LinearBackoff(retry)})
 			if err != nil {
 				return nil, err
 			}
 			return l.Release, nil
 		},
-		close: func() {},
+		Close: func() {},
 	}
 }
 
 // redsyncV4 retries every retry, or at redsync's default (a random delay of
 // 50-250ms) when retry is 0; tries are unlimited either way.
-func redsyncV4(c *redis.Client, retry time.Duration) *contender {
+func redsyncV4(c *redis.Client, retry time.Duration) *lockbench.Contender {
 	rs := redsync.New(redsyncgoredis.NewPool(c))
 	opts := []redsync.Option{redsync.WithExpiry(ttl), redsync.WithTries(1 << 30)}
 	if retry > 0 {
 		opts = append(opts, redsync.WithRetryDelay(retry))
 	}
-	return &contender{
-		name: "redsync v4",
-		lock: func(ctx context.Context, key string) (func(context.Context) error, error) {
+	return &lockbench.Contender{
+		Lock: func(ctx context.Context, key string) (func(context.Context) error, error) {
 			m := rs.NewMutex(key, opts...)
 			if err := m.LockContext(ctx); err != nil {
 				return nil, err
@@ -89,7 +69,7 @@ func redsyncV4(c *redis.Client, retry time.Duration) *contender {
 				return err
 			}, nil
 		},
-		close: func() {},
+		Close: func() {},
 	}
 }
 
@@ -107,8 +87,8 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0`)
 )
 
-func raw(c *redis.Client, retry time.Duration) *contender {
-	return rawLoop("raw script, INCR token", c, retry, rawAcquire, rawRelease, func(key string) rawCall {
+func raw(c *redis.Client, retry time.Duration) *lockbench.Contender {
+	return rawLoop(c, retry, rawAcquire, rawRelease, func(key string) rawCall {
 		lock := "raw:{" + key + "}:lock"
 		return rawCall{
 			keys: []string{lock, "raw:{" + key + "}:token"}, args: []any{ttl.Milliseconds()},
@@ -120,7 +100,7 @@ func raw(c *redis.Client, retry time.Duration) *contender {
 // rawSame runs the driver's own scripts, read from dir, in a bare loop:
 // the same work in Redis (TIME-based restart-safe tokens, nonces, the
 // release tombstone), none of the driver's Go code.
-func rawSame(c *redis.Client, retry time.Duration, dir string) (*contender, error) {
+func rawSame(c *redis.Client, retry time.Duration, dir string) (*lockbench.Contender, error) {
 	acq, err := os.ReadFile(filepath.Join(dir, "acquire.lua"))
 	if err != nil {
 		return nil, err
@@ -133,7 +113,7 @@ func rawSame(c *redis.Client, retry time.Duration, dir string) (*contender, erro
 	tombstoneTTL := time.Minute.Milliseconds()
 	handoffTTL := (10 * time.Millisecond).Milliseconds()
 	var calls atomic.Uint64
-	return rawLoop("raw script, same Lua", c, retry, redis.NewScript(string(acq)), redis.NewScript(string(rel)), func(key string) rawCall {
+	return rawLoop(c, retry, redis.NewScript(string(acq)), redis.NewScript(string(rel)), func(key string) rawCall {
 		tag := "ndigo:{raw:" + key + "}:"
 		nonce := "raw." + strconv.FormatUint(calls.Add(1), 36)
 		return rawCall{
@@ -154,11 +134,10 @@ type rawCall struct {
 	release func(tok int64) ([]string, []any)
 }
 
-func rawLoop(name string, c *redis.Client, retry time.Duration, acquire, release *redis.Script,
-	call func(key string) rawCall) *contender {
-	return &contender{
-		name: name,
-		lock: func(ctx context.Context, key string) (func(context.Context) error, error) {
+func rawLoop(c *redis.Client, retry time.Duration, acquire, release *redis.Script,
+	call func(key string) rawCall) *lockbench.Contender {
+	return &lockbench.Contender{
+		Lock: func(ctx context.Context, key string) (func(context.Context) error, error) {
 			rc := call(key)
 			for {
 				tok, err := acquire.Run(ctx, c, rc.keys, rc.args...).Int64()
@@ -178,6 +157,6 @@ func rawLoop(name string, c *redis.Client, retry time.Duration, acquire, release
 				}
 			}
 		},
-		close: func() {},
+		Close: func() {},
 	}
 }

@@ -17,20 +17,18 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	"log"
 	"os"
 	"os/signal"
 	"runtime/pprof"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ndigo/ndigo/bench/lockbench"
 	"github.com/ndigo/ndigo/internal/redisproc"
 )
 
@@ -41,14 +39,14 @@ var (
 	handoffs = flag.Int("handoffs", 1000, "handoffs measured per contender and run")
 	concs    = flag.String("goroutines", "1,16,64", "goroutine counts")
 	scripts  = flag.String("scripts", "../redislocks", "directory of the driver's .lua scripts, for the raw same-Lua loop")
-	only     = flag.String("only", "", "comma-separated contender names to run (default all)")
+	only     = flag.String("only", "", "comma-separated parts of the names of the contenders to run (default all)")
 	modes    = flag.String("keys", "distinct,shared", "key modes to run: distinct, shared")
 	cpuprof  = flag.String("cpuprofile", "", "write a CPU profile of the bench process to this file")
 )
 
 type factory struct {
 	name string
-	make func(*redis.Client) (*contender, error)
+	make func(*redis.Client) (*lockbench.Contender, error)
 	// slowRetry marks a peer at its own default retry interval: the
 	// handoff scenario, which waits for each of its 1000 retries, skips it.
 	slowRetry bool
@@ -56,37 +54,24 @@ type factory struct {
 
 func factories() []factory {
 	all := []factory{
-		{name: "ndigo redislocks", make: ndigo},
-		{name: "bsm/redislock", make: func(c *redis.Client) (*contender, error) { return bsm(c, *retry), nil }},
-		{name: "bsm/redislock, retry 100ms", make: func(c *redis.Client) (*contender, error) { return bsm(c, bsmRecommendedRetry), nil }, slowRetry: true},
-		{name: "redsync v4", make: func(c *redis.Client) (*contender, error) { return redsyncV4(c, *retry), nil }},
-		{name: "redsync v4, default retry", make: func(c *redis.Client) (*contender, error) { return redsyncV4(c, 0), nil }, slowRetry: true},
-		{name: "raw script, INCR token", make: func(c *redis.Client) (*contender, error) { return raw(c, *retry), nil }},
-		{name: "raw script, same Lua", make: func(c *redis.Client) (*contender, error) { return rawSame(c, *retry, *scripts) }},
+		{name: ours, make: ndigo},
+		{name: "bsm/redislock", make: func(c *redis.Client) (*lockbench.Contender, error) { return bsm(c, *retry), nil }},
+		{name: "bsm/redislock, retry 100ms", make: func(c *redis.Client) (*lockbench.Contender, error) { return bsm(c, bsmRecommendedRetry), nil }, slowRetry: true},
+		{name: "redsync v4", make: func(c *redis.Client) (*lockbench.Contender, error) { return redsyncV4(c, *retry), nil }},
+		{name: "redsync v4, default retry", make: func(c *redis.Client) (*lockbench.Contender, error) { return redsyncV4(c, 0), nil }, slowRetry: true},
+		{name: "raw script, INCR token", make: func(c *redis.Client) (*lockbench.Contender, error) { return raw(c, *retry), nil }},
+		{name: "raw script, same Lua", make: func(c *redis.Client) (*lockbench.Contender, error) { return rawSame(c, *retry, *scripts) }},
 	}
-	if *only == "" {
-		return all
-	}
-	var out []factory
-	for _, f := range all {
-		for _, o := range strings.Split(*only, ",") {
-			if strings.Contains(f.name, strings.TrimSpace(o)) {
-				out = append(out, f)
-				break
-			}
-		}
-	}
-	return out
+	return lockbench.Select(all, func(f factory) string { return f.name }, *only)
 }
 
-// cell is one contender's figures in one scenario of one run.
-type cell struct {
-	perSec     float64 // successful acquire+release cycles per second
-	p50, p99   time.Duration
-	roundTrips float64 // client commands per successful acquisition
-	serverCmds float64 // server-side commands (scripts' inner calls too) per acquisition
-	ownerMoves float64 // share of acquisitions by a different goroutine than the last
-	serverUsec float64 // Redis CPU time (commandstats usec) per acquisition
+// metrics are the Redis figures of a cell, per successful acquisition:
+// client commands (round trips), server commands (scripts' inner calls
+// too), and Redis CPU time (commandstats usec).
+var metrics = []lockbench.Metric{
+	{Header: "client cmds/acq", Format: "%.2f"},
+	{Header: "server cmds/acq", Format: "%.2f"},
+	{Header: "server µs/acq", Format: "%.1f"},
 }
 
 func main() {
@@ -118,62 +103,35 @@ func main() {
 	info, _ := admin.InfoMap(ctx, "server").Result()
 	version := info["Server"]
 
-	var ns []int
-	for _, s := range strings.Split(*concs, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 1 {
-			fatalf("bad -goroutines %q", *concs)
-		}
-		ns = append(ns, n)
+	ns, err := lockbench.ParseGoroutines(*concs)
+	if err != nil {
+		fatalf("bad -goroutines: %v", err)
 	}
-	// results[scenario][contender] holds one cell per run.
-	results := map[string]map[string][]cell{}
-	var scenarios []string
-	add := func(sc, name string, c cell) {
-		if results[sc] == nil {
-			results[sc] = map[string][]cell{}
-			scenarios = append(scenarios, sc)
-		}
-		results[sc][name] = append(results[sc][name], c)
-	}
-	for run := range *runs {
-		for _, shared := range []bool{false, true} {
-			if !strings.Contains(*modes, map[bool]string{false: "distinct", true: "shared"}[shared]) {
-				continue
-			}
-			for _, n := range ns {
-				sc := fmt.Sprintf("%s, %d goroutines", map[bool]string{false: "distinct keys", true: "one shared key"}[shared], n)
-				// Rotate the order per run, so no contender always runs
-				// first after the flush.
-				fs := factories()
-				fs = append(fs[run%len(fs):], fs[:run%len(fs)]...)
-				for _, f := range fs {
-					if ctx.Err() != nil {
-						return
-					}
-					c, err := cycles(ctx, srv.Addr(), admin, f, n, shared)
-					if err != nil {
-						fatalf("%s %s: %v", f.name, sc, err)
-					}
-					log.Printf("run %d %-32s %-20s %8.0f/s p50 %-10v p99 %-10v rt/acq %.2f srv/acq %.2f srv µs/acq %.1f moves %.2f",
-						run+1, sc, f.name, c.perSec, c.p50, c.p99, c.roundTrips, c.serverCmds, c.serverUsec, c.ownerMoves)
-					add(sc, f.name, c)
-				}
-			}
-		}
-		for _, f := range factories() {
-			if f.slowRetry {
-				continue
-			}
-			c, err := handoff(ctx, srv.Addr(), admin, f)
-			if err != nil {
-				fatalf("%s handoff: %v", f.name, err)
-			}
-			log.Printf("run %d handoff %-20s p50 %-10v p99 %v", run+1, f.name, c.p50, c.p99)
-			add("handoff", f.name, c)
+	byName := map[string]factory{}
+	var names, handoffs []string
+	for _, f := range factories() {
+		byName[f.name] = f
+		names = append(names, f.name)
+		if !f.slowRetry {
+			handoffs = append(handoffs, f.name)
 		}
 	}
-	report(os.Stdout, scenarios, results, version)
+	results, err := lockbench.Run(ctx, lockbench.Plan{
+		Runs: *runs, Goroutines: ns, Modes: *modes, Names: names, Handoffs: handoffs, Metrics: metrics,
+		Cycles: func(ctx context.Context, name string, n int, shared bool) (lockbench.Cell, error) {
+			return cycles(ctx, srv.Addr(), admin, byName[name], n, shared)
+		},
+		Handoff: func(ctx context.Context, name string) (lockbench.Cell, error) {
+			return handoff(ctx, srv.Addr(), admin, byName[name])
+		},
+	})
+	if lockbench.Interrupted(err) {
+		return
+	}
+	if err != nil {
+		fatalf("%v", err)
+	}
+	report(os.Stdout, results, names, version)
 }
 
 // counter is a go-redis hook counting the commands a client sends.
@@ -227,7 +185,7 @@ func serverCalls(ctx context.Context, admin *redis.Client) (total, usec int64, e
 }
 
 // setup flushes the server and returns a counted client and its contender.
-func setup(ctx context.Context, addr string, admin *redis.Client, f factory) (*redis.Client, *counter, *contender, error) {
+func setup(ctx context.Context, addr string, admin *redis.Client, f factory) (*redis.Client, *counter, *lockbench.Contender, error) {
 	if err := admin.FlushAll(ctx).Err(); err != nil {
 		return nil, nil, nil, err
 	}
@@ -242,149 +200,41 @@ func setup(ctx context.Context, addr string, admin *redis.Client, f factory) (*r
 	return c, cnt, con, nil
 }
 
-func cycles(ctx context.Context, addr string, admin *redis.Client, f factory, n int, shared bool) (cell, error) {
+func cycles(ctx context.Context, addr string, admin *redis.Client, f factory, n int, shared bool) (lockbench.Cell, error) {
 	c, cnt, con, err := setup(ctx, addr, admin, f)
 	if err != nil {
-		return cell{}, err
+		return lockbench.Cell{}, err
 	}
 	defer c.Close()
-	defer con.close()
-	key := func(i int) string {
-		if shared {
-			return "shared"
-		}
-		return "key-" + strconv.Itoa(i)
-	}
-	// Warm up: load scripts and open connections.
-	for i := range n {
-		rel, err := con.lock(ctx, key(i))
-		if err != nil {
-			return cell{}, err
-		}
-		if err := rel(ctx); err != nil {
-			return cell{}, err
-		}
+	defer con.Close()
+	keys := lockbench.Keys(n, shared)
+	if err := lockbench.Warm(ctx, con, keys); err != nil {
+		return lockbench.Cell{}, err
 	}
 	cnt.n.Store(0)
 	before, beforeUsec, err := serverCalls(ctx, admin)
 	if err != nil {
-		return cell{}, err
+		return lockbench.Cell{}, err
 	}
-	var (
-		stop     atomic.Bool
-		lastOwn  atomic.Int64
-		moves    atomic.Int64
-		total    atomic.Int64
-		mu       sync.Mutex
-		lats     []time.Duration
-		firstErr error
-		wg       sync.WaitGroup
-	)
-	lastOwn.Store(-1)
-	wctx, cancel := context.WithTimeout(ctx, *duration+time.Minute)
-	defer cancel()
-	start := time.Now()
-	end := start.Add(*duration)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var mine []time.Duration
-			defer func() { mu.Lock(); lats = append(lats, mine...); mu.Unlock() }()
-			for !stop.Load() {
-				t0 := time.Now()
-				rel, err := con.lock(wctx, key(i))
-				if err != nil {
-					mu.Lock()
-					firstErr = err
-					mu.Unlock()
-					stop.Store(true)
-					return
-				}
-				total.Add(1)
-				if lastOwn.Swap(int64(i)) != int64(i) {
-					moves.Add(1)
-				}
-				if err := rel(wctx); err != nil {
-					mu.Lock()
-					firstErr = err
-					mu.Unlock()
-					stop.Store(true)
-					return
-				}
-				if t1 := time.Now(); !t1.After(end) {
-					mine = append(mine, t1.Sub(t0))
-				}
-			}
-		}()
-	}
-	time.Sleep(time.Until(end))
-	stop.Store(true)
-	wg.Wait()
-	if firstErr != nil {
-		return cell{}, firstErr
+	cell, err := lockbench.Cycles(ctx, con, keys, *duration)
+	if err != nil {
+		return lockbench.Cell{}, err
 	}
 	after, afterUsec, err := serverCalls(ctx, admin)
 	if err != nil {
-		return cell{}, err
+		return lockbench.Cell{}, err
 	}
-	acq := float64(total.Load())
-	slices.Sort(lats)
-	return cell{
-		perSec:     float64(len(lats)) / duration.Seconds(),
-		p50:        quantile(lats, 0.50),
-		p99:        quantile(lats, 0.99),
-		roundTrips: float64(cnt.n.Load()) / acq,
-		serverCmds: float64(after-before) / acq,
-		ownerMoves: float64(moves.Load()) / acq,
-		serverUsec: float64(afterUsec-beforeUsec) / acq,
-	}, nil
+	acq := float64(max(cell.Acquired, 1))
+	cell.Metrics = []float64{float64(cnt.n.Load()) / acq, float64(after-before) / acq, float64(afterUsec-beforeUsec) / acq}
+	return cell, nil
 }
 
-// handoff measures from the holder starting Release to a waiting goroutine
-// holding the lock.
-func handoff(ctx context.Context, addr string, admin *redis.Client, f factory) (cell, error) {
+func handoff(ctx context.Context, addr string, admin *redis.Client, f factory) (lockbench.Cell, error) {
 	c, _, con, err := setup(ctx, addr, admin, f)
 	if err != nil {
-		return cell{}, err
+		return lockbench.Cell{}, err
 	}
 	defer c.Close()
-	defer con.close()
-	lats := make([]time.Duration, 0, *handoffs)
-	for range *handoffs {
-		rel, err := con.lock(ctx, "handoff")
-		if err != nil {
-			return cell{}, err
-		}
-		got := make(chan error, 1)
-		var at time.Time
-		go func() {
-			r, err := con.lock(ctx, "handoff")
-			at = time.Now()
-			if err == nil {
-				err = r(ctx)
-			}
-			got <- err
-		}()
-		// Let the waiter reach its wait (ndigo: the subscription is warm
-		// after the first round; peers: a retry sleep).
-		time.Sleep(3 * time.Millisecond)
-		t0 := time.Now()
-		if err := rel(ctx); err != nil {
-			return cell{}, err
-		}
-		if err := <-got; err != nil {
-			return cell{}, err
-		}
-		lats = append(lats, at.Sub(t0))
-	}
-	slices.Sort(lats)
-	return cell{p50: quantile(lats, 0.5), p99: quantile(lats, 0.99)}, nil
-}
-
-func quantile(sorted []time.Duration, q float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
+	defer con.Close()
+	return lockbench.Handoff(ctx, con, *handoffs)
 }

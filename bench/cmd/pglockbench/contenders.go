@@ -1,0 +1,202 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ndigo/ndigo/bench/lockbench"
+	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/pglocks"
+)
+
+// ttl is the lease of the contenders that have one; no benchmark lets it
+// expire.
+const ttl = 10 * time.Second
+
+// table is the lock table of the driver and of the same-SQL loop (default
+// Options.Table), quoted as the driver quotes it.
+var table = pgx.Identifier{"ndigo_locks"}.Sanitize()
+
+func ndigo(pool *pgxpool.Pool) (*lockbench.Contender, error) {
+	d, err := pglocks.New(pglocks.Options{Pool: pool, Namespace: "bench"})
+	if err != nil {
+		return nil, err
+	}
+	return lockbench.WaitFor(d, ttl, func() { _ = d.Close() }), nil
+}
+
+// ndigoListening is ndigo with one more watcher, of a key nobody locks,
+// for the contender's life: the driver's listening connection then never
+// idles out between the waits, which shows what its reconnections cost.
+func ndigoListening(pool *pgxpool.Pool) (*lockbench.Contender, error) {
+	d, err := pglocks.New(pglocks.Options{Pool: pool, Namespace: "bench"})
+	if err != nil {
+		return nil, err
+	}
+	_, unwatch := d.Watch("bench-keep-listening")
+	return lockbench.WaitFor(d, ttl, func() { unwatch(); _ = d.Close() }), nil
+}
+
+// ndigoLoop is the driver's Acquire in a retry loop, without locks.Wait:
+// the driver's Go code and SQL, no Watch (so no listening connection), a
+// held key retried after retry.
+func ndigoLoop(pool *pgxpool.Pool, retry time.Duration) (*lockbench.Contender, error) {
+	d, err := pglocks.New(pglocks.Options{Pool: pool, Namespace: "bench"})
+	if err != nil {
+		return nil, err
+	}
+	return &lockbench.Contender{
+		Lock: func(ctx context.Context, key string) (func(context.Context) error, error) {
+			for {
+				l, err := d.Acquire(ctx, key, ttl)
+				if err == nil {
+					return l.Release, nil
+				}
+				if !errors.Is(err, locks.ErrNotAcquired) {
+					return nil, err
+				}
+				if err := sleep(ctx, retry); err != nil {
+					return nil, err
+				}
+			}
+		},
+		Close: func() { _ = d.Close() },
+	}, nil
+}
+
+// advisoryID maps a key to the bigint of an advisory lock on the client,
+// so that the server does no hashing the other contenders would not do.
+func advisoryID(key string) int64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(key))
+	return int64(h.Sum64())
+}
+
+// advisoryTry is the floor: pg_try_advisory_lock, and on success
+// pg_advisory_unlock on the same connection, which a session lock needs, so
+// each cycle holds a pool connection from lock to unlock. A held key gives
+// the connection back and retries after retry. No TTL, no token, no
+// notification.
+func advisoryTry(pool *pgxpool.Pool, mode pgx.QueryExecMode, retry time.Duration) *lockbench.Contender {
+	return &lockbench.Contender{
+		Lock: func(ctx context.Context, key string) (func(context.Context) error, error) {
+			id := advisoryID(key)
+			for {
+				conn, err := pool.Acquire(ctx)
+				if err != nil {
+					return nil, err
+				}
+				var ok bool
+				if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", mode, id).Scan(&ok); err != nil {
+					conn.Release()
+					return nil, err
+				}
+				if ok {
+					return advisoryUnlock(conn, mode, id), nil
+				}
+				conn.Release()
+				if err := sleep(ctx, retry); err != nil {
+					return nil, err
+				}
+			}
+		},
+		Close: func() {},
+	}
+}
+
+// advisoryBlocking waits in the server: pg_advisory_lock returns when the
+// session holding the key unlocks it.
+func advisoryBlocking(pool *pgxpool.Pool, mode pgx.QueryExecMode) *lockbench.Contender {
+	return &lockbench.Contender{
+		Lock: func(ctx context.Context, key string) (func(context.Context) error, error) {
+			id := advisoryID(key)
+			conn, err := pool.Acquire(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", mode, id); err != nil {
+				conn.Release()
+				return nil, err
+			}
+			return advisoryUnlock(conn, mode, id), nil
+		},
+		Close: func() {},
+	}
+}
+
+func advisoryUnlock(conn *pgxpool.Conn, mode pgx.QueryExecMode, id int64) func(context.Context) error {
+	return func(ctx context.Context) error {
+		defer conn.Release()
+		var ok bool
+		if err := conn.QueryRow(ctx, "SELECT pg_advisory_unlock($1)", mode, id).Scan(&ok); err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("advisory lock %d was not held", id)
+		}
+		return nil
+	}
+}
+
+// sameSQL runs the driver's own acquire.sql and release.sql, read from dir,
+// in a bare loop on the driver's table (namespace "raw"): the same work in
+// PostgreSQL, release notification included, none of the driver's Go code
+// and no waiting on notifications (a held key retries after retry).
+func sameSQL(pool *pgxpool.Pool, mode pgx.QueryExecMode, retry time.Duration, dir string) (*lockbench.Contender, error) {
+	acq, err := os.ReadFile(filepath.Join(dir, "acquire.sql"))
+	if err != nil {
+		return nil, err
+	}
+	rel, err := os.ReadFile(filepath.Join(dir, "release.sql"))
+	if err != nil {
+		return nil, err
+	}
+	acquire := strings.ReplaceAll(string(acq), "$LOCKS", table)
+	release := strings.ReplaceAll(string(rel), "$LOCKS", table)
+	const ns, channel = "raw", "ndigo_released_raw"
+	return &lockbench.Contender{
+		Lock: func(ctx context.Context, key string) (func(context.Context) error, error) {
+			for {
+				var token int64
+				err := pool.QueryRow(ctx, acquire, mode, ns, key, ttl.Microseconds()).Scan(&token)
+				if err == nil {
+					return func(ctx context.Context) error {
+						var ok bool
+						err := pool.QueryRow(ctx, release, mode, ns, key, token, channel).Scan(&ok)
+						if errors.Is(err, pgx.ErrNoRows) {
+							return fmt.Errorf("release of key %q token %d found another holder", key, token)
+						}
+						return err
+					}, nil
+				}
+				if !errors.Is(err, pgx.ErrNoRows) {
+					return nil, err
+				}
+				if err := sleep(ctx, retry); err != nil {
+					return nil, err
+				}
+			}
+		},
+		Close: func() {},
+	}, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
