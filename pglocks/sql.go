@@ -4,13 +4,15 @@ import (
 	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
+	"fmt"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
 )
 
 // The statements, with $LOCKS and $CLAIMS standing for the quoted table
-// names and $EXPIRY for the claim table's expiry index. Keys, namespaces, tokens and TTLs are always bind parameters.
+// names and $EXPIRY for the claim table's expiry index. Keys, namespaces,
+// tokens and TTLs are always bind parameters.
 var (
 	//go:embed schema.sql
 	schemaSQL string
@@ -31,26 +33,68 @@ type statements struct {
 	schema, acquire, extend, release, guard, claim string
 }
 
-// newStatements fills in the tables named by locks and claims, each a table
-// name optionally preceded by its schema.
-func newStatements(locks, claims []string) statements {
-	r := strings.NewReplacer("$LOCKS", pgx.Identifier(locks).Sanitize(), "$CLAIMS", pgx.Identifier(claims).Sanitize(),
-		"$EXPIRY", pgx.Identifier{expiryIndex(claims)}.Sanitize())
-	return statements{
-		schema:  r.Replace(schemaSQL),
-		acquire: r.Replace(acquireSQL),
-		extend:  r.Replace(extendSQL),
-		release: r.Replace(releaseSQL),
-		guard:   r.Replace(guardSQL),
-		claim:   r.Replace(claimSQL),
-	}
+// A function is one of the driver's statements as a PL/pgSQL function, which
+// CreateSchema creates beside the tables. PostgreSQL plans the statements
+// of a function once per session and keeps the plan, where a statement sent
+// as the unnamed statement (which PgBouncer's transaction mode needs) is
+// parsed and planned on every call: most of the work of a lock operation.
+// The statement refers to its parameters as $1, $2, … as before.
+type function struct {
+	op     string // names it
+	params string // the parameters' types
+	result string // the type of its rows
+	body   string
 }
 
-// expiryIndex names the claim table's expiry index after a hash of the
-// table's qualified name: the name plus a suffix could pass PostgreSQL's
-// 63-byte limit, and an index takes its table's schema, so the name must be
+var functions = []function{
+	{"acquire", "text, text, bigint", "bigint", acquireSQL},
+	{"extend", "text, text, bigint, bigint", "boolean", extendSQL},
+	{"release", "text, text, bigint, text", "boolean", releaseSQL},
+	{"claim", "text, text, bigint, bigint", "boolean", claimSQL},
+}
+
+// newStatements fills in the tables named by locks and claims, each a table
+// name optionally preceded by its schema. The schema script takes a
+// transaction-scoped advisory lock first, so that nodes starting at once
+// create the tables and replace the functions one after the other.
+func newStatements(locks, claims []string) statements {
+	r := strings.NewReplacer("$LOCKS", pgx.Identifier(locks).Sanitize(), "$CLAIMS", pgx.Identifier(claims).Sanitize(),
+		"$EXPIRY", pgx.Identifier{objectName("ndigo_claims_expiry_", claims)}.Sanitize())
+	s := statements{guard: r.Replace(guardSQL)}
+	calls := map[string]*string{"acquire": &s.acquire, "extend": &s.extend, "release": &s.release, "claim": &s.claim}
+	var schema strings.Builder
+	fmt.Fprintf(&schema, "SELECT pg_advisory_xact_lock(%d);\n%s", schemaLock(locks), r.Replace(schemaSQL))
+	for _, f := range functions {
+		name := append(locks[:len(locks)-1:len(locks)-1], objectName("ndigo_"+f.op+"_", locks))
+		fn := pgx.Identifier(name).Sanitize()
+		fmt.Fprintf(&schema, "CREATE OR REPLACE FUNCTION %s(%s) RETURNS SETOF %s LANGUAGE plpgsql AS $ndigo$\nBEGIN\nRETURN QUERY\n%s;\nEND\n$ndigo$;\n",
+			fn, f.params, f.result, strings.TrimSpace(r.Replace(f.body)))
+		args := make([]string, strings.Count(f.params, ",")+1)
+		for i, t := range strings.Split(f.params, ", ") {
+			args[i] = fmt.Sprintf("$%d::%s", i+1, t)
+		}
+		*calls[f.op] = "SELECT * FROM " + fn + "(" + strings.Join(args, ", ") + ")"
+	}
+	s.schema = schema.String()
+	return s
+}
+
+// objectName names an object of the table table after a hash of its
+// qualified name: the name plus a suffix could pass PostgreSQL's 63-byte
+// limit, and indexes and functions live in the schema, so the name must be
 // unique among the tables of a schema by itself.
-func expiryIndex(claims []string) string {
-	sum := sha256.Sum256([]byte(strings.Join(claims, ".")))
-	return "ndigo_claims_expiry_" + hex.EncodeToString(sum[:8])
+func objectName(prefix string, table []string) string {
+	sum := sha256.Sum256([]byte(strings.Join(table, ".")))
+	return prefix + hex.EncodeToString(sum[:8])
+}
+
+// schemaLock is the advisory lock key that serializes CreateSchema on the
+// table table.
+func schemaLock(table []string) int64 {
+	sum := sha256.Sum256([]byte("ndigo schema " + strings.Join(table, ".")))
+	var k int64
+	for _, b := range sum[:8] {
+		k = k<<8 | int64(b)
+	}
+	return k
 }
