@@ -11,13 +11,16 @@ import (
 
 	"github.com/ndigo/ndigo/internal/redact"
 	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/taskstate"
 )
 
 // Module replaces the app's default lock driver with a Redis driver, the
 // configuration-module pattern: it reads a [ModuleConfig] from the graph
 // (app.Module provides it from the configuration's redis section), provides
 // the go-redis client as a redis.UniversalClient for the app's own use, and
-// decorates locks.Driver.
+// decorates locks.Driver, and taskstate.Store (the paused flags, manual-run
+// requests and run history the nodes share) with a [Store] in the same
+// Redis and namespace.
 //
 // The module owns the client it builds: it pings Redis on start, so a wrong
 // URL or an unreachable server fails startup with a message naming the
@@ -38,8 +41,10 @@ var Module = fx.Options(
 		fx.Provide(fx.Annotate(newModuleDriver, fx.ResultTags(`name:"redislocks.driver"`))),
 		fx.Provide(fx.Annotate(func(d locks.Driver) locks.Driver { return d },
 			fx.ParamTags(`name:"redislocks.driver"`), fx.ResultTags(`group:"`+locks.ConfiguredGroup+`"`))),
+		fx.Provide(fx.Annotate(newModuleStore, fx.ResultTags(`name:"redislocks.store"`))),
 	),
 	fx.Decorate(fx.Annotate(func(d locks.Driver) locks.Driver { return d }, fx.ParamTags(`name:"redislocks.driver"`))),
+	fx.Decorate(fx.Annotate(func(s taskstate.Store) taskstate.Store { return s }, fx.ParamTags(`name:"redislocks.store"`))),
 )
 
 // ModuleConfig is what [Module] reads from the fx graph. app.Module
@@ -52,6 +57,9 @@ type ModuleConfig struct {
 	// Namespace isolates the lock keys of one environment from others
 	// sharing the same Redis ([Options].Namespace).
 	Namespace string
+	// History is how many runs per task the task state keeps
+	// ([StoreOptions].History); zero means taskstate.DefaultHistory.
+	History int
 }
 
 // String returns the configuration with the URL's password redacted.
@@ -142,4 +150,19 @@ func newModuleDriver(p moduleDriverParams) (locks.Driver, error) {
 	// release subscription ends while its connection lives.
 	p.Lifecycle.Append(fx.StopHook(d.Close))
 	return d, nil
+}
+
+type moduleStoreParams struct {
+	fx.In
+	Client redis.UniversalClient
+	Config ModuleConfig
+}
+
+// newModuleStore builds the module's task state store on its client.
+func newModuleStore(p moduleStoreParams) (taskstate.Store, error) {
+	s, err := NewStore(StoreOptions{Client: p.Client, Namespace: p.Config.Namespace, History: p.Config.History})
+	if err != nil {
+		return nil, fmt.Errorf("redislocks.Module: %w", err)
+	}
+	return s, nil
 }
