@@ -54,11 +54,12 @@ func (s *suite) task(t *testing.T) string {
 func (s *suite) badInput(t *testing.T) {
 	a, _ := s.new(t, 0)
 	ctx := context.Background()
+	var nilCtx context.Context
 	checks := map[string]error{
 		"SetPaused":   a.SetPaused(ctx, "", true),
 		"RequestRun":  a.RequestRun(ctx, "", time.Now()),
 		"Record":      a.Record(ctx, "", taskstate.Run{}),
-		"Requests":    func() error { _, err := a.Requests(nil); return err }(), //nolint:staticcheck // a nil context is the bad input
+		"Requests":    func() error { _, err := a.Requests(nilCtx); return err }(),
 		"Paused":      func() error { _, err := a.Paused(ctx, ""); return err }(),
 		"TakeRequest": func() error { _, _, err := a.TakeRequest(ctx, ""); return err }(),
 		"Runs":        func() error { _, err := a.Runs(ctx, ""); return err }(),
