@@ -34,6 +34,7 @@ func init() {
 //	admin:
 //	  addr: 127.0.0.1:8081
 //	  metrics: true
+//	  token: a-long-random-string
 type Framework struct {
 	// Node names this process in logs and lock diagnostics. Empty lets the
 	// application choose, e.g. from the host name.
@@ -58,7 +59,8 @@ type Framework struct {
 }
 
 // Admin configures the operations endpoints that app.Module serves: the
-// admin handler (/scheduledtasks, /locks, /healthz) and Prometheus metrics.
+// admin handler (/scheduledtasks and its task control, /locks, /healthz)
+// and Prometheus metrics.
 type Admin struct {
 	// Addr is the address to serve the endpoints on, such as
 	// 127.0.0.1:8081; empty serves none. Keep it off public networks.
@@ -66,6 +68,9 @@ type Admin struct {
 	// Metrics counts every task's runs, skips and lock calls, and serves
 	// them at /metrics on Addr.
 	Metrics bool `yaml:"metrics"`
+	// Token is the bearer token that the task control endpoints (run,
+	// pause, resume) require; empty refuses them. Reading needs none.
+	Token config.Secret `yaml:"token"`
 }
 
 // Redis configures the Redis lock driver.

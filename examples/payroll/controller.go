@@ -19,7 +19,7 @@ const fireFormat = "2006-01-02T15:04:05.000Z07:00"
 // declared with struct tags; its schedule and lease come from configuration
 // (payroll.cron or --cron, payroll.lock-ttl).
 type PayrollController struct {
-	_ annotations.Scheduled `method:"CloseBooks" cron:"${payroll.cron}" lock:"payroll-window" lockTtl:"${payroll.lock-ttl}"`
+	_ annotations.Scheduled `method:"CloseBooks" cron:"${payroll.cron}" lock:"payroll-window" lockTtl:"${payroll.lock-ttl}" catchUp:"${payroll.catch-up}"`
 
 	ledger ledger
 	log    *slog.Logger

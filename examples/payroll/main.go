@@ -50,6 +50,9 @@ type Payroll struct {
 	LockTTL time.Duration `yaml:"lock-ttl" env:"PAYROLL_LOCK_TTL" default:"30s" validate:"gt=0"`
 	// ClockOffset shifts this node's clock, to show skew tolerance.
 	ClockOffset time.Duration `yaml:"clock-offset" env:"PAYROLL_CLOCK_OFFSET"`
+	// CatchUp is CloseBooks's catch-up policy: "skip", or the window within
+	// which a fire missed while no node ran is run when a node starts.
+	CatchUp string `yaml:"catch-up" env:"PAYROLL_CATCH_UP" default:"skip"`
 	// For stops the process cleanly after this long; zero runs until a signal.
 	For time.Duration `yaml:"for" env:"PAYROLL_FOR" validate:"min=0"`
 }
@@ -68,11 +71,14 @@ var flags = []struct {
 	{"namespace", "PAYROLL_REDIS_NAMESPACE", "lock namespace shared by the nodes of one environment", false},
 	{"node", "PAYROLL_NODE", "this node's name (default: <hostname>-<pid>)", false},
 	{"cron", "PAYROLL_CRON", "CloseBooks's schedule (default: @every 2s)", false},
+	{"catch-up", "PAYROLL_CATCH_UP", "CloseBooks's catch-up: skip, or a window such as 1m (default: skip)", false},
 	{"clock-offset", "PAYROLL_CLOCK_OFFSET", "shift this node's clock by a duration, e.g. 300ms or -300ms", false},
 	{"log-format", "PAYROLL_LOG_FORMAT", "text or json", false},
 	{"for", "PAYROLL_FOR", "exit cleanly after this long, e.g. 10s (default: run until a signal)", false},
 	{"admin-addr", "PAYROLL_ADMIN_ADDR", "serve /scheduledtasks, /locks and /healthz on this address, e.g. 127.0.0.1:8081", false},
 	{"metrics", "PAYROLL_ADMIN_METRICS", "expose Prometheus metrics at /metrics on --admin-addr", true},
+	{"admin-token", "PAYROLL_ADMIN_TOKEN", "bearer token of the task control endpoints (run, pause, resume) on --admin-addr; " +
+		"prefer the variable, which other users cannot read from the process list", false},
 }
 
 func main() {
