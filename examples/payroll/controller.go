@@ -43,7 +43,7 @@ func (c *PayrollController) CloseBooks(ctx context.Context) error {
 	if err := c.ledger.Append(ctx, lease.Token(), entry); err != nil {
 		return err
 	}
-	c.log.Info("payroll closed", "fire", fire, "node", run.Node, "token", lease.Token())
+	c.log.Info("payroll closed", "fire", fire, "node", run.Node, "token", lease.Token(), "manual", run.Manual)
 	return nil
 }
 

@@ -39,6 +39,8 @@ type Line struct {
 	Ledger      string    `json:"ledger"`
 	StartLedger string    `json:"start_ledger"`
 	Goroutines  int       `json:"goroutines"`
+	Manual      bool      `json:"manual"` // a run asked for by hand
+	Addr        string    `json:"addr"`   // the admin endpoints' address
 }
 
 // Procs runs node processes and collects their log lines. Its methods fail
