@@ -212,7 +212,8 @@ func zone(p frameworkParams) (*time.Location, error) {
 // redisConfig adapts the configuration's redis section for
 // redislocks.Module.
 func redisConfig(p frameworkParams) redislocks.ModuleConfig {
-	return redislocks.ModuleConfig{URL: p.Framework.Redis.URL.Reveal(), Namespace: p.Framework.Redis.Namespace}
+	return redislocks.ModuleConfig{URL: p.Framework.Redis.URL.Reveal(), Namespace: p.Framework.Redis.Namespace,
+		History: p.Framework.Redis.History}
 }
 
 // postgresConfig adapts the configuration's postgres section for

@@ -82,6 +82,9 @@ type Redis struct {
 	// Namespace isolates the lock keys of one environment from others
 	// sharing the same Redis.
 	Namespace string `yaml:"namespace" default:"default" validate:"lock_namespace"`
+	// History is how many runs per task the nodes keep in Redis for
+	// /scheduledtasks/{name}/runs; zero means 20.
+	History int `yaml:"history" validate:"min=0,max=1000"`
 }
 
 // Postgres configures the PostgreSQL lock driver.
