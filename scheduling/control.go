@@ -79,12 +79,11 @@ func (s *Scheduler) RunNow(ctx context.Context, name string) error {
 		return err
 	}
 	s.mu.Lock()
-	s.nextPoll = time.Time{}
-	s.mu.Unlock()
-	select {
-	case s.pollWake <- struct{}{}:
-	default:
+	if s.status == started {
+		s.nextPoll = s.clock.Now()
+		s.nudge()
 	}
+	s.mu.Unlock()
 	return nil
 }
 
@@ -164,38 +163,11 @@ func (s *Scheduler) recordShared(e *entry, last *LastRun) {
 	}
 }
 
-// pollRequests looks for manual-run requests every s.poll, or at once when
-// RunNow nudges it, and starts a manual fire for each task of this
-// scheduler that has one and is not in flight here.
+// pollRequests is one look for manual-run requests, counted as a fire in
+// flight so that Stop and the test kit wait for it.
 func (s *Scheduler) pollRequests() {
-	defer close(s.pollDone)
-	defer func() {
-		s.mu.Lock()
-		s.polling = false
-		s.idle.Broadcast()
-		s.mu.Unlock()
-	}()
-	timer := s.clock.NewTimer(s.poll)
-	defer timer.Stop()
-	for {
-		s.startRequested()
-		s.mu.Lock()
-		if s.nextPoll.IsZero() || !s.nextPoll.After(s.clock.Now()) {
-			s.nextPoll = s.clock.Now().Add(s.poll)
-			timer.Reset(s.poll)
-		}
-		s.idle.Broadcast()
-		s.mu.Unlock()
-		select {
-		case <-timer.Chan():
-			s.mu.Lock()
-			s.nextPoll = time.Time{}
-			s.mu.Unlock()
-		case <-s.pollWake:
-		case <-s.stop:
-			return
-		}
-	}
+	defer s.land()
+	s.startRequested()
 }
 
 // startRequested reads the pending requests and starts a manual fire for

@@ -419,3 +419,19 @@ func randomControlHistory(t *testing.T, seed uint64) {
 			seed, len(scheduled), len(pausedFires), held, int(c.fc.Since(epoch)/time.Minute))
 	}
 }
+
+// The node asked runs the request at once, without waiting for its next
+// look at the store; its Stop waits for that run.
+func TestRunNowOnTheAskedNodeStartsAtOnce(t *testing.T) {
+	c := newCluster(t)
+	var x exclusive
+	c.start(1, func() []Task { return []Task{NewTask(x.task, Cron("@daily"), Lock("k"), Name("report"))} })
+	c.step(time.Second, time.Second)
+	if err := c.nodes[0].RunNow(context.Background(), "report"); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, c.nodes[0])
+	if n := x.manual(); n != 1 {
+		t.Fatalf("%d manual runs with the clock still, want 1", n)
+	}
+}

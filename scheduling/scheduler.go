@@ -78,10 +78,8 @@ type Scheduler struct {
 	claims locks.Claimer // the driver's fire claims; nil without a driver that keeps them
 	minTTL time.Duration // the driver's minimum lease TTL (locks.MinTTLer)
 
-	state    taskstate.Store // nil without one: no pause, manual runs or shared history
-	poll     time.Duration   // Config.RequestPoll
-	pollWake chan struct{}   // nudges the request poller
-	pollDone chan struct{}   // closed when the request poller returns
+	state taskstate.Store // nil without one: no pause, manual runs or shared history
+	poll  time.Duration   // Config.RequestPoll
 
 	runCtx        context.Context // parent of every run; cancelled at the stop deadline
 	cancelRuns    context.CancelCauseFunc
@@ -99,8 +97,7 @@ type Scheduler struct {
 	landedClosed bool
 	parked       bool       // the loop waits for the earliest fire
 	idle         *sync.Cond // signalled when parked turns true or flying drops to 0
-	polling      bool       // the request poller runs
-	nextPoll     time.Time  // when the request poller looks next; zero: at once
+	nextPoll     time.Time  // when the loop looks for manual-run requests next, with a state store
 
 	flying atomic.Int64 // fires in flight: from dispatch to the end of fire
 }
@@ -131,8 +128,6 @@ func New(cfg Config) *Scheduler {
 		landed:   make(chan struct{}),
 		state:    cfg.State,
 		poll:     cfg.RequestPoll,
-		pollWake: make(chan struct{}, 1),
-		pollDone: make(chan struct{}),
 	}
 	if s.poll <= 0 {
 		s.poll = DefaultRequestPoll
@@ -249,12 +244,7 @@ func (s *Scheduler) Start() error {
 	heap.Init(&s.due)
 	s.logStarted()
 	missed := s.catchUps(now)
-	if s.state != nil {
-		s.polling = true
-		go s.pollRequests()
-	} else {
-		close(s.pollDone)
-	}
+	s.nextPoll = now // requests made while no node ran are looked for at once
 	go s.loop()
 	s.mu.Unlock()
 	if len(missed) > 0 {
@@ -311,7 +301,6 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 		close(s.stop)
 		s.cancelAcquire() // fires waiting for a lock give up: no new runs
 		<-s.loopDone
-		<-s.pollDone
 	}
 	s.mu.Lock()
 	landed := s.landed
@@ -401,8 +390,9 @@ func (s *Scheduler) stopping() bool {
 	}
 }
 
-// loop waits on one timer for the earliest fire, and dispatches the due
-// fires in (instant, registration) order.
+// loop waits on one timer for the earliest fire (or, with a state store,
+// the next look for manual-run requests), and dispatches the due fires in
+// (instant, registration) order.
 func (s *Scheduler) loop() {
 	defer close(s.loopDone)
 	var timer clockwork.Timer
@@ -423,9 +413,18 @@ func (s *Scheduler) loop() {
 			e := heap.Pop(&s.due).(*entry)
 			batch = append(batch, firing{e: e, fire: e.next})
 		}
+		poll := s.state != nil && !s.nextPoll.After(now)
+		if poll {
+			s.nextPoll = now.Add(s.poll)
+		}
 		s.mu.Unlock()
 		if len(batch) > 0 {
 			s.dispatch(batch)
+		}
+		if poll {
+			// A store call is not made on the loop, which fires are waiting for.
+			s.takeoff(1)
+			go s.pollRequests()
 		}
 
 		s.mu.Lock()
@@ -440,8 +439,15 @@ func (s *Scheduler) loop() {
 			}
 		}
 		var fired <-chan time.Time
+		var wakeAt time.Time
 		if len(s.due) > 0 {
-			d := s.due[0].next.Sub(s.clock.Now())
+			wakeAt = s.due[0].next
+		}
+		if s.state != nil && (wakeAt.IsZero() || s.nextPoll.Before(wakeAt)) {
+			wakeAt = s.nextPoll
+		}
+		if !wakeAt.IsZero() {
+			d := wakeAt.Sub(s.clock.Now())
 			if timer == nil {
 				timer = s.clock.NewTimer(d)
 			} else {
@@ -534,7 +540,7 @@ func (s *Scheduler) waitIdle(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for !(s.parked && s.flying.Load() == 0 && (len(s.due) == 0 || s.due[0].next.After(s.clock.Now())) &&
-		(!s.polling || s.nextPoll.After(s.clock.Now()))) {
+		(s.state == nil || s.nextPoll.After(s.clock.Now()))) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
