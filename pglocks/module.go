@@ -13,6 +13,7 @@ import (
 
 	"github.com/ndigo/ndigo/internal/redact"
 	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/taskstate"
 )
 
 // Module replaces the app's default lock driver with a PostgreSQL driver,
@@ -20,7 +21,8 @@ import (
 // graph (app.Module provides it from the configuration's postgres
 // section), provides the connection pool as a *pgxpool.Pool for the app's
 // own use (its guarded transactions, see [Guard]), and decorates
-// locks.Driver.
+// locks.Driver, and taskstate.Store with a [Store] in the same database and
+// namespace (its tables created on start too).
 //
 // The module owns the pool it builds: on start it pings the database, so a
 // wrong URL or an unreachable server fails startup with a message naming
@@ -39,8 +41,10 @@ var Module = fx.Options(
 		fx.Provide(fx.Annotate(newModuleDriver, fx.ResultTags(`name:"pglocks.driver"`))),
 		fx.Provide(fx.Annotate(func(d locks.Driver) locks.Driver { return d },
 			fx.ParamTags(`name:"pglocks.driver"`), fx.ResultTags(`group:"`+locks.ConfiguredGroup+`"`))),
+		fx.Provide(fx.Annotate(newModuleStore, fx.ResultTags(`name:"pglocks.store"`))),
 	),
 	fx.Decorate(fx.Annotate(func(d locks.Driver) locks.Driver { return d }, fx.ParamTags(`name:"pglocks.driver"`))),
+	fx.Decorate(fx.Annotate(func(s taskstate.Store) taskstate.Store { return s }, fx.ParamTags(`name:"pglocks.store"`))),
 )
 
 // ModuleConfig is what [Module] reads from the fx graph. app.Module

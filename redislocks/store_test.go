@@ -6,8 +6,11 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxtest"
 
 	"github.com/ndigo/ndigo/internal/redistest"
+	"github.com/ndigo/ndigo/locks"
 	"github.com/ndigo/ndigo/redislocks"
 	"github.com/ndigo/ndigo/taskstate"
 	"github.com/ndigo/ndigo/taskstate/taskstatetest"
@@ -99,5 +102,29 @@ func TestStoreRedisDown(t *testing.T) {
 	_, err := s.Paused(context.Background(), "Payroll.Close")
 	if !errors.Is(err, redislocks.ErrRedis) {
 		t.Fatalf("Paused with Redis down: err = %v, want redislocks.ErrRedis", err)
+	}
+}
+
+// The module replaces the default task state (taskstate.Module) app-wide
+// with a Store in its Redis and namespace, with the configured history.
+func TestModuleOverridesDefaultStore(t *testing.T) {
+	srv := redistest.Start(t)
+	var st taskstate.Store
+	app := fxtest.New(t, locks.Module, taskstate.Module,
+		fx.Supply(redislocks.ModuleConfig{URL: "redis://" + srv.Addr(), Namespace: "module-test", History: 2}),
+		redislocks.Module, fx.Module("consumer", fx.Populate(&st)))
+	app.RequireStart()
+	defer app.RequireStop()
+	if _, ok := st.(*redislocks.Store); !ok {
+		t.Fatalf("store %T, want *redislocks.Store", st)
+	}
+	ctx := context.Background()
+	for i := range 3 {
+		if err := st.Record(ctx, "Payroll.Close", taskstate.Run{Token: uint64(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := srv.Client().LLen(ctx, "ndigo:{module-test:Payroll.Close}:task:runs").Result(); err != nil || n != 2 {
+		t.Fatalf("runs list in Redis: %d, %v; want the 2 that History keeps", n, err)
 	}
 }

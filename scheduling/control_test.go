@@ -421,7 +421,7 @@ func randomControlHistory(t *testing.T, seed uint64) {
 }
 
 // The node asked runs the request at once, without waiting for its next
-// look at the store; its Stop waits for that run.
+// look at the store.
 func TestRunNowOnTheAskedNodeStartsAtOnce(t *testing.T) {
 	c := newCluster(t)
 	var x exclusive
