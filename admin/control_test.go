@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -208,5 +209,31 @@ func TestTokenIsRedacted(t *testing.T) {
 		if strings.Contains(s, secret) || !strings.Contains(s, "[REDACTED]") {
 			t.Errorf("%s shows %s, want the token redacted", what, s)
 		}
+	}
+}
+
+// failingStore is a task state whose backend is down.
+type failingStore struct{ taskstate.Store }
+
+func (failingStore) Paused(context.Context, string) (bool, error) {
+	return false, errors.New("store down")
+}
+
+// With the task state unreachable, GET /scheduledtasks still shows this
+// node's view, and says why the cluster's is missing.
+func TestScheduledTasksWithoutTheState(t *testing.T) {
+	store, _ := taskstate.NewInProcess(0)
+	s := scheduling.New(scheduling.Config{Logger: slog.New(slog.DiscardHandler), State: failingStore{store}})
+	if err := s.Add(scheduling.NewTask(func(context.Context) error { return nil }, scheduling.Cron("@daily"), scheduling.Name("report"))); err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(Options{Scheduler: s, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, body := get(t, h, "/scheduledtasks")
+	tasks, _ := body["tasks"].([]any)
+	if code != http.StatusOK || len(tasks) != 1 || !strings.Contains(fmt.Sprint(body["stateError"]), "store down") {
+		t.Fatalf("GET /scheduledtasks with the store down: %d %v; want the task and stateError", code, body)
 	}
 }

@@ -201,10 +201,13 @@ type HealthJSON struct {
 }
 
 func (h *Handler) tasks(w http.ResponseWriter, r *http.Request) {
+	// Without the shared state (its store unreachable) this node's view is
+	// still worth showing, with the reason the cluster's is missing.
+	var stateErr string
 	infos, err := h.s.ClusterTasks(r.Context())
 	if err != nil {
-		writeError(w, errorCode(err), "reading the task state the nodes share: "+err.Error())
-		return
+		h.log.Warn("admin: task state unavailable; /scheduledtasks shows this node's view", "err", err)
+		infos, stateErr = h.s.Tasks(), "task state unavailable, paused and clusterLastRun unknown: "+err.Error()
 	}
 	out := make([]TaskJSON, len(infos))
 	for i, ti := range infos {
@@ -230,8 +233,9 @@ func (h *Handler) tasks(w http.ResponseWriter, r *http.Request) {
 		out[i] = t
 	}
 	writeJSON(w, http.StatusOK, struct {
-		Tasks []TaskJSON `json:"tasks"`
-	}{out})
+		Tasks      []TaskJSON `json:"tasks"`
+		StateError string     `json:"stateError,omitempty"`
+	}{out, stateErr})
 }
 
 // fireJSON returns l as JSON, nil for a zero LastRun.

@@ -177,10 +177,14 @@ func (s *Scheduler) startRequested() {
 	defer cancel()
 	reqs, err := s.state.Requests(ctx)
 	if err != nil {
-		if !s.stopping() {
-			s.log.Warn("reading manual-run requests failed", "err", err)
+		// Once per outage at Warn: the look comes back every second.
+		if !s.stopping() && !s.pollFailing.Swap(true) {
+			s.log.Warn("reading manual-run requests failed; retrying every poll", "err", err)
 		}
 		return
+	}
+	if s.pollFailing.Swap(false) {
+		s.log.Info("reading manual-run requests works again")
 	}
 	if len(reqs) == 0 || s.stopping() {
 		return

@@ -435,3 +435,53 @@ func TestRunNowOnTheAskedNodeStartsAtOnce(t *testing.T) {
 		t.Fatalf("%d manual runs with the clock still, want 1", n)
 	}
 }
+
+// downStore is a task state whose backend fails every call.
+type downStore struct{ taskstate.Store }
+
+var errStoreDown = errors.New("store down")
+
+func (downStore) Paused(context.Context, string) (bool, error)          { return false, errStoreDown }
+func (downStore) Requests(context.Context) (map[string]time.Time, error) { return nil, errStoreDown }
+
+// A fire whose node cannot read the paused flag is not run: it fails as a
+// lock failure, naming the store's error.
+func TestUnreadablePauseFailsTheFire(t *testing.T) {
+	fc := clockwork.NewFakeClockAt(epoch)
+	store, _ := taskstate.NewInProcess(0)
+	skips := &skipCounter{}
+	logs := &logRecorder{}
+	s := New(Config{Clock: fc, Logger: slog.New(logs), State: downStore{store}, Listeners: []Listener{skips},
+		Driver: locks.NewInProcessDriver(locks.WithClock(fc))})
+	var x exclusive
+	mustAdd(t, s, NewTask(x.task, Cron("@every 1m"), Lock("k"), Name("report")))
+	mustStart(t, s)
+	defer s.Stop(context.Background())
+	step(t, fc, 2*time.Minute, time.Second, s)
+	if n := x.count(); n != 0 {
+		t.Fatalf("%d runs with the paused flag unreadable, want none", n)
+	}
+	if n := skips.count(OutcomeLockFailed); n != 2 {
+		t.Errorf("%d fires failed, want 2", n)
+	}
+	if last := s.Tasks()[0].Last; !errors.Is(last.Err, errStoreDown) {
+		t.Errorf("last fire's error %v, want the store's", last.Err)
+	}
+	if len(logs.find("reading manual-run requests failed")) == 0 {
+		t.Error("the failing look for requests was not logged")
+	}
+}
+
+func TestFailingRequestLookIsLoggedOnce(t *testing.T) {
+	fc := clockwork.NewFakeClockAt(epoch)
+	store, _ := taskstate.NewInProcess(0)
+	logs := &logRecorder{}
+	s := New(Config{Clock: fc, Logger: slog.New(logs), State: downStore{store}})
+	mustAdd(t, s, NewTask(func(context.Context) error { return nil }, Cron("@daily"), Name("report")))
+	mustStart(t, s)
+	defer s.Stop(context.Background())
+	step(t, fc, 5*time.Second, time.Second, s)
+	if n := len(logs.find("reading manual-run requests failed")); n != 1 {
+		t.Errorf("%d lines about 6 failed looks, want 1", n)
+	}
+}

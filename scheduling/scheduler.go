@@ -78,8 +78,9 @@ type Scheduler struct {
 	claims locks.Claimer // the driver's fire claims; nil without a driver that keeps them
 	minTTL time.Duration // the driver's minimum lease TTL (locks.MinTTLer)
 
-	state taskstate.Store // nil without one: no pause, manual runs or shared history
-	poll  time.Duration   // Config.RequestPoll
+	state       taskstate.Store // nil without one: no pause, manual runs or shared history
+	poll        time.Duration   // Config.RequestPoll
+	pollFailing atomic.Bool     // the last look for requests failed
 
 	runCtx        context.Context // parent of every run; cancelled at the stop deadline
 	cancelRuns    context.CancelCauseFunc
