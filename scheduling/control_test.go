@@ -441,7 +441,7 @@ type downStore struct{ taskstate.Store }
 
 var errStoreDown = errors.New("store down")
 
-func (downStore) Paused(context.Context, string) (bool, error)          { return false, errStoreDown }
+func (downStore) Paused(context.Context, string) (bool, error)           { return false, errStoreDown }
 func (downStore) Requests(context.Context) (map[string]time.Time, error) { return nil, errStoreDown }
 
 // A fire whose node cannot read the paused flag is not run: it fails as a
