@@ -177,7 +177,12 @@ func TestCatchUpOnRealProcesses(t *testing.T) {
 			ns := "catchup-" + tc.policy
 			p.StartPayroll("a0", srv.Addr(), ns, "5s", args...)
 			p.StartPayroll("a1", srv.Addr(), ns, "5s", args...)
-			fires := p.WaitFires(closed, "", 1, 30*time.Second)
+			for _, n := range []string{"a0", "a1"} {
+				p.WaitLine(n+" started", 0, 30*time.Second, func(l nodetest.Line) bool { return l.Proc == n && l.Msg == "scheduler started" })
+			}
+			// A scheduled fire, not the catch-up of the start: by then
+			// both nodes handle SIGTERM (installed just after the start).
+			fires := p.WaitFires(closed, nodetest.FireString(time.Now().Add(time.Second)), 1, 30*time.Second)
 			next := nodetest.ParseFire(t, fires[len(fires)-1]).Add(period)
 			for _, n := range []string{"a0", "a1"} {
 				p.Signal(n, syscall.SIGTERM)
