@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -17,6 +19,10 @@ import (
 // historyTTL is how long a task's run history outlives its last run, so
 // that the histories of tasks no longer declared do not pile up.
 const historyTTL = 90 * 24 * time.Hour
+
+// takenTTL is how long the last take of each task is remembered for a
+// retry of it: as tombstoneTTL, far longer than go-redis's retries take.
+const takenTTL = time.Minute
 
 var (
 	//go:embed record.lua
@@ -47,18 +53,24 @@ type StoreOptions struct {
 //
 //	ndigo:{ns:t}:task:paused   "1" while the task is paused; no expiry
 //	ndigo:{ns:t}:task:runs     the newest runs, JSON each, newest first; it expires 90 days after the last
+//	ndigo:{ns:t}:task:recorded the nonce of the last Record call; it expires with the runs
 //	ndigo:{ns}:requests        the pending manual-run requests: task name -> Unix nanoseconds
+//	ndigo:{ns}:taken           the last take of each task: task name -> "<nonce>:<instant>"; a minute
 //
 // Task names travel as keys and arguments, never in script text. Each
 // operation is one round trip (recording a run pushes and trims the list in
-// one script). A reply lost after the server ran the command, which go-redis
-// retries, can record a run twice, or take a request without the taker
-// learning it (the run is then not made: a request runs at most once).
+// one script). Record and TakeRequest send a nonce made for the call, so
+// that a call go-redis retries after its first attempt ran (the reply was
+// lost) answers what that attempt did: the run is recorded once, and the
+// request taken is the caller's.
 type Store struct {
 	client   redis.Cmdable
 	ns       string
 	history  int
 	requests string
+	taken    string
+	nonce    string        // random prefix of the nonces of this store's calls
+	calls    atomic.Uint64 // numbers the calls that carry a nonce
 }
 
 var _ taskstate.Store = (*Store)(nil)
@@ -75,7 +87,14 @@ func NewStore(opts StoreOptions) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{client: opts.Client, ns: opts.Namespace, history: n, requests: "ndigo:{" + opts.Namespace + "}:requests"}, nil
+	return &Store{client: opts.Client, ns: opts.Namespace, history: n, requests: "ndigo:{" + opts.Namespace + "}:requests",
+		taken: "ndigo:{" + opts.Namespace + "}:taken", nonce: strconv.FormatUint(rand.Uint64(), 36) + "."}, nil
+}
+
+// callNonce returns a nonce for one call, the same for go-redis's retries
+// of it.
+func (s *Store) callNonce() string {
+	return s.nonce + strconv.FormatUint(s.calls.Add(1), 36)
 }
 
 // String names the store and its namespace.
@@ -155,7 +174,7 @@ func (s *Store) TakeRequest(ctx context.Context, task string) (time.Time, bool, 
 	if err := taskstate.CheckTask(ctx, task); err != nil {
 		return time.Time{}, false, err
 	}
-	v, err := takeScript.Run(ctx, s.client, []string{s.requests}, task).Text()
+	v, err := takeScript.Run(ctx, s.client, []string{s.requests, s.taken}, task, s.callNonce(), takenTTL.Milliseconds()).Text()
 	switch {
 	case err == nil:
 		return unixNano(v), true, nil
@@ -184,7 +203,8 @@ func (s *Store) Record(ctx context.Context, task string, r taskstate.Run) error 
 	if err != nil {
 		return fmt.Errorf("redislocks: Record of task %q: %w", task, err)
 	}
-	err = recordScript.Run(ctx, s.client, []string{s.key(task, "runs")}, b, s.history, historyTTL.Milliseconds()).Err()
+	err = recordScript.Run(ctx, s.client, []string{s.key(task, "runs"), s.key(task, "recorded")}, b, s.history,
+		historyTTL.Milliseconds(), s.callNonce()).Err()
 	if err != nil {
 		return fail("Record", task, err)
 	}

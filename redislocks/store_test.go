@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/fx"
@@ -126,5 +127,43 @@ func TestModuleOverridesDefaultStore(t *testing.T) {
 	}
 	if n, err := srv.Client().LLen(ctx, "ndigo:{module-test:Payroll.Close}:task:runs").Result(); err != nil || n != 2 {
 		t.Fatalf("runs list in Redis: %d, %v; want the 2 that History keeps", n, err)
+	}
+}
+
+// A TakeRequest whose reply was lost, retried by go-redis, answers the
+// request its first attempt took; a Record retried the same way records the
+// run once.
+func TestStoreCallsRetriedAfterLostReply(t *testing.T) {
+	s := newLossy(t)
+	ctx := context.Background()
+	lossyClient := redis.NewClient(&redis.Options{Addr: s.proxy.Addr()})
+	t.Cleanup(func() { _ = lossyClient.Close() })
+	behind, _ := redislocks.NewStore(redislocks.StoreOptions{Client: lossyClient, Namespace: "retry"})
+	other, _ := redislocks.NewStore(redislocks.StoreOptions{Client: s.direct, Namespace: "retry"})
+
+	at := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	if err := other.RequestRun(ctx, "Payroll.Close", at); err != nil {
+		t.Fatal(err)
+	}
+	m := s.dropFirstReply(redislocks.TakeSHA, "ndigo:{retry}:requests")
+	got, ok, err := behind.TakeRequest(ctx, "Payroll.Close")
+	if err != nil || !ok || !got.Equal(at) {
+		t.Fatalf("TakeRequest whose first reply was lost = %v, %v, %v; want the request it took", got, ok, err)
+	}
+	s.retried(t, m)
+	if _, ok, err := other.TakeRequest(ctx, "Payroll.Close"); err != nil || ok {
+		t.Fatalf("another node's TakeRequest after it = %v, %v; want nothing left", ok, err)
+	}
+
+	m = s.dropFirstReply(redislocks.RecordSHA, "ndigo:{retry:Payroll.Close}:task:runs")
+	if err := behind.Record(ctx, "Payroll.Close", taskstate.Run{Token: 9, Outcome: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	if n, dropped := s.proxy.Count(m), s.proxy.Dropped(); n != 2 || dropped != 2 {
+		t.Fatalf("the record script was sent %d times with %d replies dropped in all; want 2 and 2", n, dropped)
+	}
+	runs, err := other.Runs(ctx, "Payroll.Close")
+	if err != nil || len(runs) != 1 || runs[0].Token != 9 {
+		t.Fatalf("runs after a retried Record = %+v, %v; want the run once", runs, err)
 	}
 }
