@@ -2,9 +2,11 @@ package admin
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -30,6 +32,14 @@ type Options struct {
 	// Routes are extra endpoints served beside the built-in ones, such as
 	// /metrics.
 	Routes []Route
+	// Token is the bearer token that POST /scheduledtasks/{name}/run, pause
+	// and resume require, compared in constant time; without one they are
+	// refused with 403.
+	Token Token
+	// Logger receives one line per control request, with the task, the
+	// action and the remote address (never the token); nil means
+	// slog.Default().
+	Logger *slog.Logger
 }
 
 // A Check probes one dependency for /healthz.
@@ -48,14 +58,23 @@ type Route struct {
 	Handler http.Handler
 }
 
-// A Handler serves the introspection endpoints:
+// A Handler serves the introspection and control endpoints:
 //
-//	GET /scheduledtasks   every task: name, spec, next fire, last run
-//	GET /locks            the leases this node holds for runs in flight
-//	GET /healthz          200 if every check passes, 503 naming the failing ones
+//	GET  /scheduledtasks               every task: name, spec, next fire, last run here and in the cluster, paused
+//	GET  /scheduledtasks/{name}/runs   the task's last runs on any node, newest first
+//	POST /scheduledtasks/{name}/run    one run of the task in the cluster, as soon as a node can (202)
+//	POST /scheduledtasks/{name}/pause  pause the task on every node
+//	POST /scheduledtasks/{name}/resume resume it
+//	GET  /locks                        the leases this node holds for runs in flight
+//	GET  /healthz                      200 if every check passes, 503 naming the failing ones
 //
-// Responses are JSON; timestamps are RFC 3339 in UTC. Mount it on a mux of
-// your own under a prefix with http.StripPrefix:
+// The POST endpoints need the header "Authorization: Bearer <token>" with
+// [Options].Token (401 without it or with another, 403 when no token is
+// configured), and each is logged. Responses are JSON, errors
+// {"error": "..."} (404 for an unknown task, 405 with an Allow header for a
+// wrong method); timestamps are RFC 3339 in UTC. Task names go in the path
+// escaped (url.PathEscape). Mount it on a mux of your own under a prefix
+// with http.StripPrefix:
 //
 //	mux.Handle("/admin/", http.StripPrefix("/admin", h))
 type Handler struct {
@@ -63,6 +82,8 @@ type Handler struct {
 	checks  []Check
 	timeout time.Duration
 	mux     *http.ServeMux
+	token   []byte // SHA-256 of Options.Token; nil without one
+	log     *slog.Logger
 }
 
 // New returns a Handler for opts.
@@ -78,11 +99,26 @@ func New(opts Options) (*Handler, error) {
 			return nil, fmt.Errorf("%w: Checks[%d] (name %q): needs a name and a Check func", ErrInvalid, i, c.Name)
 		}
 	}
-	h := &Handler{s: opts.Scheduler, checks: opts.Checks, timeout: opts.CheckTimeout, mux: http.NewServeMux()}
+	h := &Handler{s: opts.Scheduler, checks: opts.Checks, timeout: opts.CheckTimeout, mux: http.NewServeMux(),
+		log: opts.Logger}
 	if h.timeout == 0 {
 		h.timeout = DefaultCheckTimeout
 	}
-	h.mux.HandleFunc("GET /scheduledtasks", h.tasks)
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	if opts.Token != "" {
+		// Hashed, so that the constant-time comparison does not reveal the
+		// token's length either.
+		sum := sha256.Sum256([]byte(opts.Token))
+		h.token = sum[:]
+	}
+	h.mux.HandleFunc("/scheduledtasks", func(w http.ResponseWriter, r *http.Request) {
+		if allow(w, r, http.MethodGet) {
+			h.tasks(w, r)
+		}
+	})
+	h.mux.HandleFunc("/scheduledtasks/{name}/{action}", h.scheduledTask)
 	h.mux.HandleFunc("GET /locks", h.locks)
 	h.mux.HandleFunc("GET /healthz", h.health)
 	h.mux.HandleFunc("GET /{$}", h.console)
@@ -132,6 +168,9 @@ type TaskJSON struct {
 	Failures   uint64       `json:"failures"`
 	LastFire   *LastRunJSON `json:"lastFire"` // the last fire, run or skipped; null before the first
 	LastRun    *LastRunJSON `json:"lastRun"`  // the last fire that ran; null before the first run
+	Paused     bool         `json:"paused"`   // paused cluster-wide
+	// ClusterLastRun is the last run on any node; null before the first.
+	ClusterLastRun *RunJSON `json:"clusterLastRun"`
 }
 
 // LastRunJSON is one fire of a task on this node.
@@ -162,13 +201,24 @@ type HealthJSON struct {
 	Checks map[string]string `json:"checks"` // "ok" or the error, by check name
 }
 
-func (h *Handler) tasks(w http.ResponseWriter, _ *http.Request) {
-	infos := h.s.Tasks()
+func (h *Handler) tasks(w http.ResponseWriter, r *http.Request) {
+	// Without the shared state (its store unreachable) this node's view is
+	// still worth showing, with the reason the cluster's is missing.
+	var stateErr string
+	infos, err := h.s.ClusterTasks(r.Context())
+	if err != nil {
+		h.log.Warn("admin: task state unavailable; /scheduledtasks shows this node's view", "err", err)
+		infos, stateErr = h.s.Tasks(), "task state unavailable, paused and clusterLastRun unknown: "+err.Error()
+	}
 	out := make([]TaskJSON, len(infos))
 	for i, ti := range infos {
 		t := TaskJSON{Name: ti.Name, Type: ti.Type, Method: ti.Method, Cron: ti.Spec.Cron, Lock: ti.Spec.Lock,
 			Renew: ti.Spec.Renew, Running: ti.Running, Waiting: ti.Waiting, Runs: ti.Runs, Skips: ti.Skips,
-			Failures: ti.Failures, LastFire: fireJSON(ti.Last), LastRun: fireJSON(ti.LastRan)}
+			Failures: ti.Failures, LastFire: fireJSON(ti.Last), LastRun: fireJSON(ti.LastRan), Paused: ti.Paused}
+		if ti.ClusterLast != nil {
+			r := runJSON(*ti.ClusterLast)
+			t.ClusterLastRun = &r
+		}
 		if ti.Spec.Lock != "" {
 			t.LockTTL = ti.Spec.LockTTL.String()
 			if ti.Spec.LockWait > 0 {
@@ -184,8 +234,9 @@ func (h *Handler) tasks(w http.ResponseWriter, _ *http.Request) {
 		out[i] = t
 	}
 	writeJSON(w, http.StatusOK, struct {
-		Tasks []TaskJSON `json:"tasks"`
-	}{out})
+		Tasks      []TaskJSON `json:"tasks"`
+		StateError string     `json:"stateError,omitempty"`
+	}{out, stateErr})
 }
 
 // fireJSON returns l as JSON, nil for a zero LastRun.

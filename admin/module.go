@@ -30,6 +30,9 @@ type Config struct {
 	// ShutdownTimeout bounds the graceful shutdown on stop, besides fx's
 	// stop timeout; zero means 5s.
 	ShutdownTimeout time.Duration
+	// Token is the handler's [Options].Token: the bearer token of the
+	// control endpoints; "" refuses them.
+	Token Token
 }
 
 // Mount registers h under pattern (e.g. "GET /metrics") on [Module]'s
@@ -55,12 +58,14 @@ var Module = fx.Module("admin",
 type handlerParams struct {
 	fx.In
 	Scheduler *scheduling.Scheduler
-	Checks    []Check `group:"admin.checks"`
-	Routes    []Route `group:"admin.routes"`
+	Checks    []Check      `group:"admin.checks"`
+	Routes    []Route      `group:"admin.routes"`
+	Config    Config       `optional:"true"`
+	Logger    *slog.Logger `optional:"true"`
 }
 
 func newModuleHandler(p handlerParams) (*Handler, error) {
-	return New(Options{Scheduler: p.Scheduler, Checks: p.Checks, Routes: p.Routes})
+	return New(Options{Scheduler: p.Scheduler, Checks: p.Checks, Routes: p.Routes, Token: p.Config.Token, Logger: p.Logger})
 }
 
 // A Server serves a Handler on its own address.

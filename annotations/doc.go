@@ -19,6 +19,7 @@
 //	lockTtl       lease duration (default 60s)
 //	maxRunTime    run context deadline
 //	renew         "true" to extend the lease while the run lasts
+//	catchUp       "skip" (default) or a window: run the last fire missed while no node ran
 //	name          task name (default "Type.Method", Type declaring Method)
 //
 // Values may hold ${path} placeholders, resolved from the configuration

@@ -46,6 +46,17 @@ var tagKeys = []tagKey{
 			}
 			return nil, nil
 		}},
+	{"catchUp", "CatchUp", "skip", "a fire missed while no node ran: `skip` it, or a window (`1h`, at most 12h): a starting node runs the most recent fire within it, once in the cluster, if no node claimed it; needs `lock`",
+		func(v string) (scheduling.Option, error) {
+			if v == "skip" {
+				return scheduling.CatchUp(0), nil
+			}
+			d, err := ParseDuration(v)
+			if err != nil {
+				return nil, fmt.Errorf(`must be "skip" or a window: %w`, err)
+			}
+			return scheduling.CatchUp(d), nil
+		}},
 	{"name", "Name", "`Type.Method`", "the task's name in logs, metrics and the registry, and the key of its fire claims; `Type` is the type that declares the method (an embedded base for a promoted method); required for a func literal, whose generated name changes when code moves",
 		text(scheduling.Name)},
 }

@@ -39,14 +39,15 @@ import (
 	"github.com/ndigo/ndigo/pglocks"
 	"github.com/ndigo/ndigo/redislocks"
 	"github.com/ndigo/ndigo/scheduling"
+	"github.com/ndigo/ndigo/taskstate"
 )
 
 // Module holds the framework's own modules, each given its part of the
 // graph's [Framework] (when there is one): a *slog.Logger from its log
 // settings, the node name, zone and skip level of the scheduler, the
 // configuration's values as the annotations.Resolver of tag placeholders,
-// the redis section as redislocks.ModuleConfig, the default lock driver,
-// the scheduler, and package admin's Module, which serves the admin
+// the redis section as redislocks.ModuleConfig, the default lock driver and
+// task state (taskstate.Module), the scheduler, and package admin's Module, which serves the admin
 // endpoints on admin.addr (and, with admin.metrics, the scheduler's
 // Prometheus metrics at /metrics there). [New] includes it; use it directly
 // to compose an fx.App by hand. Do not add admin.Module again.
@@ -60,6 +61,7 @@ var Module = fx.Options(
 		fx.Invoke(checkDriverWired),
 	),
 	locks.Module,
+	taskstate.Module,
 	scheduling.Module,
 	operations,
 )
@@ -210,7 +212,8 @@ func zone(p frameworkParams) (*time.Location, error) {
 // redisConfig adapts the configuration's redis section for
 // redislocks.Module.
 func redisConfig(p frameworkParams) redislocks.ModuleConfig {
-	return redislocks.ModuleConfig{URL: p.Framework.Redis.URL.Reveal(), Namespace: p.Framework.Redis.Namespace}
+	return redislocks.ModuleConfig{URL: p.Framework.Redis.URL.Reveal(), Namespace: p.Framework.Redis.Namespace,
+		History: p.Framework.Redis.History}
 }
 
 // postgresConfig adapts the configuration's postgres section for

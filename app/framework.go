@@ -36,6 +36,7 @@ func init() {
 //	admin:
 //	  addr: 127.0.0.1:8081
 //	  metrics: true
+//	  token: a-long-random-string
 type Framework struct {
 	// Node names this process in logs and lock diagnostics. Empty lets the
 	// application choose, e.g. from the host name.
@@ -60,7 +61,8 @@ type Framework struct {
 }
 
 // Admin configures the operations endpoints that app.Module serves: the
-// admin handler (/scheduledtasks, /locks, /healthz) and Prometheus metrics.
+// admin handler (/scheduledtasks and its task control, /locks, /healthz)
+// and Prometheus metrics.
 type Admin struct {
 	// Addr is the address to serve the endpoints on, such as
 	// 127.0.0.1:8081; empty serves none. Keep it off public networks.
@@ -68,6 +70,9 @@ type Admin struct {
 	// Metrics counts every task's runs, skips and lock calls, and serves
 	// them at /metrics on Addr.
 	Metrics bool `yaml:"metrics"`
+	// Token is the bearer token that the task control endpoints (run,
+	// pause, resume) require; empty refuses them. Reading needs none.
+	Token config.Secret `yaml:"token"`
 }
 
 // Redis configures the Redis lock driver.
@@ -79,6 +84,9 @@ type Redis struct {
 	// Namespace isolates the lock keys of one environment from others
 	// sharing the same Redis.
 	Namespace string `yaml:"namespace" default:"default" validate:"lock_namespace"`
+	// History is how many runs per task the nodes keep in Redis for
+	// /scheduledtasks/{name}/runs; zero means 20.
+	History int `yaml:"history" validate:"min=0,max=1000"`
 }
 
 // Postgres configures the PostgreSQL lock driver.

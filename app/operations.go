@@ -55,7 +55,7 @@ func redisCheck(p redisParams) healthChecks {
 }
 
 func adminConfig(p frameworkParams) admin.Config {
-	return admin.Config{Addr: p.Framework.Admin.Addr}
+	return admin.Config{Addr: p.Framework.Admin.Addr, Token: admin.Token(p.Framework.Admin.Token.Reveal())}
 }
 
 type operationsMetrics struct {

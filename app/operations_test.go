@@ -177,3 +177,40 @@ func TestFrameworkRedisRulesAtLoad(t *testing.T) {
 		}
 	}
 }
+
+func post(t *testing.T, url, token string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// admin.token reaches the handler: the control endpoints need it, and the
+// app's default task state (taskstate.Module) keeps the paused flag.
+func TestAdminTokenGuardsTaskControl(t *testing.T) {
+	base := startOperations(t, app.Framework{Admin: app.Admin{Addr: "127.0.0.1:0"}})
+	if code, body := post(t, base+"/scheduledtasks/close-books/pause", "anything"); code != http.StatusForbidden || !strings.Contains(body, "admin.token") {
+		t.Fatalf("pause without admin.token = %d %s, want 403 naming admin.token", code, body)
+	}
+	base = startOperations(t, app.Framework{Admin: app.Admin{Addr: "127.0.0.1:0", Token: "t0ken"}})
+	if code, _ := post(t, base+"/scheduledtasks/close-books/pause", "wrong"); code != http.StatusUnauthorized {
+		t.Fatalf("pause with a wrong token = %d, want 401", code)
+	}
+	if code, body := post(t, base+"/scheduledtasks/close-books/pause", "t0ken"); code != http.StatusOK || !strings.Contains(body, `"paused": true`) {
+		t.Fatalf("pause with admin.token = %d %s, want 200 paused", code, body)
+	}
+	if code, body := get(t, base+"/scheduledtasks"); code != http.StatusOK || !strings.Contains(body, `"paused": true`) {
+		t.Fatalf("/scheduledtasks after pause = %d %s, want the task paused", code, body)
+	}
+}

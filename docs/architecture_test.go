@@ -26,6 +26,7 @@ func TestDependenciesPointDown(t *testing.T) {
 	}{
 		{"locks", append(ndigo("config", "scheduling", "annotations", "redislocks", "pglocks", "admin", "metrics", "tracing", "app"),
 			goRedis, "github.com/prometheus/client_golang/prometheus", "go.opentelemetry.io/otel")},
+		{"taskstate", append(ndigo("locks", "config", "scheduling", "annotations", "redislocks", "pglocks", "admin", "metrics", "tracing", "app"), goRedis)},
 		{"config", append(ndigo("locks", "scheduling", "annotations", "redislocks", "pglocks", "admin", "metrics", "tracing", "app"), goRedis)},
 		{"scheduling", append(ndigo("config", "annotations", "redislocks", "pglocks", "app"), append(observers, goRedis)...)},
 		{"annotations", append(ndigo("config", "redislocks", "pglocks", "app"), append(observers, goRedis)...)},

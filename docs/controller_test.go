@@ -25,6 +25,10 @@ type (
 		Payroll
 		_ annotations.Scheduled `method:"Close" cron:"@daily" lock:"k" renew:"yes"`
 	}
+	CatchUpLater struct {
+		Payroll
+		_ annotations.Scheduled `method:"Close" cron:"@daily" lock:"k" catchUp:"later"`
+	}
 	NoMethod struct {
 		Payroll
 		_ annotations.Scheduled `method:"Open" cron:"@daily"`

@@ -31,6 +31,7 @@ const (
 	ReasonStillRunning = "still_running" // the previous run on this node was still going
 	ReasonAlreadyRun   = "already_run"   // another node claimed the fire
 	ReasonMissed       = "missed"        // the node reached the fire too late to claim it
+	ReasonPaused       = "paused"        // the task is paused cluster-wide
 	ReasonNoDriver     = "no_driver"     // a locked task on a scheduler without a driver
 	ReasonLockError    = "lock_error"    // the driver failed
 )
@@ -119,7 +120,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		return nil, err
 	}
 	if m.skips, err = counter(TaskSkips, "Fires skipped on this node by reason: "+
-		"lock_held, still_running, already_run, missed, no_driver, lock_error.", "task", "reason"); err != nil {
+		"lock_held, still_running, already_run, missed, paused, no_driver, lock_error.", "task", "reason"); err != nil {
 		return nil, err
 	}
 	if m.runDuration, err = register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -183,7 +184,7 @@ func (m *Metrics) Init(tasks ...string) {
 			m.runs.WithLabelValues(name, string(o))
 		}
 		for _, r := range []string{ReasonLockHeld, ReasonStillRunning, ReasonAlreadyRun, ReasonMissed,
-			ReasonNoDriver, ReasonLockError} {
+			ReasonPaused, ReasonNoDriver, ReasonLockError} {
 			m.skips.WithLabelValues(name, r)
 		}
 		m.leasesLost.WithLabelValues(name)
@@ -235,6 +236,8 @@ func skipReason(e scheduling.Event) string {
 		return ReasonAlreadyRun
 	case scheduling.OutcomeMissed:
 		return ReasonMissed
+	case scheduling.OutcomePaused:
+		return ReasonPaused
 	}
 	if errors.Is(e.Err, scheduling.ErrNoDriver) {
 		return ReasonNoDriver

@@ -143,7 +143,7 @@ func TestSchedulerMetrics(t *testing.T) {
 		}
 	}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
-# HELP ndigo_task_skips_total Fires skipped on this node by reason: lock_held, still_running, already_run, missed, no_driver, lock_error.
+# HELP ndigo_task_skips_total Fires skipped on this node by reason: lock_held, still_running, already_run, missed, paused, no_driver, lock_error.
 # TYPE ndigo_task_skips_total counter
 ndigo_task_skips_total{reason="lock_held",task="blocked"} 3
 `), TaskSkips); err != nil {
@@ -169,6 +169,7 @@ func TestSkipReasonsAndLeaseMetrics(t *testing.T) {
 	for _, e := range []scheduling.Event{
 		{Task: "t", Outcome: scheduling.OutcomeRunning},
 		{Task: "t", Outcome: scheduling.OutcomeAlreadyRun},
+		{Task: "t", Outcome: scheduling.OutcomePaused},
 		{Task: "t", Outcome: scheduling.OutcomeLockFailed, Err: scheduling.ErrNoDriver},
 		{Task: "t", Outcome: scheduling.OutcomeLockFailed, Err: down},
 	} {
@@ -176,7 +177,7 @@ func TestSkipReasonsAndLeaseMetrics(t *testing.T) {
 	}
 	m.AfterRun(context.Background(), scheduling.Event{Task: "t", Outcome: scheduling.OutcomeError,
 		LeaseLost: true, RenewErr: locks.ErrLeaseLost})
-	for reason, want := range map[string]float64{ReasonStillRunning: 1, ReasonAlreadyRun: 1, ReasonNoDriver: 1, ReasonLockError: 1} {
+	for reason, want := range map[string]float64{ReasonStillRunning: 1, ReasonAlreadyRun: 1, ReasonPaused: 1, ReasonNoDriver: 1, ReasonLockError: 1} {
 		if got := sample(t, reg, TaskSkips, "task", "t", "reason", reason); got != want {
 			t.Errorf("skips %s = %v, want %v", reason, got, want)
 		}
@@ -187,8 +188,8 @@ func TestSkipReasonsAndLeaseMetrics(t *testing.T) {
 	if got := sample(t, reg, LeaseRenewalsFailed, "task", "t"); got != 1 {
 		t.Errorf("renewals failed %v", got)
 	}
-	if got := sample(t, reg, TaskFires, "task", "t"); got != 5 {
-		t.Errorf("fires %v, want 5 (four skips and a run)", got)
+	if got := sample(t, reg, TaskFires, "task", "t"); got != 6 {
+		t.Errorf("fires %v, want 6 (five skips and a run)", got)
 	}
 }
 
@@ -287,7 +288,7 @@ func TestModuleBesideARootDecoration(t *testing.T) {
 	app.RequireStart()
 	// Before the first fire, every counter of the task exists at zero
 	// (sample fails the test on a missing series).
-	for _, r := range []string{ReasonLockHeld, ReasonStillRunning, ReasonAlreadyRun, ReasonMissed, ReasonNoDriver, ReasonLockError} {
+	for _, r := range []string{ReasonLockHeld, ReasonStillRunning, ReasonAlreadyRun, ReasonMissed, ReasonPaused, ReasonNoDriver, ReasonLockError} {
 		if got := sample(t, reg, TaskSkips, "task", "job", "reason", r); got != 0 {
 			t.Fatalf("skips[%s] = %v before any fire", r, got)
 		}

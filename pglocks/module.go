@@ -13,6 +13,7 @@ import (
 
 	"github.com/ndigo/ndigo/internal/redact"
 	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/taskstate"
 )
 
 // Module replaces the app's default lock driver with a PostgreSQL driver,
@@ -20,7 +21,8 @@ import (
 // graph (app.Module provides it from the configuration's postgres
 // section), provides the connection pool as a *pgxpool.Pool for the app's
 // own use (its guarded transactions, see [Guard]), and decorates
-// locks.Driver.
+// locks.Driver, and taskstate.Store with a [Store] in the same database and
+// namespace (its tables created on start too).
 //
 // The module owns the pool it builds: on start it pings the database, so a
 // wrong URL or an unreachable server fails startup with a message naming
@@ -30,8 +32,12 @@ import (
 //
 // Include Module at the root of the application, beside locks.Module, not
 // inside another fx.Module (see locks.Override): a nested one fails startup
-// naming the fix.
-var Module = locks.Override("pglocks", newModuleDriver, fx.Provide(newPool))
+// naming the fix. The task state (taskstate.Store) is replaced the same way.
+var Module = fx.Options(
+	locks.Override("pglocks", newModuleDriver, fx.Provide(newPool),
+		fx.Provide(fx.Annotate(newModuleStore, fx.ResultTags(`name:"pglocks.store"`)))),
+	fx.Decorate(fx.Annotate(func(s taskstate.Store) taskstate.Store { return s }, fx.ParamTags(`name:"pglocks.store"`))),
+)
 
 // ModuleConfig is what [Module] reads from the fx graph. app.Module
 // provides it from the configuration's postgres section (postgres.url,

@@ -7,5 +7,7 @@ var (
 	ExtendSHA  = extendScript.Hash()
 	ReleaseSHA = releaseScript.Hash()
 	ClaimSHA   = claimScript.Hash()
-	Sources    = []string{acquireSource, extendSource, releaseSource, claimSource}
+	TakeSHA    = takeScript.Hash()
+	RecordSHA  = recordScript.Hash()
+	Sources    = []string{acquireSource, extendSource, releaseSource, claimSource, takeSource, recordSource}
 )

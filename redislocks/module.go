@@ -11,13 +11,16 @@ import (
 
 	"github.com/ndigo/ndigo/internal/redact"
 	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/taskstate"
 )
 
 // Module replaces the app's default lock driver with a Redis driver, the
 // configuration-module pattern: it reads a [ModuleConfig] from the graph
 // (app.Module provides it from the configuration's redis section), provides
 // the go-redis client as a redis.UniversalClient for the app's own use, and
-// decorates locks.Driver.
+// decorates locks.Driver, and taskstate.Store (the paused flags, manual-run
+// requests and run history the nodes share) with a [Store] in the same
+// Redis and namespace.
 //
 // The module owns the client it builds: it pings Redis on start, so a wrong
 // URL or an unreachable server fails startup with a message naming the
@@ -26,8 +29,12 @@ import (
 //
 // Include Module at the root of the application, beside locks.Module, not
 // inside another fx.Module (see locks.Override): a nested one fails startup
-// naming the fix.
-var Module = locks.Override("redislocks", newModuleDriver, fx.Provide(newClient))
+// naming the fix. The task state (taskstate.Store) is replaced the same way.
+var Module = fx.Options(
+	locks.Override("redislocks", newModuleDriver, fx.Provide(newClient),
+		fx.Provide(fx.Annotate(newModuleStore, fx.ResultTags(`name:"redislocks.store"`)))),
+	fx.Decorate(fx.Annotate(func(s taskstate.Store) taskstate.Store { return s }, fx.ParamTags(`name:"redislocks.store"`))),
+)
 
 // ModuleConfig is what [Module] reads from the fx graph. app.Module
 // provides it from the configuration's redis section (redis.url,
@@ -39,6 +46,9 @@ type ModuleConfig struct {
 	// Namespace isolates the lock keys of one environment from others
 	// sharing the same Redis ([Options].Namespace).
 	Namespace string
+	// History is how many runs per task the task state keeps
+	// ([StoreOptions].History); zero means taskstate.DefaultHistory.
+	History int
 }
 
 // String returns the configuration with the URL's password redacted.
@@ -129,4 +139,19 @@ func newModuleDriver(p moduleDriverParams) (locks.Driver, error) {
 	// release subscription ends while its connection lives.
 	p.Lifecycle.Append(fx.StopHook(d.Close))
 	return d, nil
+}
+
+type moduleStoreParams struct {
+	fx.In
+	Client redis.UniversalClient
+	Config ModuleConfig
+}
+
+// newModuleStore builds the module's task state store on its client.
+func newModuleStore(p moduleStoreParams) (taskstate.Store, error) {
+	s, err := NewStore(StoreOptions{Client: p.Client, Namespace: p.Config.Namespace, History: p.Config.History})
+	if err != nil {
+		return nil, fmt.Errorf("redislocks.Module: %w", err)
+	}
+	return s, nil
 }

@@ -114,6 +114,22 @@
 // wrapping [ErrRenewalFailed] and the driver's error when it ran out after
 // a renewal attempt had failed and no retry got through in time.
 //
+// # Control and history
+//
+// With a task state store ([Config.State], a taskstate.Store that the nodes
+// share; [Module] takes it from the graph), operators control tasks across
+// the cluster. [Scheduler.Pause] makes every node skip the task's fires
+// ([OutcomePaused]) until [Scheduler.Resume]; a node that cannot read the
+// flag fails the fire instead of running it. [Scheduler.RunNow] records a
+// request that one node runs once, as soon as it holds the task's lock,
+// with [Run].Manual set: the nodes look for requests every
+// [Config.RequestPoll], on the loop's own timer, and take a request only
+// while holding the lock, so a manual run is fenced and never overlaps
+// another run of the lock. Every run is recorded in the store, so
+// [Scheduler.History] and [Scheduler.ClusterTasks] answer for the whole
+// cluster. A locked task with a [CatchUp] window runs, when a node starts,
+// its most recent fire within the window if no node claimed it.
+//
 // # Stopping
 //
 // [Scheduler.Stop] stops new fires at once, ends lock waits, and waits for

@@ -13,6 +13,8 @@ import (
 	"github.com/ndigo/ndigo/annotations"
 	"github.com/ndigo/ndigo/locks"
 	"github.com/ndigo/ndigo/scheduling"
+	"github.com/ndigo/ndigo/scheduling/schedulingtest"
+	"github.com/ndigo/ndigo/taskstate"
 )
 
 type PayrollController struct {
@@ -134,4 +136,34 @@ func Example_bothForms() {
 	// Output:
 	// LedgerController.Close: cron "0 2 * * *" lock ledger ttl 30s wait 0s
 	// ledger-audit: cron "30 2 * * *" lock ledger ttl 1m0s wait 5s
+}
+
+// Pause a task on every node that shares the task state, and run it by hand
+// meanwhile: the manual run is fenced by the task's lock like any fire.
+func ExampleScheduler_RunNow() {
+	clock := clockwork.NewFakeClockAt(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
+	state, _ := taskstate.NewInProcess(0)
+	s := scheduling.New(scheduling.Config{Clock: clock, State: state, Logger: slog.New(slog.DiscardHandler),
+		Driver: locks.NewInProcessDriver(locks.WithClock(clock))})
+	ran := make(chan scheduling.Run, 1)
+	_ = s.Add(scheduling.NewTask(func(ctx context.Context) error {
+		run, _ := scheduling.RunFromContext(ctx)
+		ran <- run
+		return nil
+	}, scheduling.Cron("@hourly"), scheduling.Lock("payroll-window"), scheduling.Name("close-books")))
+	_ = s.Start()
+	defer s.Stop(context.Background())
+
+	ctx := context.Background()
+	_ = s.Pause(ctx, "close-books")
+	_ = s.RunNow(ctx, "close-books")  // the node asked looks for it at once
+	_ = schedulingtest.Settle(ctx, s) // until the run and its record are done
+	run := <-ran
+	fmt.Println("manual:", run.Manual, "fenced:", run.Lease.Token() > 0)
+
+	history, _ := s.History(ctx, "close-books")
+	fmt.Println("history:", len(history), "run, manual:", history[0].Manual)
+	// Output:
+	// manual: true fenced: true
+	// history: 1 run, manual: true
 }

@@ -26,6 +26,10 @@ const ClaimTTL = 24 * time.Hour
 // the record of a later claim could have expired.
 const MaxClaimLateness = ClaimTTL / 2
 
+// MaxCatchUp is the longest catch-up window ([CatchUp]): a missed fire must
+// still be claimable when the cluster comes back.
+const MaxCatchUp = MaxClaimLateness
+
 // MinRenewTTL is the shortest lock TTL a task with Renew may have: renewals
 // run every third of the TTL and a failed one is retried every twelfth, each
 // bounded by a sixth, and shorter intervals would only load the driver.
@@ -41,6 +45,9 @@ type Run struct {
 	Fire  time.Time   // the scheduled instant, identical on every node
 	Node  string      // the node running it
 	Lease locks.Lease // the task's lease (its Token fences writes); nil if unlocked
+	// Manual reports a run an operator asked for ([Scheduler.RunNow]); Fire
+	// is then the instant it was asked for.
+	Manual bool
 }
 
 type runKey struct{}
@@ -69,8 +76,9 @@ func RunFromContext(ctx context.Context) (Run, bool) {
 
 // firing is one due fire of one entry.
 type firing struct {
-	e    *entry
-	fire time.Time
+	e      *entry
+	fire   time.Time
+	manual bool // a run asked for with RunNow, fire being when
 }
 
 // notRecorded is the outcome of a fire that Stop ended before it ran: it is
@@ -126,6 +134,7 @@ func (s *Scheduler) fire(f firing, t *turn) {
 	}
 	defer e.busy.Store(false) // after the lease is released
 	switch {
+	case s.state != nil && s.skipPaused(f, t):
 	case e.spec.Lock != "":
 		s.fireLocked(f, t)
 	case s.observed:
@@ -141,13 +150,18 @@ func (s *Scheduler) fire(f firing, t *turn) {
 //
 //go:noinline
 func (s *Scheduler) skipBusy(f firing, t *turn) {
+	s.skipTurn(f, t, OutcomeRunning, nil)
+}
+
+// skipTurn skips a fire before its lock step, passing its turn on.
+func (s *Scheduler) skipTurn(f firing, t *turn, o Outcome, err error) {
 	if t != nil {
 		if t.prev != nil {
 			<-t.prev
 		}
 		close(t.next)
 	}
-	s.skip(f, OutcomeRunning, nil)
+	s.skip(f, o, err)
 }
 
 // fireLocked takes the lock and the claim of a locked fire and, if both
@@ -296,6 +310,8 @@ func (s *Scheduler) skip(f firing, o Outcome, err error) {
 			s.log.Log(ctx, s.skipAt, "fire already claimed by another node", "task", e.name, "fire", f.fire, "lock", e.spec.Lock)
 		case OutcomeMissed:
 			s.log.Warn("fire reached too late to claim; skipped", "task", e.name, "fire", f.fire, "lateness", s.clock.Since(f.fire))
+		case OutcomePaused:
+			s.log.Log(ctx, s.skipAt, "task paused; fire skipped", "task", e.name, "fire", f.fire)
 		case OutcomeRunning:
 			if e.waiting.Load() {
 				s.log.Log(ctx, s.skipAt, "previous fire still waiting for its lock; fire skipped", "task", e.name, "fire", f.fire)
@@ -355,7 +371,7 @@ func (s *Scheduler) execute(ctx context.Context, f firing, lease locks.Lease, k 
 		ctx, cancel = withTimeout(ctx, s.clock, e.spec.MaxRunTime)
 		defer cancel()
 	}
-	ctx = &runContext{Context: ctx, run: Run{Task: e.name, Fire: f.fire, Node: s.node, Lease: lease}}
+	ctx = &runContext{Context: ctx, run: Run{Task: e.name, Fire: f.fire, Node: s.node, Lease: lease, Manual: f.manual}}
 	start := s.clock.Now()
 	err, panicked := call(ctx, e.fn)
 	s.finish(f, lease, k, start, err, panicked, nil)
@@ -375,7 +391,7 @@ func (s *Scheduler) executeObserved(ctx context.Context, f firing, lease locks.L
 		ctx, cancel = withTimeout(ctx, s.clock, e.spec.MaxRunTime)
 		defer cancel()
 	}
-	ctx = &runContext{Context: ctx, run: Run{Task: e.name, Fire: f.fire, Node: s.node, Lease: lease}}
+	ctx = &runContext{Context: ctx, run: Run{Task: e.name, Fire: f.fire, Node: s.node, Lease: lease, Manual: f.manual}}
 	start := s.clock.Now()
 	ctx, ev := s.started(ctx, f, lease, start, s.debugOn())
 	err, panicked := call(ctx, e.fn)
@@ -389,7 +405,7 @@ func (s *Scheduler) executeObserved(ctx context.Context, f firing, lease locks.L
 func (s *Scheduler) started(ctx context.Context, f firing, lease locks.Lease, start time.Time, debug bool) (context.Context, *runEvent) {
 	ev := &runEvent{debug: debug}
 	ev.Event = Event{Task: f.e.name, Lock: f.e.spec.Lock, Fire: f.fire, Node: s.node, Start: start,
-		Lateness: start.Sub(f.fire)}
+		Lateness: start.Sub(f.fire), Manual: f.manual}
 	if lease != nil {
 		ev.Token = lease.Token()
 	}
@@ -413,7 +429,7 @@ func (s *Scheduler) finish(f firing, lease locks.Lease, k *keeper, start time.Ti
 	err error, panicked bool, ev *runEvent) {
 	e := f.e
 	last := LastRun{Fire: f.fire, Start: start, Duration: s.clock.Since(start), Outcome: OutcomeOK,
-		Err: err, Node: s.node}
+		Err: err, Node: s.node, Manual: f.manual}
 	var end leaseEnd
 	if lease != nil {
 		last.Token = lease.Token()
@@ -427,6 +443,9 @@ func (s *Scheduler) finish(f firing, lease locks.Lease, k *keeper, start time.Ti
 		c.failures = 1
 	}
 	e.record(last, c)
+	if s.state != nil {
+		s.recordShared(e, &last)
+	}
 	if ev != nil {
 		s.ended(ev, last.Outcome, err, last.Duration, end)
 	}

@@ -37,7 +37,8 @@ type Listener interface {
 	// OutcomeError or OutcomePanic.
 	AfterRun(ctx context.Context, e Event)
 	// Skipped is called when a fire does not run on this node. e.Outcome
-	// says why: OutcomeLockHeld, OutcomeRunning, OutcomeAlreadyRun, or
+	// says why: OutcomeLockHeld, OutcomeRunning, OutcomeAlreadyRun,
+	// OutcomeMissed, OutcomePaused, or
 	// OutcomeLockFailed with e.Err wrapping ErrNoDriver or the driver's
 	// error.
 	Skipped(e Event)
@@ -58,6 +59,9 @@ type Event struct {
 	Lateness time.Duration
 	// Token is the lease's fencing token; 0 if unlocked or not acquired.
 	Token uint64
+	// Manual reports a run an operator asked for ([Scheduler.RunNow]); Fire
+	// is then the instant it was asked for.
+	Manual bool
 
 	// Outcome says how the fire ended (AfterRun, Skipped).
 	Outcome Outcome

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/taskstate"
 )
 
 // NodeName is the fx name under which Module looks for this node's name, a
@@ -88,14 +89,16 @@ type moduleParams struct {
 	Registrations []registration  `group:"scheduling.tasks"`
 	Listeners     []Listener      `group:"scheduling.listeners"`       // ListenersGroup
 	Wrappers      []DriverWrapper `group:"scheduling.driver-wrappers"` // DriverWrappersGroup
+	State         taskstate.Store `optional:"true"`
 }
 
 // Module builds a *Scheduler from the fx graph, adds every task registered
 // with [Provide] (or package annotations) in registration order, starts it
 // on OnStart and stops it on OnStop. The graph may supply a locks.Driver
 // (without one, locked tasks fail validation), a clockwork.Clock, a
-// *slog.Logger, a node name ([NodeName]) and a zone ([LocationName]); all are
-// optional. Listeners registered with [Listen] are told about every run and
+// *slog.Logger, a node name ([NodeName]), a zone ([LocationName]) and a
+// taskstate.Store (taskstate.Module provides one; without it, tasks cannot
+// be paused or run by hand); all are optional. Listeners registered with [Listen] are told about every run and
 // skip, and [DriverWrapper] values in [DriverWrappersGroup] wrap the driver. If any task spec is invalid, fx.New fails with every problem
 // listed.
 var Module = fx.Module("scheduling",
@@ -113,7 +116,7 @@ func newModuleScheduler(p moduleParams) (*Scheduler, error) {
 		}
 	}
 	s := New(Config{Driver: driver, Clock: p.Clock, Logger: p.Logger, Node: p.Node, Location: p.Location,
-		Listeners: p.Listeners, SkipLevel: p.SkipLevel})
+		Listeners: p.Listeners, SkipLevel: p.SkipLevel, State: p.State})
 	regs := slices.Clone(p.Registrations)
 	slices.SortFunc(regs, func(a, b registration) int { return cmp.Compare(a.seq, b.seq) })
 	var tasks []Task

@@ -60,6 +60,21 @@ func Renew() Option {
 	return func(t *Task) { t.decl.Renew = true }
 }
 
+// CatchUp sets how a fire missed while no node ran is handled. Zero, the
+// default, skips it: the schedule goes on from the next fire. A positive
+// window makes a scheduler that starts run the task's most recent fire
+// within the window before the start, once in the cluster, if no node
+// claimed it: the fire goes through the lock and the fire claim like any
+// other, so of the nodes starting together one runs it and the others find
+// it claimed, and a fire that ran before the cluster went down is not run
+// again. The window is at most [MaxCatchUp]. Requires [Lock]: only a locked
+// task's fires are claimed. The claims must outlive the nodes, as the Redis
+// and PostgreSQL drivers' do; the in-process driver's die with the process,
+// which then catches up a fire it may have run before it stopped.
+func CatchUp(window time.Duration) Option {
+	return func(t *Task) { t.decl.CatchUp = &window }
+}
+
 // Name sets the task's name, used in logs, metrics, [Scheduler.Tasks] and
 // the fire claim. The default is "Type.Method" for a method value, Type
 // being the type that declares the method (for a method promoted from an

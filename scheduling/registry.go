@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/taskstate"
 )
 
 // An Outcome says how a fire ended on this node.
@@ -24,6 +25,7 @@ const (
 	OutcomeRunning    Outcome = "skipped: still running" // this node's previous fire was still running or waiting
 	OutcomeAlreadyRun Outcome = "skipped: already run"   // another node claimed this fire (or a later one)
 	OutcomeMissed     Outcome = "skipped: missed"        // the node reached the fire too late to claim it
+	OutcomePaused     Outcome = "skipped: paused"        // the task is paused cluster-wide (Pause)
 	OutcomeLockFailed Outcome = "failed: lock"           // the driver failed, or there was none
 )
 
@@ -36,6 +38,7 @@ type LastRun struct {
 	Err      error  // the task's error, panic or lock failure
 	Token    uint64 // the lease's fencing token; 0 if unlocked or not acquired
 	Node     string
+	Manual   bool // an operator asked for this run (RunNow); Fire is when
 }
 
 // TaskInfo describes one task in a scheduler's registry.
@@ -50,8 +53,13 @@ type TaskInfo struct {
 	Last     LastRun   // the last fire, run or not; zero Fire if it never fired
 	LastRan  LastRun   // the last fire that ran (its task was called); zero Fire if none
 	Runs     uint64    // fires that ran (whatever they returned)
-	Skips    uint64    // fires skipped: lock held, still running, already run, missed
+	Skips    uint64    // fires skipped: lock held, still running, already run, missed, paused
 	Failures uint64    // runs that errored, panicked or were cancelled, and lock failures
+
+	// Paused and ClusterLast come from the task state the nodes share;
+	// only [Scheduler.ClusterTasks] fills them.
+	Paused      bool           // the task is paused cluster-wide
+	ClusterLast *taskstate.Run // the last run on any node; nil if none is recorded
 }
 
 // A LeaseInfo describes a lease this node holds for a locked run in flight.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ndigo/ndigo/locks"
 	"github.com/ndigo/ndigo/scheduling/internal/testhook"
+	"github.com/ndigo/ndigo/taskstate"
 )
 
 // Config configures a Scheduler. Every field is optional.
@@ -44,6 +45,15 @@ type Config struct {
 	// already claimed by another node, still running); the zero value is
 	// slog.LevelInfo. Every node but one logs one per locked task and fire.
 	SkipLevel slog.Level
+	// State is the task state the nodes share: paused flags, manual-run
+	// requests and the run history (see [Scheduler.Pause]). Without one,
+	// no fire is paused, nothing is recorded, and the control methods
+	// return ErrNoState.
+	State taskstate.Store
+	// RequestPoll is how often the scheduler looks in State for manual
+	// runs asked for on any node; zero means DefaultRequestPoll. A request
+	// made through this scheduler is looked for at once.
+	RequestPoll time.Duration
 }
 
 // A Scheduler runs tasks at their fire instants. It is safe for concurrent
@@ -68,21 +78,27 @@ type Scheduler struct {
 	claims locks.Claimer // the driver's fire claims; nil without a driver that keeps them
 	minTTL time.Duration // the driver's minimum lease TTL (locks.MinTTLer)
 
+	state       taskstate.Store // nil without one: no pause, manual runs or shared history
+	poll        time.Duration   // Config.RequestPoll
+	pollFailing atomic.Bool     // the last look for requests failed
+
 	runCtx        context.Context // parent of every run; cancelled at the stop deadline
 	cancelRuns    context.CancelCauseFunc
 	acquireCtx    context.Context // lock acquisitions and waits; cancelled when Stop begins
 	cancelAcquire context.CancelFunc
 
 	mu           sync.Mutex // protects the fields below
-	state        state
+	status       state
 	entries      []*entry        // in registration order
 	names        map[string]bool // task names taken
-	due          entryHeap       // entries with a next fire, earliest first
+	byName       map[string]*entry
+	due          entryHeap // entries with a next fire, earliest first
 	held         map[*holding]struct{}
 	landed       chan struct{} // closed when flying drops to 0; replaced when it rises
 	landedClosed bool
 	parked       bool       // the loop waits for the earliest fire
 	idle         *sync.Cond // signalled when parked turns true or flying drops to 0
+	nextPoll     time.Time  // when the loop looks for manual-run requests next, with a state store
 
 	flying atomic.Int64 // fires in flight: from dispatch to the end of fire
 }
@@ -108,8 +124,14 @@ func New(cfg Config) *Scheduler {
 		stop:     make(chan struct{}),
 		loopDone: make(chan struct{}),
 		names:    map[string]bool{},
+		byName:   map[string]*entry{},
 		held:     map[*holding]struct{}{},
 		landed:   make(chan struct{}),
+		state:    cfg.State,
+		poll:     cfg.RequestPoll,
+	}
+	if s.poll <= 0 {
+		s.poll = DefaultRequestPoll
 	}
 	close(s.landed)
 	s.landedClosed = true
@@ -146,7 +168,7 @@ func New(cfg Config) *Scheduler {
 func (s *Scheduler) Add(tasks ...Task) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.state == stopped {
+	if s.status == stopped {
 		return errors.New("scheduling: Add after Stop")
 	}
 	cache := newParseCache(s.loc)
@@ -161,6 +183,7 @@ func (s *Scheduler) Add(tasks ...Task) error {
 		if e.spec.Lock != "" {
 			e.claimKey = e.spec.Lock + "@" + e.name
 		}
+		s.byName[e.name] = e
 		s.entries = append(s.entries, e)
 		s.names[e.name] = true
 		if !e.next.IsZero() {
@@ -197,16 +220,20 @@ func (s *Scheduler) nudge() {
 
 // Start starts the scheduler's loop and returns at once. The schedule starts
 // then: fires that fell due between Add and Start do not run.
+//
+// A task with a catch-up window ([CatchUp]) runs its most recent fire within
+// the window now, on the node that claims it, if no node claimed it.
 func (s *Scheduler) Start() error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch s.state {
+	switch s.status {
 	case started:
+		s.mu.Unlock()
 		return errors.New("scheduling: already started")
 	case stopped:
+		s.mu.Unlock()
 		return errors.New("scheduling: Start after Stop")
 	}
-	s.state = started
+	s.status = started
 	// Fires that fell due between Add and Start are not run late: the
 	// schedule starts now.
 	now := s.clock.Now()
@@ -217,7 +244,13 @@ func (s *Scheduler) Start() error {
 	}
 	heap.Init(&s.due)
 	s.logStarted()
+	missed := s.catchUps(now)
+	s.nextPoll = now // requests made while no node ran are looked for at once
 	go s.loop()
+	s.mu.Unlock()
+	if len(missed) > 0 {
+		s.dispatch(missed)
+	}
 	return nil
 }
 
@@ -259,8 +292,8 @@ func (s *Scheduler) logStarted() {
 // Stop logs at Info what it waits for, and at Error the runs it cut.
 func (s *Scheduler) Stop(ctx context.Context) error {
 	s.mu.Lock()
-	prev := s.state
-	s.state = stopped
+	prev := s.status
+	s.status = stopped
 	s.mu.Unlock()
 	switch prev {
 	case stopped:
@@ -358,8 +391,9 @@ func (s *Scheduler) stopping() bool {
 	}
 }
 
-// loop waits on one timer for the earliest fire, and dispatches the due
-// fires in (instant, registration) order.
+// loop waits on one timer for the earliest fire (or, with a state store,
+// the next look for manual-run requests), and dispatches the due fires in
+// (instant, registration) order.
 func (s *Scheduler) loop() {
 	defer close(s.loopDone)
 	var timer clockwork.Timer
@@ -380,9 +414,18 @@ func (s *Scheduler) loop() {
 			e := heap.Pop(&s.due).(*entry)
 			batch = append(batch, firing{e: e, fire: e.next})
 		}
+		poll := s.state != nil && !s.nextPoll.After(now)
+		if poll {
+			s.nextPoll = now.Add(s.poll)
+		}
 		s.mu.Unlock()
 		if len(batch) > 0 {
 			s.dispatch(batch)
+		}
+		if poll {
+			// A store call is not made on the loop, which fires are waiting for.
+			s.takeoff(1)
+			go s.pollRequests()
 		}
 
 		s.mu.Lock()
@@ -397,8 +440,15 @@ func (s *Scheduler) loop() {
 			}
 		}
 		var fired <-chan time.Time
+		var wakeAt time.Time
 		if len(s.due) > 0 {
-			d := s.due[0].next.Sub(s.clock.Now())
+			wakeAt = s.due[0].next
+		}
+		if s.state != nil && (wakeAt.IsZero() || s.nextPoll.Before(wakeAt)) {
+			wakeAt = s.nextPoll
+		}
+		if !wakeAt.IsZero() {
+			d := wakeAt.Sub(s.clock.Now())
 			if timer == nil {
 				timer = s.clock.NewTimer(d)
 			} else {
@@ -490,7 +540,8 @@ func (s *Scheduler) waitIdle(ctx context.Context) error {
 	defer stop()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for !(s.parked && s.flying.Load() == 0 && (len(s.due) == 0 || s.due[0].next.After(s.clock.Now()))) {
+	for !(s.parked && s.flying.Load() == 0 && (len(s.due) == 0 || s.due[0].next.After(s.clock.Now())) &&
+		(s.state == nil || s.nextPoll.After(s.clock.Now()))) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}

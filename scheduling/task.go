@@ -71,6 +71,9 @@ func (t Task) Spec() Spec {
 	if t.decl.MaxRunTime != nil {
 		s.MaxRunTime = *t.decl.MaxRunTime
 	}
+	if t.decl.CatchUp != nil {
+		s.CatchUp = *t.decl.CatchUp
+	}
 	return s
 }
 
@@ -84,6 +87,7 @@ type Spec struct {
 	LockTTL      time.Duration
 	MaxRunTime   time.Duration
 	Renew        bool
+	CatchUp      time.Duration // the catch-up window; zero skips missed fires
 }
 
 // funcOrigin splits the runtime name of fn, such as

@@ -27,6 +27,7 @@ type declared struct {
 	LockTTL      *time.Duration `opt:"lockTtl" validate:"omitempty,excluded_without=Lock,gt=0"`
 	MaxRunTime   *time.Duration `opt:"maxRunTime" validate:"omitempty,gt=0"`
 	Renew        bool           `opt:"renew" validate:"excluded_without=Lock"`
+	CatchUp      *time.Duration `opt:"catchUp" validate:"omitempty,gte=0"`
 	Name         *string        `opt:"name" validate:"omitempty,min=1"`
 }
 
@@ -206,6 +207,16 @@ func validateTasks(tasks []Task, taken map[string]bool, rules lockRules, cache *
 		if s := t.Spec(); t.decl.Lock != nil && !s.Renew && s.MaxRunTime > 0 && s.LockTTL > 0 && s.MaxRunTime > s.LockTTL {
 			add(Problem{Option: "maxRunTime", Value: s.MaxRunTime.String(), Rule: fmt.Sprintf("must not exceed lockTtl (%s) unless renew is on: "+
 				"a run that outlasts its lease lets another node run the same fire", s.LockTTL)})
+		}
+		if c := t.decl.CatchUp; c != nil && *c > 0 && !unread["catchUp"] {
+			switch {
+			case *c > MaxCatchUp:
+				add(Problem{Option: "catchUp", Value: c.String(), Rule: fmt.Sprintf("must not exceed %v (scheduling.MaxCatchUp): "+
+					"a missed fire must still be claimable when the cluster comes back", MaxCatchUp)})
+			case t.decl.Lock == nil && !unread["lock"]:
+				add(Problem{Option: "catchUp", Value: c.String(), Rule: "needs lock: a missed fire is caught up by the node " +
+					"that claims it, and only a locked task's fires are claimed"})
+			}
 		}
 		if t.decl.Name == nil && t.fn != nil && t.typ == "" && funcLiteral.MatchString(t.method) {
 			add(Problem{Option: "name", Value: t.Name(), Rule: "must be set (Name option) for a func literal: its generated name changes when code moves, " +

@@ -1,11 +1,6 @@
-//go:build controlapi
-
-// These tests drive the control API of issue 15 on real payroll processes
-// sharing one Redis, through the ndigo CLI and the web console in
-// chromium. They need what the API's own branch brings: the task state in
-// Redis, pause, resume and run now in the scheduler, the authenticated
-// endpoints, and payroll's PAYROLL_ADMIN_TOKEN. Until it is merged they
-// build only with -tags controlapi; the constraint goes when it lands.
+// These tests drive the cluster-wide task control on real payroll
+// processes sharing one Redis, through the ndigo CLI and the web console in
+// chromium.
 
 package main
 

@@ -19,7 +19,7 @@ const fireFormat = "2006-01-02T15:04:05.000Z07:00"
 // declared with struct tags; its schedule and lease come from configuration
 // (payroll.cron or --cron, payroll.lock-ttl).
 type PayrollController struct {
-	_ annotations.Scheduled `method:"CloseBooks" cron:"${payroll.cron}" lock:"payroll-window" lockTtl:"${payroll.lock-ttl}"`
+	_ annotations.Scheduled `method:"CloseBooks" cron:"${payroll.cron}" lock:"payroll-window" lockTtl:"${payroll.lock-ttl}" catchUp:"${payroll.catch-up}"`
 
 	ledger ledger
 	log    *slog.Logger
@@ -41,7 +41,7 @@ func (c *PayrollController) CloseBooks(ctx context.Context) error {
 	if err := c.ledger.Append(ctx, lease, run.Fire, run.Node); err != nil {
 		return err
 	}
-	c.log.Info("payroll closed", "fire", run.Fire.UTC().Format(fireFormat), "node", run.Node, "token", lease.Token())
+	c.log.Info("payroll closed", "fire", run.Fire.UTC().Format(fireFormat), "node", run.Node, "token", lease.Token(), "manual", run.Manual)
 	return nil
 }
 

@@ -58,6 +58,9 @@ type Payroll struct {
 	LockTTL time.Duration `yaml:"lock-ttl" env:"PAYROLL_LOCK_TTL" default:"30s" validate:"gt=0"`
 	// ClockOffset shifts this node's clock, to show skew tolerance.
 	ClockOffset time.Duration `yaml:"clock-offset" env:"PAYROLL_CLOCK_OFFSET"`
+	// CatchUp is CloseBooks's catch-up policy: "skip", or the window within
+	// which a fire missed while no node ran is run when a node starts.
+	CatchUp string `yaml:"catch-up" env:"PAYROLL_CATCH_UP" default:"skip"`
 	// For stops the process cleanly after this long; zero runs until a signal.
 	For time.Duration `yaml:"for" env:"PAYROLL_FOR" validate:"min=0"`
 }
@@ -86,11 +89,14 @@ var flags = []struct {
 	{"namespace", "lock namespace shared by the nodes of one environment", []string{"PAYROLL_REDIS_NAMESPACE", "PAYROLL_POSTGRES_NAMESPACE"}, false},
 	{"node", "this node's name (default: <hostname>-<pid>)", []string{"PAYROLL_NODE"}, false},
 	{"cron", "CloseBooks's schedule (default: @every 2s)", []string{"PAYROLL_CRON"}, false},
+	{"catch-up", "CloseBooks's catch-up: skip, or a window such as 1m (default: skip)", []string{"PAYROLL_CATCH_UP"}, false},
 	{"clock-offset", "shift this node's clock by a duration, e.g. 300ms or -300ms", []string{"PAYROLL_CLOCK_OFFSET"}, false},
 	{"log-format", "text or json", []string{"PAYROLL_LOG_FORMAT"}, false},
 	{"for", "exit cleanly after this long, e.g. 10s (default: run until a signal)", []string{"PAYROLL_FOR"}, false},
 	{"admin-addr", "serve /scheduledtasks, /locks and /healthz on this address, e.g. 127.0.0.1:8081", []string{"PAYROLL_ADMIN_ADDR"}, false},
 	{"metrics", "expose Prometheus metrics at /metrics on --admin-addr", []string{"PAYROLL_ADMIN_METRICS"}, true},
+	{"admin-token", "bearer token of the task control endpoints (run, pause, resume) on --admin-addr; " +
+		"prefer the variable, which other users cannot read from the process list", []string{"PAYROLL_ADMIN_TOKEN"}, false},
 }
 
 func main() {

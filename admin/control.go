@@ -1,0 +1,185 @@
+package admin
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/ndigo/ndigo/internal/redact"
+	"github.com/ndigo/ndigo/scheduling"
+	"github.com/ndigo/ndigo/taskstate"
+)
+
+// A Token is the bearer token that the control endpoints (run, pause,
+// resume) require. It never shows its value when printed, logged or
+// marshaled, so that a Config or Options can be.
+type Token string
+
+// String returns "[REDACTED]", or "" for no token.
+func (t Token) String() string {
+	if t == "" {
+		return ""
+	}
+	return redact.Mark
+}
+
+// GoString redacts the %#v form too.
+func (t Token) GoString() string { return `"` + t.String() + `"` }
+
+// LogValue redacts the token in slog records.
+func (t Token) LogValue() slog.Value { return slog.StringValue(t.String()) }
+
+// MarshalText redacts the token in JSON and YAML.
+func (t Token) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
+
+// RunJSON is one run of a task on any node, in GET
+// /scheduledtasks/{name}/runs and as a task's clusterLastRun.
+type RunJSON struct {
+	Fire            time.Time `json:"fire"`   // the scheduled instant; for a manual run, when it was requested
+	Manual          bool      `json:"manual"` // an operator asked for it (POST .../run)
+	Node            string    `json:"node"`
+	Token           uint64    `json:"token"` // the lease's fencing token; 0 if unlocked
+	Start           time.Time `json:"start"`
+	Duration        string    `json:"duration"`
+	DurationSeconds float64   `json:"durationSeconds"`
+	Outcome         string    `json:"outcome"` // ok, error, panic, cancelled
+	Error           string    `json:"error,omitempty"`
+}
+
+func runJSON(r taskstate.Run) RunJSON {
+	return RunJSON{Fire: r.Fire.UTC(), Manual: r.Manual, Node: r.Node, Token: r.Token, Start: r.Start.UTC(),
+		Duration: r.Duration.String(), DurationSeconds: r.Duration.Seconds(), Outcome: r.Outcome, Error: r.Error}
+}
+
+// RunsJSON is the body of GET /scheduledtasks/{name}/runs.
+type RunsJSON struct {
+	Task string    `json:"task"`
+	Runs []RunJSON `json:"runs"` // newest first
+}
+
+// ActionJSON is the body of a successful POST /scheduledtasks/{name}/run,
+// pause or resume.
+type ActionJSON struct {
+	Task   string `json:"task"`
+	Action string `json:"action"`           // run, pause, resume
+	Status string `json:"status,omitempty"` // run: "requested"
+	Paused *bool  `json:"paused,omitempty"` // pause, resume: the task's paused flag now
+}
+
+// ErrorJSON is the body of every error response.
+type ErrorJSON struct {
+	Error string `json:"error"`
+}
+
+// noToken is the 403 message of a mutation when no token is configured.
+const noToken = "task control is off: no admin token is configured; set admin.token in the configuration " +
+	"(or its environment variable, such as NDIGO_ADMIN_TOKEN with the prefix NDIGO_), or admin.Options.Token, " +
+	"and send it as 'Authorization: Bearer <token>'"
+
+// scheduledTask serves /scheduledtasks/{name}/{action}: runs (GET), and
+// run, pause and resume (POST, with the bearer token).
+func (h *Handler) scheduledTask(w http.ResponseWriter, r *http.Request) {
+	name, action := r.PathValue("name"), r.PathValue("action")
+	switch action {
+	case "runs":
+		if !allow(w, r, http.MethodGet) {
+			return
+		}
+		runs, err := h.s.History(r.Context(), name)
+		if err != nil {
+			writeError(w, errorCode(err), err.Error())
+			return
+		}
+		out := RunsJSON{Task: name, Runs: make([]RunJSON, len(runs))}
+		for i, run := range runs {
+			out.Runs[i] = runJSON(run)
+		}
+		writeJSON(w, http.StatusOK, out)
+	case "run", "pause", "resume":
+		if !allow(w, r, http.MethodPost) || !h.authorized(w, r, name, action) {
+			return
+		}
+		h.mutate(w, r, name, action)
+	default:
+		writeError(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path+"; a task has runs (GET), run, pause and resume (POST)")
+	}
+}
+
+// mutate performs an authorized action and logs it.
+func (h *Handler) mutate(w http.ResponseWriter, r *http.Request, name, action string) {
+	ctx := r.Context()
+	var err error
+	switch action {
+	case "run":
+		err = h.s.RunNow(ctx, name)
+	case "pause":
+		err = h.s.Pause(ctx, name)
+	case "resume":
+		err = h.s.Resume(ctx, name)
+	}
+	if err != nil {
+		h.log.Warn("admin: task control failed", "task", name, "action", action, "remote", r.RemoteAddr, "err", err)
+		writeError(w, errorCode(err), err.Error())
+		return
+	}
+	h.log.Info("admin: task control", "task", name, "action", action, "remote", r.RemoteAddr)
+	out := ActionJSON{Task: name, Action: action}
+	code := http.StatusOK
+	switch action {
+	case "run":
+		out.Status, code = "requested", http.StatusAccepted
+	default:
+		paused := action == "pause"
+		out.Paused = &paused
+	}
+	writeJSON(w, code, out)
+}
+
+// authorized checks the request's bearer token against the configured one
+// in constant time, answering 403 when none is configured and 401 when the
+// request's is missing or wrong. Refusals are logged, without the token.
+func (h *Handler) authorized(w http.ResponseWriter, r *http.Request, name, action string) bool {
+	if h.token == nil {
+		h.log.Warn("admin: task control refused: no token configured", "task", name, "action", action, "remote", r.RemoteAddr)
+		writeError(w, http.StatusForbidden, noToken)
+		return false
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if sum := sha256.Sum256([]byte(got)); !ok || subtle.ConstantTimeCompare(sum[:], h.token) != 1 {
+		h.log.Warn("admin: task control refused: missing or wrong bearer token", "task", name, "action", action, "remote", r.RemoteAddr)
+		w.Header().Set("WWW-Authenticate", `Bearer realm="ndigo"`)
+		writeError(w, http.StatusUnauthorized, "missing or wrong bearer token: send 'Authorization: Bearer <admin.token>'")
+		return false
+	}
+	return true
+}
+
+// allow answers 405 with the Allow header unless r's method is method.
+func allow(w http.ResponseWriter, r *http.Request, method string) bool {
+	if r.Method == method || (method == http.MethodGet && r.Method == http.MethodHead) {
+		return true
+	}
+	w.Header().Set("Allow", method)
+	writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed on "+r.URL.Path+": use "+method)
+	return false
+}
+
+// errorCode maps a scheduler error to its status: 404 for an unknown task,
+// 501 without a task state store, 503 when the store failed.
+func errorCode(err error) int {
+	switch {
+	case errors.Is(err, scheduling.ErrUnknownTask):
+		return http.StatusNotFound
+	case errors.Is(err, scheduling.ErrNoState):
+		return http.StatusNotImplemented
+	}
+	return http.StatusServiceUnavailable
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, ErrorJSON{Error: msg})
+}

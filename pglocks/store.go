@@ -1,0 +1,278 @@
+package pglocks
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/fx"
+
+	"github.com/ndigo/ndigo/taskstate"
+)
+
+var (
+	//go:embed store_schema.sql
+	storeSchemaSQL string
+	//go:embed store_record.sql
+	storeRecordSQL string
+	//go:embed store_take.sql
+	storeTakeSQL string
+)
+
+const defaultStoreTable = "ndigo_tasks"
+
+// StoreOptions configures a Store made by NewStore.
+type StoreOptions struct {
+	// Pool is the pool to borrow. Required.
+	Pool *pgxpool.Pool
+	// Namespace isolates this store's tasks from those of other
+	// environments sharing the database, with [CheckNamespace]'s rule.
+	Namespace string
+	// Table is the prefix of the store's three tables, "table" or
+	// "schema.table" as Options.Table; "" means ndigo_tasks (tables
+	// ndigo_tasks_paused, ndigo_tasks_requests and ndigo_tasks_runs).
+	Table string
+	// History is how many runs per task the store keeps; zero means
+	// taskstate.DefaultHistory.
+	History int
+}
+
+// A Store is a taskstate.Store in PostgreSQL, shared by every node on the
+// same database and namespace. Make one with NewStore and call
+// CreateSchema once; it is safe for concurrent use. Each operation is one
+// statement, with the namespace and task name as bind parameters.
+type Store struct {
+	pool    *pgxpool.Pool
+	ns      string
+	table   string
+	history int
+	sql     storeStatements
+}
+
+type storeStatements struct {
+	schema, pause, resume, paused, request, requests, take, record, runs string
+}
+
+var _ taskstate.Store = (*Store)(nil)
+
+// NewStore returns a store on opts.Pool. It does not contact the database.
+func NewStore(opts StoreOptions) (*Store, error) {
+	if opts.Pool == nil {
+		return nil, fmt.Errorf("%w: pglocks: StoreOptions.Pool must not be nil", taskstate.ErrInvalid)
+	}
+	if err := CheckNamespace(opts.Namespace); err != nil {
+		return nil, fmt.Errorf("%w: pglocks: StoreOptions.Namespace %q %v", taskstate.ErrInvalid, opts.Namespace, err)
+	}
+	n, err := taskstate.CheckHistory("pglocks: StoreOptions.History", opts.History)
+	if err != nil {
+		return nil, err
+	}
+	table := opts.Table
+	if table == "" {
+		table = defaultStoreTable
+	}
+	parts := strings.Split(table, ".")
+	if len(parts) > 2 {
+		return nil, fmt.Errorf("%w: pglocks: StoreOptions.Table %q has more than one '.': use table or schema.table", taskstate.ErrInvalid, table)
+	}
+	for _, p := range parts {
+		if !tablePart.MatchString(p) {
+			return nil, fmt.Errorf("%w: pglocks: StoreOptions.Table %q: %q must be 1 to 56 characters of [a-z0-9_], not starting with a digit",
+				taskstate.ErrInvalid, table, p)
+		}
+	}
+	name := func(suffix string) string {
+		q := append([]string(nil), parts...)
+		q[len(q)-1] += suffix
+		return pgx.Identifier(q).Sanitize()
+	}
+	r := strings.NewReplacer("$PAUSED", name("_paused"), "$REQUESTS", name("_requests"), "$RUNS", name("_runs"))
+	s := &Store{pool: opts.Pool, ns: opts.Namespace, table: table, history: n, sql: storeStatements{
+		schema:   r.Replace(storeSchemaSQL),
+		pause:    r.Replace(`INSERT INTO $PAUSED (ns, task) VALUES ($1::text, $2::text) ON CONFLICT DO NOTHING`),
+		resume:   r.Replace(`DELETE FROM $PAUSED WHERE ns = $1::text AND task = $2::text`),
+		paused:   r.Replace(`SELECT EXISTS (SELECT 1 FROM $PAUSED WHERE ns = $1::text AND task = $2::text)`),
+		request:  r.Replace(`INSERT INTO $REQUESTS (ns, task, at) VALUES ($1::text, $2::text, $3::bigint) ON CONFLICT DO NOTHING`),
+		requests: r.Replace(`SELECT task, at FROM $REQUESTS WHERE ns = $1::text`),
+		take:     r.Replace(storeTakeSQL),
+		record:   r.Replace(storeRecordSQL),
+		runs:     r.Replace(`SELECT run FROM $RUNS WHERE ns = $1::text AND task = $2::text ORDER BY id DESC LIMIT $3::bigint`),
+	}}
+	return s, nil
+}
+
+// CreateSchema creates the store's tables if they do not exist. It is
+// idempotent and safe to call from several nodes at once.
+func (s *Store) CreateSchema(ctx context.Context) error {
+	if err := taskstate.CheckContext(ctx); err != nil {
+		return err
+	}
+	var err error
+	for range 3 {
+		_, err = s.pool.Exec(ctx, s.sql.schema, pgx.QueryExecModeSimpleProtocol)
+		// As in Driver.CreateSchema: a concurrent creation fails one session
+		// on the catalog, and the next try sees the tables.
+		var pgErr *pgconn.PgError
+		if err == nil || !errors.As(err, &pgErr) || (pgErr.Code != "23505" && pgErr.Code != "42P07" && pgErr.Code != "42710") {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%w: create the task state schema (tables %s_*): %w", ErrDatabase, s.table, err)
+	}
+	return nil
+}
+
+// String names the store and its namespace.
+func (s *Store) String() string { return "pglocks store (namespace " + s.ns + ")" }
+
+func (s *Store) fail(op, task string, err error) error {
+	return fmt.Errorf("%w: %s of task %q: %w", ErrDatabase, op, task, err)
+}
+
+// SetPaused sets task's paused flag.
+func (s *Store) SetPaused(ctx context.Context, task string, paused bool) error {
+	if err := taskstate.CheckTask(ctx, task); err != nil {
+		return err
+	}
+	q := s.sql.resume
+	if paused {
+		q = s.sql.pause
+	}
+	if _, err := s.pool.Exec(ctx, q, s.ns, task); err != nil {
+		return s.fail("SetPaused", task, err)
+	}
+	return nil
+}
+
+// Paused reports task's paused flag.
+func (s *Store) Paused(ctx context.Context, task string) (bool, error) {
+	if err := taskstate.CheckTask(ctx, task); err != nil {
+		return false, err
+	}
+	var paused bool
+	if err := s.pool.QueryRow(ctx, s.sql.paused, s.ns, task).Scan(&paused); err != nil {
+		return false, s.fail("Paused", task, err)
+	}
+	return paused, nil
+}
+
+// RequestRun records a pending run of task, merged into one already
+// pending.
+func (s *Store) RequestRun(ctx context.Context, task string, at time.Time) error {
+	if err := taskstate.CheckTask(ctx, task); err != nil {
+		return err
+	}
+	if _, err := s.pool.Exec(ctx, s.sql.request, s.ns, task, at.UnixNano()); err != nil {
+		return s.fail("RequestRun", task, err)
+	}
+	return nil
+}
+
+// Requests returns the pending requests.
+func (s *Store) Requests(ctx context.Context) (map[string]time.Time, error) {
+	if err := taskstate.CheckContext(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, s.sql.requests, s.ns)
+	if err != nil {
+		return nil, fmt.Errorf("%w: Requests in namespace %q: %w", ErrDatabase, s.ns, err)
+	}
+	out := map[string]time.Time{}
+	var task string
+	var at int64
+	_, err = pgx.ForEachRow(rows, []any{&task, &at}, func() error {
+		out[task] = time.Unix(0, at).UTC()
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: Requests in namespace %q: %w", ErrDatabase, s.ns, err)
+	}
+	return out, nil
+}
+
+// TakeRequest removes task's pending request.
+func (s *Store) TakeRequest(ctx context.Context, task string) (time.Time, bool, error) {
+	if err := taskstate.CheckTask(ctx, task); err != nil {
+		return time.Time{}, false, err
+	}
+	var at int64
+	err := s.pool.QueryRow(ctx, s.sql.take, s.ns, task).Scan(&at)
+	switch {
+	case err == nil:
+		return time.Unix(0, at).UTC(), true, nil
+	case errors.Is(err, pgx.ErrNoRows):
+		return time.Time{}, false, nil
+	}
+	return time.Time{}, false, s.fail("TakeRequest", task, err)
+}
+
+// Record adds r to task's runs.
+func (s *Store) Record(ctx context.Context, task string, r taskstate.Run) error {
+	if err := taskstate.CheckTask(ctx, task); err != nil {
+		return err
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("pglocks: Record of task %q: %w", task, err)
+	}
+	if _, err := s.pool.Exec(ctx, s.sql.record, s.ns, task, string(b), s.history); err != nil {
+		return s.fail("Record", task, err)
+	}
+	return nil
+}
+
+// Runs returns task's runs, newest first. A run that does not decode
+// (written by another version) is left out.
+func (s *Store) Runs(ctx context.Context, task string) ([]taskstate.Run, error) {
+	if err := taskstate.CheckTask(ctx, task); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, s.sql.runs, s.ns, task, s.history)
+	if err != nil {
+		return nil, s.fail("Runs", task, err)
+	}
+	out := []taskstate.Run{}
+	var v string
+	_, err = pgx.ForEachRow(rows, []any{&v}, func() error {
+		var r taskstate.Run
+		if json.Unmarshal([]byte(v), &r) == nil {
+			out = append(out, r)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, s.fail("Runs", task, err)
+	}
+	return out, nil
+}
+
+type moduleStoreParams struct {
+	fx.In
+	Lifecycle fx.Lifecycle
+	Pool      *pgxpool.Pool
+	Config    ModuleConfig
+}
+
+// newModuleStore builds [Module]'s task state store on its pool, and
+// creates its tables on start, after the pool's ping.
+func newModuleStore(p moduleStoreParams) (taskstate.Store, error) {
+	s, err := NewStore(StoreOptions{Pool: p.Pool, Namespace: p.Config.Namespace})
+	if err != nil {
+		return nil, fmt.Errorf("pglocks.Module: %w", err)
+	}
+	p.Lifecycle.Append(fx.StartHook(func(ctx context.Context) error {
+		if err := s.CreateSchema(ctx); err != nil {
+			return fmt.Errorf("pglocks.Module: %w", err)
+		}
+		return nil
+	}))
+	return s, nil
+}

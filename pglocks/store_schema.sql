@@ -1,0 +1,22 @@
+-- The task state (taskstate.Store) of every namespace: the paused tasks, the
+-- pending manual-run requests (at: Unix nanoseconds), and the newest runs of
+-- each task (run: JSON), at most the store's history length per task plus
+-- one per concurrent writer.
+CREATE TABLE IF NOT EXISTS $PAUSED (
+	ns   text NOT NULL,
+	task text NOT NULL,
+	PRIMARY KEY (ns, task)
+);
+CREATE TABLE IF NOT EXISTS $REQUESTS (
+	ns   text   NOT NULL,
+	task text   NOT NULL,
+	at   bigint NOT NULL,
+	PRIMARY KEY (ns, task)
+);
+CREATE TABLE IF NOT EXISTS $RUNS (
+	ns   text      NOT NULL,
+	task text      NOT NULL,
+	id   bigserial NOT NULL,
+	run  text      NOT NULL,
+	PRIMARY KEY (ns, task, id)
+);

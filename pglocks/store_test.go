@@ -1,0 +1,100 @@
+package pglocks_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxtest"
+
+	"github.com/ndigo/ndigo/internal/pgtest"
+	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/pglocks"
+	"github.com/ndigo/ndigo/taskstate"
+	"github.com/ndigo/ndigo/taskstate/taskstatetest"
+)
+
+func newStore(t *testing.T, p *pgxpool.Pool, ns string, history int) *pglocks.Store {
+	t.Helper()
+	s, err := pglocks.NewStore(pglocks.StoreOptions{Pool: p, Namespace: ns, History: history})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateSchema(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestStoreConformance(t *testing.T) {
+	p := pgtest.Wrap(t, shared).Pool()
+	ns := unique("conformance")
+	taskstatetest.Run(t, func(t *testing.T, history int) (taskstate.Store, taskstate.Store) {
+		return newStore(t, p, ns, history), newStore(t, p, ns, history)
+	})
+}
+
+// The paused flag and the history are in the database: a store made later
+// reads them, and another namespace does not.
+func TestStoreStateOutlivesNodesAndStaysInItsNamespace(t *testing.T) {
+	p := pgtest.Wrap(t, shared).Pool()
+	ctx := context.Background()
+	ns := unique("prod")
+	first := newStore(t, p, ns, 0)
+	if err := first.SetPaused(ctx, "Payroll.Close", true); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Record(ctx, "Payroll.Close", taskstate.Run{Node: "a", Token: 7, Outcome: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	later := newStore(t, p, ns, 0)
+	if paused, err := later.Paused(ctx, "Payroll.Close"); err != nil || !paused {
+		t.Errorf("a new store's Paused = %v, %v; want true", paused, err)
+	}
+	if runs, err := later.Runs(ctx, "Payroll.Close"); err != nil || len(runs) != 1 || runs[0].Token != 7 {
+		t.Errorf("a new store's Runs = %+v, %v; want the recorded run", runs, err)
+	}
+	other := newStore(t, p, unique("staging"), 0)
+	if paused, err := other.Paused(ctx, "Payroll.Close"); err != nil || paused {
+		t.Errorf("another namespace's Paused = %v, %v; want false", paused, err)
+	}
+}
+
+func TestNewStoreRejectsBadOptions(t *testing.T) {
+	p := pgtest.Wrap(t, shared).Pool()
+	for name, o := range map[string]pglocks.StoreOptions{
+		"no pool":       {Namespace: "prod"},
+		"bad namespace": {Pool: p, Namespace: "a:b"},
+		"bad table":     {Pool: p, Namespace: "prod", Table: "tasks;drop"},
+		"history < 0":   {Pool: p, Namespace: "prod", History: -1},
+	} {
+		if _, err := pglocks.NewStore(o); !errors.Is(err, taskstate.ErrInvalid) {
+			t.Errorf("%s: err = %v, want taskstate.ErrInvalid", name, err)
+		}
+	}
+}
+
+// The module replaces the default task state (taskstate.Module) app-wide
+// with a Store in its database and namespace, its tables made on start.
+func TestModuleOverridesDefaultStore(t *testing.T) {
+	ns := unique("module")
+	var st taskstate.Store
+	var p *pgxpool.Pool
+	app := fxtest.New(t, locks.Module, taskstate.Module, moduleConfig(shared.URL(), ns), pglocks.Module,
+		fx.Module("consumer", fx.Populate(&st)), fx.Populate(&p))
+	app.RequireStart()
+	defer app.RequireStop()
+	if _, ok := st.(*pglocks.Store); !ok {
+		t.Fatalf("store %T, want *pglocks.Store", st)
+	}
+	ctx := context.Background()
+	if err := st.SetPaused(ctx, "Payroll.Close", true); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := p.QueryRow(ctx, "SELECT count(*) FROM ndigo_tasks_paused WHERE ns = $1", ns).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("paused rows: %d, %v; want 1", n, err)
+	}
+}

@@ -1,0 +1,32 @@
+package taskstate_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ndigo/ndigo/taskstate"
+)
+
+// A store shared by the nodes of a cluster: one node asks for a manual
+// run, and exactly one node takes the request.
+func Example() {
+	ctx := context.Background()
+	store, err := taskstate.NewInProcess(0)
+	if err != nil {
+		panic(err)
+	}
+	_ = store.SetPaused(ctx, "Payroll.Close", true)
+	paused, _ := store.Paused(ctx, "Payroll.Close")
+	fmt.Println("paused:", paused)
+
+	_ = store.RequestRun(ctx, "Payroll.Close", time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC))
+	at, ok, _ := store.TakeRequest(ctx, "Payroll.Close")
+	fmt.Println("taken:", ok, at.Format(time.RFC3339))
+	_, ok, _ = store.TakeRequest(ctx, "Payroll.Close")
+	fmt.Println("taken again:", ok)
+	// Output:
+	// paused: true
+	// taken: true 2026-03-01T10:00:00Z
+	// taken again: false
+}
