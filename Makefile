@@ -1,6 +1,6 @@
 # make test: every check CI runs. It installs redis-server, redis-sentinel,
-# PostgreSQL and PgBouncer from Debian's packages when they are missing (as
-# root), or says what to install.
+# PostgreSQL, PgBouncer and chromium from Debian's packages when they are
+# missing (as root), or says what to install.
 GO          ?= go
 STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 PKGS        := ./...
