@@ -17,6 +17,7 @@ import (
 	"github.com/ndigo/ndigo/admin"
 	"github.com/ndigo/ndigo/app"
 	"github.com/ndigo/ndigo/config"
+	"github.com/ndigo/ndigo/internal/admintest"
 	"github.com/ndigo/ndigo/internal/redistest"
 	"github.com/ndigo/ndigo/internal/syncbuf"
 	"github.com/ndigo/ndigo/scheduling"
@@ -180,20 +181,8 @@ func TestFrameworkRedisRulesAtLoad(t *testing.T) {
 
 func post(t *testing.T, url, token string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
+	code, body := admintest.Send(t, http.MethodPost, url, token)
+	return code, string(body)
 }
 
 // admin.token reaches the handler: the control endpoints need it, and the

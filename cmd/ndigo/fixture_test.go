@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -58,22 +57,6 @@ func ndigo(t *testing.T, env map[string]string, args ...string) result {
 // fetch returns the body of method url, sent straight to the fixture.
 func fetch(t *testing.T, method, url, token string) []byte {
 	t.Helper()
-	req, err := http.NewRequest(method, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var b bytes.Buffer
-	if _, err := b.ReadFrom(resp.Body); err != nil {
-		t.Fatal(err)
-	}
-	http.DefaultClient.CloseIdleConnections()
-	return b.Bytes()
+	_, body := admintest.Send(t, method, url, token)
+	return body
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ndigo/ndigo/internal/admintest"
 	"github.com/ndigo/ndigo/internal/nodetest"
 	"github.com/ndigo/ndigo/internal/redistest"
 )
@@ -23,22 +24,11 @@ const (
 // the JSON body into out.
 func call(t *testing.T, method, u, token string, out any) int {
 	t.Helper()
-	req, err := http.NewRequest(method, u, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+	code, body := admintest.Send(t, method, u, token)
+	if err := json.Unmarshal(body, out); err != nil {
 		t.Fatalf("%s %s: %v", method, u, err)
 	}
-	return resp.StatusCode
+	return code
 }
 
 // adminURL waits for node's admin endpoints and returns their base URL
