@@ -155,7 +155,8 @@
 // when the key is released instead of polling. Release notifies a channel
 // named after the table (ndigo_released_ and a hash of its name) with a hash
 // of the namespace and key, in the release statement itself; the
-// notification is delivered when it commits. All waiters of a driver share
+// notification is delivered when it commits, and wakes the longest-waiting
+// watcher of the key in each driver. All waiters of a driver share
 // one connection that LISTENs (Options.Listen, by default the pool's
 // configuration, outside the pool), run by one goroutine that starts with
 // the first Watch and stops a short while after the last watcher stops, or
@@ -429,9 +430,12 @@ func (d *Driver) Acquire(ctx context.Context, key string, ttl time.Duration) (lo
 // the listening connection (Options.Listen) and waits, up to half a
 // second, until LISTEN is confirmed, so that a release right after Watch
 // returns is not missed. Every Release that frees a key notifies, and the
-// notification wakes every watcher of the key in every driver on the table.
-// The channel may also close spuriously, for example after the listening
-// connection reconnects.
+// notification wakes one watcher of the key in every driver on the table,
+// the one that has waited longest: waking them all would send them all to
+// Acquire for a key only one can take. A woken watcher that gives up
+// instead of acquiring leaves the others to their poll step (locks.Wait's
+// Step). The channel may also close spuriously, for example after the
+// listening connection reconnects, which wakes every watcher.
 func (d *Driver) Watch(key string) (<-chan struct{}, func()) {
 	return d.hub.Watch(payload(d.ns, key))
 }

@@ -91,7 +91,7 @@ func (l *listener) listen(ctx context.Context, ready func()) {
 			if err != nil {
 				break
 			}
-			l.hub.WakeKey(n.Payload)
+			l.hub.WakeOne(n.Payload)
 		}
 		closeConn(conn)
 	}
