@@ -141,3 +141,65 @@ func TestWatchAcrossRestart(t *testing.T) {
 	}
 	lockstest.Closes(t, after, "after a Release following the restart")
 }
+
+// TestReleaseWakesTheLongestWaiting: a release wakes one watcher of the key
+// per driver, the one that watched first, and the next release the next
+// one. A woken waiter that gives up without acquiring does not strand the
+// others: locks.Wait acquires on its poll step.
+func TestReleaseWakesTheLongestWaiting(t *testing.T) {
+	p := pool(t)
+	ctx := context.Background()
+	holder, waiter := newDriver(t, p, "wake-one"), newDriver(t, p, "wake-one")
+	key := unique("k")
+	release := func() {
+		t.Helper()
+		l, err := holder.Acquire(ctx, key, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, stopFirst := waiter.Watch(key)
+	defer stopFirst()
+	second, stopSecond := waiter.Watch(key)
+	defer stopSecond()
+	release()
+	lockstest.Closes(t, first, "the first watcher, after a release")
+	if !lockstest.IsOpen(second) {
+		t.Fatal("one release woke both watchers of the key")
+	}
+	release()
+	lockstest.Closes(t, second, "the second watcher, after the next release")
+
+	// A watcher woken by the release that then gives up, ahead of a
+	// locks.Wait: the Wait still gets the key.
+	l, err := holder.Acquire(ctx, key, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	quitter, stopQuitter := waiter.Watch(key)
+	got := make(chan error, 1)
+	go func() {
+		lw, err := locks.Wait(ctx, waiter, key, time.Minute, locks.WaitOptions{Budget: time.Minute, Step: 20 * time.Millisecond})
+		if err == nil {
+			err = lw.Release(ctx)
+		}
+		got <- err
+	}()
+	for deadline := time.Now().Add(10 * time.Second); pglocks.Watchers(waiter, key) < 2; {
+		if time.Now().After(deadline) {
+			t.Fatal("locks.Wait never watched the key")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lockstest.Closes(t, quitter, "the longest-waiting watcher")
+	stopQuitter() // gives up without acquiring
+	if err := <-got; err != nil {
+		t.Fatalf("locks.Wait behind a watcher that gave up: %v", err)
+	}
+}
