@@ -6,17 +6,12 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ndigo/ndigo/locks"
 	"github.com/ndigo/ndigo/taskstate"
 )
 
 // DefaultRequestPoll is how often a scheduler looks for manual-run requests
 // when [Config.RequestPoll] is zero.
 const DefaultRequestPoll = time.Second
-
-// recordTimeout bounds the write of a run to the shared history, which
-// happens after the task returned and before its lease is released.
-const recordTimeout = 5 * time.Second
 
 // ErrUnknownTask reports a task name that the scheduler does not have; the
 // wrapping error names it.
@@ -123,29 +118,6 @@ func (s *Scheduler) ClusterTasks(ctx context.Context) ([]TaskInfo, error) {
 	return infos, nil
 }
 
-// skipPaused skips f if its task is paused, and reports whether it did. A
-// failure to read the flag fails the fire as a lock failure would: the store
-// is as unreachable as the lock most likely is, and a paused task must not
-// run because the flag could not be read.
-//
-//go:noinline
-func (s *Scheduler) skipPaused(f firing, t *turn) bool {
-	ctx, cancel := context.WithTimeout(s.acquireCtx, recordTimeout)
-	defer cancel()
-	paused, err := s.state.Paused(ctx, f.e.name)
-	switch {
-	case err != nil && s.stopping():
-		s.skipTurn(f, t, notRecorded, nil)
-	case err != nil:
-		s.skipTurn(f, t, OutcomeLockFailed, fmt.Errorf("reading whether the task is paused: %w", err))
-	case paused:
-		s.skipTurn(f, t, OutcomePaused, nil)
-	default:
-		return false
-	}
-	return true
-}
-
 // recordShared adds a run to the history the nodes share; a failure is
 // logged, the run having happened whatever its record says.
 //
@@ -156,7 +128,7 @@ func (s *Scheduler) recordShared(e *entry, last *LastRun) {
 	if last.Err != nil {
 		r.Error = last.Err.Error()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
+	ctx, cancel := withTimeout(context.Background(), s.clock, s.callBound(e))
 	defer cancel()
 	if err := s.state.Record(ctx, e.name, r); err != nil {
 		s.log.Warn("run not recorded in the shared history", "task", e.name, "fire", last.Fire, "err", err)
@@ -173,7 +145,7 @@ func (s *Scheduler) pollRequests() {
 // startRequested reads the pending requests and starts a manual fire for
 // each of this scheduler's tasks among them.
 func (s *Scheduler) startRequested() {
-	ctx, cancel := context.WithTimeout(s.acquireCtx, recordTimeout)
+	ctx, cancel := withTimeout(s.acquireCtx, s.clock, storeTimeout)
 	defer cancel()
 	reqs, err := s.state.Requests(ctx)
 	if err != nil {
@@ -193,7 +165,7 @@ func (s *Scheduler) startRequested() {
 	s.mu.Lock()
 	for _, e := range s.entries {
 		if at, ok := reqs[e.name]; ok && !e.busy.Load() {
-			due = append(due, firing{e: e, fire: at, manual: true})
+			due = append(due, firing{e: e, fire: at, kind: kindManual})
 		}
 	}
 	s.mu.Unlock()
@@ -202,76 +174,7 @@ func (s *Scheduler) startRequested() {
 	}
 	s.takeoff(len(due))
 	for _, f := range due {
-		go s.fireManual(f)
-	}
-}
-
-// fireManual owns one manual fire on this node: it takes the task's lease
-// (if locked), then the request, so that of the nodes that saw the request
-// only the lease's holder can take it, and runs the task once. A node that
-// finds the lock held leaves the request for a later poll.
-func (s *Scheduler) fireManual(f firing) {
-	defer s.land()
-	e := f.e
-	if !e.busy.CompareAndSwap(false, true) {
-		return // a fire of the task is in flight here: a later poll tries again
-	}
-	defer e.busy.Store(false)
-	if e.spec.Lock == "" {
-		if s.takeRequest(&f) {
-			s.runUnlocked(f)
-		}
-		return
-	}
-	if s.claims == nil {
-		return // Add refuses such tasks
-	}
-	ctx, cancel := withTimeout(s.acquireCtx, s.clock, e.spec.LockTTL)
-	lease, err := s.driver.Acquire(ctx, e.spec.Lock, e.spec.LockTTL)
-	cancel()
-	if err != nil {
-		if !errors.Is(err, locks.ErrNotAcquired) && !s.stopping() {
-			s.log.Warn("lock failed for a manual run; it stays requested", "task", e.name, "lock", e.spec.Lock, "err", err)
-		}
-		return
-	}
-	if !s.takeRequest(&f) {
-		rctx, rcancel := withTimeout(context.Background(), s.clock, e.spec.LockTTL)
-		s.releaseLease(e, lease, rctx)
-		rcancel()
-		return
-	}
-	s.log.Info("manual run", "task", e.name, "requested", f.fire, "lock", e.spec.Lock, "token", lease.Token())
-	s.runLocked(f, lease)
-}
-
-// takeRequest takes f's task's request from the store and sets f.fire to
-// the instant it was made; false if another node took it first.
-func (s *Scheduler) takeRequest(f *firing) bool {
-	ctx, cancel := context.WithTimeout(s.acquireCtx, recordTimeout)
-	defer cancel()
-	at, ok, err := s.state.TakeRequest(ctx, f.e.name)
-	if err != nil {
-		if !s.stopping() {
-			s.log.Warn("taking a manual-run request failed", "task", f.e.name, "err", err)
-		}
-		return false
-	}
-	if ok {
-		f.fire = at
-	}
-	return ok
-}
-
-// runUnlocked runs an unlocked fire.
-func (s *Scheduler) runUnlocked(f firing) {
-	if f.manual {
-		s.log.Info("manual run", "task", f.e.name, "requested", f.fire)
-	}
-	if s.observed {
-		s.executeObserved(s.runCtx, f, nil, nil)
-	} else {
-		s.execute(s.runCtx, f, nil, nil)
+		go s.fire(f, nil)
 	}
 }
 
@@ -287,7 +190,7 @@ func (s *Scheduler) catchUps(now time.Time) []firing {
 		}
 		if p := lastFireWithin(e.sched, now, e.spec.CatchUp); !p.IsZero() {
 			s.log.Info("catching up the last fire if it ran nowhere", "task", e.name, "fire", p, "window", e.spec.CatchUp)
-			out = append(out, firing{e: e, fire: p})
+			out = append(out, firing{e: e, fire: p, kind: kindCatchUp})
 		}
 	}
 	return out

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -74,22 +75,52 @@ func RunFromContext(ctx context.Context) (Run, bool) {
 	return Run{}, false
 }
 
+// A runKind is what started a fire. It is data of the one path that every
+// run takes ([Scheduler.fire]), never a path of its own.
+type runKind uint8
+
+const (
+	kindScheduled runKind = iota // the schedule reached the instant
+	kindCatchUp                  // a node started after the instant, within the task's catch-up window
+	kindManual                   // an operator asked (RunNow); the fire is the request's instant
+)
+
 // firing is one due fire of one entry.
 type firing struct {
-	e      *entry
-	fire   time.Time
-	manual bool // a run asked for with RunNow, fire being when
+	e     *entry
+	fire  time.Time
+	kind  runKind
+	taken bool // a manual fire whose request this node took from the store
 }
 
 // notRecorded is the outcome of a fire that Stop ended before it ran: it is
 // neither recorded nor told to listeners.
 const notRecorded Outcome = ""
 
+// outcomeRun is what admit answers for a fire that runs.
+const outcomeRun Outcome = "run"
+
+// storeTimeout bounds each task-state call of an unlocked task, which has no
+// lock TTL to bound it.
+const storeTimeout = 5 * time.Second
+
 // A turn orders the first lock attempts of the locked fires of one batch.
 type turn struct {
 	prev <-chan struct{} // closed when the previous locked fire made its attempt; nil for the first
 	next chan struct{}   // closed when this fire made its attempt
 	all  <-chan struct{} // closed when every locked fire of the batch made its attempt
+}
+
+// pass waits for the previous locked fire's attempt, then lets the next
+// one make its own. A nil turn passes nothing.
+func (t *turn) pass() {
+	if t == nil {
+		return
+	}
+	if t.prev != nil {
+		<-t.prev
+	}
+	close(t.next)
 }
 
 // dispatch starts one goroutine per fire of a batch, each owning its fire's
@@ -121,22 +152,23 @@ func (s *Scheduler) dispatch(batch []firing) {
 	}
 }
 
-// fire owns one fire of one task on this node, from the busy check to the
-// record: the single-flight flag is set here and cleared here, and the fire
-// counts as in flight until this function returns. t is the turn of a
-// locked fire dispatched in a batch, nil otherwise.
+// fire owns one run of one task on this node, whatever started it (the
+// schedule, a catch-up, an operator), from the busy check to the record:
+// the single-flight flag is set here and cleared here, and the fire counts
+// as in flight until this function returns. t is the turn of a locked fire
+// dispatched in a batch, nil otherwise.
 func (s *Scheduler) fire(f firing, t *turn) {
 	defer s.land()
 	e := f.e
 	if !e.busy.CompareAndSwap(false, true) {
-		s.skipBusy(f, t)
+		t.pass()
+		s.skip(f, OutcomeRunning, nil)
 		return
 	}
 	defer e.busy.Store(false) // after the lease is released
 	switch {
-	case s.state != nil && s.skipPaused(f, t):
-	case e.spec.Lock != "":
-		s.fireLocked(f, t)
+	case e.spec.Lock != "" || s.state != nil:
+		s.fireAdmitted(f, t)
 	case s.observed:
 		s.executeObserved(s.runCtx, f, nil, nil)
 	default:
@@ -144,64 +176,150 @@ func (s *Scheduler) fire(f firing, t *turn) {
 	}
 }
 
-// skipBusy skips a fire that found the previous one in flight, passing its
-// turn on. Out of line, as fireLocked, so that fire's frame stays small:
-// every run's goroutine starts with it.
+// fireAdmitted runs f if admit lets it, and records the skip otherwise.
+// Out of line, so that fire's frame stays small: every run's goroutine
+// starts with it.
 //
 //go:noinline
-func (s *Scheduler) skipBusy(f firing, t *turn) {
-	s.skipTurn(f, t, OutcomeRunning, nil)
-}
-
-// skipTurn skips a fire before its lock step, passing its turn on.
-func (s *Scheduler) skipTurn(f firing, t *turn, o Outcome, err error) {
-	if t != nil {
-		if t.prev != nil {
-			<-t.prev
-		}
-		close(t.next)
-	}
-	s.skip(f, o, err)
-}
-
-// fireLocked takes the lock and the claim of a locked fire and, if both
-// are had, runs it under the lease.
-//
-//go:noinline
-func (s *Scheduler) fireLocked(f firing, t *turn) {
-	lease, o, err := s.lock(f, t)
-	if lease == nil {
+func (s *Scheduler) fireAdmitted(f firing, t *turn) {
+	lease, o, err := s.admit(&f, t)
+	if o != outcomeRun {
 		s.skip(f, o, err)
 		return
 	}
+	if f.kind == kindManual {
+		s.log.Info("manual run", "task", f.e.name, "requested", f.fire, "lock", f.e.spec.Lock, "token", token(lease))
+	}
+	switch {
+	case lease != nil:
+		s.runLocked(f, lease)
+	case s.observed:
+		s.executeObserved(s.runCtx, f, nil, nil)
+	default:
+		s.execute(s.runCtx, f, nil, nil)
+	}
+}
+
+// token returns l's token, 0 for no lease.
+func token(l locks.Lease) uint64 {
+	if l == nil {
+		return 0
+	}
+	return l.Token()
+}
+
+// admit decides whether f runs, in the same steps whatever started it:
+//
+//  1. The pause rule: a scheduled or catch-up fire of a paused task does
+//     not run, and is claimed, so that no node catches it up after the
+//     resume. A manual run runs paused. A flag that cannot be read fails
+//     the fire rather than run it.
+//  2. The lease, for a locked task: Acquire, then [locks.Wait] within the
+//     task's LockWait (a manual run does not wait: its request stays for a
+//     later poll).
+//  3. The claim: a scheduled or catch-up fire claims its instant; a manual
+//     run takes its request from the store, which records it as taken by
+//     this node until the run is recorded.
+//  4. The lease check: a lease that ended during the steps above (a slow
+//     driver or store, a paused process) does not run the task: another
+//     node may hold the key by now.
+//
+// Each driver and store call is bounded by the lock TTL (an unlocked task's
+// by storeTimeout). It returns the lease to run under (nil for an unlocked
+// task) with outcomeRun, or the outcome of a fire that does not run and the
+// error behind a failure.
+func (s *Scheduler) admit(f *firing, t *turn) (locks.Lease, Outcome, error) {
+	e := f.e
+	if s.stopping() {
+		t.pass()
+		return nil, notRecorded, nil
+	}
+	if f.kind != kindManual && s.state != nil {
+		if o, err := s.pauseRule(f); o != outcomeRun {
+			t.pass()
+			return nil, o, err
+		}
+	}
+	if e.spec.Lock == "" {
+		if f.kind != kindManual {
+			return nil, outcomeRun, nil
+		}
+		ctx, cancel := withTimeout(s.acquireCtx, s.clock, storeTimeout)
+		defer cancel()
+		if err := s.claim(ctx, f); err != nil {
+			o, err := s.notClaimed(err)
+			return nil, o, err
+		}
+		return nil, outcomeRun, nil
+	}
+	lease, o, err := s.lock(f, t)
+	if lease == nil {
+		return nil, o, err
+	}
 	if s.debugOn() {
-		s.log.Debug("lock acquired", "task", f.e.name, "fire", f.fire, "lock", f.e.spec.Lock, "token", lease.Token())
+		s.log.Debug("lock acquired", "task", e.name, "fire", f.fire, "lock", e.spec.Lock, "token", lease.Token())
 	}
 	if t != nil {
 		<-t.all
 	}
 	select {
 	case <-lease.Done():
-		// The lock step (a slow claim, a paused process) outlasted the lease:
-		// another node may hold the key now. The task is not called.
-		s.skip(f, OutcomeLockFailed, fmt.Errorf("%w: the lease on %q ended before the run could start: the lock step took longer than the lock TTL (%v)",
-			locks.ErrLeaseLost, f.e.spec.Lock, f.e.spec.LockTTL))
-		return
+		// The lock step (a slow claim or take, a paused process) outlasted
+		// the lease: another node may hold the key now. The task is not
+		// called.
+		return nil, OutcomeLockFailed, fmt.Errorf("%w: the lease on %q ended before the run could start: the lock step took longer than the lock TTL (%v)",
+			locks.ErrLeaseLost, e.spec.Lock, e.spec.LockTTL)
 	default:
 	}
-	s.runLocked(f, lease)
+	return lease, outcomeRun, nil
 }
 
-// lock takes f's lease and claims the fire. It returns the lease, or the
-// outcome of a fire that does not run and the error behind a failure. Each
-// driver call of the first attempt is bounded by the lock TTL: a call slower
-// than the lease it is for is of no use.
+// pauseRule answers outcomeRun for a fire of a task that is not paused,
+// OutcomePaused for one that is (claiming a locked task's fire), and a lock
+// failure when the flag cannot be read: the store is as unreachable as the
+// lock most likely is, and a paused task must not run because the flag
+// could not be read.
+func (s *Scheduler) pauseRule(f *firing) (Outcome, error) {
+	ctx, cancel := withTimeout(s.acquireCtx, s.clock, s.callBound(f.e))
+	defer cancel()
+	paused, err := s.state.Paused(ctx, f.e.name)
+	switch {
+	case err != nil && s.stopping():
+		return notRecorded, nil
+	case err != nil:
+		return OutcomeLockFailed, fmt.Errorf("reading whether the task is paused: %w", err)
+	case !paused:
+		return outcomeRun, nil
+	}
+	if s.claims != nil && f.e.spec.Lock != "" && s.clock.Since(f.fire) <= MaxClaimLateness {
+		// A fire skipped while paused is claimed, so that a catch-up after
+		// the resume finds it had its turn.
+		if err := s.claim(ctx, f); err != nil && !errors.Is(err, errClaimed) && !s.stopping() {
+			s.log.Warn("claiming a paused fire failed; a catch-up may run it after the resume", "task", f.e.name, "fire", f.fire, "err", err)
+		}
+	}
+	return OutcomePaused, nil
+}
+
+// callBound bounds each driver and store call of e's fires: its lock TTL
+// (a call slower than the lease it is for is of no use), storeTimeout for
+// an unlocked task.
+func (s *Scheduler) callBound(e *entry) time.Duration {
+	if e.spec.Lock == "" {
+		return storeTimeout
+	}
+	return e.spec.LockTTL
+}
+
+// lock takes f's lease and claims the fire (steps 2 and 3 of admit). It
+// returns the lease, or the outcome of a fire that does not run and the
+// error behind a failure.
 //
 // The fire is claimed while the lease is held, or before waiting for it: so
 // of the nodes that wait for one fire's lock, only the claimant is left
 // waiting, and a node that gets the lock after a run of the same fire ended
 // finds the fire claimed.
-func (s *Scheduler) lock(f firing, t *turn) (locks.Lease, Outcome, error) {
+func (s *Scheduler) lock(f *firing, t *turn) (locks.Lease, Outcome, error) {
 	e := f.e
 	passed := t == nil
 	if !passed && t.prev != nil {
@@ -220,7 +338,7 @@ func (s *Scheduler) lock(f firing, t *turn) (locks.Lease, Outcome, error) {
 	if s.claims == nil { // Add refuses such tasks; this guards the run itself
 		return nil, OutcomeLockFailed, fmt.Errorf("%w: task %s needs lock %q", ErrNoDriver, e.name, e.spec.Lock)
 	}
-	if s.clock.Since(f.fire) > MaxClaimLateness {
+	if f.kind != kindManual && s.clock.Since(f.fire) > MaxClaimLateness {
 		return nil, OutcomeMissed, nil
 	}
 	ctx, cancel := withTimeout(s.acquireCtx, s.clock, e.spec.LockTTL)
@@ -238,18 +356,15 @@ func (s *Scheduler) lock(f firing, t *turn) (locks.Lease, Outcome, error) {
 		err = fmt.Errorf("%w (the driver did not answer within the lock TTL, %v)", err, e.spec.LockTTL)
 	}
 	switch {
-	case errors.Is(err, errClaimed):
-		return nil, OutcomeAlreadyRun, nil
 	case !errors.Is(err, locks.ErrNotAcquired):
-		return nil, s.failed(), err
-	case e.spec.LockWait == 0:
+		o, err := s.notClaimed(err)
+		return nil, o, err
+	case e.spec.LockWait == 0 || f.kind == kindManual:
 		return nil, OutcomeLockHeld, nil
 	}
 	if err := s.claim(ctx, f); err != nil {
-		if errors.Is(err, errClaimed) {
-			return nil, OutcomeAlreadyRun, nil
-		}
-		return nil, s.failed(), err
+		o, err := s.notClaimed(err)
+		return nil, o, err
 	}
 	cancel()
 	pass()
@@ -269,17 +384,41 @@ func (s *Scheduler) lock(f firing, t *turn) (locks.Lease, Outcome, error) {
 	return nil, s.failed(), err
 }
 
-// errClaimed reports a fire that another node claimed first.
+// errClaimed reports a fire that another node claimed first, or a manual
+// run's request that another node took.
 var errClaimed = errors.New("scheduling: fire claimed by another node")
 
-// claim claims f under its task's claim key: the fire's instant in Unix
-// milliseconds is the claim's sequence number.
-func (s *Scheduler) claim(ctx context.Context, f firing) error {
+// claim claims f: a scheduled or catch-up fire under its task's claim key,
+// the fire's instant in Unix milliseconds being the claim's sequence number;
+// a manual run by taking its request from the store, f.fire becoming the
+// instant the request was made. It returns an error wrapping errClaimed if
+// another node was first.
+func (s *Scheduler) claim(ctx context.Context, f *firing) error {
+	if f.kind == kindManual {
+		at, ok, err := s.state.TakeRequest(ctx, f.e.name)
+		switch {
+		case err != nil:
+			return fmt.Errorf("taking the manual-run request: %w", err)
+		case !ok:
+			return fmt.Errorf("%w: the request of %s was taken", errClaimed, f.e.name)
+		}
+		f.fire, f.taken = at, true
+		return nil
+	}
 	ok, err := s.claims.Claim(ctx, f.e.claimKey, f.fire.UnixMilli(), ClaimTTL)
 	if err == nil && !ok {
 		err = fmt.Errorf("%w: %s at %v", errClaimed, f.e.name, f.fire)
 	}
 	return err
+}
+
+// notClaimed returns the outcome of a fire whose lock step or claim failed
+// with err, and the error to report: none for a fire another node claimed.
+func (s *Scheduler) notClaimed(err error) (Outcome, error) {
+	if errors.Is(err, errClaimed) {
+		return OutcomeAlreadyRun, nil
+	}
+	return s.failed(), err
 }
 
 // failed is the outcome of a fire whose lock step failed: not recorded if
@@ -292,16 +431,22 @@ func (s *Scheduler) failed() Outcome {
 }
 
 // skip records a fire that does not run, logs it and tells the listeners.
+// A manual run that did not take its request is not a skip: the request
+// stays for a later poll (lock held, a fire in flight here), or another
+// node took it.
 func (s *Scheduler) skip(f firing, o Outcome, err error) {
 	e := f.e
+	if f.kind == kindManual && !f.taken && o != OutcomeLockFailed {
+		o = notRecorded
+	}
 	switch o {
 	case notRecorded:
 		return
 	case OutcomeLockFailed:
-		e.record(LastRun{Fire: f.fire, Outcome: o, Err: err, Node: s.node}, counts{failures: 1})
-		s.log.Error("lock failed; fire not run", "task", e.name, "fire", f.fire, "lock", e.spec.Lock, "err", err)
+		s.record(f, &LastRun{Fire: f.fire, Outcome: o, Err: err, Node: s.node, Manual: f.kind == kindManual}, counts{failures: 1})
+		s.log.Error("lock failed; fire not run", "task", e.name, "fire", f.fire, "lock", e.spec.Lock, "manual", f.kind == kindManual, "err", err)
 	default:
-		e.record(LastRun{Fire: f.fire, Outcome: o, Node: s.node}, counts{skips: 1})
+		s.record(f, &LastRun{Fire: f.fire, Outcome: o, Node: s.node, Manual: f.kind == kindManual}, counts{skips: 1})
 		ctx := context.Background()
 		switch o {
 		case OutcomeLockHeld:
@@ -321,8 +466,19 @@ func (s *Scheduler) skip(f firing, o Outcome, err error) {
 		}
 	}
 	if s.notify != nil {
-		ev := Event{Task: e.name, Lock: e.spec.Lock, Fire: f.fire, Node: s.node, Outcome: o, Err: err}
+		ev := Event{Task: e.name, Lock: e.spec.Lock, Fire: f.fire, Node: s.node, Outcome: o, Err: err, Manual: f.kind == kindManual}
 		s.notify.skipped(&ev)
+	}
+}
+
+// record is where every fire that ran or was skipped is recorded: in this
+// node's registry, and in the shared history for a run, or for a manual
+// run's request that this node took (so that a taken request always ends
+// with an outcome there).
+func (s *Scheduler) record(f firing, last *LastRun, c counts) {
+	f.e.record(*last, c)
+	if s.state != nil && (c.runs > 0 || f.taken) {
+		s.recordShared(f.e, last)
 	}
 }
 
@@ -371,7 +527,7 @@ func (s *Scheduler) execute(ctx context.Context, f firing, lease locks.Lease, k 
 		ctx, cancel = withTimeout(ctx, s.clock, e.spec.MaxRunTime)
 		defer cancel()
 	}
-	ctx = &runContext{Context: ctx, run: Run{Task: e.name, Fire: f.fire, Node: s.node, Lease: lease, Manual: f.manual}}
+	ctx = &runContext{Context: ctx, run: Run{Task: e.name, Fire: f.fire, Node: s.node, Lease: lease, Manual: f.kind == kindManual}}
 	start := s.clock.Now()
 	err, panicked := call(ctx, e.fn)
 	s.finish(f, lease, k, start, err, panicked, nil)
@@ -391,7 +547,7 @@ func (s *Scheduler) executeObserved(ctx context.Context, f firing, lease locks.L
 		ctx, cancel = withTimeout(ctx, s.clock, e.spec.MaxRunTime)
 		defer cancel()
 	}
-	ctx = &runContext{Context: ctx, run: Run{Task: e.name, Fire: f.fire, Node: s.node, Lease: lease, Manual: f.manual}}
+	ctx = &runContext{Context: ctx, run: Run{Task: e.name, Fire: f.fire, Node: s.node, Lease: lease, Manual: f.kind == kindManual}}
 	start := s.clock.Now()
 	ctx, ev := s.started(ctx, f, lease, start, s.debugOn())
 	err, panicked := call(ctx, e.fn)
@@ -405,7 +561,7 @@ func (s *Scheduler) executeObserved(ctx context.Context, f firing, lease locks.L
 func (s *Scheduler) started(ctx context.Context, f firing, lease locks.Lease, start time.Time, debug bool) (context.Context, *runEvent) {
 	ev := &runEvent{debug: debug}
 	ev.Event = Event{Task: f.e.name, Lock: f.e.spec.Lock, Fire: f.fire, Node: s.node, Start: start,
-		Lateness: start.Sub(f.fire), Manual: f.manual}
+		Lateness: start.Sub(f.fire), Manual: f.kind == kindManual}
 	if lease != nil {
 		ev.Token = lease.Token()
 	}
@@ -427,9 +583,8 @@ func (s *Scheduler) started(ctx context.Context, f firing, lease locks.Lease, st
 // grow its stack.
 func (s *Scheduler) finish(f firing, lease locks.Lease, k *keeper, start time.Time,
 	err error, panicked bool, ev *runEvent) {
-	e := f.e
 	last := LastRun{Fire: f.fire, Start: start, Duration: s.clock.Since(start), Outcome: OutcomeOK,
-		Err: err, Node: s.node, Manual: f.manual}
+		Err: err, Node: s.node, Manual: f.kind == kindManual}
 	var end leaseEnd
 	if lease != nil {
 		last.Token = lease.Token()
@@ -442,10 +597,7 @@ func (s *Scheduler) finish(f firing, lease locks.Lease, k *keeper, start time.Ti
 	if last.Outcome != OutcomeOK {
 		c.failures = 1
 	}
-	e.record(last, c)
-	if s.state != nil {
-		s.recordShared(e, &last)
-	}
+	s.record(f, &last, c)
 	if ev != nil {
 		s.ended(ev, last.Outcome, err, last.Duration, end)
 	}
@@ -637,19 +789,42 @@ func (k *keeper) stop() error {
 }
 
 // withTimeout returns a copy of parent that is cancelled d from now on clock
-// c, with cause context.DeadlineExceeded. On the real clock it is
-// context.WithTimeout; on another clock a timer of that clock cancels it
-// (clockwork's own fake-clock contexts block in Err until they are done).
+// c; its Err is then context.DeadlineExceeded, as is its cause. On the real
+// clock it is context.WithTimeout; on another clock a timer of that clock
+// cancels it (clockwork's own fake-clock contexts block in Err until they
+// are done), so that a run past its MaxRunTime sees the same error in a test
+// on a fake clock as in production.
 func withTimeout(parent context.Context, c clockwork.Clock, d time.Duration) (context.Context, context.CancelFunc) {
 	if c == realClock {
 		return context.WithTimeout(parent, d)
 	}
 	ctx, cancel := context.WithCancelCause(parent)
-	t := c.AfterFunc(d, func() { cancel(context.DeadlineExceeded) })
-	return ctx, func() {
+	tc := &timedContext{Context: ctx}
+	t := c.AfterFunc(d, func() {
+		tc.expired.Store(true)
+		cancel(context.DeadlineExceeded)
+	})
+	return tc, func() {
 		t.Stop()
 		cancel(context.Canceled)
 	}
+}
+
+// A timedContext is a context that a fake clock's timer ended: its Err is
+// context.DeadlineExceeded, as a real deadline's is. Its Deadline stays the
+// parent's: a fake instant would mislead the network clients that set
+// socket deadlines from it.
+type timedContext struct {
+	context.Context
+	expired atomic.Bool // set before the timer cancels the context
+}
+
+func (c *timedContext) Err() error {
+	err := c.Context.Err()
+	if err != nil && c.expired.Load() && context.Cause(c.Context) == context.DeadlineExceeded {
+		return context.DeadlineExceeded
+	}
+	return err
 }
 
 var realClock = clockwork.NewRealClock()

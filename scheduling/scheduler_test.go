@@ -352,6 +352,12 @@ func TestMaxRunTime(t *testing.T) {
 	if err := <-ended; !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("cause %v, want a deadline", err)
 	}
+	// The task returned ctx.Err(): on a fake clock as on the real one, it is
+	// the deadline, not a cancellation.
+	waitIdle(t, s)
+	if err := s.Tasks()[0].Last.Err; err != context.DeadlineExceeded {
+		t.Errorf("ctx.Err() past MaxRunTime = %v, want context.DeadlineExceeded", err)
+	}
 }
 
 func TestRenewKeepsLease(t *testing.T) {

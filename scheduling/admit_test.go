@@ -1,0 +1,99 @@
+package scheduling
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/taskstate"
+)
+
+// A fire skipped while its task was paused is claimed, so that a node that
+// starts after the resume (a rolling deploy) does not catch it up: catch-up
+// is for a fire that no node reached.
+func TestPausedFireIsNotCaughtUp(t *testing.T) {
+	c := newCluster(t)
+	x := &exclusive{}
+	ctx := context.Background()
+	c.fc.Advance(50 * time.Minute)
+	c.start(3, catchUpTask(x, 30*time.Minute))
+	if err := c.nodes[0].Pause(ctx, "hourly"); err != nil {
+		t.Fatal(err)
+	}
+	c.step(15*time.Minute, time.Minute) // the 01:00 fire is skipped, paused
+	if n := c.skips.count(OutcomePaused); n != 3 {
+		t.Fatalf("%d fires skipped as paused, want the 01:00 fire on 3 nodes", n)
+	}
+	if err := c.nodes[1].Resume(ctx, "hourly"); err != nil {
+		t.Fatal(err)
+	}
+	c.stop()
+	c.fc.Advance(5 * time.Minute)
+	c.start(3, catchUpTask(x, 30*time.Minute)) // 01:10: the 01:00 fire is within the window
+	c.step(time.Minute, time.Second)
+	if fires := x.list(); len(fires) != 0 {
+		t.Fatalf("runs %v, want none: the 01:00 fire was skipped while paused, not missed", fires)
+	}
+	if n := c.skips.count(OutcomeAlreadyRun); n != 3 {
+		t.Errorf("%d catch-ups found the paused fire claimed, want 3", n)
+	}
+}
+
+// slowTake is a task state whose TakeRequest answers only when the test
+// lets it, whatever its context says: a store whose reply comes late (a
+// lost reply and a client's retry, a slow server).
+type slowTake struct {
+	*taskstate.InProcess
+	entered chan struct{} // closed when TakeRequest is called
+	release chan struct{} // closed by the test to let it answer
+}
+
+func (s *slowTake) TakeRequest(_ context.Context, task string) (time.Time, bool, error) {
+	close(s.entered)
+	<-s.release
+	return s.InProcess.TakeRequest(context.Background(), task)
+}
+
+// A manual run whose request is taken after its lease ended is not run: the
+// lease is checked before the run, as for a scheduled fire, and the taken
+// request ends in the history with the lock failure, on the node that took
+// it.
+func TestManualRunNeverStartsOnAnEndedLease(t *testing.T) {
+	fc := clockwork.NewFakeClockAt(epoch)
+	inner, _ := taskstate.NewInProcess(0)
+	store := &slowTake{InProcess: inner, entered: make(chan struct{}), release: make(chan struct{})}
+	skips := &skipCounter{}
+	s := New(Config{Clock: fc, Logger: slog.New(slog.DiscardHandler), State: store, Listeners: []Listener{skips},
+		Driver: locks.NewInProcessDriver(locks.WithClock(fc)), Node: "node-a"})
+	var x exclusive
+	mustAdd(t, s, NewTask(x.task, Cron("@daily"), Lock("k"), LockTTL(10*time.Second), Name("report")))
+	mustStart(t, s)
+	defer s.Stop(context.Background())
+	ctx := context.Background()
+	if err := s.RunNow(ctx, "report"); err != nil {
+		t.Fatal(err)
+	}
+	<-store.entered
+	fc.Advance(11 * time.Second) // past the lease, which the node still holds locally
+	close(store.release)
+	waitIdle(t, s)
+	if n := x.count(); n != 0 {
+		t.Fatalf("%d runs on a lease that ended while the request was taken, want none", n)
+	}
+	last := s.Tasks()[0].Last
+	if last.Outcome != OutcomeLockFailed || !errors.Is(last.Err, locks.ErrLeaseLost) || !last.Manual {
+		t.Errorf("last fire %+v, want a manual lock failure wrapping ErrLeaseLost", last)
+	}
+	runs, err := s.History(ctx, "report")
+	if err != nil || len(runs) != 1 || !runs[0].Manual || runs[0].Outcome != string(OutcomeLockFailed) || runs[0].Node != "node-a" {
+		t.Fatalf("History = %+v, %v; want the taken request recorded as a lock failure by node-a", runs, err)
+	}
+	if reqs, err := inner.Requests(ctx); err != nil || len(reqs) != 0 {
+		t.Errorf("pending requests %v, %v; want none: the request was taken", reqs, err)
+	}
+}
