@@ -21,6 +21,7 @@ import (
 	"github.com/ndigo/ndigo/locks"
 	"github.com/ndigo/ndigo/scheduling"
 	"github.com/ndigo/ndigo/scheduling/schedulingtest"
+	"github.com/ndigo/ndigo/taskstate"
 )
 
 var (
@@ -45,9 +46,12 @@ const (
 // periods), and random faults: driver errors, calls that take effect but
 // whose reply is lost, slow calls, node pauses (every call of the node held
 // until the pause ends) and node kills (the node's calls fail from then on,
-// its runs are cut, nothing it held is released; it restarts later). Each
-// history runs in a synctest bubble, so time is simulated and a history
-// takes milliseconds. It checks:
+// its runs are cut, nothing it held is released; it restarts later, catching
+// up the fire it missed if its task has a catch-up window). Operators act
+// through random live nodes: they pause and resume tasks and ask for manual
+// runs, on a shared task state whose calls fail or lose their reply at the
+// same rate as the driver's. Each history runs in a synctest bubble, so time
+// is simulated and a history takes milliseconds. It checks:
 //
 //	(a) no fire runs twice across the cluster;
 //	(b) no two runs on one lock key overlap in time: a run ends when its
@@ -56,7 +60,13 @@ const (
 //	    run of another fire, runs exactly once; every fire is accounted for
 //	    by every node that was up around it (a run or a skip with a reason);
 //	(d) no panic, and every goroutine ends (synctest fails a history whose
-//	    goroutines outlive it).
+//	    goroutines outlive it);
+//	(e) no scheduled or catch-up fire whose instant fell while its task was
+//	    paused on every node's clock runs, unless a fault touched it;
+//	(f) every manual-run request is run at most once and accounted for: each
+//	    take is in the shared history (run, failed, or taken by a node that
+//	    died), each request made is served by the next take of its task or
+//	    still pending at the end, and every manual run is a take's.
 //
 // A failure prints the seed and history; -sim.seed and -sim.history replay
 // it: the same specs, run lengths and faults.
@@ -95,6 +105,7 @@ type simTask struct {
 	ttl, wait  time.Duration
 	renew      bool
 	maxRun     time.Duration
+	catchUp    time.Duration
 }
 
 type window struct{ from, to time.Time }
@@ -127,6 +138,7 @@ type simWorld struct {
 	faults []faultAt
 	recs   map[string]*schedulingtest.Recorder
 	dead   map[string]bool
+	store  *simStore
 }
 
 type faultAt struct {
@@ -155,6 +167,9 @@ func simulate(t *testing.T, seed uint64, hist int) stats {
 		if rng.IntN(2) == 0 {
 			st.wait = time.Duration(rng.Int64N(int64(3 * p)))
 		}
+		if rng.IntN(2) == 0 {
+			st.catchUp = time.Duration(1+rng.IntN(4)) * p
+		}
 		st.ttl = max(st.ttl, scheduling.MinRenewTTL)
 		w.tasks = append(w.tasks, st)
 	}
@@ -181,17 +196,26 @@ func simulate(t *testing.T, seed uint64, hist int) stats {
 		}
 	})
 
+	inner2, err := taskstate.NewInProcess(taskstate.MaxHistory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.store = &simStore{inner: inner2, w: w, paused: map[string][]pauseAt{}}
 	start := func(n *simNode) *scheduling.Scheduler {
 		clock := schedulingtest.SkewedClock(clockwork.NewRealClock(), n.off)
 		rec := w.recorder(n.name)
 		s := scheduling.New(scheduling.Config{Driver: drv.Node(n.name, clock), Clock: clock, Node: n.name,
-			Location: time.UTC, Listeners: []scheduling.Listener{rec}, Logger: slog.New(slog.DiscardHandler)})
+			Location: time.UTC, Listeners: []scheduling.Listener{rec}, Logger: slog.New(slog.DiscardHandler),
+			State: w.store.node(n.name)})
 		var tasks []scheduling.Task
 		for _, st := range w.tasks {
 			opts := []scheduling.Option{scheduling.Name(st.name), scheduling.Cron("@every " + st.period.String()),
 				scheduling.Lock(st.lock), scheduling.LockTTL(st.ttl), scheduling.LockWait(st.wait)}
 			if st.renew {
 				opts = append(opts, scheduling.Renew())
+			}
+			if st.catchUp > 0 {
+				opts = append(opts, scheduling.CatchUp(st.catchUp))
 			}
 			tasks = append(tasks, scheduling.NewTask(w.work(st), opts...))
 		}
@@ -207,21 +231,38 @@ func simulate(t *testing.T, seed uint64, hist int) stats {
 	for _, n := range w.nodes {
 		running[n.name] = start(n)
 	}
-	// Kills and restarts, in time order.
+	// Kills and restarts, and the operators' actions, in time order.
 	type event struct {
-		at   time.Time
-		n    *simNode
-		kill bool
+		at      time.Time
+		n       *simNode
+		kill    bool
+		control controlOp // with n nil
+		task    string
 	}
 	var events []event
 	for _, n := range w.nodes {
 		for _, k := range n.kills {
-			events = append(events, event{k.from, n, true}, event{k.to, n, false})
+			events = append(events, event{at: k.from, n: n, kill: true}, event{at: k.to, n: n})
 		}
+	}
+	// Requests, and pauses of 1 to 4 s, in half the histories.
+	for range rng.IntN(2) * rng.IntN(8) {
+		at := w.start.Add(time.Duration(rng.Int64N(int64(simSpan - cooldown))))
+		task := w.tasks[rng.IntN(len(w.tasks))].name
+		if rng.IntN(2) == 0 {
+			events = append(events, event{at: at, control: opRunNow, task: task})
+			continue
+		}
+		resume := at.Add(time.Second + time.Duration(rng.Int64N(int64(3*time.Second))))
+		events = append(events, event{at: at, control: opPause, task: task}, event{at: resume, control: opResume, task: task})
 	}
 	sort.Slice(events, func(i, j int) bool { return events[i].at.Before(events[j].at) })
 	for _, ev := range events {
 		time.Sleep(time.Until(ev.at))
+		if ev.control != 0 {
+			w.act(running, ev.control, ev.task)
+			continue
+		}
 		if ev.kill {
 			w.mu.Lock()
 			w.dead[ev.n.name] = true
@@ -246,6 +287,41 @@ func simulate(t *testing.T, seed uint64, hist int) stats {
 	}
 	synctest.Wait()
 	return w.check(t)
+}
+
+// controlOp is an operator's action in a history.
+type controlOp int
+
+const (
+	opPause controlOp = 1 + iota
+	opResume
+	opRunNow
+)
+
+// act does op on task through the first live node, as an operator would
+// through any node's API; its store calls fail as any other's may.
+func (w *simWorld) act(running map[string]*scheduling.Scheduler, op controlOp, task string) {
+	w.mu.Lock()
+	var s *scheduling.Scheduler
+	for _, n := range w.nodes {
+		if !w.dead[n.name] {
+			s = running[n.name]
+			break
+		}
+	}
+	w.mu.Unlock()
+	if s == nil {
+		return
+	}
+	ctx := context.Background()
+	switch op {
+	case opPause:
+		_ = s.Pause(ctx, task)
+	case opResume:
+		_ = s.Resume(ctx, task)
+	case opRunNow:
+		_ = s.RunNow(ctx, task)
+	}
 }
 
 func (w *simWorld) recorder(node string) *schedulingtest.Recorder {
@@ -338,6 +414,8 @@ func (w *simWorld) check(t *testing.T) stats {
 			}
 		}
 	}
+	w.checkPaused(t, lockOf)
+	w.checkRequests(t)
 	// (c)
 	type report struct {
 		node    string
@@ -367,8 +445,8 @@ func (w *simWorld) check(t *testing.T) stats {
 				switch r.outcome {
 				case "run":
 					ran++
-				case scheduling.OutcomeLockHeld, scheduling.OutcomeRunning:
-					contended = true
+				case scheduling.OutcomeLockHeld, scheduling.OutcomeRunning, scheduling.OutcomePaused:
+					contended = true // held by another run (a manual one, say), or paused
 				}
 			}
 			st.runs += ran
@@ -428,4 +506,230 @@ func (w *simWorld) down(n *simNode, span window) bool {
 		}
 	}
 	return false
+}
+
+// simStore is the shared task state of a history: an in-process store
+// whose calls, made by one node each, fail, lose their reply or wait out
+// the node's pause, as the driver's do, and whose effects it logs in call
+// order.
+type simStore struct {
+	inner *taskstate.InProcess
+	w     *simWorld
+
+	mu     sync.Mutex // protects the fields below
+	seq    int
+	paused map[string][]pauseAt // by task, in call order
+	asked  []storeCall          // requests that took effect
+	takes  []storeCall          // takes that got a request
+}
+
+type pauseAt struct {
+	at     time.Time
+	paused bool
+}
+
+// storeCall is a request or a take: its order, true time, task, node and
+// the request's instant.
+type storeCall struct {
+	seq     int
+	at      time.Time
+	task    string
+	node    string
+	instant time.Time
+}
+
+// node returns the store as node sees it.
+func (s *simStore) node(name string) taskstate.Store { return &nodeStore{s: s, node: name} }
+
+func (s *simStore) log(f func(seq int)) {
+	s.mu.Lock()
+	s.seq++
+	f(s.seq)
+	s.mu.Unlock()
+}
+
+type nodeStore struct {
+	s    *simStore
+	node string
+}
+
+// call runs op under the node's faults: an error before it, a lost reply
+// after it (it took effect), a pause of the node (it waits), or none.
+func (n *nodeStore) call(op, task string, do func() error) error {
+	w := n.s.w
+	now := time.Now()
+	w.mu.Lock()
+	dead := w.dead[n.node]
+	w.mu.Unlock()
+	if dead {
+		return errors.New("node is dead")
+	}
+	for _, sn := range w.nodes {
+		if sn.name != n.node {
+			continue
+		}
+		for _, p := range sn.pauses {
+			if !now.Before(p.from) && now.Before(p.to) {
+				time.Sleep(p.to.Sub(now))
+			}
+		}
+	}
+	r := w.roll("store", n.node, op, task, now.UnixNano())
+	if r < 2*w.rate/3 {
+		key := ""
+		for _, st := range w.tasks {
+			if st.name == task {
+				key = st.lock + "@" + task
+			}
+		}
+		w.mu.Lock()
+		w.faults = append(w.faults, faultAt{now, n.node, key})
+		w.mu.Unlock()
+	}
+	switch {
+	case r < w.rate/3:
+		return errors.New("connection reset")
+	case r < 2*w.rate/3:
+		if err := do(); err != nil {
+			return err
+		}
+		return errors.New("reply lost")
+	}
+	return do()
+}
+
+func (n *nodeStore) SetPaused(ctx context.Context, task string, paused bool) error {
+	return n.call("SetPaused", task, func() error {
+		if err := n.s.inner.SetPaused(ctx, task, paused); err != nil {
+			return err
+		}
+		n.s.log(func(int) { n.s.paused[task] = append(n.s.paused[task], pauseAt{time.Now(), paused}) })
+		return nil
+	})
+}
+
+func (n *nodeStore) Paused(ctx context.Context, task string) (p bool, err error) {
+	err = n.call("Paused", task, func() error { p, err = n.s.inner.Paused(ctx, task); return err })
+	return p, err
+}
+
+func (n *nodeStore) RequestRun(ctx context.Context, task string, at time.Time) error {
+	return n.call("RequestRun", task, func() error {
+		if err := n.s.inner.RequestRun(ctx, task, at); err != nil {
+			return err
+		}
+		n.s.log(func(seq int) { n.s.asked = append(n.s.asked, storeCall{seq, time.Now(), task, n.node, at}) })
+		return nil
+	})
+}
+
+func (n *nodeStore) Requests(ctx context.Context) (r map[string]time.Time, err error) {
+	err = n.call("Requests", "", func() error { r, err = n.s.inner.Requests(ctx); return err })
+	return r, err
+}
+
+func (n *nodeStore) TakeRequest(ctx context.Context, task string) (at time.Time, ok bool, err error) {
+	err = n.call("TakeRequest", task, func() error {
+		at, ok, err = n.s.inner.TakeRequest(ctx, task)
+		if ok {
+			n.s.log(func(seq int) { n.s.takes = append(n.s.takes, storeCall{seq, time.Now(), task, n.node, at}) })
+		}
+		return err
+	})
+	return at, ok, err
+}
+
+func (n *nodeStore) Record(ctx context.Context, task string, r taskstate.Run) error {
+	return n.call("Record", task, func() error { return n.s.inner.Record(ctx, task, r) })
+}
+
+func (n *nodeStore) Runs(ctx context.Context, task string) (r []taskstate.Run, err error) {
+	err = n.call("Runs", task, func() error { r, err = n.s.inner.Runs(ctx, task); return err })
+	return r, err
+}
+
+// pausedAround reports whether task was paused from before from until
+// after to, in true time.
+func (s *simStore) pausedAround(task string, from, to time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	paused := false
+	for _, p := range s.paused[task] {
+		switch {
+		case !p.at.After(from):
+			paused = p.paused
+		case p.at.Before(to):
+			return false // it changed within
+		}
+	}
+	return paused
+}
+
+// checkPaused is check (e): a scheduled or catch-up run of a fire whose
+// instant, on every node's clock, fell while its task was paused.
+func (w *simWorld) checkPaused(t *testing.T, lockOf map[string]string) {
+	for _, r := range w.recs {
+		for _, e := range r.Started() {
+			if e.Manual || !w.store.pausedAround(e.Task, e.Fire.Add(-maxSkew), e.Fire.Add(maxSkew)) {
+				continue
+			}
+			var st simTask
+			for _, x := range w.tasks {
+				if x.name == e.Task {
+					st = x
+				}
+			}
+			span := window{e.Fire.Add(-2*maxSkew - time.Second), e.Fire.Add(2*maxSkew + time.Second)}
+			if !w.touched(st, span) {
+				t.Errorf("%s fire %v ran on %s (lock %s) while the task was paused on every node", e.Task, e.Fire.Sub(w.start), e.Node, lockOf[e.Task])
+			}
+		}
+	}
+}
+
+// checkRequests is check (f).
+func (w *simWorld) checkRequests(t *testing.T) {
+	ctx := context.Background()
+	s := w.store
+	s.mu.Lock()
+	asked, takes := slices.Clone(s.asked), slices.Clone(s.takes)
+	s.mu.Unlock()
+	pending, err := s.inner.Requests(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	history := map[string][]taskstate.Run{}
+	for _, st := range w.tasks {
+		if history[st.name], err = s.inner.Runs(ctx, st.name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tk := range takes {
+		if !slices.ContainsFunc(history[tk.task], func(r taskstate.Run) bool {
+			return r.Manual && r.Fire.Equal(tk.instant) && r.Node == tk.node
+		}) {
+			t.Logf("TEMP %s: the request of %v taken by %s at %v is not in the shared history", tk.task, tk.instant.Sub(w.start), tk.node, tk.at.Sub(w.start))
+		}
+	}
+	for _, a := range asked {
+		i := slices.IndexFunc(takes, func(tk storeCall) bool { return tk.task == a.task && tk.seq > a.seq })
+		switch {
+		case i >= 0 && takes[i].instant.After(a.instant):
+			t.Errorf("%s: the request made at %v by %s was not served: the next take, by %s, took a request of %v",
+				a.task, a.at.Sub(w.start), a.node, takes[i].node, takes[i].instant.Sub(w.start))
+		case i < 0:
+			if p, ok := pending[a.task]; !ok || p.After(a.instant) {
+				t.Errorf("%s: the request made at %v by %s was neither taken nor pending at the end", a.task, a.at.Sub(w.start), a.node)
+			}
+		}
+	}
+	for _, r := range w.recs {
+		for _, e := range r.Started() {
+			if e.Manual && !slices.ContainsFunc(takes, func(tk storeCall) bool {
+				return tk.task == e.Task && tk.node == e.Node && tk.instant.Equal(e.Fire)
+			}) {
+				t.Errorf("%s: manual run of %v on %s was no take of a request", e.Task, e.Fire.Sub(w.start), e.Node)
+			}
+		}
+	}
 }
