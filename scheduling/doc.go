@@ -40,8 +40,12 @@
 //
 // One timer serves the whole schedule (a heap of next fires); idle tasks cost
 // no goroutine. At each fire, every due task gets a goroutine that owns the
-// fire from start to end: the single-flight check, the lock, the claim, the
-// run, the renewal, the release and the record. Locked tasks make their first
+// fire from start to end: the single-flight check, the pause rule, the lock,
+// the claim, the lease check, the run, the renewal, the release and the
+// record. Every run takes this one path, whatever started it: its schedule, a
+// catch-up when a node starts, or an operator ([Scheduler.RunNow]); what
+// differs is data (the run's kind and instant), so a rule added to the path
+// holds for every kind of run. Locked tasks make their first
 // lock attempt in registration order and start their runs only when all
 // have made it, so that of two tasks sharing a lock on one node the
 // earlier-registered one wins and the other skips. Runs then proceed
@@ -86,8 +90,10 @@
 // Cost per fire, per node: one Acquire and one Claim for the node that wins
 // the lock; one Acquire for a node that finds it held; with LockWait, one
 // Acquire, one Claim and the wait's polls for the node that waits; one
-// Release after the run. One claim record per task, whatever the number of
-// fires.
+// Release after the run. With a task state store, every node also reads the
+// paused flag, and the winner records the run: on N nodes a locked fire
+// costs 2N+3 round trips. One claim record per
+// task, whatever the number of fires.
 //
 // Liveness: a fire that no fault touches (every node up, the driver
 // answering) runs exactly once if its lock is free when the first node
@@ -120,15 +126,20 @@
 // share; [Module] takes it from the graph), operators control tasks across
 // the cluster. [Scheduler.Pause] makes every node skip the task's fires
 // ([OutcomePaused]) until [Scheduler.Resume]; a node that cannot read the
-// flag fails the fire instead of running it. [Scheduler.RunNow] records a
-// request that one node runs once, as soon as it holds the task's lock,
-// with [Run].Manual set: the nodes look for requests every
-// [Config.RequestPoll], on the loop's own timer, and take a request only
-// while holding the lock, so a manual run is fenced and never overlaps
-// another run of the lock. Every run is recorded in the store, so
-// [Scheduler.History] and [Scheduler.ClusterTasks] answer for the whole
+// flag fails the fire instead of running it, and a fire skipped while paused
+// is claimed, so that no node catches it up after the resume.
+// [Scheduler.RunNow] records a request that one node runs once, as soon as
+// it holds the task's lock, with [Run].Manual set: the nodes look for
+// requests every [Config.RequestPoll], on the loop's own timer, and take a
+// request only while holding the lock (the take is a manual run's claim),
+// so a manual run is fenced, checked against its lease's end like any fire,
+// and never overlaps another run of the lock. A request that a node took is
+// recorded in the store's history with the outcome of its run, or of the
+// lock step that failed after the take. Every run is recorded in the store,
+// so [Scheduler.History] and [Scheduler.ClusterTasks] answer for the whole
 // cluster. A locked task with a [CatchUp] window runs, when a node starts,
-// its most recent fire within the window if no node claimed it.
+// its most recent fire within the window if no node claimed it. Each store
+// call is bounded by the task's lock TTL (5s for an unlocked task).
 //
 // # Stopping
 //
