@@ -97,3 +97,55 @@ func TestManualRunNeverStartsOnAnEndedLease(t *testing.T) {
 		t.Errorf("pending requests %v, %v; want none: the request was taken", reqs, err)
 	}
 }
+
+// stallKey is a driver whose Acquire of one key waits until the test lets
+// it go: a slow lock step.
+type stallKey struct {
+	*locks.InProcessDriver
+	key     string
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (d *stallKey) Acquire(ctx context.Context, key string, ttl time.Duration) (locks.Lease, error) {
+	if key == d.key {
+		close(d.entered)
+		<-d.release
+	}
+	return d.InProcessDriver.Acquire(ctx, key, ttl)
+}
+
+func (d *stallKey) Unwrap() locks.Driver { return d.InProcessDriver }
+
+// Fires due together on different lock keys do not queue behind each
+// other's lock steps: only fires sharing a key take turns.
+func TestFiresOnOtherKeysDoNotWaitForASlowLockStep(t *testing.T) {
+	fc := clockwork.NewFakeClockAt(epoch)
+	d := &stallKey{InProcessDriver: locks.NewInProcessDriver(locks.WithClock(fc)), key: "slow",
+		entered: make(chan struct{}), release: make(chan struct{})}
+	s := New(Config{Clock: fc, Logger: slog.New(slog.DiscardHandler), Driver: d})
+	ran := make(chan string, 2)
+	task := func(name string) func(context.Context) error {
+		return func(context.Context) error { ran <- name; return nil }
+	}
+	mustAdd(t, s, NewTask(task("first"), Cron("@every 1m"), Lock("slow"), Name("first")),
+		NewTask(task("second"), Cron("@every 1m"), Lock("fast"), Name("second")))
+	mustStart(t, s)
+	defer s.Stop(context.Background())
+	waitIdle(t, s)
+	fc.Advance(time.Minute)
+	<-d.entered
+	select {
+	case got := <-ran:
+		if got != "second" {
+			t.Fatalf("%s ran first, want second, whose key is free, while first's lock step stalls", got)
+		}
+	case <-time.After(10 * time.Second): // a guard against a hang, not a wait for a race
+		close(d.release)
+		t.Fatal("second did not run while first's lock step stalled: it waited for first's turn")
+	}
+	close(d.release)
+	if got := <-ran; got != "first" {
+		t.Fatalf("then %s, want first", got)
+	}
+}

@@ -45,11 +45,11 @@
 // record. Every run takes this one path, whatever started it: its schedule, a
 // catch-up when a node starts, or an operator ([Scheduler.RunNow]); what
 // differs is data (the run's kind and instant), so a rule added to the path
-// holds for every kind of run. Locked tasks make their first
-// lock attempt in registration order and start their runs only when all
-// have made it, so that of two tasks sharing a lock on one node the
-// earlier-registered one wins and the other skips. Runs then proceed
-// concurrently.
+// holds for every kind of run. Locked tasks due together that share a lock
+// key make their first lock attempt in registration order and start their
+// runs only when all of them have made it, so that of two tasks sharing a
+// lock on one node the earlier-registered one wins and the other skips;
+// tasks on other keys do not wait for them. Runs then proceed concurrently.
 //
 // A locked fire:
 //   - acquires the lock, each driver call bounded by the lock TTL; on

@@ -104,11 +104,12 @@ const outcomeRun Outcome = "run"
 // lock TTL to bound it.
 const storeTimeout = 5 * time.Second
 
-// A turn orders the first lock attempts of the locked fires of one batch.
+// A turn orders the first lock attempts of the locked fires of one batch
+// that share a lock key.
 type turn struct {
 	prev <-chan struct{} // closed when the previous locked fire made its attempt; nil for the first
 	next chan struct{}   // closed when this fire made its attempt
-	all  <-chan struct{} // closed when every locked fire of the batch made its attempt
+	all  <-chan struct{} // closed when every fire of the batch on the key made its attempt
 }
 
 // pass waits for the previous locked fire's attempt, then lets the next
@@ -124,30 +125,46 @@ func (t *turn) pass() {
 }
 
 // dispatch starts one goroutine per fire of a batch, each owning its fire's
-// life. Locked fires make their first lock attempt (and claim) one after
-// another in batch order, and start their runs only when all have made it,
-// so that among tasks sharing a lock the earlier-registered one holds it
-// while the others try: it wins and they skip.
+// life. Locked fires that share a lock key make their first lock attempt
+// (and claim) one after another in batch order, and start their runs only
+// when all of them have made it, so that among tasks sharing a lock the
+// earlier-registered one holds it while the others try: it wins and they
+// skip. Fires on keys of their own do not wait for any other: a thousand
+// tasks on a thousand locks make their lock steps at once.
 func (s *Scheduler) dispatch(batch []firing) {
 	s.takeoff(len(batch))
-	var turns []turn
-	var prev chan struct{}
+	var perKey map[string]int // locked fires per key
 	for _, f := range batch {
-		if f.e.spec.Lock != "" {
-			next := make(chan struct{})
-			turns = append(turns, turn{prev: prev, next: next})
-			prev = next
+		if k := f.e.spec.Lock; k != "" && len(batch) > 1 {
+			if perKey == nil {
+				perKey = make(map[string]int)
+			}
+			perKey[k]++
 		}
 	}
-	i := 0
-	for _, f := range batch {
-		if f.e.spec.Lock == "" {
-			go s.fire(f, nil)
+	var turns []*turn // by batch index; nil for a fire that waits for none
+	tail := map[string]*turn{}
+	for i, f := range batch {
+		k := f.e.spec.Lock
+		if perKey[k] < 2 {
 			continue
 		}
-		t := &turns[i]
-		t.all = prev
-		i++
+		if turns == nil {
+			turns = make([]*turn, len(batch))
+		}
+		t := &turn{next: make(chan struct{})}
+		if prev := tail[k]; prev != nil {
+			t.prev = prev.next
+		}
+		tail[k], turns[i] = t, t
+	}
+	for i, f := range batch {
+		var t *turn
+		if turns != nil {
+			if t = turns[i]; t != nil {
+				t.all = tail[f.e.spec.Lock].next
+			}
+		}
 		go s.fire(f, t)
 	}
 }
@@ -156,7 +173,7 @@ func (s *Scheduler) dispatch(batch []firing) {
 // schedule, a catch-up, an operator), from the busy check to the record:
 // the single-flight flag is set here and cleared here, and the fire counts
 // as in flight until this function returns. t is the turn of a locked fire
-// dispatched in a batch, nil otherwise.
+// dispatched in a batch with others on its key, nil otherwise.
 func (s *Scheduler) fire(f firing, t *turn) {
 	defer s.land()
 	e := f.e
