@@ -56,12 +56,13 @@ type table struct {
 	// most MaxTTL cannot overflow until the table is 291 years old.
 	base time.Time
 
-	mu       sync.Mutex                 // protects the fields below and every lease's mutable fields
-	holders  map[string]*inProcessLease // the latest lease of each key; it may have expired
-	watchers map[string]*watch          // waiters to wake when a key is released
-	claims   map[string]claimRecord     // the latest claim of each key; it may have expired
-	last     uint64                     // the last fencing token issued
-	sweepAt  int                        // len(holders)+len(claims) at which expired entries are dropped
+	mu       sync.Mutex                          // protects the fields below and every lease's mutable fields
+	holders  map[string]*inProcessLease          // the latest lease of each key; it may have expired
+	watchers map[string]*watch                   // waiters to wake when a key is released
+	claims   map[string]claimRecord              // the latest claim of each key; it may have expired
+	groups   map[string]map[string]time.Duration // Membership: each group's members, until when (since base)
+	last     uint64                              // the last fencing token issued
+	sweepAt  int                                 // len(holders)+len(claims) at which expired entries are dropped
 }
 
 // claimRecord is the latest claim of a key.
@@ -82,7 +83,7 @@ type watch struct {
 
 func newTable(c clockwork.Clock) *table {
 	return &table{clock: c, base: c.Now(), holders: map[string]*inProcessLease{}, watchers: map[string]*watch{},
-		claims: map[string]claimRecord{}, sweepAt: minSweep}
+		claims: map[string]claimRecord{}, groups: map[string]map[string]time.Duration{}, sweepAt: minSweep}
 }
 
 // Acquire implements Driver.

@@ -227,6 +227,9 @@ func token(l locks.Lease) uint64 {
 
 // admit decides whether f runs, in the same steps whatever started it:
 //
+//  0. Ownership, for a locked task of a spreading scheduler
+//     ([Config.Spread]): a node that does not own the task's lock key
+//     leaves the fire to the node that does, without a call.
 //  1. The pause rule: a scheduled or catch-up fire of a paused task does
 //     not run, and is claimed, so that no node catches it up after the
 //     resume. A manual run runs paused. A flag that cannot be read fails
@@ -250,6 +253,10 @@ func (s *Scheduler) admit(f *firing, t *turn) (locks.Lease, Outcome, error) {
 	if s.stopping() {
 		t.pass()
 		return nil, notRecorded, nil
+	}
+	if e.spec.Lock != "" && s.spread != nil && !s.owns(e.spec.Lock) {
+		t.pass()
+		return nil, OutcomeNotOwner, nil
 	}
 	if f.kind != kindManual && s.state != nil {
 		if o, err := s.pauseRule(f); o != outcomeRun {
@@ -474,6 +481,7 @@ func (s *Scheduler) skip(f firing, o Outcome, err error) {
 			s.log.Warn("fire reached too late to claim; skipped", "task", e.name, "fire", f.fire, "lateness", s.clock.Since(f.fire))
 		case OutcomePaused:
 			s.log.Log(ctx, s.skipAt, "task paused; fire skipped", "task", e.name, "fire", f.fire)
+		case OutcomeNotOwner: // every node but one, every fire: not worth a line
 		case OutcomeRunning:
 			if e.waiting.Load() {
 				s.log.Log(ctx, s.skipAt, "previous fire still waiting for its lock; fire skipped", "task", e.name, "fire", f.fire)

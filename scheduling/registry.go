@@ -26,6 +26,7 @@ const (
 	OutcomeAlreadyRun Outcome = "skipped: already run"   // another node claimed this fire (or a later one)
 	OutcomeMissed     Outcome = "skipped: missed"        // the node reached the fire too late to claim it
 	OutcomePaused     Outcome = "skipped: paused"        // the task is paused cluster-wide (Pause)
+	OutcomeNotOwner   Outcome = "skipped: not owner"     // another live node owns the task's lock key (Config.Spread)
 	OutcomeLockFailed Outcome = "failed: lock"           // the driver failed, or there was none
 )
 

@@ -54,6 +54,20 @@ type Config struct {
 	// runs asked for on any node; zero means DefaultRequestPoll. A request
 	// made through this scheduler is looked for at once.
 	RequestPoll time.Duration
+	// Spread spreads the fires of locked tasks over the live nodes, so that
+	// a fire costs one node's driver calls instead of every node's: each
+	// node heartbeats its membership of a group (the nodes with the same
+	// locked tasks) through the driver, which must be a [locks.Membership],
+	// and tries only the fires of the lock keys that rendezvous hashing
+	// gives it among the live members. A fire that two nodes try while
+	// their views differ (a node joining, leaving or dying) still runs once:
+	// the lock and the claim decide it, as without Spread. See the package
+	// documentation, "Spreading".
+	Spread bool
+	// Heartbeat is how often a spreading node renews its membership; zero
+	// means DefaultHeartbeat. A member that misses three is dropped, and its
+	// tasks go to the others.
+	Heartbeat time.Duration
 }
 
 // A Scheduler runs tasks at their fire instants. It is safe for concurrent
@@ -77,6 +91,9 @@ type Scheduler struct {
 
 	claims locks.Claimer // the driver's fire claims; nil without a driver that keeps them
 	minTTL time.Duration // the driver's minimum lease TTL (locks.MinTTLer)
+
+	spread    *spread // nil unless Config.Spread
+	configErr error   // what Start returns: a Config that New could not use
 
 	state       taskstate.Store // nil without one: no pause, manual runs or shared history
 	poll        time.Duration   // Config.RequestPoll
@@ -135,6 +152,7 @@ func New(cfg Config) *Scheduler {
 	}
 	close(s.landed)
 	s.landedClosed = true
+	s.spread, s.configErr = checkSpread(cfg)
 	if s.driver != nil {
 		s.claims, _ = locks.As[locks.Claimer](s.driver)
 		if m, ok := locks.As[locks.MinTTLer](s.driver); ok {
@@ -190,6 +208,9 @@ func (s *Scheduler) Add(tasks ...Task) error {
 			heap.Push(&s.due, e)
 		}
 	}
+	if s.spread != nil && s.status == started {
+		s.spread.group, s.spread.nextBeat = s.groupOf(), now
+	}
 	s.nudge()
 	return nil
 }
@@ -233,6 +254,10 @@ func (s *Scheduler) Start() error {
 		s.mu.Unlock()
 		return errors.New("scheduling: Start after Stop")
 	}
+	if s.configErr != nil {
+		s.mu.Unlock()
+		return s.configErr
+	}
 	s.status = started
 	// Fires that fell due between Add and Start are not run late: the
 	// schedule starts now.
@@ -246,6 +271,9 @@ func (s *Scheduler) Start() error {
 	s.logStarted()
 	missed := s.catchUps(now)
 	s.nextPoll = now // requests made while no node ran are looked for at once
+	if s.spread != nil {
+		s.spread.group, s.spread.nextBeat = s.groupOf(), now
+	}
 	go s.loop()
 	s.mu.Unlock()
 	if len(missed) > 0 {
@@ -299,6 +327,9 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	case stopped:
 		return nil
 	case started:
+		if s.spread != nil {
+			s.handOver(ctx)
+		}
 		close(s.stop)
 		s.cancelAcquire() // fires waiting for a lock give up: no new runs
 		<-s.loopDone
@@ -418,6 +449,10 @@ func (s *Scheduler) loop() {
 		if poll {
 			s.nextPoll = now.Add(s.poll)
 		}
+		beat := s.beatDue(now)
+		if beat {
+			s.spread.nextBeat = now.Add(s.spread.every)
+		}
 		s.mu.Unlock()
 		if len(batch) > 0 {
 			s.dispatch(batch)
@@ -426,6 +461,10 @@ func (s *Scheduler) loop() {
 			// A store call is not made on the loop, which fires are waiting for.
 			s.takeoff(1)
 			go s.pollRequests()
+		}
+		if beat {
+			s.takeoff(1)
+			go s.beat()
 		}
 
 		s.mu.Lock()
@@ -447,6 +486,9 @@ func (s *Scheduler) loop() {
 		if s.state != nil && (wakeAt.IsZero() || s.nextPoll.Before(wakeAt)) {
 			wakeAt = s.nextPoll
 		}
+		if sp := s.spread; sp != nil && !sp.leaving && (wakeAt.IsZero() || sp.nextBeat.Before(wakeAt)) {
+			wakeAt = sp.nextBeat
+		}
 		if !wakeAt.IsZero() {
 			d := wakeAt.Sub(s.clock.Now())
 			if timer == nil {
@@ -466,6 +508,13 @@ func (s *Scheduler) loop() {
 			return
 		}
 	}
+}
+
+// beatDue reports whether a spreading scheduler's heartbeat is due at now.
+// s.mu is held.
+func (s *Scheduler) beatDue(now time.Time) bool {
+	sp := s.spread
+	return sp != nil && !sp.leaving && !sp.nextBeat.After(now)
 }
 
 // takeoff counts n more fires in flight. Only the loop calls it.
@@ -541,7 +590,7 @@ func (s *Scheduler) waitIdle(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for !(s.parked && s.flying.Load() == 0 && (len(s.due) == 0 || s.due[0].next.After(s.clock.Now())) &&
-		(s.state == nil || s.nextPoll.After(s.clock.Now()))) {
+		(s.state == nil || s.nextPoll.After(s.clock.Now())) && !s.beatDue(s.clock.Now())) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}

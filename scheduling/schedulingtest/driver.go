@@ -28,6 +28,8 @@ const (
 	OpClaim   Op = "claim"
 	OpExtend  Op = "extend"
 	OpRelease Op = "release"
+	OpBeat    Op = "heartbeat" // Key is the group
+	OpLeave   Op = "leave"     // Key is the group
 )
 
 // A Call is one operation that a [Driver] is about to forward.
@@ -62,12 +64,14 @@ type Result struct {
 	Token uint64 // the new lease's token (acquire)
 	OK    bool   // the claim was recorded (claim)
 	Err   error  // the error returned to the caller
+	// Members is the group's live members (heartbeat).
+	Members []string
 }
 
 // A Driver wraps a locks.Driver and its leases. Before each call it asks
 // its fault function what to do; after each call it tells its observer what
-// happened. It forwards locks.Watcher, locks.Claimer and locks.MinTTLer of
-// the driver it wraps, and unwraps to it. Views made by [Driver.Node] share
+// happened. It forwards locks.Watcher, locks.Claimer, locks.Membership and
+// locks.MinTTLer of the driver it wraps, and unwraps to it. Views made by [Driver.Node] share
 // the fault function and observer, and name their calls. A Driver is safe
 // for concurrent use.
 type Driver struct {
@@ -187,6 +191,36 @@ func (d *Driver) Claim(ctx context.Context, key string, seq int64, ttl time.Dura
 		return Result{OK: ok, Err: err}
 	})
 	return r.OK && r.Err == nil, r.Err
+}
+
+// Heartbeat implements locks.Membership when the wrapped driver does;
+// otherwise it returns an error wrapping locks.ErrInvalid. The node making
+// the call is the view's ([Driver.Node]), member the one it names.
+func (d *Driver) Heartbeat(ctx context.Context, group, member string, ttl time.Duration) ([]string, error) {
+	m, ok := locks.As[locks.Membership](d.inner)
+	if !ok {
+		return nil, fmt.Errorf("%w: schedulingtest: %T keeps no memberships", locks.ErrInvalid, d.inner)
+	}
+	r := d.do(ctx, Call{Op: OpBeat, Key: group, TTL: ttl}, func() Result {
+		members, err := m.Heartbeat(ctx, group, member, ttl)
+		return Result{Members: members, Err: err}
+	})
+	if r.Err != nil {
+		return nil, r.Err
+	}
+	return r.Members, nil
+}
+
+// Leave implements locks.Membership when the wrapped driver does; otherwise
+// it returns an error wrapping locks.ErrInvalid.
+func (d *Driver) Leave(ctx context.Context, group, member string) error {
+	m, ok := locks.As[locks.Membership](d.inner)
+	if !ok {
+		return fmt.Errorf("%w: schedulingtest: %T keeps no memberships", locks.ErrInvalid, d.inner)
+	}
+	return d.do(ctx, Call{Op: OpLeave, Key: group}, func() Result {
+		return Result{Err: m.Leave(ctx, group, member)}
+	}).Err
 }
 
 // Watch implements locks.Watcher when the wrapped driver does; otherwise

@@ -1,0 +1,199 @@
+package scheduling
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/ndigo/ndigo/locks"
+)
+
+// DefaultHeartbeat is how often a spreading scheduler ([Config.Spread])
+// renews its membership when [Config.Heartbeat] is zero.
+const DefaultHeartbeat = time.Second
+
+// MinHeartbeat and MaxHeartbeat bound [Config.Heartbeat].
+const (
+	MinHeartbeat = 10 * time.Millisecond
+	MaxHeartbeat = time.Hour
+)
+
+// memberLife is how many heartbeat intervals a member stays in its group
+// after its last heartbeat, and so how long a node's view of the group is
+// trusted.
+const memberLife = 3
+
+// spread is what a scheduler keeps to spread its locked tasks over the
+// live nodes of its group.
+type spread struct {
+	m     locks.Membership
+	every time.Duration // Config.Heartbeat
+
+	view    atomic.Pointer[view] // the last heartbeat's answer; nil before the first
+	failing atomic.Bool          // the last heartbeat failed
+
+	// Protected by Scheduler.mu:
+	group    string    // the group of the nodes that have the same locked tasks
+	nextBeat time.Time // when the loop heartbeats next
+	leaving  bool      // Stop handed the tasks over: no more heartbeats
+}
+
+// A view is the group's live members as one heartbeat answered.
+type view struct {
+	group   string
+	members []string
+	at      time.Time // when the heartbeat was sent, on the scheduler's clock
+}
+
+// groupOf names the group of the nodes whose locked tasks are these: nodes
+// that run another set (a rolling deploy adding a task) form another group,
+// so that no task is owned by a node that lacks it. s.mu is held.
+func (s *Scheduler) groupOf() string {
+	var names []string
+	for _, e := range s.entries {
+		if e.spec.Lock != "" {
+			names = append(names, e.name+"\x00"+e.spec.Lock)
+		}
+	}
+	slices.Sort(names)
+	h := fnv.New64a()
+	for _, n := range names {
+		h.Write([]byte(n))
+		h.Write([]byte{0})
+	}
+	return "tasks:" + strconv.FormatUint(h.Sum64(), 16)
+}
+
+// owns reports whether this node is to try the fires of a task locked on
+// key: with a view of its group younger than a member's life, the node
+// that rendezvous hashing picks for the key among the live members; without
+// one (before the first heartbeat, or while heartbeats fail), every node,
+// as if the scheduler did not spread. Tasks sharing a key have one owner,
+// so they keep their registration order.
+func (s *Scheduler) owns(key string) bool {
+	v := s.spread.view.Load()
+	if v == nil || s.clock.Since(v.at) >= memberLife*s.spread.every {
+		return true
+	}
+	return ownerOf(v.members, key) == s.node
+}
+
+// ownerOf returns the member with the highest rendezvous score for key.
+func ownerOf(members []string, key string) string {
+	var best string
+	var top uint64
+	for i, m := range members {
+		if sc := score(m, key); i == 0 || sc > top || (sc == top && m < best) {
+			best, top = m, sc
+		}
+	}
+	return best
+}
+
+// score is the rendezvous score of member for key: a 64-bit hash of both,
+// finalized so that the scores of one key over the members are independent.
+func score(member, key string) uint64 {
+	h := fnv.New64a()
+	var n [8]byte
+	binary.LittleEndian.PutUint64(n[:], uint64(len(member)))
+	h.Write(n[:])
+	h.Write([]byte(member))
+	h.Write([]byte(key))
+	x := h.Sum64()
+	// splitmix64's finalizer
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+// beat renews this node's membership and keeps the view it answers,
+// counted as a fire in flight so that Stop and the test kit wait for it. A
+// node whose group changed (tasks added after Start) leaves the old one.
+func (s *Scheduler) beat() {
+	defer s.land()
+	sp := s.spread
+	s.mu.Lock()
+	group := sp.group
+	s.mu.Unlock()
+	sent := s.clock.Now()
+	ctx, cancel := withTimeout(s.acquireCtx, s.clock, sp.every)
+	defer cancel()
+	if old := sp.view.Load(); old != nil && old.group != group {
+		_ = sp.m.Leave(ctx, old.group, s.node) // its members drop this node within a member's life anyway
+	}
+	members, err := sp.m.Heartbeat(ctx, group, s.node, memberLife*sp.every)
+	if err != nil {
+		if !s.stopping() && !sp.failing.Swap(true) {
+			s.log.Warn("membership heartbeat failed; this node tries every fire until one succeeds", "group", group, "err", err)
+		}
+		return
+	}
+	if sp.failing.Swap(false) {
+		s.log.Info("membership heartbeat works again", "group", group, "members", len(members))
+	}
+	sp.view.Store(&view{group: group, members: members, at: sent})
+}
+
+// handOver leaves the group at the start of Stop and, if other nodes were
+// in it, keeps firing this node's tasks for one and a half heartbeat
+// intervals (or until ctx ends): by then every other member has heartbeated
+// and owns its share of them, so that no fire is missed in between. A fire
+// that both try in that time runs once (its claim).
+func (s *Scheduler) handOver(ctx context.Context) {
+	sp := s.spread
+	s.mu.Lock()
+	sp.leaving = true
+	group := sp.group
+	s.mu.Unlock()
+	lctx, cancel := withTimeout(ctx, s.clock, sp.every)
+	err := sp.m.Leave(lctx, group, s.node)
+	cancel()
+	if err != nil {
+		s.log.Warn("leaving the membership group failed; the other nodes take this node's tasks when its membership expires",
+			"group", group, "within", memberLife*sp.every, "err", err)
+		return
+	}
+	v := sp.view.Load()
+	if v == nil || len(v.members) < 2 || ctx.Err() != nil {
+		return
+	}
+	wait := sp.every + sp.every/2
+	s.log.Info("stopping: handing tasks over to the other nodes", "members", len(v.members)-1, "wait", wait)
+	t := s.clock.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.Chan():
+	case <-ctx.Done():
+	}
+}
+
+// checkSpread returns the error of a scheduler asked to spread on a driver
+// that keeps no memberships.
+func checkSpread(cfg Config) (*spread, error) {
+	if !cfg.Spread {
+		return nil, nil
+	}
+	every := cfg.Heartbeat
+	switch {
+	case every == 0:
+		every = DefaultHeartbeat
+	case every < MinHeartbeat || every > MaxHeartbeat:
+		return nil, fmt.Errorf("scheduling: Config.Heartbeat %v must be in [%v, %v] (0 means %v)", every, MinHeartbeat, MaxHeartbeat, DefaultHeartbeat)
+	}
+	if cfg.Driver == nil {
+		return nil, fmt.Errorf("%w: Config.Spread needs a driver that keeps memberships (locks.Membership)", ErrNoDriver)
+	}
+	m, ok := locks.As[locks.Membership](cfg.Driver)
+	if !ok {
+		return nil, fmt.Errorf("scheduling: Config.Spread needs a driver that keeps memberships (locks.Membership); %s does not", DriverName(cfg.Driver))
+	}
+	return &spread{m: m, every: every}, nil
+}
