@@ -182,14 +182,25 @@ func (s *Scheduler) startRequested() {
 // most recent scheduled instant within the window before now. The fire
 // then goes through the lock and the claim as any other, so that it runs on
 // one node, and only if no node claimed it. s.mu is held.
+//
+// A spreading scheduler ([Config.Spread]) also tries, for every locked task,
+// the last fire within one heartbeat interval before now: the other nodes
+// may have seen this node join, and left that fire to it, before their
+// clocks reached it while this node's clock had passed it.
 func (s *Scheduler) catchUps(now time.Time) []firing {
 	var out []firing
 	for _, e := range s.entries {
-		if e.spec.CatchUp <= 0 {
+		window := e.spec.CatchUp
+		if s.spread != nil && e.spec.Lock != "" {
+			window = max(window, s.spread.every)
+		}
+		if window <= 0 {
 			continue
 		}
-		if p := lastFireWithin(e.sched, now, e.spec.CatchUp); !p.IsZero() {
-			s.log.Info("catching up the last fire if it ran nowhere", "task", e.name, "fire", p, "window", e.spec.CatchUp)
+		if p := lastFireWithin(e.sched, now, window); !p.IsZero() {
+			if e.spec.CatchUp > 0 {
+				s.log.Info("catching up the last fire if it ran nowhere", "task", e.name, "fire", p, "window", e.spec.CatchUp)
+			}
 			out = append(out, firing{e: e, fire: p, kind: kindCatchUp})
 		}
 	}

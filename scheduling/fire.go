@@ -179,7 +179,7 @@ func (s *Scheduler) fire(f firing, t *turn) {
 	e := f.e
 	if !e.busy.CompareAndSwap(false, true) {
 		t.pass()
-		s.skip(f, OutcomeRunning, nil)
+		s.skip(f, s.busyOutcome(&f), nil)
 		return
 	}
 	defer e.busy.Store(false) // after the lease is released
@@ -191,6 +191,24 @@ func (s *Scheduler) fire(f firing, t *turn) {
 	default:
 		s.execute(s.runCtx, f, nil, nil)
 	}
+}
+
+// busyOutcome is the outcome of a fire that found the previous one in
+// flight: OutcomeRunning, or OutcomePaused when its task is paused and it is
+// a locked task's scheduled or catch-up fire that this node owns, so that
+// the pause rule claims it (a catch-up after the resume must not run it)
+// even though no node made a lock step for it.
+//
+//go:noinline
+func (s *Scheduler) busyOutcome(f *firing) Outcome {
+	e := f.e
+	if f.kind == kindManual || s.state == nil || e.spec.Lock == "" || (s.spread != nil && !s.owns(e.spec.Lock)) {
+		return OutcomeRunning
+	}
+	if o, _ := s.pauseRule(f); o == OutcomePaused {
+		return OutcomePaused
+	}
+	return OutcomeRunning
 }
 
 // fireAdmitted runs f if admit lets it, and records the skip otherwise.

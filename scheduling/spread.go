@@ -143,10 +143,11 @@ func (s *Scheduler) beat() {
 }
 
 // handOver leaves the group at the start of Stop and, if other nodes were
-// in it, keeps firing this node's tasks for one and a half heartbeat
-// intervals (or until ctx ends): by then every other member has heartbeated
-// and owns its share of them, so that no fire is missed in between. A fire
-// that both try in that time runs once (its claim).
+// in it, keeps firing this node's tasks for two heartbeat intervals (or
+// until ctx ends): by then every other member has heartbeated and owns its
+// share of them, so that no fire is missed in between as long as the nodes'
+// clocks and a heartbeat's latency together differ by less than one
+// interval. A fire that both try in that time runs once (its claim).
 func (s *Scheduler) handOver(ctx context.Context) {
 	sp := s.spread
 	s.mu.Lock()
@@ -165,7 +166,7 @@ func (s *Scheduler) handOver(ctx context.Context) {
 	if v == nil || len(v.members) < 2 || ctx.Err() != nil {
 		return
 	}
-	wait := sp.every + sp.every/2
+	wait := 2 * sp.every
 	s.log.Info("stopping: handing tasks over to the other nodes", "members", len(v.members)-1, "wait", wait)
 	t := s.clock.NewTimer(wait)
 	defer t.Stop()

@@ -28,6 +28,7 @@ var (
 	simFires   = flag.Int("sim.fires", 10000, "fires the cluster simulation covers, at least (make chaos: 100000)")
 	simSeed    = flag.Uint64("sim.seed", 0, "seed of the cluster simulation; 0 picks one")
 	simHistory = flag.Int("sim.history", -1, "replay only this history of the seed")
+	simLog     = flag.Bool("sim.log", false, "print the schedulers' logs (at Debug) and the history's nodes")
 )
 
 // Bounds of the simulated cluster, stated in the package documentation of
@@ -47,7 +48,11 @@ const (
 // whose reply is lost, slow calls, node pauses (every call of the node held
 // until the pause ends) and node kills (the node's calls fail from then on,
 // its runs are cut, nothing it held is released; it restarts later, catching
-// up the fire it missed if its task has a catch-up window). Operators act
+// up the fire it missed if its task has a catch-up window), graceful stops
+// and restarts, and nodes that join late. In half the histories the nodes
+// spread their tasks ([scheduling.Config.Spread]), so that ownership moves
+// with every join, stop, death and pause, and heartbeats fail as other calls
+// do. Operators act
 // through random live nodes: they pause and resume tasks and ask for manual
 // runs, on a shared task state whose calls fail or lose their reply at the
 // same rate as the driver's. Each history runs in a synctest bubble, so time
@@ -65,8 +70,9 @@ const (
 //	    paused on every node's clock runs, unless a fault touched it;
 //	(f) every manual-run request is run at most once and accounted for: each
 //	    take is in the shared history (run, failed, or taken by a node that
-//	    died), each request made is served by the next take of its task or
-//	    still pending at the end, and every manual run is a take's.
+//	    died), each request made is served by a later take of its task (the
+//	    one it was merged into) or still pending at the end, and every manual
+//	    run is a take's.
 //
 // A failure prints the seed and history; -sim.seed and -sim.history replay
 // it: the same specs, run lengths and faults.
@@ -85,10 +91,12 @@ func TestClusterSimulation(t *testing.T) {
 			continue
 		}
 		var st stats
-		synctest.Test(t, func(t *testing.T) { st = simulate(t, seed, h) })
-		if t.Failed() {
-			t.Fatalf("history %d of seed %d failed (replay: -sim.seed %d -sim.history %d)", h, seed, seed, h)
-		}
+		synctest.Test(t, func(t *testing.T) {
+			st = simulate(t, seed, h)
+			if t.Failed() { // the bubble's failure ends the test
+				t.Logf("history %d of seed %d failed (replay: -sim.seed %d -sim.history %d -sim.log)", h, seed, seed, h)
+			}
+		})
 		total, runs, touched, free = total+st.fires, runs+st.runs, touched+st.touched, free+st.free
 	}
 	t.Logf("%d fires checked: %d ran, %d touched by a fault, %d untouched and uncontended (each ran once)", total, runs, touched, free)
@@ -116,7 +124,9 @@ type simNode struct {
 	name   string
 	off    time.Duration
 	pauses []window
-	kills  []window // down from .from to .to
+	kills  []window  // down from .from to .to
+	leaves []window  // stopped gracefully at .from, started again at .to
+	late   time.Time // first started then, if not zero
 }
 
 // interval is one run's hold of its lock, in true time.
@@ -128,6 +138,8 @@ type interval struct {
 
 type simWorld struct {
 	rate   float64 // the share of calls that fail, lose their reply, or are slow (a third each)
+	spread bool          // the nodes spread their tasks
+	beat   time.Duration // their heartbeat interval
 	seed   uint64
 	hist   uint64
 	start  time.Time
@@ -159,6 +171,8 @@ func simulate(t *testing.T, seed uint64, hist int) stats {
 	w := &simWorld{seed: seed, hist: uint64(hist), start: time.Now(),
 		recs: map[string]*schedulingtest.Recorder{}, dead: map[string]bool{}}
 	w.rate = []float64{0, 0, 0.005, 0.03}[rng.IntN(4)]
+	w.spread = rng.IntN(2) == 0
+	w.beat = []time.Duration{300 * time.Millisecond, time.Second}[rng.IntN(2)]
 	periods := []time.Duration{400 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second}
 	for i := range 1 + rng.IntN(3) {
 		p := periods[rng.IntN(len(periods))]
@@ -179,19 +193,33 @@ func simulate(t *testing.T, seed uint64, hist int) stats {
 			at := w.start.Add(time.Duration(rng.Int64N(int64(simSpan))))
 			n.pauses = append(n.pauses, window{at, at.Add(time.Duration(rng.Int64N(int64(3 * time.Second))))})
 		}
-		if w.rate > 0 && rng.IntN(3) == 0 {
-			at := w.start.Add(time.Duration(rng.Int64N(int64(simSpan - 8*time.Second))))
+		switch at := w.start.Add(time.Duration(rng.Int64N(int64(simSpan - 8*time.Second)))); {
+		case w.rate > 0 && rng.IntN(3) == 0:
 			n.kills = append(n.kills, window{at, at.Add(time.Second + time.Duration(rng.Int64N(int64(4*time.Second))))})
+		case i > 0 && rng.IntN(4) == 0:
+			n.leaves = append(n.leaves, window{at, at.Add(time.Second + time.Duration(rng.Int64N(int64(4*time.Second))))})
+		case i > 0 && rng.IntN(4) == 0:
+			n.late = at
 		}
 		w.nodes = append(w.nodes, n)
+	}
+	if *simLog {
+		for _, n := range w.nodes {
+			t.Logf("node %s: clock %v, pauses %v, kills %v, leaves %v, late %v", n.name, n.off, n.pauses, n.kills, n.leaves, n.late)
+		}
+		t.Logf("tasks %+v, spread %v, heartbeat %v, fault rate %v", w.tasks, w.spread, w.beat, w.rate)
 	}
 	inner := locks.NewInProcessDriver(locks.WithClock(clockwork.NewRealClock()))
 	drv := schedulingtest.NewDriver(inner)
 	drv.SetFaults(w.fault)
 	drv.Observe(func(r schedulingtest.Result) {
 		if r.Fault != (schedulingtest.Fault{}) {
+			key := r.Key
+			if r.Op == schedulingtest.OpBeat || r.Op == schedulingtest.OpLeave {
+				key = "*" // a node's view of its group: every task's ownership
+			}
 			w.mu.Lock()
-			w.faults = append(w.faults, faultAt{time.Now(), r.Node, r.Key})
+			w.faults = append(w.faults, faultAt{time.Now(), r.Node, key})
 			w.mu.Unlock()
 		}
 	})
@@ -204,9 +232,13 @@ func simulate(t *testing.T, seed uint64, hist int) stats {
 	start := func(n *simNode) *scheduling.Scheduler {
 		clock := schedulingtest.SkewedClock(clockwork.NewRealClock(), n.off)
 		rec := w.recorder(n.name)
+		logger := slog.New(slog.DiscardHandler)
+		if *simLog {
+			logger = slog.New(slog.NewTextHandler(simLogWriter{t, w.start}, &slog.HandlerOptions{Level: slog.LevelDebug})).With("node", n.name)
+		}
 		s := scheduling.New(scheduling.Config{Driver: drv.Node(n.name, clock), Clock: clock, Node: n.name,
-			Location: time.UTC, Listeners: []scheduling.Listener{rec}, Logger: slog.New(slog.DiscardHandler),
-			State: w.store.node(n.name)})
+			Location: time.UTC, Listeners: []scheduling.Listener{rec}, Logger: logger,
+			State: w.store.node(n.name), Spread: w.spread, Heartbeat: w.beat})
 		var tasks []scheduling.Task
 		for _, st := range w.tasks {
 			opts := []scheduling.Option{scheduling.Name(st.name), scheduling.Cron("@every " + st.period.String()),
@@ -229,13 +261,16 @@ func simulate(t *testing.T, seed uint64, hist int) stats {
 	}
 	running := map[string]*scheduling.Scheduler{}
 	for _, n := range w.nodes {
-		running[n.name] = start(n)
+		if n.late.IsZero() {
+			running[n.name] = start(n)
+		}
 	}
 	// Kills and restarts, and the operators' actions, in time order.
 	type event struct {
 		at      time.Time
 		n       *simNode
 		kill    bool
+		leave   bool
 		control controlOp // with n nil
 		task    string
 	}
@@ -244,7 +279,15 @@ func simulate(t *testing.T, seed uint64, hist int) stats {
 		for _, k := range n.kills {
 			events = append(events, event{at: k.from, n: n, kill: true}, event{at: k.to, n: n})
 		}
+		for _, l := range n.leaves {
+			events = append(events, event{at: l.from, n: n, leave: true}, event{at: l.to, n: n})
+		}
+		if !n.late.IsZero() {
+			events = append(events, event{at: n.late, n: n})
+		}
 	}
+	leaving := map[string]chan struct{}{} // closed when the node's graceful Stop returned
+	var acting sync.WaitGroup                // the operators' calls in flight
 	// Requests, and pauses of 1 to 4 s, in half the histories.
 	for range rng.IntN(2) * rng.IntN(8) {
 		at := w.start.Add(time.Duration(rng.Int64N(int64(simSpan - cooldown))))
@@ -260,17 +303,42 @@ func simulate(t *testing.T, seed uint64, hist int) stats {
 	for _, ev := range events {
 		time.Sleep(time.Until(ev.at))
 		if ev.control != 0 {
-			w.act(running, ev.control, ev.task)
+			// On a goroutine: a node paused holds its store calls.
+			s := w.actor(running)
+			acting.Add(1)
+			go func() { defer acting.Done(); w.act(s, ev.control, ev.task) }()
 			continue
 		}
-		if ev.kill {
+		switch {
+		case ev.kill:
 			w.mu.Lock()
 			w.dead[ev.n.name] = true
 			w.mu.Unlock()
 			cut, cancel := context.WithCancel(context.Background())
 			cancel()
 			_ = running[ev.n.name].Stop(cut) // a dead node releases nothing: its calls fail
-		} else {
+		case ev.leave:
+			s, done := running[ev.n.name], make(chan struct{})
+			delete(running, ev.n.name)
+			leaving[ev.n.name] = done
+			go func() {
+				defer close(done)
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				if err := s.Stop(ctx); err != nil && !errors.Is(err, scheduling.ErrStopTimeout) {
+					t.Errorf("Stop: %v", err)
+				}
+			}()
+		default:
+			if done := leaving[ev.n.name]; done != nil {
+				<-done // its Stop waited for its runs: it is away until now
+				delete(leaving, ev.n.name)
+				l := &ev.n.leaves[len(ev.n.leaves)-1]
+				l.to = time.Now()
+			}
+			if !ev.n.late.IsZero() && ev.at.Equal(ev.n.late) {
+				ev.n.late = time.Now()
+			}
 			w.mu.Lock()
 			w.dead[ev.n.name] = false
 			w.mu.Unlock()
@@ -278,6 +346,7 @@ func simulate(t *testing.T, seed uint64, hist int) stats {
 		}
 	}
 	time.Sleep(time.Until(w.start.Add(simSpan)))
+	acting.Wait()
 	for _, s := range running {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		if err := s.Stop(ctx); err != nil && !errors.Is(err, scheduling.ErrStopTimeout) {
@@ -289,6 +358,18 @@ func simulate(t *testing.T, seed uint64, hist int) stats {
 	return w.check(t)
 }
 
+// simLogWriter writes log lines to the test's log, with the simulated time
+// since the history's start.
+type simLogWriter struct {
+	t     *testing.T
+	start time.Time
+}
+
+func (l simLogWriter) Write(p []byte) (int, error) {
+	l.t.Logf("%v %s", time.Since(l.start), strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
 // controlOp is an operator's action in a history.
 type controlOp int
 
@@ -298,18 +379,22 @@ const (
 	opRunNow
 )
 
-// act does op on task through the first live node, as an operator would
-// through any node's API; its store calls fail as any other's may.
-func (w *simWorld) act(running map[string]*scheduling.Scheduler, op controlOp, task string) {
+// actor returns the first live node, through which an operator acts, or
+// nil.
+func (w *simWorld) actor(running map[string]*scheduling.Scheduler) *scheduling.Scheduler {
 	w.mu.Lock()
-	var s *scheduling.Scheduler
+	defer w.mu.Unlock()
 	for _, n := range w.nodes {
-		if !w.dead[n.name] {
-			s = running[n.name]
-			break
+		if s := running[n.name]; s != nil && !w.dead[n.name] {
+			return s
 		}
 	}
-	w.mu.Unlock()
+	return nil
+}
+
+// act does op on task through s, as an operator would through any node's
+// API; its store calls fail as any other's may.
+func (w *simWorld) act(s *scheduling.Scheduler, op controlOp, task string) {
 	if s == nil {
 		return
 	}
@@ -456,7 +541,7 @@ func (w *simWorld) check(t *testing.T) stats {
 				st.touched++
 			}
 			for _, n := range w.nodes {
-				if w.down(n, span) {
+				if w.down(n, span) || w.away(n, span) {
 					continue
 				}
 				if seen[n.name] != 1 {
@@ -481,16 +566,36 @@ func (w *simWorld) touched(task simTask, span window) bool {
 		if w.down(n, span) {
 			return true
 		}
+		for _, l := range n.leaves {
+			// Its Stop, which ends at its handover's end the waits for the
+			// lock of fires it claimed.
+			if (window{l.from, l.from.Add(2 * w.beat)}).overlaps(span.from, span.to) {
+				return true
+			}
+		}
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, f := range w.faults {
 		if !f.at.Before(span.from) && f.at.Before(span.to) &&
-			(f.key == task.lock || strings.HasPrefix(f.key, task.lock+"@")) {
+			(f.key == task.lock || f.key == "*" || strings.HasPrefix(f.key, task.lock+"@")) {
 			return true
 		}
 	}
 	return false
+}
+
+// away reports whether n was stopped gracefully, or not yet started, at
+// some time in span: it need not report the fire, which the others run (the
+// stop itself, which ends a wait for the lock of a fire claimed, touches
+// the fire).
+func (w *simWorld) away(n *simNode, span window) bool {
+	for _, l := range n.leaves {
+		if l.overlaps(span.from, span.to) {
+			return true
+		}
+	}
+	return !n.late.IsZero() && n.late.After(span.from)
 }
 
 // down reports whether n was paused or dead at some time in span.
@@ -711,16 +816,14 @@ func (w *simWorld) checkRequests(t *testing.T) {
 			t.Logf("TEMP %s: the request of %v taken by %s at %v is not in the shared history", tk.task, tk.instant.Sub(w.start), tk.node, tk.at.Sub(w.start))
 		}
 	}
+	// A request made while another is pending is merged into it: the next
+	// take of its task serves it.
 	for _, a := range asked {
-		i := slices.IndexFunc(takes, func(tk storeCall) bool { return tk.task == a.task && tk.seq > a.seq })
-		switch {
-		case i >= 0 && takes[i].instant.After(a.instant):
-			t.Errorf("%s: the request made at %v by %s was not served: the next take, by %s, took a request of %v",
-				a.task, a.at.Sub(w.start), a.node, takes[i].node, takes[i].instant.Sub(w.start))
-		case i < 0:
-			if p, ok := pending[a.task]; !ok || p.After(a.instant) {
-				t.Errorf("%s: the request made at %v by %s was neither taken nor pending at the end", a.task, a.at.Sub(w.start), a.node)
-			}
+		if slices.ContainsFunc(takes, func(tk storeCall) bool { return tk.task == a.task && tk.seq > a.seq }) {
+			continue
+		}
+		if _, ok := pending[a.task]; !ok {
+			t.Errorf("%s: the request made at %v by %s was neither taken nor pending at the end", a.task, a.at.Sub(w.start), a.node)
 		}
 	}
 	for _, r := range w.recs {

@@ -192,7 +192,7 @@ func TestSpreadFailoverAndHandover(t *testing.T) {
 		killed := time.Now()
 		c.kill("n0")
 		time.Sleep(10 * time.Second)
-		bound := 3*scheduling.DefaultHeartbeat + scheduling.DefaultHeartbeat + time.Second
+		bound := 3*scheduling.DefaultHeartbeat + scheduling.DefaultHeartbeat + time.Second // a member's life, a heartbeat, a period
 		for task := range owned {
 			var first time.Time
 			for _, r := range c.recorders() {
