@@ -9,6 +9,7 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxtest"
 
+	"github.com/ndigo/ndigo/internal/pgfault"
 	"github.com/ndigo/ndigo/internal/pgtest"
 	"github.com/ndigo/ndigo/locks"
 	"github.com/ndigo/ndigo/pglocks"
@@ -28,12 +29,31 @@ func newStore(t *testing.T, p *pgxpool.Pool, ns string, history int) *pglocks.St
 	return s
 }
 
+// lossyStores returns a factory of two stores in namespace ns, as two nodes
+// have: A on a pool of its own on url, whose connections lose the replies
+// the suite asks (internal/pgfault), B on p. pgx does not resend a
+// statement whose reply was lost: A's call fails.
+func lossyStores(url string, p *pgxpool.Pool, ns string) taskstatetest.NewStores {
+	return func(t *testing.T, history int) taskstatetest.Stores {
+		d := &pgfault.Dialer{}
+		cfg, err := pgxpool.ParseConfig(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.ConnConfig.DialFunc = d.DialContext
+		a, err := pgxpool.NewWithConfig(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(a.Close)
+		return taskstatetest.Stores{A: newStore(t, a, ns, history), B: newStore(t, p, ns, history),
+			Loss: taskstatetest.Failed, LoseNextReply: d.LoseNextReply}
+	}
+}
+
 func TestStoreConformance(t *testing.T) {
 	p := pgtest.Wrap(t, shared).Pool()
-	ns := unique("conformance")
-	taskstatetest.Run(t, func(t *testing.T, history int) (taskstate.Store, taskstate.Store) {
-		return newStore(t, p, ns, history), newStore(t, p, ns, history)
-	})
+	taskstatetest.Run(t, lossyStores(shared.URL(), p, unique("conformance")))
 }
 
 // The paused flag and the history are in the database: a store made later
@@ -53,7 +73,7 @@ func TestStoreStateOutlivesNodesAndStaysInItsNamespace(t *testing.T) {
 	if paused, err := later.Paused(ctx, "Payroll.Close"); err != nil || !paused {
 		t.Errorf("a new store's Paused = %v, %v; want true", paused, err)
 	}
-	if runs, err := later.Runs(ctx, "Payroll.Close"); err != nil || len(runs) != 1 || runs[0].Token != 7 {
+	if runs, err := later.Runs(ctx, "Payroll.Close", 0); err != nil || len(runs) != 1 || runs[0].Token != 7 {
 		t.Errorf("a new store's Runs = %+v, %v; want the recorded run", runs, err)
 	}
 	other := newStore(t, p, unique("staging"), 0)

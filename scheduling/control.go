@@ -94,7 +94,7 @@ func (s *Scheduler) History(ctx context.Context, name string) ([]taskstate.Run, 
 	if err != nil {
 		return nil, err
 	}
-	return s.state.Runs(ctx, e.name)
+	return s.state.Runs(ctx, e.name, 0)
 }
 
 // ClusterTasks returns [Scheduler.Tasks] with each task's paused flag and
@@ -111,7 +111,7 @@ func (s *Scheduler) ClusterTasks(ctx context.Context) ([]TaskInfo, error) {
 		if err != nil {
 			return nil, err
 		}
-		runs, err := s.state.Runs(ctx, ti.Name)
+		runs, err := s.state.Runs(ctx, ti.Name, 1)
 		if err != nil {
 			return nil, err
 		}
@@ -250,7 +250,7 @@ func (s *Scheduler) fireManual(f firing) {
 func (s *Scheduler) takeRequest(f *firing) bool {
 	ctx, cancel := context.WithTimeout(s.acquireCtx, recordTimeout)
 	defer cancel()
-	at, ok, err := s.state.TakeRequest(ctx, f.e.name)
+	at, ok, err := s.state.TakeRequest(ctx, f.e.name, s.node)
 	if err != nil {
 		if !s.stopping() {
 			s.log.Warn("taking a manual-run request failed", "task", f.e.name, "err", err)
