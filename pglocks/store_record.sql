@@ -1,7 +1,8 @@
 -- $1 namespace, $2 task, $3 the run (JSON), $4 how many runs to keep, $5 the
 -- placeholder the run replaces, as a JSON object its row contains
 -- (fire_ns, node, outcome), or NULL for none.
--- Deletes the newest row of the task that contains $5, inserts the run and
+-- Deletes the task's newest placeholder row that contains $5 (placeholders
+-- are json_build_object's text, '{"fire_ns" : ...'), inserts the run and
 -- deletes the task's runs older than the $4 - 1 newest that the statement's
 -- snapshot sees besides the replaced one (the new one is not among them),
 -- in one round trip. Writers racing each keep $4 - 1 of what they saw, so a
@@ -11,7 +12,10 @@ WITH replaced AS (
 	DELETE FROM $RUNS
 	WHERE ns = $1::text AND task = $2::text AND id = (
 		SELECT id FROM $RUNS
-		WHERE ns = $1::text AND task = $2::text AND $5::jsonb IS NOT NULL AND run::jsonb @> $5::jsonb
+		WHERE ns = $1::text AND task = $2::text AND $5::jsonb IS NOT NULL
+			-- Only a placeholder's text is read as JSON (CASE keeps the order):
+			-- a run's row is never parsed, whatever it holds.
+			AND CASE WHEN run LIKE '{"fire_ns"%' THEN run::jsonb @> $5::jsonb ELSE false END
 		ORDER BY id DESC LIMIT 1
 	)
 	RETURNING id
