@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/fx"
@@ -116,5 +117,33 @@ func TestModuleOverridesDefaultStore(t *testing.T) {
 	var n int
 	if err := p.QueryRow(ctx, "SELECT count(*) FROM ndigo_tasks_paused WHERE ns = $1", ns).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("paused rows: %d, %v; want 1", n, err)
+	}
+}
+
+// A row that is not JSON (written by hand) is left out of Runs and does not
+// fail the record of a manual run, which looks among the rows for its
+// placeholder.
+func TestStoreRunRowNotJSON(t *testing.T) {
+	p := pgtest.Wrap(t, shared).Pool()
+	ctx := context.Background()
+	ns := unique("garbled")
+	s := newStore(t, p, ns, 0)
+	at := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	if err := s.RequestRun(ctx, "Payroll.Close", at); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := s.TakeRequest(ctx, "Payroll.Close", "node-a"); err != nil || !ok {
+		t.Fatalf("TakeRequest = %v, %v; want true", ok, err)
+	}
+	// Newer than the placeholder: the record's search meets it first.
+	if _, err := p.Exec(ctx, "INSERT INTO ndigo_tasks_runs (ns, task, run) VALUES ($1, 'Payroll.Close', 'not json {')", ns); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Record(ctx, "Payroll.Close", taskstate.Run{Fire: at, Manual: true, Node: "node-a", Token: 4, Outcome: "ok"}); err != nil {
+		t.Fatalf("Record of a manual run beside a row that is not JSON: %v", err)
+	}
+	runs, err := s.Runs(ctx, "Payroll.Close", 0)
+	if err != nil || len(runs) != 1 || runs[0].Token != 4 || runs[0].Outcome != "ok" {
+		t.Fatalf("Runs = %+v, %v; want the manual run alone, in place of its placeholder", runs, err)
 	}
 }
