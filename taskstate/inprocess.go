@@ -113,8 +113,11 @@ func (s *InProcess) Record(ctx context.Context, task string, r Run) error {
 	defer s.mu.Unlock()
 	if r.Manual {
 		runs := s.runs[task]
-		if i := slices.IndexFunc(runs, func(p Run) bool { return isPlaceholderOf(p, r) }); i >= 0 {
-			s.runs[task] = slices.Delete(runs, i, i+1)
+		for i := len(runs) - 1; i >= 0; i-- { // the newest, as the other stores
+			if isPlaceholderOf(runs[i], r) {
+				s.runs[task] = slices.Delete(runs, i, i+1)
+				break
+			}
 		}
 	}
 	s.add(task, r)
