@@ -21,8 +21,8 @@ import (
 const historyTTL = 90 * 24 * time.Hour
 
 // callTTL is how long a mutating call is remembered for a retry of it: as
-// tombstoneTTL, far longer than go-redis's retries take (MaxRetries 3, a
-// backoff of at most 512 ms, a read timeout of 3 s each).
+// tombstoneTTL, far longer than go-redis's retries take with its defaults
+// (MaxRetries 3, a backoff of at most 512 ms, a read timeout of 3 s each).
 const callTTL = time.Minute
 
 var (
@@ -66,8 +66,10 @@ type StoreOptions struct {
 //
 // The runs are in the namespace's hash slot, with the requests, so that a
 // take removes the request and adds its placeholder run in one script on a
-// Redis Cluster too. (Before, they were at ndigo:{ns:t}:task:runs; runs
-// recorded there are no longer read and expire with their TTL.) A
+// Redis Cluster too; a namespace's requests and histories are thus on one
+// Cluster node, while its locks and paused flags spread by task. (Before,
+// the runs were at ndigo:{ns:t}:task:runs; runs recorded there are no
+// longer read and expire with their TTL.) A
 // placeholder's JSON has "fire_ns", the request's instant in Unix
 // nanoseconds, in place of "fire": the script copies the instant the
 // request holds.
