@@ -13,6 +13,8 @@ import (
 	"github.com/ndigo/ndigo/locks"
 	"github.com/ndigo/ndigo/locks/lockstest"
 	"github.com/ndigo/ndigo/pglocks"
+	"github.com/ndigo/ndigo/taskstate"
+	"github.com/ndigo/ndigo/taskstate/taskstatetest"
 )
 
 // TestReleaseAgainAfterUnknownOutcome: a Release whose reply was lost (its
@@ -49,9 +51,9 @@ func TestReleaseAgainAfterUnknownOutcome(t *testing.T) {
 	}
 }
 
-// TestNoPreparedStatements: the driver prepares no named statement on the
-// server, whatever the pool's default exec mode, so that it works through
-// PgBouncer in transaction mode.
+// TestNoPreparedStatements: the driver and the task state store prepare no
+// named statement on the server, whatever the pool's default exec mode, so
+// that they work through PgBouncer in transaction mode.
 func TestNoPreparedStatements(t *testing.T) {
 	pool(t) // the schema
 	cfg, err := pgxpool.ParseConfig(shared.URL())
@@ -87,6 +89,7 @@ func TestNoPreparedStatements(t *testing.T) {
 	if _, err := d.Claim(ctx, key, 1, time.Minute); err != nil {
 		t.Fatal(err)
 	}
+	storeCalls(t, p)
 	var n int
 	err = p.QueryRow(ctx, "SELECT count(*) FROM pg_prepared_statements", pgx.QueryExecModeSimpleProtocol).Scan(&n)
 	if err != nil {
@@ -97,12 +100,51 @@ func TestNoPreparedStatements(t *testing.T) {
 	}
 }
 
-// TestConformanceThroughPgBouncer runs the conformance suite with the pool
-// behind a real PgBouncer in transaction pooling mode (two server sessions
-// shared by all of the pool's connections; the pool's default exec mode
-// caches prepared statements, which that mode breaks), the listener on
-// PostgreSQL directly, as the package documentation says to deploy it; and
-// a guarded transaction through the bouncer.
+// storeCalls makes every call of a task state store on p once, each
+// succeeding.
+func storeCalls(t *testing.T, p *pgxpool.Pool) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := pglocks.NewStore(pglocks.StoreOptions{Pool: p, Namespace: unique("protocol")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateSchema(ctx); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	for _, paused := range []bool{true, false} {
+		if err := s.SetPaused(ctx, "Payroll.Close", paused); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.Paused(ctx, "Payroll.Close"); err != nil || got != paused {
+			t.Fatalf("Paused = %v, %v; want %v", got, err, paused)
+		}
+	}
+	if err := s.RequestRun(ctx, "Payroll.Close", at); err != nil {
+		t.Fatal(err)
+	}
+	if reqs, err := s.Requests(ctx); err != nil || len(reqs) != 1 {
+		t.Fatalf("Requests = %v, %v; want the one request", reqs, err)
+	}
+	if _, ok, err := s.TakeRequest(ctx, "Payroll.Close", "node-a"); err != nil || !ok {
+		t.Fatalf("TakeRequest = %v, %v; want true", ok, err)
+	}
+	if err := s.Record(ctx, "Payroll.Close", taskstate.Run{Fire: at, Manual: true, Node: "node-a", Outcome: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	if runs, err := s.Runs(ctx, "Payroll.Close", 1); err != nil || len(runs) != 1 {
+		t.Fatalf("Runs = %+v, %v; want the one run", runs, err)
+	}
+}
+
+// TestConformanceThroughPgBouncer runs the conformance suites of the driver
+// and of the task state store with the pool behind a real PgBouncer in
+// transaction pooling mode (two server sessions shared by all of the pool's
+// connections; the pool's default exec mode caches prepared statements,
+// which that mode breaks), the listener on PostgreSQL directly, as the
+// package documentation says to deploy it; and a guarded transaction
+// through the bouncer.
 func TestConformanceThroughPgBouncer(t *testing.T) {
 	pool(t) // the schema
 	b, err := shared.StartBouncer()
@@ -136,6 +178,9 @@ func TestConformanceThroughPgBouncer(t *testing.T) {
 	lockstest.Run(t, lockstest.Harness{
 		NewDriver: func(t *testing.T) locks.Driver { return newBounced(t) },
 		TTL:       conformanceTTL,
+	})
+	t.Run("Store", func(t *testing.T) {
+		taskstatetest.Run(t, lossyStores(b.URL(), p, unique("bouncer")))
 	})
 	t.Run("Guard", func(t *testing.T) {
 		ctx := context.Background()

@@ -47,7 +47,18 @@ type StoreOptions struct {
 // A Store is a taskstate.Store in PostgreSQL, shared by every node on the
 // same database and namespace. Make one with NewStore and call
 // CreateSchema once; it is safe for concurrent use. Each operation is one
-// statement, with the namespace and task name as bind parameters.
+// statement, with the namespace and task name as bind parameters, sent
+// unprepared (pgx.QueryExecModeExec, whatever the pool's default mode), as
+// the driver's: it works through PgBouncer in transaction mode. A take
+// deletes the request and inserts the placeholder run in one statement; a
+// manual run's record deletes its placeholder, inserts the run and trims
+// the history in one. A placeholder's JSON has "fire_ns", the request's
+// instant in Unix nanoseconds, in place of "fire".
+//
+// pgx never resends a query: a call whose reply was lost (the connection
+// broke after the statement ran) returns an error wrapping ErrDatabase, and
+// its statement ran once (committed before the reply) or not at all, never
+// twice.
 type Store struct {
 	pool    *pgxpool.Pool
 	ns      string
@@ -146,7 +157,7 @@ func (s *Store) SetPaused(ctx context.Context, task string, paused bool) error {
 	if paused {
 		q = s.sql.pause
 	}
-	if _, err := s.pool.Exec(ctx, q, s.ns, task); err != nil {
+	if _, err := s.pool.Exec(ctx, q, pgx.QueryExecModeExec, s.ns, task); err != nil {
 		return s.fail("SetPaused", task, err)
 	}
 	return nil
@@ -158,7 +169,7 @@ func (s *Store) Paused(ctx context.Context, task string) (bool, error) {
 		return false, err
 	}
 	var paused bool
-	if err := s.pool.QueryRow(ctx, s.sql.paused, s.ns, task).Scan(&paused); err != nil {
+	if err := s.pool.QueryRow(ctx, s.sql.paused, pgx.QueryExecModeExec, s.ns, task).Scan(&paused); err != nil {
 		return false, s.fail("Paused", task, err)
 	}
 	return paused, nil
@@ -170,7 +181,7 @@ func (s *Store) RequestRun(ctx context.Context, task string, at time.Time) error
 	if err := taskstate.CheckTask(ctx, task); err != nil {
 		return err
 	}
-	if _, err := s.pool.Exec(ctx, s.sql.request, s.ns, task, at.UnixNano()); err != nil {
+	if _, err := s.pool.Exec(ctx, s.sql.request, pgx.QueryExecModeExec, s.ns, task, at.UnixNano()); err != nil {
 		return s.fail("RequestRun", task, err)
 	}
 	return nil
@@ -181,7 +192,7 @@ func (s *Store) Requests(ctx context.Context) (map[string]time.Time, error) {
 	if err := taskstate.CheckContext(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, s.sql.requests, s.ns)
+	rows, err := s.pool.Query(ctx, s.sql.requests, pgx.QueryExecModeExec, s.ns)
 	if err != nil {
 		return nil, fmt.Errorf("%w: Requests in namespace %q: %w", ErrDatabase, s.ns, err)
 	}
@@ -198,13 +209,17 @@ func (s *Store) Requests(ctx context.Context) (map[string]time.Time, error) {
 	return out, nil
 }
 
-// TakeRequest removes task's pending request.
-func (s *Store) TakeRequest(ctx context.Context, task string) (time.Time, bool, error) {
+// TakeRequest removes task's pending request and adds node's placeholder
+// run, in one statement.
+func (s *Store) TakeRequest(ctx context.Context, task, node string) (time.Time, bool, error) {
 	if err := taskstate.CheckTask(ctx, task); err != nil {
 		return time.Time{}, false, err
 	}
+	if err := taskstate.CheckNode(node); err != nil {
+		return time.Time{}, false, err
+	}
 	var at int64
-	err := s.pool.QueryRow(ctx, s.sql.take, s.ns, task).Scan(&at)
+	err := s.pool.QueryRow(ctx, s.sql.take, pgx.QueryExecModeExec, s.ns, task, node).Scan(&at)
 	switch {
 	case err == nil:
 		return time.Unix(0, at).UTC(), true, nil
@@ -214,38 +229,74 @@ func (s *Store) TakeRequest(ctx context.Context, task string) (time.Time, bool, 
 	return time.Time{}, false, s.fail("TakeRequest", task, err)
 }
 
-// Record adds r to task's runs.
+// placeholderOf is what the row of the placeholder that the take of r's
+// request added contains (store_take.sql writes it).
+type placeholderOf struct {
+	FireNano int64  `json:"fire_ns"`
+	Node     string `json:"node"`
+	Outcome  string `json:"outcome"`
+}
+
+// storedRun is a run as the table keeps it: a Run's JSON, or a placeholder,
+// whose instant is FireNano.
+type storedRun struct {
+	taskstate.Run
+	FireNano *int64 `json:"fire_ns,omitempty"`
+}
+
+// Record adds r to task's runs, in place of its placeholder if r is manual.
 func (s *Store) Record(ctx context.Context, task string, r taskstate.Run) error {
 	if err := taskstate.CheckTask(ctx, task); err != nil {
 		return err
 	}
+	r.Error = taskstate.CutError(r.Error)
 	b, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("pglocks: Record of task %q: %w", task, err)
 	}
-	if _, err := s.pool.Exec(ctx, s.sql.record, s.ns, task, string(b), s.history); err != nil {
+	var replaced *string
+	if r.Manual {
+		p, err := json.Marshal(placeholderOf{FireNano: r.Fire.UnixNano(), Node: r.Node, Outcome: taskstate.OutcomeTaken})
+		if err != nil {
+			return fmt.Errorf("pglocks: Record of task %q: %w", task, err)
+		}
+		ps := string(p)
+		replaced = &ps
+	}
+	if _, err := s.pool.Exec(ctx, s.sql.record, pgx.QueryExecModeExec, s.ns, task, string(b), s.history, replaced); err != nil {
 		return s.fail("Record", task, err)
 	}
 	return nil
 }
 
-// Runs returns task's runs, newest first. A run that does not decode
-// (written by another version) is left out.
-func (s *Store) Runs(ctx context.Context, task string) ([]taskstate.Run, error) {
+// Runs returns task's newest runs, newest first, reading only those. A run
+// that does not decode (written by another version) is left out.
+func (s *Store) Runs(ctx context.Context, task string, limit int) ([]taskstate.Run, error) {
 	if err := taskstate.CheckTask(ctx, task); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, s.sql.runs, s.ns, task, s.history)
+	if err := taskstate.CheckLimit(limit); err != nil {
+		return nil, err
+	}
+	n := s.history
+	if limit > 0 && limit < n {
+		n = limit
+	}
+	rows, err := s.pool.Query(ctx, s.sql.runs, pgx.QueryExecModeExec, s.ns, task, n)
 	if err != nil {
 		return nil, s.fail("Runs", task, err)
 	}
 	out := []taskstate.Run{}
 	var v string
 	_, err = pgx.ForEachRow(rows, []any{&v}, func() error {
-		var r taskstate.Run
-		if json.Unmarshal([]byte(v), &r) == nil {
-			out = append(out, r)
+		var r storedRun
+		if json.Unmarshal([]byte(v), &r) != nil {
+			return nil
 		}
+		if r.FireNano != nil {
+			r.Fire = time.Unix(0, *r.FireNano).UTC()
+		}
+		out = append(out, r.Run)
 		return nil
 	})
 	if err != nil {

@@ -1,13 +1,30 @@
--- $1 namespace, $2 task, $3 the run (JSON), $4 how many runs to keep.
--- Inserts the run and deletes the task's runs older than the $4 - 1 newest
--- that the statement's snapshot sees (the new one is not among them), in one
--- round trip. Writers racing each keep $4 - 1 of what they saw, so a task
--- holds at most $4 plus one run per concurrent writer, until the next record.
-WITH added AS (
+-- $1 namespace, $2 task, $3 the run (JSON), $4 how many runs to keep, $5 the
+-- placeholder the run replaces, as a JSON object its row contains
+-- (fire_ns, node, outcome), or NULL for none.
+-- Deletes the task's newest placeholder row that contains $5 (placeholders
+-- are json_build_object's text, '{"fire_ns" : ...'), inserts the run and
+-- deletes the task's runs older than the $4 - 1 newest that the statement's
+-- snapshot sees besides the replaced one (the new one is not among them),
+-- in one round trip. Writers racing each keep $4 - 1 of what they saw, so a
+-- task holds at most $4 plus one run per concurrent writer or take, until
+-- the next record.
+WITH replaced AS (
+	DELETE FROM $RUNS
+	WHERE ns = $1::text AND task = $2::text AND id = (
+		SELECT id FROM $RUNS
+		WHERE ns = $1::text AND task = $2::text AND $5::jsonb IS NOT NULL
+			-- Only a placeholder's text is read as JSON (CASE keeps the order):
+			-- a run's row is never parsed, whatever it holds.
+			AND CASE WHEN run LIKE '{"fire_ns"%' THEN run::jsonb @> $5::jsonb ELSE false END
+		ORDER BY id DESC LIMIT 1
+	)
+	RETURNING id
+), added AS (
 	INSERT INTO $RUNS (ns, task, run) VALUES ($1::text, $2::text, $3::text)
 )
 DELETE FROM $RUNS
 WHERE ns = $1::text AND task = $2::text AND id <= (
-	SELECT id FROM $RUNS WHERE ns = $1::text AND task = $2::text
+	SELECT id FROM $RUNS
+	WHERE ns = $1::text AND task = $2::text AND id NOT IN (SELECT id FROM replaced)
 	ORDER BY id DESC OFFSET $4::bigint - 1 LIMIT 1
 )

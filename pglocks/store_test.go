@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxtest"
 
+	"github.com/ndigo/ndigo/internal/pgfault"
 	"github.com/ndigo/ndigo/internal/pgtest"
 	"github.com/ndigo/ndigo/locks"
 	"github.com/ndigo/ndigo/pglocks"
@@ -28,12 +30,31 @@ func newStore(t *testing.T, p *pgxpool.Pool, ns string, history int) *pglocks.St
 	return s
 }
 
+// lossyStores returns a factory of two stores in namespace ns, as two nodes
+// have: A on a pool of its own on url, whose connections lose the replies
+// the suite asks (internal/pgfault), B on p. pgx does not resend a
+// statement whose reply was lost: A's call fails.
+func lossyStores(url string, p *pgxpool.Pool, ns string) taskstatetest.NewStores {
+	return func(t *testing.T, history int) taskstatetest.Stores {
+		d := &pgfault.Dialer{}
+		cfg, err := pgxpool.ParseConfig(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.ConnConfig.DialFunc = d.DialContext
+		a, err := pgxpool.NewWithConfig(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(a.Close)
+		return taskstatetest.Stores{A: newStore(t, a, ns, history), B: newStore(t, p, ns, history),
+			Loss: taskstatetest.Failed, LoseNextReply: d.LoseNextReply}
+	}
+}
+
 func TestStoreConformance(t *testing.T) {
 	p := pgtest.Wrap(t, shared).Pool()
-	ns := unique("conformance")
-	taskstatetest.Run(t, func(t *testing.T, history int) (taskstate.Store, taskstate.Store) {
-		return newStore(t, p, ns, history), newStore(t, p, ns, history)
-	})
+	taskstatetest.Run(t, lossyStores(shared.URL(), p, unique("conformance")))
 }
 
 // The paused flag and the history are in the database: a store made later
@@ -53,7 +74,7 @@ func TestStoreStateOutlivesNodesAndStaysInItsNamespace(t *testing.T) {
 	if paused, err := later.Paused(ctx, "Payroll.Close"); err != nil || !paused {
 		t.Errorf("a new store's Paused = %v, %v; want true", paused, err)
 	}
-	if runs, err := later.Runs(ctx, "Payroll.Close"); err != nil || len(runs) != 1 || runs[0].Token != 7 {
+	if runs, err := later.Runs(ctx, "Payroll.Close", 0); err != nil || len(runs) != 1 || runs[0].Token != 7 {
 		t.Errorf("a new store's Runs = %+v, %v; want the recorded run", runs, err)
 	}
 	other := newStore(t, p, unique("staging"), 0)
@@ -96,5 +117,33 @@ func TestModuleOverridesDefaultStore(t *testing.T) {
 	var n int
 	if err := p.QueryRow(ctx, "SELECT count(*) FROM ndigo_tasks_paused WHERE ns = $1", ns).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("paused rows: %d, %v; want 1", n, err)
+	}
+}
+
+// A row that is not JSON (written by hand) is left out of Runs and does not
+// fail the record of a manual run, which looks among the rows for its
+// placeholder.
+func TestStoreRunRowNotJSON(t *testing.T) {
+	p := pgtest.Wrap(t, shared).Pool()
+	ctx := context.Background()
+	ns := unique("garbled")
+	s := newStore(t, p, ns, 0)
+	at := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	if err := s.RequestRun(ctx, "Payroll.Close", at); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := s.TakeRequest(ctx, "Payroll.Close", "node-a"); err != nil || !ok {
+		t.Fatalf("TakeRequest = %v, %v; want true", ok, err)
+	}
+	// Newer than the placeholder: the record's search meets it first.
+	if _, err := p.Exec(ctx, "INSERT INTO ndigo_tasks_runs (ns, task, run) VALUES ($1, 'Payroll.Close', 'not json {')", ns); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Record(ctx, "Payroll.Close", taskstate.Run{Fire: at, Manual: true, Node: "node-a", Token: 4, Outcome: "ok"}); err != nil {
+		t.Fatalf("Record of a manual run beside a row that is not JSON: %v", err)
+	}
+	runs, err := s.Runs(ctx, "Payroll.Close", 0)
+	if err != nil || len(runs) != 1 || runs[0].Token != 4 || runs[0].Outcome != "ok" {
+		t.Fatalf("Runs = %+v, %v; want the manual run alone, in place of its placeholder", runs, err)
 	}
 }

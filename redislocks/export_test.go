@@ -9,5 +9,8 @@ var (
 	ClaimSHA   = claimScript.Hash()
 	TakeSHA    = takeScript.Hash()
 	RecordSHA  = recordScript.Hash()
-	Sources    = []string{acquireSource, extendSource, releaseSource, claimSource, takeSource, recordSource}
+	RequestSHA = requestScript.Hash()
+	PauseSHA   = pauseScript.Hash()
+	Sources    = []string{acquireSource, extendSource, releaseSource, claimSource, takeSource, recordSource,
+		requestSource, pauseSource}
 )

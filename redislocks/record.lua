@@ -1,14 +1,20 @@
--- Add a run to a task's history and keep only the newest.
--- KEYS[1] the task's runs list, KEYS[2] the nonce of the task's last
--- record. ARGV[1] the run (JSON), ARGV[2] how many runs to keep, ARGV[3]
--- the keys' TTL in ms after this run, ARGV[4] the calling attempt's nonce,
--- the same across the client's retries: a retry whose first attempt
--- recorded the run finds its nonce and adds nothing.
-if redis.call('GET', KEYS[2]) == ARGV[4] then
+-- Add a run to a task's history, in place of its placeholder for a manual
+-- run, and keep only the newest.
+-- KEYS[1] the task's runs list, KEYS[2] the call's key (named after the
+-- call's nonce, the same across the client's retries). ARGV[1] the run
+-- (JSON), ARGV[2] how many runs to keep, ARGV[3] the list's TTL in ms after
+-- this run, ARGV[4] the placeholder the run replaces (the JSON take.lua
+-- wrote) or "" for none, ARGV[5] how long the call is remembered, in ms.
+-- A retry whose first attempt recorded the run finds the call's key and
+-- adds nothing, whatever other nodes recorded in between.
+if redis.call('EXISTS', KEYS[2]) == 1 then
   return 0
+end
+if ARGV[4] ~= '' then
+  redis.call('LREM', KEYS[1], 1, ARGV[4])
 end
 redis.call('LPUSH', KEYS[1], ARGV[1])
 redis.call('LTRIM', KEYS[1], 0, tonumber(ARGV[2]) - 1)
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
-redis.call('SET', KEYS[2], ARGV[4], 'PX', ARGV[3])
+redis.call('SET', KEYS[2], '1', 'PX', ARGV[5])
 return 1

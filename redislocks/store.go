@@ -20,18 +20,25 @@ import (
 // that the histories of tasks no longer declared do not pile up.
 const historyTTL = 90 * 24 * time.Hour
 
-// takenTTL is how long the last take of each task is remembered for a
-// retry of it: as tombstoneTTL, far longer than go-redis's retries take.
-const takenTTL = time.Minute
+// callTTL is how long a mutating call is remembered for a retry of it: as
+// tombstoneTTL, far longer than go-redis's retries take with its defaults
+// (MaxRetries 3, a backoff of at most 512 ms, a read timeout of 3 s each).
+const callTTL = time.Minute
 
 var (
 	//go:embed record.lua
 	recordSource string
 	//go:embed take.lua
 	takeSource string
+	//go:embed request.lua
+	requestSource string
+	//go:embed pause.lua
+	pauseSource string
 
-	recordScript = redis.NewScript(recordSource)
-	takeScript   = redis.NewScript(takeSource)
+	recordScript  = redis.NewScript(recordSource)
+	takeScript    = redis.NewScript(takeSource)
+	requestScript = redis.NewScript(requestSource)
+	pauseScript   = redis.NewScript(pauseSource)
 )
 
 // StoreOptions configures a Store made by NewStore.
@@ -51,24 +58,38 @@ type StoreOptions struct {
 // Redis and namespace. Make one with NewStore; it is safe for concurrent
 // use. For namespace ns and task name t it uses
 //
-//	ndigo:{ns:t}:task:paused   "1" while the task is paused; no expiry
-//	ndigo:{ns:t}:task:runs     the newest runs, JSON each, newest first; it expires 90 days after the last
-//	ndigo:{ns:t}:task:recorded the nonce of the last Record call; it expires with the runs
-//	ndigo:{ns}:requests        the pending manual-run requests: task name -> Unix nanoseconds
-//	ndigo:{ns}:taken           the last take of each task: task name -> "<nonce>:<instant>"; a minute
+//	ndigo:{ns:t}:task:paused     "1" while the task is paused; no expiry
+//	ndigo:{ns:t}:task:call:<n>   a SetPaused call's nonce n, for a minute
+//	ndigo:{ns}:requests          the pending manual-run requests: task name -> Unix nanoseconds
+//	ndigo:{ns}:runs:t            the newest runs, JSON each, newest first; it expires 90 days after the last
+//	ndigo:{ns}:call:<n>          a RequestRun, TakeRequest or Record call's nonce n (a take's: what it took), for a minute
+//
+// The runs are in the namespace's hash slot, with the requests, so that a
+// take removes the request and adds its placeholder run in one script on a
+// Redis Cluster too; a namespace's requests and histories are thus on one
+// Cluster node, while its locks and paused flags spread by task. (Before,
+// the runs were at ndigo:{ns:t}:task:runs; runs recorded there are no
+// longer read and expire with their TTL.) A
+// placeholder's JSON has "fire_ns", the request's instant in Unix
+// nanoseconds, in place of "fire": the script copies the instant the
+// request holds.
 //
 // Task names travel as keys and arguments, never in script text. Each
-// operation is one round trip (recording a run pushes and trims the list in
-// one script). Record and TakeRequest send a nonce made for the call, so
-// that a call go-redis retries after its first attempt ran (the reply was
-// lost) answers what that attempt did: the run is recorded once, and the
-// request taken is the caller's.
+// operation is one round trip. Every mutating call (SetPaused, RequestRun,
+// TakeRequest, Record) is a script that first looks for the key of the
+// call's nonce, made for the call and the same for go-redis's retries of it
+// (go-redis resends a command whose reply was lost, by default up to 3
+// times): a retry whose first attempt ran answers what that attempt did and
+// changes nothing again, whatever other nodes did in between. A SetPaused
+// does not undo a later one, a RequestRun requests at most once, a
+// TakeRequest returns the request its first attempt took (or none) and never
+// a later one, a Record records once. A call whose every attempt lost its
+// reply returns an error wrapping ErrRedis, and may have taken effect (once).
 type Store struct {
 	client   redis.Cmdable
 	ns       string
 	history  int
 	requests string
-	taken    string
 	nonce    string        // random prefix of the nonces of this store's calls
 	calls    atomic.Uint64 // numbers the calls that carry a nonce
 }
@@ -88,13 +109,23 @@ func NewStore(opts StoreOptions) (*Store, error) {
 		return nil, err
 	}
 	return &Store{client: opts.Client, ns: opts.Namespace, history: n, requests: "ndigo:{" + opts.Namespace + "}:requests",
-		taken: "ndigo:{" + opts.Namespace + "}:taken", nonce: strconv.FormatUint(rand.Uint64(), 36) + "."}, nil
+		nonce: strconv.FormatUint(rand.Uint64(), 36) + "."}, nil
 }
 
 // callNonce returns a nonce for one call, the same for go-redis's retries
 // of it.
 func (s *Store) callNonce() string {
 	return s.nonce + strconv.FormatUint(s.calls.Add(1), 36)
+}
+
+// call returns the key that remembers a call in the namespace's slot.
+func (s *Store) call() string {
+	return "ndigo:{" + s.ns + "}:call:" + s.callNonce()
+}
+
+// runs returns the key of task's runs list.
+func (s *Store) runs(task string) string {
+	return "ndigo:{" + s.ns + "}:runs:" + task
 }
 
 // String names the store and its namespace.
@@ -109,17 +140,17 @@ func fail(op, task string, err error) error {
 	return fmt.Errorf("%w: %s of task %q: %w", ErrRedis, op, task, err)
 }
 
-// SetPaused sets task's paused flag.
+// SetPaused sets task's paused flag, once per call.
 func (s *Store) SetPaused(ctx context.Context, task string, paused bool) error {
 	if err := taskstate.CheckTask(ctx, task); err != nil {
 		return err
 	}
-	var err error
+	flag := "0"
 	if paused {
-		err = s.client.Set(ctx, s.key(task, "paused"), "1", 0).Err()
-	} else {
-		err = s.client.Del(ctx, s.key(task, "paused")).Err()
+		flag = "1"
 	}
+	err := pauseScript.Run(ctx, s.client, []string{s.key(task, "paused"), s.key(task, "call:"+s.callNonce())}, flag,
+		callTTL.Milliseconds()).Err()
 	if err != nil {
 		return fail("SetPaused", task, err)
 	}
@@ -142,12 +173,14 @@ func (s *Store) Paused(ctx context.Context, task string) (bool, error) {
 }
 
 // RequestRun records a pending run of task, merged into one already
-// pending.
+// pending, once per call.
 func (s *Store) RequestRun(ctx context.Context, task string, at time.Time) error {
 	if err := taskstate.CheckTask(ctx, task); err != nil {
 		return err
 	}
-	if err := s.client.HSetNX(ctx, s.requests, task, strconv.FormatInt(at.UnixNano(), 10)).Err(); err != nil {
+	err := requestScript.Run(ctx, s.client, []string{s.requests, s.call()}, task, strconv.FormatInt(at.UnixNano(), 10),
+		callTTL.Milliseconds()).Err()
+	if err != nil {
 		return fail("RequestRun", task, err)
 	}
 	return nil
@@ -169,12 +202,18 @@ func (s *Store) Requests(ctx context.Context) (map[string]time.Time, error) {
 	return out, nil
 }
 
-// TakeRequest removes task's pending request.
-func (s *Store) TakeRequest(ctx context.Context, task string) (time.Time, bool, error) {
+// TakeRequest removes task's pending request and adds node's placeholder
+// run, in one script.
+func (s *Store) TakeRequest(ctx context.Context, task, node string) (time.Time, bool, error) {
 	if err := taskstate.CheckTask(ctx, task); err != nil {
 		return time.Time{}, false, err
 	}
-	v, err := takeScript.Run(ctx, s.client, []string{s.requests, s.taken}, task, s.callNonce(), takenTTL.Milliseconds()).Text()
+	if err := taskstate.CheckNode(node); err != nil {
+		return time.Time{}, false, err
+	}
+	before, after := placeholder(node)
+	v, err := takeScript.Run(ctx, s.client, []string{s.requests, s.call(), s.runs(task)}, task, callTTL.Milliseconds(),
+		before, after, s.history, historyTTL.Milliseconds()).Text()
 	switch {
 	case err == nil:
 		return unixNano(v), true, nil
@@ -182,6 +221,21 @@ func (s *Store) TakeRequest(ctx context.Context, task string) (time.Time, bool, 
 		return time.Time{}, false, nil
 	}
 	return time.Time{}, false, fail("TakeRequest", task, err)
+}
+
+// placeholder returns the JSON of node's placeholder run before and after
+// the request's instant (Unix nanoseconds), which take.lua puts between
+// them. Record builds the same text to find it.
+func placeholder(node string) (before, after string) {
+	n, _ := json.Marshal(node) // a string always encodes
+	return `{"fire_ns":`, `,"manual":true,"node":` + string(n) + `,"outcome":"` + taskstate.OutcomeTaken + `"}`
+}
+
+// storedRun is a run as the list keeps it: a Run's JSON, or a placeholder,
+// whose instant is FireNano.
+type storedRun struct {
+	taskstate.Run
+	FireNano *int64 `json:"fire_ns,omitempty"`
 }
 
 // unixNano reads an instant the store wrote; an unreadable one (written by
@@ -194,39 +248,57 @@ func unixNano(v string) time.Time {
 	return time.Unix(0, n).UTC()
 }
 
-// Record adds r to task's runs.
+// Record adds r to task's runs, in place of its placeholder if r is manual,
+// once per call.
 func (s *Store) Record(ctx context.Context, task string, r taskstate.Run) error {
 	if err := taskstate.CheckTask(ctx, task); err != nil {
 		return err
 	}
+	r.Error = taskstate.CutError(r.Error)
 	b, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("redislocks: Record of task %q: %w", task, err)
 	}
-	err = recordScript.Run(ctx, s.client, []string{s.key(task, "runs"), s.key(task, "recorded")}, b, s.history,
-		historyTTL.Milliseconds(), s.callNonce()).Err()
+	var replaced string
+	if r.Manual {
+		before, after := placeholder(r.Node)
+		replaced = before + strconv.FormatInt(r.Fire.UnixNano(), 10) + after
+	}
+	err = recordScript.Run(ctx, s.client, []string{s.runs(task), s.call()}, b, s.history, historyTTL.Milliseconds(),
+		replaced, callTTL.Milliseconds()).Err()
 	if err != nil {
 		return fail("Record", task, err)
 	}
 	return nil
 }
 
-// Runs returns task's runs, newest first. A run that does not decode
-// (written by another version) is left out.
-func (s *Store) Runs(ctx context.Context, task string) ([]taskstate.Run, error) {
+// Runs returns task's newest runs, newest first, reading only those. A run
+// that does not decode (written by another version) is left out.
+func (s *Store) Runs(ctx context.Context, task string, limit int) ([]taskstate.Run, error) {
 	if err := taskstate.CheckTask(ctx, task); err != nil {
 		return nil, err
 	}
-	vs, err := s.client.LRange(ctx, s.key(task, "runs"), 0, int64(s.history-1)).Result()
+	if err := taskstate.CheckLimit(limit); err != nil {
+		return nil, err
+	}
+	n := s.history
+	if limit > 0 && limit < n {
+		n = limit
+	}
+	vs, err := s.client.LRange(ctx, s.runs(task), 0, int64(n-1)).Result()
 	if err != nil {
 		return nil, fail("Runs", task, err)
 	}
 	out := make([]taskstate.Run, 0, len(vs))
 	for _, v := range vs {
-		var r taskstate.Run
-		if json.Unmarshal([]byte(v), &r) == nil {
-			out = append(out, r)
+		var r storedRun
+		if json.Unmarshal([]byte(v), &r) != nil {
+			continue
 		}
+		if r.FireNano != nil {
+			r.Fire = time.Unix(0, *r.FireNano).UTC()
+		}
+		out = append(out, r.Run)
 	}
 	return out, nil
 }

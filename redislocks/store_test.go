@@ -10,6 +10,7 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxtest"
 
+	"github.com/ndigo/ndigo/internal/faultproxy"
 	"github.com/ndigo/ndigo/internal/redistest"
 	"github.com/ndigo/ndigo/locks"
 	"github.com/ndigo/ndigo/redislocks"
@@ -17,28 +18,64 @@ import (
 	"github.com/ndigo/ndigo/taskstate/taskstatetest"
 )
 
-// newStores returns two stores on c, each with its own client options but
-// one namespace, as two nodes have.
-func newStores(c redis.Cmdable) taskstatetest.NewStores {
-	return func(t *testing.T, history int) (taskstate.Store, taskstate.Store) {
-		var out [2]taskstate.Store
-		for i := range out {
-			s, err := redislocks.NewStore(redislocks.StoreOptions{Client: c, Namespace: "conformance", History: history})
-			if err != nil {
-				t.Fatal(err)
-			}
-			out[i] = s
+// newStore returns a store on c in the conformance namespace.
+func newStore(t *testing.T, c redis.Cmdable, history int) *redislocks.Store {
+	t.Helper()
+	s, err := redislocks.NewStore(redislocks.StoreOptions{Client: c, Namespace: "conformance", History: history})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// lossyStores returns a factory of two stores on the server at addr, as two
+// nodes have: A on a client with go-redis's default options (MaxRetries 3)
+// that reaches the server through a faultproxy, B on direct. A lost reply
+// of A is retried.
+func lossyStores(direct *redis.Client, addr string) taskstatetest.NewStores {
+	// Loaded scripts make each call one EVALSHA, so that the loss hits the
+	// script's run and not a NOSCRIPT answer.
+	for _, src := range redislocks.Sources {
+		if err := direct.ScriptLoad(context.Background(), src).Err(); err != nil {
+			panic(err)
 		}
-		return out[0], out[1]
+	}
+	return func(t *testing.T, history int) taskstatetest.Stores {
+		p, err := faultproxy.New(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = p.Close() })
+		c := redis.NewClient(&redis.Options{Addr: p.Addr()})
+		t.Cleanup(func() { _ = c.Close() })
+		return taskstatetest.Stores{A: newStore(t, c, history), B: newStore(t, direct, history), Loss: taskstatetest.Retried,
+			LoseNextReply: func(then func()) { p.DropReplyThen(storeCall, then) }}
 	}
 }
 
-func TestStoreConformanceSingleServer(t *testing.T) {
-	taskstatetest.Run(t, newStores(redistest.Start(t).Client()))
+// storeCall matches the commands of a store's calls: those a client sends
+// on a new connection (HELLO, CLIENT SETINFO) are not.
+func storeCall(c faultproxy.Command) bool {
+	switch c.Name() {
+	case "HELLO", "CLIENT", "AUTH", "SELECT", "PING", "READONLY":
+		return false
+	}
+	return true
 }
 
+func TestStoreConformanceSingleServer(t *testing.T) {
+	srv := redistest.Start(t)
+	taskstatetest.Run(t, lossyStores(srv.Client(), srv.Addr()))
+}
+
+// On a Cluster the harness loses no replies (a proxy would have to rewrite
+// the servers' redirections); the single server's run covers the retries,
+// which are the same scripts.
 func TestStoreConformanceCluster(t *testing.T) {
-	taskstatetest.Run(t, newStores(redistest.StartCluster(t, 3).Client()))
+	c := redistest.StartCluster(t, 3).Client()
+	taskstatetest.Run(t, func(t *testing.T, history int) taskstatetest.Stores {
+		return taskstatetest.Stores{A: newStore(t, c, history), B: newStore(t, c, history), Loss: taskstatetest.Retried}
+	})
 }
 
 // The paused flag and the history survive every node's restart: they are in
@@ -61,17 +98,17 @@ func TestStoreStateOutlivesNodesAndStaysInItsNamespace(t *testing.T) {
 	if paused, err := later.Paused(ctx, "Payroll.Close"); err != nil || !paused {
 		t.Errorf("a new store's Paused = %v, %v; want true: the flag lives in Redis", paused, err)
 	}
-	if runs, err := later.Runs(ctx, "Payroll.Close"); err != nil || len(runs) != 1 || runs[0].Token != 7 {
+	if runs, err := later.Runs(ctx, "Payroll.Close", 0); err != nil || len(runs) != 1 || runs[0].Token != 7 {
 		t.Errorf("a new store's Runs = %+v, %v; want the recorded run", runs, err)
 	}
 	other, _ := redislocks.NewStore(redislocks.StoreOptions{Client: c, Namespace: "staging"})
 	if paused, err := other.Paused(ctx, "Payroll.Close"); err != nil || paused {
 		t.Errorf("another namespace's Paused = %v, %v; want false", paused, err)
 	}
-	if runs, err := other.Runs(ctx, "Payroll.Close"); err != nil || len(runs) != 0 {
+	if runs, err := other.Runs(ctx, "Payroll.Close", 0); err != nil || len(runs) != 0 {
 		t.Errorf("another namespace's Runs = %+v, %v; want none", runs, err)
 	}
-	ttl, err := c.PTTL(ctx, "ndigo:{prod:Payroll.Close}:task:runs").Result()
+	ttl, err := c.PTTL(ctx, "ndigo:{prod}:runs:Payroll.Close").Result()
 	if err != nil || ttl <= 0 {
 		t.Errorf("the runs list's TTL = %v, %v; want it to expire (bounded storage)", ttl, err)
 	}
@@ -125,14 +162,15 @@ func TestModuleOverridesDefaultStore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n, err := srv.Client().LLen(ctx, "ndigo:{module-test:Payroll.Close}:task:runs").Result(); err != nil || n != 2 {
+	if n, err := srv.Client().LLen(ctx, "ndigo:{module-test}:runs:Payroll.Close").Result(); err != nil || n != 2 {
 		t.Fatalf("runs list in Redis: %d, %v; want the 2 that History keeps", n, err)
 	}
 }
 
-// A TakeRequest whose reply was lost, retried by go-redis, answers the
-// request its first attempt took; a Record retried the same way records the
-// run once.
+// Each mutating call whose reply was lost is resent by go-redis with its
+// defaults, and answers what its first attempt did: the request taken is
+// the caller's, and nothing is done twice. (taskstatetest's LostReply cases
+// check the same with another node's calls before the retry.)
 func TestStoreCallsRetriedAfterLostReply(t *testing.T) {
 	s := newLossy(t)
 	ctx := context.Background()
@@ -141,29 +179,70 @@ func TestStoreCallsRetriedAfterLostReply(t *testing.T) {
 	behind, _ := redislocks.NewStore(redislocks.StoreOptions{Client: lossyClient, Namespace: "retry"})
 	other, _ := redislocks.NewStore(redislocks.StoreOptions{Client: s.direct, Namespace: "retry"})
 
-	at := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
-	if err := other.RequestRun(ctx, "Payroll.Close", at); err != nil {
+	m := s.dropFirstReply(redislocks.PauseSHA, "ndigo:{retry:Payroll.Close}:task:paused")
+	if err := behind.SetPaused(ctx, "Payroll.Close", true); err != nil {
 		t.Fatal(err)
 	}
-	m := s.dropFirstReply(redislocks.TakeSHA, "ndigo:{retry}:requests")
-	got, ok, err := behind.TakeRequest(ctx, "Payroll.Close")
-	if err != nil || !ok || !got.Equal(at) {
-		t.Fatalf("TakeRequest whose first reply was lost = %v, %v, %v; want the request it took", got, ok, err)
-	}
 	s.retried(t, m)
-	if _, ok, err := other.TakeRequest(ctx, "Payroll.Close"); err != nil || ok {
-		t.Fatalf("another node's TakeRequest after it = %v, %v; want nothing left", ok, err)
+	if paused, err := other.Paused(ctx, "Payroll.Close"); err != nil || !paused {
+		t.Fatalf("Paused after a retried SetPaused = %v, %v; want true", paused, err)
 	}
 
-	m = s.dropFirstReply(redislocks.RecordSHA, "ndigo:{retry:Payroll.Close}:task:runs")
-	if err := behind.Record(ctx, "Payroll.Close", taskstate.Run{Token: 9, Outcome: "ok"}); err != nil {
+	at := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	m = s.dropFirstReply(redislocks.RequestSHA, "ndigo:{retry}:requests")
+	if err := behind.RequestRun(ctx, "Payroll.Close", at); err != nil {
 		t.Fatal(err)
 	}
 	if n, dropped := s.proxy.Count(m), s.proxy.Dropped(); n != 2 || dropped != 2 {
-		t.Fatalf("the record script was sent %d times with %d replies dropped in all; want 2 and 2", n, dropped)
+		t.Fatalf("the request script was sent %d times with %d replies dropped in all; want 2 and 2", n, dropped)
 	}
-	runs, err := other.Runs(ctx, "Payroll.Close")
+	m = s.dropFirstReply(redislocks.TakeSHA, "ndigo:{retry}:requests")
+	got, ok, err := behind.TakeRequest(ctx, "Payroll.Close", "node-a")
+	if err != nil || !ok || !got.Equal(at) {
+		t.Fatalf("TakeRequest whose first reply was lost = %v, %v, %v; want the request it took", got, ok, err)
+	}
+	if n, dropped := s.proxy.Count(m), s.proxy.Dropped(); n != 2 || dropped != 3 {
+		t.Fatalf("the take script was sent %d times with %d replies dropped in all; want 2 and 3", n, dropped)
+	}
+	if _, ok, err := other.TakeRequest(ctx, "Payroll.Close", "node-b"); err != nil || ok {
+		t.Fatalf("another node's TakeRequest after it = %v, %v; want nothing left", ok, err)
+	}
+
+	m = s.dropFirstReply(redislocks.RecordSHA, "ndigo:{retry}:runs:Payroll.Close")
+	if err := behind.Record(ctx, "Payroll.Close", taskstate.Run{Fire: at, Manual: true, Node: "node-a", Token: 9, Outcome: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	if n, dropped := s.proxy.Count(m), s.proxy.Dropped(); n != 2 || dropped != 4 {
+		t.Fatalf("the record script was sent %d times with %d replies dropped in all; want 2 and 4", n, dropped)
+	}
+	runs, err := other.Runs(ctx, "Payroll.Close", 0)
 	if err != nil || len(runs) != 1 || runs[0].Token != 9 {
-		t.Fatalf("runs after a retried Record = %+v, %v; want the run once", runs, err)
+		t.Fatalf("runs after a retried Record = %+v, %v; want the run once, in place of its placeholder", runs, err)
+	}
+}
+
+// Runs reads only the runs it returns: the task list's one run per task is
+// one LRANGE of one element, not the history.
+func TestStoreRunsReadsOnlyTheLimit(t *testing.T) {
+	s := newLossy(t)
+	ctx := context.Background()
+	c := redis.NewClient(&redis.Options{Addr: s.proxy.Addr()})
+	t.Cleanup(func() { _ = c.Close() })
+	st, _ := redislocks.NewStore(redislocks.StoreOptions{Client: c, Namespace: "limit"})
+	for i := range 5 {
+		if err := st.Record(ctx, "Payroll.Close", taskstate.Run{Token: uint64(i), Outcome: "ok"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runs, err := st.Runs(ctx, "Payroll.Close", 1)
+	if err != nil || len(runs) != 1 || runs[0].Token != 4 {
+		t.Fatalf("Runs(limit 1) = %+v, %v; want the newest run", runs, err)
+	}
+	lrange := func(c faultproxy.Command) bool { return c.Name() == "LRANGE" }
+	one := func(c faultproxy.Command) bool {
+		return lrange(c) && len(c.Args) == 4 && c.Args[2] == "0" && c.Args[3] == "0"
+	}
+	if n, all := s.proxy.Count(one), s.proxy.Count(lrange); n != 1 || all != 1 {
+		t.Fatalf("Runs(limit 1) sent %d LRANGE commands, %d of them LRANGE key 0 0; want one, of one element", all, n)
 	}
 }

@@ -53,10 +53,10 @@ type slowTake struct {
 	release chan struct{} // closed by the test to let it answer
 }
 
-func (s *slowTake) TakeRequest(_ context.Context, task string) (time.Time, bool, error) {
+func (s *slowTake) TakeRequest(_ context.Context, task, node string) (time.Time, bool, error) {
 	close(s.entered)
 	<-s.release
-	return s.InProcess.TakeRequest(context.Background(), task)
+	return s.InProcess.TakeRequest(context.Background(), task, node)
 }
 
 // A manual run whose request is taken after its lease ended is not run: the

@@ -89,7 +89,7 @@ func (s *Scheduler) History(ctx context.Context, name string) ([]taskstate.Run, 
 	if err != nil {
 		return nil, err
 	}
-	return s.state.Runs(ctx, e.name)
+	return s.state.Runs(ctx, e.name, 0)
 }
 
 // ClusterTasks returns [Scheduler.Tasks] with each task's paused flag and
@@ -106,7 +106,7 @@ func (s *Scheduler) ClusterTasks(ctx context.Context) ([]TaskInfo, error) {
 		if err != nil {
 			return nil, err
 		}
-		runs, err := s.state.Runs(ctx, ti.Name)
+		runs, err := s.state.Runs(ctx, ti.Name, 1)
 		if err != nil {
 			return nil, err
 		}

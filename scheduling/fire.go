@@ -437,7 +437,7 @@ var errClaimed = errors.New("scheduling: fire claimed by another node")
 // another node was first.
 func (s *Scheduler) claim(ctx context.Context, f *firing) error {
 	if f.kind == kindManual {
-		at, ok, err := s.state.TakeRequest(ctx, f.e.name)
+		at, ok, err := s.state.TakeRequest(ctx, f.e.name, s.node)
 		switch {
 		case err != nil:
 			return fmt.Errorf("taking the manual-run request: %w", err)

@@ -21,9 +21,9 @@ func Example() {
 	fmt.Println("paused:", paused)
 
 	_ = store.RequestRun(ctx, "Payroll.Close", time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC))
-	at, ok, _ := store.TakeRequest(ctx, "Payroll.Close")
+	at, ok, _ := store.TakeRequest(ctx, "Payroll.Close", "node-a")
 	fmt.Println("taken:", ok, at.Format(time.RFC3339))
-	_, ok, _ = store.TakeRequest(ctx, "Payroll.Close")
+	_, ok, _ = store.TakeRequest(ctx, "Payroll.Close", "node-a")
 	fmt.Println("taken again:", ok)
 	// Output:
 	// paused: true

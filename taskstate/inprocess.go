@@ -10,7 +10,8 @@ import (
 
 // InProcess is a Store in this process's memory: correct for the
 // schedulers of one process, lost when it exits. Make one with
-// [NewInProcess].
+// [NewInProcess]. Each call is applied once under one mutex, and no reply
+// can be lost.
 type InProcess struct {
 	history int
 
@@ -83,41 +84,77 @@ func (s *InProcess) Requests(ctx context.Context) (map[string]time.Time, error) 
 	return maps.Clone(s.requests), nil
 }
 
-// TakeRequest removes task's pending request.
-func (s *InProcess) TakeRequest(ctx context.Context, task string) (time.Time, bool, error) {
+// TakeRequest removes task's pending request and adds node's placeholder
+// run.
+func (s *InProcess) TakeRequest(ctx context.Context, task, node string) (time.Time, bool, error) {
 	if err := CheckTask(ctx, task); err != nil {
+		return time.Time{}, false, err
+	}
+	if err := CheckNode(node); err != nil {
 		return time.Time{}, false, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	at, ok := s.requests[task]
-	delete(s.requests, task)
+	if ok {
+		delete(s.requests, task)
+		s.add(task, Run{Fire: at, Manual: true, Node: node, Outcome: OutcomeTaken})
+	}
 	return at, ok, nil
 }
 
-// Record adds r to task's runs.
+// Record adds r to task's runs, in place of its placeholder if r is manual.
 func (s *InProcess) Record(ctx context.Context, task string, r Run) error {
 	if err := CheckTask(ctx, task); err != nil {
 		return err
 	}
+	r.Error = CutError(r.Error)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if r.Manual {
+		runs := s.runs[task]
+		for i := len(runs) - 1; i >= 0; i-- { // the newest, as the other stores
+			if isPlaceholderOf(runs[i], r) {
+				s.runs[task] = slices.Delete(runs, i, i+1)
+				break
+			}
+		}
+	}
+	s.add(task, r)
+	return nil
+}
+
+// isPlaceholderOf reports whether p is the placeholder that the take of r's
+// request added.
+func isPlaceholderOf(p, r Run) bool {
+	return p.Outcome == OutcomeTaken && p.Manual && p.Node == r.Node && p.Fire.Equal(r.Fire)
+}
+
+// add appends r to task's runs and drops the oldest beyond the history
+// length. s.mu must be held.
+func (s *InProcess) add(task string, r Run) {
 	runs := append(s.runs[task], r)
 	if len(runs) > s.history {
 		// A fresh slice, so that the dropped runs' array is not kept.
 		runs = slices.Clone(runs[len(runs)-s.history:])
 	}
 	s.runs[task] = runs
-	return nil
 }
 
-// Runs returns task's runs, newest first.
-func (s *InProcess) Runs(ctx context.Context, task string) ([]Run, error) {
+// Runs returns task's newest runs, newest first.
+func (s *InProcess) Runs(ctx context.Context, task string, limit int) ([]Run, error) {
 	if err := CheckTask(ctx, task); err != nil {
 		return nil, err
 	}
+	if err := CheckLimit(limit); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
-	out := slices.Clone(s.runs[task])
+	runs := s.runs[task]
+	if limit > 0 && limit < len(runs) {
+		runs = runs[len(runs)-limit:]
+	}
+	out := slices.Clone(runs)
 	s.mu.Unlock()
 	slices.Reverse(out)
 	return out, nil

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 // DefaultHistory is how many runs per task a store keeps when its history
@@ -24,6 +26,43 @@ var ErrInvalid = errors.New("taskstate: invalid argument")
 // scheduled tasks, keyed by task name. Implementations must be safe for
 // concurrent use by any number of nodes and must pass the conformance suite
 // in package taskstatetest.
+//
+// # Taken requests
+//
+// TakeRequest adds to the task's runs, in the same step as it removes the
+// request, a placeholder run of the taker: Fire the request's instant,
+// Manual, Node the taker, Outcome [OutcomeTaken], nothing else. Record of
+// the manual run replaces it. A request whose taker stopped or died before
+// it recorded the run stays in the history as taken by that node, with no
+// outcome: a request is run at most once, and never lost without a trace.
+//
+// # Error texts
+//
+// A store keeps at most [MaxErrorLen] bytes of a run's Error, cut by
+// [CutError].
+//
+// # Lost replies
+//
+// A call to a store on a server can lose its reply after the server ran it
+// (a connection reset). What the caller then sees is each store's promise,
+// which the conformance suite checks for every mutating call (SetPaused,
+// RequestRun, TakeRequest, Record) with another node's call between the lost
+// reply and what follows:
+//
+//   - a store whose client retries the call (redislocks: go-redis resends
+//     it on a new connection) makes each call carry a nonce, so that the
+//     retry answers what the first attempt did and changes nothing again:
+//     a SetPaused does not undo a later one, a RequestRun makes at most one
+//     request (one call, at most one run), a TakeRequest returns the
+//     request its first attempt took and never a later one, a Record
+//     records once;
+//   - a store whose client does not retry (pglocks: pgx never resends a
+//     query) returns an error, and the state is as if the call ran once or
+//     not at all, never twice;
+//   - [InProcess] has no wire: no reply is lost.
+//
+// A caller that retries a failed call itself makes a new call, which may
+// act again (a second request, a second take).
 type Store interface {
 	// SetPaused pauses (true) or resumes (false) task. The flag holds until
 	// it is changed, whatever node restarts.
@@ -37,16 +76,34 @@ type Store interface {
 	// Requests returns the pending requests: the instant each was made, by
 	// task name.
 	Requests(ctx context.Context) (map[string]time.Time, error)
-	// TakeRequest removes task's pending request and returns the instant it
-	// was made. Of the callers that race for one request, exactly one gets
-	// ok; the others, and every caller when none is pending, get false.
-	TakeRequest(ctx context.Context, task string) (at time.Time, ok bool, err error)
-	// Record adds r to task's runs; the store keeps the newest ones up to
-	// its history length and drops the older.
+	// TakeRequest removes task's pending request for node and returns the
+	// instant it was made; in the same step it adds the placeholder run
+	// {Fire: at, Manual: true, Node: node, Outcome: OutcomeTaken} to task's
+	// runs. Of the callers that race for one request, exactly one gets ok;
+	// the others, and every caller when none is pending, get false and add
+	// nothing. An empty node is an error wrapping ErrInvalid.
+	TakeRequest(ctx context.Context, task, node string) (at time.Time, ok bool, err error)
+	// Record adds r to task's runs, its Error cut by [CutError]; the store
+	// keeps the newest ones up to its history length and drops the older.
+	// For a manual r, the placeholder that TakeRequest added with the same
+	// Fire and Node, if still kept, is removed: the finished run is then the
+	// newest entry.
 	Record(ctx context.Context, task string, r Run) error
-	// Runs returns task's kept runs, newest first.
-	Runs(ctx context.Context, task string) ([]Run, error)
+	// Runs returns task's kept runs, newest first, at most limit of them;
+	// limit 0 means every kept run. It reads only the runs it returns. A
+	// negative limit is an error wrapping ErrInvalid.
+	Runs(ctx context.Context, task string, limit int) ([]Run, error)
 }
+
+// OutcomeTaken is the Outcome of the placeholder run that
+// [Store.TakeRequest] adds: the request was taken by the run's Node, which
+// has not recorded the run (yet, or ever, if it stopped or died).
+const OutcomeTaken = "taken"
+
+// MaxErrorLen is how many bytes of a run's Error a store keeps, the mark of
+// a cut included: a task's history stays a small read whatever its errors
+// say.
+const MaxErrorLen = 1024
 
 // A Run is one run of a task on some node of the cluster, as the node that
 // ran it recorded it when the task returned.
@@ -65,9 +122,11 @@ type Run struct {
 	// Duration is how long the task ran.
 	Duration time.Duration `json:"duration"`
 	// Outcome is how the run ended, as the scheduler names it: "ok",
-	// "error", "panic", "cancelled".
+	// "error", "panic", "cancelled"; [OutcomeTaken] for a taken request
+	// whose run is not recorded.
 	Outcome string `json:"outcome"`
-	// Error is the task's error or panic; "" if it returned nil.
+	// Error is the task's error or panic; "" if it returned nil. Stores
+	// keep at most MaxErrorLen bytes of it (see [CutError]).
 	Error string `json:"error,omitempty"`
 }
 
@@ -110,4 +169,40 @@ func CheckHistory(field string, n int) (int, error) {
 		return 0, fmt.Errorf("%w: %s %d must be in [1, %d] (0 means %d)", ErrInvalid, field, n, MaxHistory, DefaultHistory)
 	}
 	return n, nil
+}
+
+// CheckNode validates the node name of [Store.TakeRequest] and returns an
+// error wrapping ErrInvalid if it is empty: a placeholder must name its
+// taker.
+func CheckNode(node string) error {
+	if node == "" {
+		return fmt.Errorf("%w: node %q must not be empty: the taken request's placeholder names its taker", ErrInvalid, node)
+	}
+	return nil
+}
+
+// CheckLimit validates the limit of [Store.Runs] and returns an error
+// wrapping ErrInvalid if it is negative.
+func CheckLimit(limit int) error {
+	if limit < 0 {
+		return fmt.Errorf("%w: limit %d must not be negative (0 means every kept run)", ErrInvalid, limit)
+	}
+	return nil
+}
+
+// CutError returns s if it has at most [MaxErrorLen] bytes. A longer s is
+// cut on a UTF-8 boundary and ends with a mark of the cut, "… (cut from N
+// bytes)", N being len(s); the result, mark included, has at most
+// MaxErrorLen bytes. Every store calls it on a run's Error before it keeps
+// the run.
+func CutError(s string) string {
+	if len(s) <= MaxErrorLen {
+		return s
+	}
+	mark := "… (cut from " + strconv.Itoa(len(s)) + " bytes)"
+	n := MaxErrorLen - len(mark)
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + mark
 }

@@ -116,7 +116,7 @@ type Proxy struct {
 
 	mu      sync.Mutex // protects the fields below
 	conns   map[*conn]struct{}
-	drops   []Match // armed drops, oldest first; each is used once
+	drops   []drop // armed drops, oldest first; each is used once
 	log     []Command
 	dropped int
 	closed  bool
@@ -143,10 +143,24 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 // lost after the server ran the command, and that connection is closed.
 // Each call arms one more drop; drops are used in the order they were armed,
 // each by the first command that matches it.
-func (p *Proxy) DropReply(m Match) {
+func (p *Proxy) DropReply(m Match) { p.DropReplyThen(m, nil) }
+
+// DropReplyThen arms one drop as [Proxy.DropReply] does, and calls then
+// (if not nil) after the reply was lost and before the connection is
+// closed: the client is still waiting for the reply, so then runs between
+// the command and the client's retry of it, as another client's commands
+// may. then must not send through the dropped connection, and must return
+// before the client's read timeout (go-redis: 3 s by default).
+func (p *Proxy) DropReplyThen(m Match, then func()) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.drops = append(p.drops, m)
+	p.drops = append(p.drops, drop{m, then})
+}
+
+// A drop is an armed DropReplyThen.
+type drop struct {
+	m    Match
+	then func()
 }
 
 // Count returns how many commands that m matches the proxy has forwarded,
@@ -219,18 +233,19 @@ func (p *Proxy) accept() {
 	}
 }
 
-// fate decides whether the reply to cmd is dropped, and logs cmd.
-func (p *Proxy) fate(cmd Command) bool {
+// fate decides whether the reply to cmd is dropped (a nil fate keeps it),
+// and logs cmd.
+func (p *Proxy) fate(cmd Command) *drop {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.log = append(p.log, cmd)
-	for i, m := range p.drops {
-		if m(cmd) {
+	for i, d := range p.drops {
+		if d.m(cmd) {
 			p.drops = append(p.drops[:i], p.drops[i+1:]...)
-			return true
+			return &d
 		}
 	}
-	return false
+	return nil
 }
 
 // conn is one proxied client connection and its upstream connection.
@@ -239,7 +254,7 @@ type conn struct {
 	client, server net.Conn
 
 	mu    sync.Mutex // protects fates
-	fates []bool     // per command forwarded and not yet answered: whether its reply is dropped
+	fates []*drop    // per command forwarded and not yet answered: its drop, or nil to keep the reply
 }
 
 // close closes both sides; the goroutines of c then end.
@@ -292,15 +307,18 @@ func (c *conn) replies() {
 		}
 		if !push {
 			c.mu.Lock()
-			drop := len(c.fates) > 0 && c.fates[0]
+			var d *drop
 			if len(c.fates) > 0 {
-				c.fates = c.fates[1:]
+				d, c.fates = c.fates[0], c.fates[1:]
 			}
 			c.mu.Unlock()
-			if drop {
+			if d != nil {
 				c.p.mu.Lock()
 				c.p.dropped++
 				c.p.mu.Unlock()
+				if d.then != nil {
+					d.then()
+				}
 				return
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -150,6 +151,33 @@ func TestGoRedisRetriesADroppedReply(t *testing.T) {
 	}
 	if got := p.Count(faultproxy.Named("INCR")); got != 2 {
 		t.Fatalf("Count(INCR) = %d, want 2", got)
+	}
+}
+
+// DropReplyThen's function runs after the server ran the command and
+// before the client's retry: another client's command lands between the two
+// attempts.
+func TestDropReplyThenRunsBeforeTheRetry(t *testing.T) {
+	p, direct, c := start(t)
+	ctx := context.Background()
+	var seen, sentBefore atomic.Int64
+	p.DropReplyThen(faultproxy.Named("INCR"), func() {
+		n, err := direct.Get(ctx, "n").Int()
+		if err != nil {
+			t.Error(err)
+		}
+		seen.Store(int64(n))
+		sentBefore.Store(int64(p.Count(faultproxy.Named("INCR"))))
+		if err := direct.Set(ctx, "n", 10, 0).Err(); err != nil {
+			t.Error(err)
+		}
+	})
+	n, err := c.Incr(ctx, "n").Result()
+	if err != nil || n != 11 {
+		t.Fatalf("INCR whose first reply was dropped = %d, %v; want 11 (run, then's SET 10, retried)", n, err)
+	}
+	if seen.Load() != 1 || sentBefore.Load() != 1 {
+		t.Fatalf("then saw n = %d after %d INCR sent; want 1 after 1: it must run between the attempts", seen.Load(), sentBefore.Load())
 	}
 }
 

@@ -733,9 +733,9 @@ func (n *nodeStore) Requests(ctx context.Context) (r map[string]time.Time, err e
 	return r, err
 }
 
-func (n *nodeStore) TakeRequest(ctx context.Context, task string) (at time.Time, ok bool, err error) {
+func (n *nodeStore) TakeRequest(ctx context.Context, task, node string) (at time.Time, ok bool, err error) {
 	err = n.call("TakeRequest", task, func() error {
-		at, ok, err = n.s.inner.TakeRequest(ctx, task)
+		at, ok, err = n.s.inner.TakeRequest(ctx, task, node)
 		if ok {
 			n.s.log(func(seq int) { n.s.takes = append(n.s.takes, storeCall{seq, time.Now(), task, n.node, at}) })
 		}
@@ -748,8 +748,8 @@ func (n *nodeStore) Record(ctx context.Context, task string, r taskstate.Run) er
 	return n.call("Record", task, func() error { return n.s.inner.Record(ctx, task, r) })
 }
 
-func (n *nodeStore) Runs(ctx context.Context, task string) (r []taskstate.Run, err error) {
-	err = n.call("Runs", task, func() error { r, err = n.s.inner.Runs(ctx, task); return err })
+func (n *nodeStore) Runs(ctx context.Context, task string, limit int) (r []taskstate.Run, err error) {
+	err = n.call("Runs", task, func() error { r, err = n.s.inner.Runs(ctx, task, limit); return err })
 	return r, err
 }
 
@@ -805,7 +805,7 @@ func (w *simWorld) checkRequests(t *testing.T) {
 	}
 	history := map[string][]taskstate.Run{}
 	for _, st := range w.tasks {
-		if history[st.name], err = s.inner.Runs(ctx, st.name); err != nil {
+		if history[st.name], err = s.inner.Runs(ctx, st.name, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -813,7 +813,7 @@ func (w *simWorld) checkRequests(t *testing.T) {
 		if !slices.ContainsFunc(history[tk.task], func(r taskstate.Run) bool {
 			return r.Manual && r.Fire.Equal(tk.instant) && r.Node == tk.node
 		}) {
-			t.Logf("TEMP %s: the request of %v taken by %s at %v is not in the shared history", tk.task, tk.instant.Sub(w.start), tk.node, tk.at.Sub(w.start))
+			t.Errorf("%s: the request of %v taken by %s at %v is not in the shared history", tk.task, tk.instant.Sub(w.start), tk.node, tk.at.Sub(w.start))
 		}
 	}
 	// A request made while another is pending is merged into it: the next

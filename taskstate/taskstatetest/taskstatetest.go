@@ -1,28 +1,82 @@
 // Package taskstatetest is the conformance suite that every
 // taskstate.Store must pass. A store's own tests call [Run] with a factory
 // of stores; the suite checks the paused flag, manual-run requests (merged,
-// taken exactly once under contention), the bounded run history, and bad
-// input, from two stores on one backend, as two nodes see it.
+// taken exactly once under contention, the taker's placeholder run and its
+// replacement by the run), the bounded run history and its reads of the
+// newest runs, the cap on error texts, bad input, and every mutating call
+// across a lost reply with another node's calls before the retry, from two
+// stores on one backend, as two nodes see it.
 package taskstatetest
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ndigo/ndigo/taskstate"
 )
 
 // NewStores returns two stores on one backend, as two nodes of a cluster
 // would have, each keeping history runs per task (0 meaning
-// taskstate.DefaultHistory). A store of one process may return the same
-// store twice. Stores made by one factory may share a backend across tests:
-// the suite uses distinct task names per test.
-type NewStores func(t *testing.T, history int) (a, b taskstate.Store)
+// taskstate.DefaultHistory). Stores made by one factory may share a backend
+// across tests: the suite uses distinct task names per test.
+type NewStores func(t *testing.T, history int) Stores
+
+// Stores are two stores on one backend and what a lost reply does to the
+// calls of the first.
+type Stores struct {
+	// A and B are the two nodes' stores. A store of one process may be
+	// both.
+	A, B taskstate.Store
+	// Loss is what a lost reply does to a call of A.
+	Loss Loss
+	// LoseNextReply arms one loss: A's next call runs on the backend, its
+	// reply is lost, then runs (other calls, on B), and only then does A's
+	// client see the connection end, and resend the call (Retried) or
+	// return an error (Failed). It is nil for NoWire; a harness that cannot
+	// lose replies on a store with a wire (a Redis Cluster) leaves it nil,
+	// and the lost-reply cases are skipped.
+	LoseNextReply func(then func())
+}
+
+// A Loss is what a lost reply does to a store's call: what the store
+// promises across it, which the suite's LostReply cases check.
+type Loss int
+
+const (
+	// NoWire: the store has no wire (taskstate.InProcess), and no reply is
+	// lost. The LostReply cases make the call, then the other node's calls,
+	// and check the same outcome as for Retried.
+	NoWire Loss = iota
+	// Retried: the client resends a call whose reply was lost (go-redis
+	// does, by default): the call returns what its first attempt did, and
+	// its effect is the first attempt's alone, whatever the other node did
+	// before the retry.
+	Retried
+	// Failed: the client does not resend it (pgx never resends a query):
+	// the call returns an error, and the state is as if it ran once (the
+	// harness loses the reply after the backend ran it), never twice.
+	Failed
+)
+
+// String names l as its constant does.
+func (l Loss) String() string {
+	switch l {
+	case NoWire:
+		return "NoWire"
+	case Retried:
+		return "Retried"
+	case Failed:
+		return "Failed"
+	}
+	return fmt.Sprintf("Loss(%d)", int(l))
+}
 
 // Run runs the conformance suite against the stores newStores makes.
 func Run(t *testing.T, newStores NewStores) {
@@ -35,14 +89,32 @@ func Run(t *testing.T, newStores NewStores) {
 	t.Run("Paused", s.paused)
 	t.Run("Requests", s.requests)
 	t.Run("TakeRequestOnce", s.takeRequestOnce)
+	t.Run("TakenPlaceholder", s.takenPlaceholder)
 	t.Run("History", s.history)
 	t.Run("DefaultHistory", s.defaultHistory)
+	t.Run("RunsLimit", s.runsLimit)
 	t.Run("ConcurrentRecords", s.concurrentRecords)
+	t.Run("ErrorCap", s.errorCap)
+	t.Run("LostReply", func(t *testing.T) {
+		t.Run("SetPaused", s.lostSetPaused)
+		t.Run("RequestRun", s.lostRequestRun)
+		t.Run("TakeRequest", s.lostTakeRequest)
+		t.Run("TakeRequestThenAnotherTake", s.lostTakeRequestThenAnotherTake)
+		t.Run("Record", s.lostRecord)
+		t.Run("RecordManual", s.lostRecordManual)
+	})
 }
 
 type suite struct {
 	new NewStores
 	n   atomic.Int64
+}
+
+// pair returns the two stores of a new backend.
+func (s *suite) pair(t *testing.T, history int) (a, b taskstate.Store) {
+	t.Helper()
+	st := s.new(t, history)
+	return st.A, st.B
 }
 
 // task returns a task name no other test of this run uses, with the dots
@@ -52,7 +124,7 @@ func (s *suite) task(t *testing.T) string {
 }
 
 func (s *suite) badInput(t *testing.T) {
-	a, _ := s.new(t, 0)
+	a, _ := s.pair(t, 0)
 	ctx := context.Background()
 	var nilCtx context.Context
 	checks := map[string]error{
@@ -61,18 +133,30 @@ func (s *suite) badInput(t *testing.T) {
 		"Record":      a.Record(ctx, "", taskstate.Run{}),
 		"Requests":    func() error { _, err := a.Requests(nilCtx); return err }(),
 		"Paused":      func() error { _, err := a.Paused(ctx, ""); return err }(),
-		"TakeRequest": func() error { _, _, err := a.TakeRequest(ctx, ""); return err }(),
-		"Runs":        func() error { _, err := a.Runs(ctx, ""); return err }(),
+		"TakeRequest": func() error { _, _, err := a.TakeRequest(ctx, "", "node-a"); return err }(),
+		"Runs":        func() error { _, err := a.Runs(ctx, "", 0); return err }(),
 	}
 	for op, err := range checks {
 		if !errors.Is(err, taskstate.ErrInvalid) {
 			t.Errorf("%s with bad input: err = %v, want taskstate.ErrInvalid", op, err)
 		}
 	}
+	named := map[string]struct {
+		err  error
+		want string
+	}{
+		"TakeRequest with an empty node": {func() error { _, _, err := a.TakeRequest(ctx, "Payroll.Close", ""); return err }(), "node"},
+		"Runs with limit -1":             {func() error { _, err := a.Runs(ctx, "Payroll.Close", -1); return err }(), "limit -1"},
+	}
+	for op, c := range named {
+		if !errors.Is(c.err, taskstate.ErrInvalid) || !strings.Contains(c.err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want taskstate.ErrInvalid naming %q", op, c.err, c.want)
+		}
+	}
 }
 
 func (s *suite) cancelledContext(t *testing.T) {
-	a, _ := s.new(t, 0)
+	a, _ := s.pair(t, 0)
 	task := s.task(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -91,7 +175,7 @@ func (s *suite) cancelledContext(t *testing.T) {
 }
 
 func (s *suite) paused(t *testing.T) {
-	a, b := s.new(t, 0)
+	a, b := s.pair(t, 0)
 	ctx := context.Background()
 	task, other := s.task(t), s.task(t)
 	want := func(st taskstate.Store, name string, w bool) {
@@ -121,10 +205,10 @@ func (s *suite) paused(t *testing.T) {
 }
 
 func (s *suite) requests(t *testing.T) {
-	a, b := s.new(t, 0)
+	a, b := s.pair(t, 0)
 	ctx := context.Background()
 	task, other := s.task(t), s.task(t)
-	if _, ok, err := a.TakeRequest(ctx, task); err != nil || ok {
+	if _, ok, err := a.TakeRequest(ctx, task, "node-a"); err != nil || ok {
 		t.Fatalf("TakeRequest with none pending = %v, %v; want false, nil", ok, err)
 	}
 	first := time.Date(2026, 3, 1, 10, 0, 0, 123456789, time.UTC)
@@ -147,11 +231,11 @@ func (s *suite) requests(t *testing.T) {
 	if at, ok := reqs[other]; !ok || !at.Equal(first.Add(time.Minute)) {
 		t.Errorf("Requests()[%q] = %v, %v; want %v", other, at, ok, first.Add(time.Minute))
 	}
-	at, ok, err := b.TakeRequest(ctx, task)
+	at, ok, err := b.TakeRequest(ctx, task, "node-b")
 	if err != nil || !ok || !at.Equal(first) {
 		t.Fatalf("TakeRequest = %v, %v, %v; want %v, true, nil", at, ok, err, first)
 	}
-	if _, ok, err := a.TakeRequest(ctx, task); err != nil || ok {
+	if _, ok, err := a.TakeRequest(ctx, task, "node-a"); err != nil || ok {
 		t.Fatalf("second TakeRequest = %v, %v; want false, nil: one request is taken once", ok, err)
 	}
 	reqs, err = a.Requests(ctx)
@@ -164,13 +248,13 @@ func (s *suite) requests(t *testing.T) {
 	if _, ok := reqs[other]; !ok {
 		t.Errorf("Requests() lost %q, which nobody took", other)
 	}
-	if _, _, err := a.TakeRequest(ctx, other); err != nil {
+	if _, _, err := a.TakeRequest(ctx, other, "node-a"); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func (s *suite) takeRequestOnce(t *testing.T) {
-	a, b := s.new(t, 0)
+	a, b := s.pair(t, 0)
 	ctx := context.Background()
 	for round := range 20 {
 		task := s.task(t)
@@ -178,19 +262,20 @@ func (s *suite) takeRequestOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		var wg sync.WaitGroup
-		var taken atomic.Int32
+		var taken, winner atomic.Int32
 		for i := range 8 {
 			st := a
 			if i%2 == 1 {
 				st = b
 			}
 			wg.Go(func() {
-				_, ok, err := st.TakeRequest(ctx, task)
+				_, ok, err := st.TakeRequest(ctx, task, fmt.Sprintf("node-%d", i))
 				if err != nil {
 					t.Error(err)
 				}
 				if ok {
 					taken.Add(1)
+					winner.Store(int32(i))
 				}
 			})
 		}
@@ -198,6 +283,117 @@ func (s *suite) takeRequestOnce(t *testing.T) {
 		if n := taken.Load(); n != 1 {
 			t.Fatalf("round %d: %d of 8 racing TakeRequest calls got the one request, want exactly 1", round, n)
 		}
+		runs, err := b.Runs(ctx, task, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if node := fmt.Sprintf("node-%d", winner.Load()); len(runs) != 1 || runs[0].Node != node || runs[0].Outcome != taskstate.OutcomeTaken {
+			t.Fatalf("round %d: runs after 8 racing takes = %+v; want the one placeholder of the winner %s", round, runs, node)
+		}
+	}
+}
+
+// taken returns the placeholder run that node's take of a request made at
+// at adds.
+func taken(at time.Time, node string) taskstate.Run {
+	return taskstate.Run{Fire: at, Manual: true, Node: node, Outcome: taskstate.OutcomeTaken}
+}
+
+// wantRuns fails t unless st's runs of task are want, newest first.
+func wantRuns(t *testing.T, st taskstate.Store, task string, want ...taskstate.Run) {
+	t.Helper()
+	runs, err := st.Runs(context.Background(), task, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := len(runs) == len(want)
+	for i := 0; ok && i < len(runs); i++ {
+		ok = equal(runs[i], want[i])
+	}
+	if !ok {
+		t.Fatalf("Runs = %s\nwant %s (newest first)", format(runs), format(want))
+	}
+}
+
+func format(runs []taskstate.Run) string {
+	var b strings.Builder
+	for _, r := range runs {
+		fmt.Fprintf(&b, "\n\t{fire %s manual %v node %q token %d outcome %q error %q}", r.Fire.Format(time.RFC3339Nano),
+			r.Manual, r.Node, r.Token, r.Outcome, r.Error)
+	}
+	if b.Len() == 0 {
+		return "none"
+	}
+	return b.String()
+}
+
+// takenPlaceholder: a take adds its taker's placeholder, which the taker's
+// record of the manual run replaces (the run then newest); a manual run
+// with no placeholder kept, or another node's, is added beside it.
+func (s *suite) takenPlaceholder(t *testing.T) {
+	const keep = 5
+	a, b := s.pair(t, keep)
+	ctx := context.Background()
+	task := s.task(t)
+	at := time.Date(2026, 3, 1, 10, 0, 0, 123456789, time.UTC)
+	if err := b.RequestRun(ctx, task, at); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok, err := a.TakeRequest(ctx, task, "node-a"); err != nil || !ok || !got.Equal(at) {
+		t.Fatalf("TakeRequest = %v, %v, %v; want %v, true, nil", got, ok, err, at)
+	}
+	if _, ok, err := b.TakeRequest(ctx, task, "node-b"); err != nil || ok {
+		t.Fatalf("second TakeRequest = %v, %v; want false, nil", ok, err)
+	}
+	wantRuns(t, b, task, taken(at, "node-a")) // the losing take adds nothing
+	sched := run(1)
+	if err := b.Record(ctx, task, sched); err != nil {
+		t.Fatal(err)
+	}
+	wantRuns(t, a, task, sched, taken(at, "node-a"))
+	manual := taskstate.Run{Fire: at, Manual: true, Node: "node-a", Token: 77, Start: at.Add(time.Millisecond),
+		Duration: 2 * time.Second, Outcome: "ok"}
+	if err := a.Record(ctx, task, manual); err != nil {
+		t.Fatal(err)
+	}
+	wantRuns(t, b, task, manual, sched)
+
+	// No placeholder kept for it: the manual run is added.
+	again := manual
+	again.Fire, again.Token = at.Add(time.Hour), 78
+	if err := a.Record(ctx, task, again); err != nil {
+		t.Fatal(err)
+	}
+	wantRuns(t, b, task, again, manual, sched)
+
+	// A placeholder is its taker's: another node's manual run of the same
+	// instant leaves it.
+	third := at.Add(2 * time.Hour)
+	if err := b.RequestRun(ctx, task, third); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := a.TakeRequest(ctx, task, "node-a"); err != nil || !ok {
+		t.Fatalf("TakeRequest = %v, %v; want true, nil", ok, err)
+	}
+	others := taskstate.Run{Fire: third, Manual: true, Node: "node-b", Token: 79, Start: third, Outcome: "error", Error: "boom"}
+	if err := b.Record(ctx, task, others); err != nil {
+		t.Fatal(err)
+	}
+	wantRuns(t, a, task, others, taken(third, "node-a"), again, manual, sched)
+
+	// A take on a full history keeps it at most the history length long.
+	if err := b.RequestRun(ctx, task, at.Add(3*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := b.TakeRequest(ctx, task, "node-b"); err != nil || !ok {
+		t.Fatalf("TakeRequest = %v, %v; want true, nil", ok, err)
+	}
+	runs, err := a.Runs(ctx, task, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != keep || !equal(runs[0], taken(at.Add(3*time.Hour), "node-b")) {
+		t.Fatalf("after a take on a full history of %d: %s\nwant %d runs, the new placeholder first", keep, format(runs), keep)
 	}
 }
 
@@ -219,10 +415,10 @@ func equal(a, b taskstate.Run) bool {
 
 func (s *suite) history(t *testing.T) {
 	const keep = 5
-	a, b := s.new(t, keep)
+	a, b := s.pair(t, keep)
 	ctx := context.Background()
 	task, other := s.task(t), s.task(t)
-	if runs, err := a.Runs(ctx, task); err != nil || len(runs) != 0 {
+	if runs, err := a.Runs(ctx, task, 0); err != nil || len(runs) != 0 {
 		t.Fatalf("Runs of a task never run = %v, %v; want none", runs, err)
 	}
 	for i := range 8 {
@@ -238,7 +434,7 @@ func (s *suite) history(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, st := range []taskstate.Store{a, b} {
-		runs, err := st.Runs(ctx, task)
+		runs, err := st.Runs(ctx, task, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -251,14 +447,14 @@ func (s *suite) history(t *testing.T) {
 			}
 		}
 	}
-	runs, err := b.Runs(ctx, other)
+	runs, err := b.Runs(ctx, other, 0)
 	if err != nil || len(runs) != 1 || !equal(runs[0], run(99)) {
 		t.Errorf("Runs of another task = %+v, %v; want only its own run", runs, err)
 	}
 }
 
 func (s *suite) defaultHistory(t *testing.T) {
-	a, _ := s.new(t, 0)
+	a, _ := s.pair(t, 0)
 	ctx := context.Background()
 	task := s.task(t)
 	for i := range taskstate.DefaultHistory + 3 {
@@ -266,7 +462,7 @@ func (s *suite) defaultHistory(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	runs, err := a.Runs(ctx, task)
+	runs, err := a.Runs(ctx, task, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,9 +472,70 @@ func (s *suite) defaultHistory(t *testing.T) {
 	}
 }
 
+// runsLimit: Runs returns the newest runs up to its limit, all of the
+// kept ones for 0.
+func (s *suite) runsLimit(t *testing.T) {
+	const keep = 5
+	a, b := s.pair(t, keep)
+	ctx := context.Background()
+	task := s.task(t)
+	for i := range keep + 2 {
+		if err := a.Record(ctx, task, run(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for limit, want := range map[int]int{0: keep, 1: 1, 3: 3, keep: keep, keep + 4: keep} {
+		runs, err := b.Runs(ctx, task, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(runs) != want {
+			t.Errorf("Runs(limit %d) = %d runs, want %d", limit, len(runs), want)
+			continue
+		}
+		for j, r := range runs {
+			if !equal(r, run(keep+1-j)) {
+				t.Errorf("Runs(limit %d)[%d] = %+v, want %+v (newest first)", limit, j, r, run(keep+1-j))
+			}
+		}
+	}
+}
+
+// errorCap: a run's Error is kept up to taskstate.MaxErrorLen bytes, a
+// longer one cut by taskstate.CutError (on a rune boundary, marked).
+func (s *suite) errorCap(t *testing.T) {
+	a, b := s.pair(t, 0)
+	ctx := context.Background()
+	task := s.task(t)
+	long := run(1)
+	long.Error = strings.Repeat("é€x", 600) // 3,600 bytes, runes of 1 to 3 bytes
+	atCap := run(2)
+	atCap.Error = strings.Repeat("y", taskstate.MaxErrorLen)
+	for _, r := range []taskstate.Run{long, atCap} {
+		if err := a.Record(ctx, task, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runs, err := b.Runs(ctx, task, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 2 {
+		t.Fatalf("Runs = %s, want 2", format(runs))
+	}
+	if runs[0].Error != atCap.Error {
+		t.Errorf("an error of exactly MaxErrorLen (%d) bytes came back as %d bytes, want it whole", taskstate.MaxErrorLen, len(runs[0].Error))
+	}
+	got := runs[1].Error
+	if len(got) > taskstate.MaxErrorLen || !utf8.ValidString(got) || got != taskstate.CutError(long.Error) {
+		t.Errorf("a %d-byte error came back as %d bytes (valid UTF-8: %v): %q\nwant taskstate.CutError's %q",
+			len(long.Error), len(got), utf8.ValidString(got), got, taskstate.CutError(long.Error))
+	}
+}
+
 func (s *suite) concurrentRecords(t *testing.T) {
 	const keep, writers, each = 10, 4, 10
-	a, b := s.new(t, keep)
+	a, b := s.pair(t, keep)
 	ctx := context.Background()
 	task := s.task(t)
 	var wg sync.WaitGroup
@@ -296,7 +553,7 @@ func (s *suite) concurrentRecords(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	runs, err := b.Runs(ctx, task)
+	runs, err := b.Runs(ctx, task, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,4 +567,235 @@ func (s *suite) concurrentRecords(t *testing.T) {
 		}
 		seen[r.Token] = true
 	}
+}
+
+// lossy returns stores whose replies the harness can lose, and skips t if
+// it cannot for a store with a wire.
+func (s *suite) lossy(t *testing.T) Stores {
+	t.Helper()
+	st := s.new(t, 0)
+	switch {
+	case st.Loss == NoWire && st.LoseNextReply != nil:
+		t.Fatal("taskstatetest: Stores.LoseNextReply is set and Loss is NoWire: set Loss to Retried or Failed")
+	case st.Loss != NoWire && st.LoseNextReply == nil:
+		t.Skipf("the harness cannot lose replies of this store (Loss %v, no LoseNextReply)", st.Loss)
+	}
+	return st
+}
+
+// lose makes call with its reply lost and then run before A's client sees
+// the loss (for NoWire: call, then then), and checks what the call
+// returned, as st.Loss says: nil, or an error for Failed. then runs on
+// another goroutine for some harnesses: it reports with t.Error, never
+// t.Fatal.
+func lose(t *testing.T, st Stores, op string, call func() error, then func()) {
+	t.Helper()
+	var ran atomic.Bool
+	wrapped := func() {
+		ran.Store(true)
+		then()
+	}
+	var err error
+	if st.Loss == NoWire {
+		err = call()
+		wrapped()
+	} else {
+		st.LoseNextReply(wrapped)
+		err = call()
+	}
+	if !ran.Load() {
+		t.Fatalf("%s: the harness lost no reply (its then never ran): the case tests nothing", op)
+	}
+	if t.Failed() {
+		t.FailNow() // what then saw is the cause of what follows
+	}
+	switch {
+	case st.Loss == Failed && err == nil:
+		t.Fatalf("%s whose reply was lost returned nil; want an error (Loss Failed: the client does not resend it)", op)
+	case st.Loss != Failed && err != nil:
+		t.Fatalf("%s whose reply was lost (Loss %v) = %v, want nil", op, st.Loss, err)
+	}
+}
+
+// lostSetPaused: a SetPaused whose reply was lost, another node's opposite
+// SetPaused after it, then the retry: the other node's, the later, holds.
+// A retry that set the flag again would undo it: a reader would have seen
+// the flag change three times for two calls.
+func (s *suite) lostSetPaused(t *testing.T) {
+	for _, paused := range []bool{true, false} {
+		t.Run(fmt.Sprintf("paused=%v", paused), func(t *testing.T) {
+			st := s.lossy(t)
+			a, b := st.A, st.B
+			ctx := context.Background()
+			task := s.task(t)
+			if err := b.SetPaused(ctx, task, !paused); err != nil {
+				t.Fatal(err)
+			}
+			lose(t, st, "SetPaused", func() error { return a.SetPaused(ctx, task, paused) }, func() {
+				if got, err := b.Paused(ctx, task); err != nil || got != paused {
+					t.Errorf("another node's Paused after the lost reply = %v, %v; want %v: the call ran", got, err, paused)
+				}
+				if err := b.SetPaused(ctx, task, !paused); err != nil {
+					t.Error(err)
+				}
+			})
+			for _, x := range []taskstate.Store{a, b} {
+				if got, err := x.Paused(ctx, task); err != nil || got != !paused {
+					t.Fatalf("Paused after the lost SetPaused(%v) and another node's later SetPaused(%v) = %v, %v; want %v: "+
+						"the call took effect twice", paused, !paused, got, err, !paused)
+				}
+			}
+		})
+	}
+}
+
+// lostRequestRun: a RequestRun whose reply was lost, its request taken and
+// run by another node, then the retry: no second request. One call, at
+// most one run.
+func (s *suite) lostRequestRun(t *testing.T) {
+	st := s.lossy(t)
+	a, b := st.A, st.B
+	ctx := context.Background()
+	task := s.task(t)
+	at := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	done := taskstate.Run{Fire: at, Manual: true, Node: "node-b", Token: 3, Start: at, Duration: time.Second, Outcome: "ok"}
+	lose(t, st, "RequestRun", func() error { return a.RequestRun(ctx, task, at) }, func() {
+		if got, ok, err := b.TakeRequest(ctx, task, "node-b"); err != nil || !ok || !got.Equal(at) {
+			t.Errorf("another node's TakeRequest after the lost reply = %v, %v, %v; want %v, true, nil: the call ran", got, ok, err, at)
+		}
+		if err := b.Record(ctx, task, done); err != nil {
+			t.Error(err)
+		}
+	})
+	reqs, err := b.Requests(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := reqs[task]; ok {
+		t.Fatalf("after the lost RequestRun, its request taken and run: a request at %v is pending; want none: "+
+			"one RequestRun call must make at most one run", got)
+	}
+	if _, ok, err := b.TakeRequest(ctx, task, "node-b"); err != nil || ok {
+		t.Fatalf("TakeRequest after = %v, %v; want false, nil", ok, err)
+	}
+	wantRuns(t, a, task, done)
+}
+
+// lostTakeRequest: a TakeRequest whose reply was lost, another node's
+// request after it, then the retry: the call answers the request its first
+// attempt took, and the later request stays pending.
+func (s *suite) lostTakeRequest(t *testing.T) {
+	st := s.lossy(t)
+	a, b := st.A, st.B
+	ctx := context.Background()
+	task := s.task(t)
+	first := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	later := first.Add(time.Minute)
+	if err := b.RequestRun(ctx, task, first); err != nil {
+		t.Fatal(err)
+	}
+	var at time.Time
+	var ok bool
+	lose(t, st, "TakeRequest", func() error {
+		var err error
+		at, ok, err = a.TakeRequest(ctx, task, "node-a")
+		return err
+	}, func() {
+		if _, ok, err := b.TakeRequest(ctx, task, "node-b"); err != nil || ok {
+			t.Errorf("another node's TakeRequest after the lost reply = %v, %v; want false, nil: the call took the request", ok, err)
+		}
+		if err := b.RequestRun(ctx, task, later); err != nil {
+			t.Error(err)
+		}
+	})
+	if st.Loss != Failed && (!ok || !at.Equal(first)) {
+		t.Fatalf("TakeRequest whose reply was lost = %v, %v; want %v, true: the request its first attempt took, "+
+			"not the one made since (%v)", at, ok, first, later)
+	}
+	if got, ok, err := b.TakeRequest(ctx, task, "node-b"); err != nil || !ok || !got.Equal(later) {
+		t.Fatalf("another node's TakeRequest after the retry = %v, %v, %v; want the later request %v, left pending", got, ok, err, later)
+	}
+	wantRuns(t, a, task, taken(later, "node-b"), taken(first, "node-a"))
+}
+
+// lostTakeRequestThenAnotherTake: a TakeRequest whose reply was lost, then
+// another node's request and take, then the retry: the call still answers
+// the request its first attempt took, though the task's last take is
+// another's.
+func (s *suite) lostTakeRequestThenAnotherTake(t *testing.T) {
+	st := s.lossy(t)
+	a, b := st.A, st.B
+	ctx := context.Background()
+	task := s.task(t)
+	first := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	later := first.Add(time.Minute)
+	if err := b.RequestRun(ctx, task, first); err != nil {
+		t.Fatal(err)
+	}
+	var at time.Time
+	var ok bool
+	lose(t, st, "TakeRequest", func() error {
+		var err error
+		at, ok, err = a.TakeRequest(ctx, task, "node-a")
+		return err
+	}, func() {
+		if err := b.RequestRun(ctx, task, later); err != nil {
+			t.Error(err)
+		}
+		if got, ok, err := b.TakeRequest(ctx, task, "node-b"); err != nil || !ok || !got.Equal(later) {
+			t.Errorf("another node's TakeRequest = %v, %v, %v; want the later request %v", got, ok, err, later)
+		}
+	})
+	if st.Loss != Failed && (!ok || !at.Equal(first)) {
+		t.Fatalf("TakeRequest whose reply was lost = %v, %v; want %v, true: the request its first attempt took", at, ok, first)
+	}
+	reqs, err := b.Requests(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := reqs[task]; ok {
+		t.Fatalf("a request at %v is pending after both takes, want none", got)
+	}
+	wantRuns(t, a, task, taken(later, "node-b"), taken(first, "node-a"))
+}
+
+// lostRecord: a Record whose reply was lost, another node's Record after
+// it, then the retry: each run is kept once, in the order they were made.
+func (s *suite) lostRecord(t *testing.T) {
+	st := s.lossy(t)
+	a, b := st.A, st.B
+	ctx := context.Background()
+	task := s.task(t)
+	mine, theirs := run(1), run(2)
+	lose(t, st, "Record", func() error { return a.Record(ctx, task, mine) }, func() {
+		if err := b.Record(ctx, task, theirs); err != nil {
+			t.Error(err)
+		}
+	})
+	wantRuns(t, b, task, theirs, mine)
+}
+
+// lostRecordManual: the record of a manual run whose reply was lost,
+// another node's Record after it, then the retry: the run replaced its
+// placeholder once and is kept once.
+func (s *suite) lostRecordManual(t *testing.T) {
+	st := s.lossy(t)
+	a, b := st.A, st.B
+	ctx := context.Background()
+	task := s.task(t)
+	at := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	if err := b.RequestRun(ctx, task, at); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := a.TakeRequest(ctx, task, "node-a"); err != nil || !ok {
+		t.Fatalf("TakeRequest = %v, %v; want true, nil", ok, err)
+	}
+	manual := taskstate.Run{Fire: at, Manual: true, Node: "node-a", Token: 12, Start: at, Duration: time.Second, Outcome: "ok"}
+	theirs := run(2)
+	lose(t, st, "Record", func() error { return a.Record(ctx, task, manual) }, func() {
+		if err := b.Record(ctx, task, theirs); err != nil {
+			t.Error(err)
+		}
+	})
+	wantRuns(t, b, task, theirs, manual)
 }
