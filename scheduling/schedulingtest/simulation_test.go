@@ -137,7 +137,7 @@ type interval struct {
 }
 
 type simWorld struct {
-	rate   float64 // the share of calls that fail, lose their reply, or are slow (a third each)
+	rate   float64       // the share of calls that fail, lose their reply, or are slow (a third each)
 	spread bool          // the nodes spread their tasks
 	beat   time.Duration // their heartbeat interval
 	seed   uint64
@@ -287,7 +287,7 @@ func simulate(t *testing.T, seed uint64, hist int) stats {
 		}
 	}
 	leaving := map[string]chan struct{}{} // closed when the node's graceful Stop returned
-	var acting sync.WaitGroup                // the operators' calls in flight
+	var acting sync.WaitGroup             // the operators' calls in flight
 	// Requests, and pauses of 1 to 4 s, in half the histories.
 	for range rng.IntN(2) * rng.IntN(8) {
 		at := w.start.Add(time.Duration(rng.Int64N(int64(simSpan - cooldown))))
