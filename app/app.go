@@ -57,6 +57,7 @@ var Module = fx.Options(
 		fx.Provide(fx.Annotate(nodeName, fx.ResultTags(`name:"`+scheduling.NodeName+`"`))),
 		fx.Provide(fx.Annotate(skipLevel, fx.ResultTags(`name:"`+scheduling.SkipLevelName+`"`))),
 		fx.Provide(fx.Annotate(zone, fx.ResultTags(`name:"`+scheduling.LocationName+`"`))),
+		fx.Provide(fx.Annotate(spreadMode, fx.ResultTags(`name:"`+scheduling.SpreadName+`"`))),
 		fx.Provide(placeholders, redisConfig, postgresConfig),
 		fx.Invoke(checkDriverWired),
 	),
@@ -270,6 +271,8 @@ func placeholders(p valuesParams) annotations.Resolver {
 
 // skipLevel gives the scheduler the configured level of its skip lines.
 func skipLevel(p frameworkParams) slog.Level { return p.Framework.Log.SlogSkipLevel() }
+
+func spreadMode(p frameworkParams) scheduling.SpreadMode { return scheduling.SpreadMode(p.Framework.Spread) }
 
 // nodeName gives the scheduler the configured node name; empty lets it
 // choose "<hostname>-<pid>".

@@ -58,6 +58,11 @@ type Framework struct {
 	StopTimeout time.Duration `yaml:"stop-timeout" validate:"min=0"`
 	// Admin configures the operations endpoints.
 	Admin Admin `yaml:"admin"`
+	// Spread is whether the nodes spread the fires of locked tasks among
+	// them, so that each fire costs one node's lock calls: "auto" (on with
+	// a Redis or PostgreSQL driver), "on" or "off" (every node tries every
+	// fire). See scheduling.Config.Spread.
+	Spread string `yaml:"spread" default:"auto" validate:"oneof=auto on off"`
 }
 
 // Admin configures the operations endpoints that app.Module serves: the

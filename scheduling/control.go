@@ -93,7 +93,8 @@ func (s *Scheduler) History(ctx context.Context, name string) ([]taskstate.Run, 
 }
 
 // ClusterTasks returns [Scheduler.Tasks] with each task's paused flag and
-// last run on any node read from the task state (two reads per task).
+// last run on any node read from the task state (two reads per task: the
+// flag and the newest run, not the history).
 // Without a task state store it is Tasks.
 func (s *Scheduler) ClusterTasks(ctx context.Context) ([]TaskInfo, error) {
 	infos := s.Tasks()
@@ -182,25 +183,15 @@ func (s *Scheduler) startRequested() {
 // most recent scheduled instant within the window before now. The fire
 // then goes through the lock and the claim as any other, so that it runs on
 // one node, and only if no node claimed it. s.mu is held.
-//
-// A spreading scheduler ([Config.Spread]) also tries, for every locked task,
-// the last fire within one heartbeat interval before now: the other nodes
-// may have seen this node join, and left that fire to it, before their
-// clocks reached it while this node's clock had passed it.
+
 func (s *Scheduler) catchUps(now time.Time) []firing {
 	var out []firing
 	for _, e := range s.entries {
-		window := e.spec.CatchUp
-		if s.spread != nil && e.spec.Lock != "" {
-			window = max(window, s.spread.every)
-		}
-		if window <= 0 {
+		if e.spec.CatchUp <= 0 {
 			continue
 		}
-		if p := lastFireWithin(e.sched, now, window); !p.IsZero() {
-			if e.spec.CatchUp > 0 {
-				s.log.Info("catching up the last fire if it ran nowhere", "task", e.name, "fire", p, "window", e.spec.CatchUp)
-			}
+		if p := lastFireWithin(e.sched, now, e.spec.CatchUp); !p.IsZero() {
+			s.log.Info("catching up the last fire if it ran nowhere", "task", e.name, "fire", p, "window", e.spec.CatchUp)
 			out = append(out, firing{e: e, fire: p, kind: kindCatchUp})
 		}
 	}

@@ -30,6 +30,39 @@ const SkipLevelName = "scheduling.skip-level"
 // expressions without a CRON_TZ= prefix, a *time.Location.
 const LocationName = "scheduling.location"
 
+// SpreadName is the fx name under which Module looks for its
+// [SpreadMode].
+const SpreadName = "scheduling.spread"
+
+// A SpreadMode says whether Module's scheduler spreads the fires of locked
+// tasks over the live nodes ([Config.Spread]).
+type SpreadMode string
+
+// The spread modes.
+const (
+	// SpreadAuto (or "") spreads when the driver keeps memberships
+	// (locks.Membership) and is shared by processes: the Redis and
+	// PostgreSQL drivers, not the in-process one.
+	SpreadAuto SpreadMode = "auto"
+	// SpreadOn spreads; Start fails if the driver keeps no memberships.
+	SpreadOn SpreadMode = "on"
+	// SpreadOff makes every node try every fire.
+	SpreadOff SpreadMode = "off"
+)
+
+// spreads reports whether mode spreads on d.
+func (mode SpreadMode) spreads(d locks.Driver) bool {
+	switch mode {
+	case SpreadOn:
+		return true
+	case SpreadOff:
+		return false
+	}
+	_, member := locks.As[locks.Membership](d)
+	_, local := locks.As[*locks.InProcessDriver](d)
+	return member && !local
+}
+
 // registration is one Provide's tasks in the fx value group, with the
 // sequence number that orders registrations (value groups are unordered).
 type registration struct {
@@ -86,6 +119,7 @@ type moduleParams struct {
 	Node          string          `name:"scheduling.node" optional:"true"`
 	Location      *time.Location  `name:"scheduling.location" optional:"true"`
 	SkipLevel     slog.Level      `name:"scheduling.skip-level" optional:"true"`
+	Spread        SpreadMode      `name:"scheduling.spread" optional:"true"`
 	Registrations []registration  `group:"scheduling.tasks"`
 	Listeners     []Listener      `group:"scheduling.listeners"`       // ListenersGroup
 	Wrappers      []DriverWrapper `group:"scheduling.driver-wrappers"` // DriverWrappersGroup
@@ -96,7 +130,8 @@ type moduleParams struct {
 // with [Provide] (or package annotations) in registration order, starts it
 // on OnStart and stops it on OnStop. The graph may supply a locks.Driver
 // (without one, locked tasks fail validation), a clockwork.Clock, a
-// *slog.Logger, a node name ([NodeName]), a zone ([LocationName]) and a
+// *slog.Logger, a node name ([NodeName]), a zone ([LocationName]), a
+// [SpreadMode] ([SpreadName]; auto by default) and a
 // taskstate.Store (taskstate.Module provides one; without it, tasks cannot
 // be paused or run by hand); all are optional. Listeners registered with [Listen] are told about every run and
 // skip, and [DriverWrapper] values in [DriverWrappersGroup] wrap the driver. If any task spec is invalid, fx.New fails with every problem
@@ -116,7 +151,7 @@ func newModuleScheduler(p moduleParams) (*Scheduler, error) {
 		}
 	}
 	s := New(Config{Driver: driver, Clock: p.Clock, Logger: p.Logger, Node: p.Node, Location: p.Location,
-		Listeners: p.Listeners, SkipLevel: p.SkipLevel, State: p.State})
+		Listeners: p.Listeners, SkipLevel: p.SkipLevel, State: p.State, Spread: p.Spread.spreads(driver)})
 	regs := slices.Clone(p.Registrations)
 	slices.SortFunc(regs, func(a, b registration) int { return cmp.Compare(a.seq, b.seq) })
 	var tasks []Task

@@ -45,8 +45,17 @@ type spread struct {
 
 // A view is the group's live members as one heartbeat answered.
 type view struct {
-	group   string
-	members []string
+	group string
+	// owners are the members that may own tasks in this node's eyes: those
+	// of this answer that the previous one listed too, and this node. A
+	// member that joined is an owner for the others only from their next
+	// heartbeat on, while it tries every fire from its start (its own first
+	// view has no owner but itself): so the node that owned a task before
+	// keeps trying it for a heartbeat after the newcomer starts, and no
+	// fire falls between the two (unless their clocks and a heartbeat's
+	// latency differ by more than a heartbeat interval).
+	owners  []string
+	members []string  // every member listed
 	at      time.Time // when the heartbeat was sent, on the scheduler's clock
 }
 
@@ -80,7 +89,7 @@ func (s *Scheduler) owns(key string) bool {
 	if v == nil || s.clock.Since(v.at) >= memberLife*s.spread.every {
 		return true
 	}
-	return ownerOf(v.members, key) == s.node
+	return ownerOf(v.owners, key) == s.node
 }
 
 // ownerOf returns the member with the highest rendezvous score for key.
@@ -139,7 +148,15 @@ func (s *Scheduler) beat() {
 	if sp.failing.Swap(false) {
 		s.log.Info("membership heartbeat works again", "group", group, "members", len(members))
 	}
-	sp.view.Store(&view{group: group, members: members, at: sent})
+	v := &view{group: group, at: sent}
+	prev := sp.view.Load()
+	for _, m := range members {
+		if m == s.node || (prev != nil && prev.group == group && slices.Contains(prev.members, m)) {
+			v.owners = append(v.owners, m)
+		}
+	}
+	v.members = members
+	sp.view.Store(v)
 }
 
 // handOver leaves the group at the start of Stop and, if other nodes were

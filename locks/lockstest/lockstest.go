@@ -2,7 +2,8 @@
 // pass. A driver's own tests call [Run] with a [Harness] that makes fresh
 // drivers; the suite checks mutual exclusion, fencing-token order, stale
 // holders, expiry, Done, waiting, context cancellation, bad input and the
-// TTL bounds (locks.MaxTTL for every driver, MinTTL for a locks.MinTTLer).
+// TTL bounds (locks.MaxTTL for every driver, MinTTL for a locks.MinTTLer),
+// fire claims and memberships.
 package lockstest
 
 import (
@@ -65,6 +66,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("WaitBudget", s.waitBudget)
 	t.Run("LeaseContext", s.leaseContext)
 	t.Run("Claim", s.claim)
+	t.Run("Membership", s.membership)
 }
 
 type suite struct {
