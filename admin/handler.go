@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -16,10 +15,6 @@ import (
 // ErrInvalid reports a bad [Options] value; the wrapping error names the
 // field, the value and the rule.
 var ErrInvalid = errors.New("admin: invalid options")
-
-// DefaultCheckTimeout bounds each health check when [Options.CheckTimeout]
-// is zero.
-const DefaultCheckTimeout = 2 * time.Second
 
 // Options configures a [Handler].
 type Options struct {
@@ -40,15 +35,6 @@ type Options struct {
 	// action and the remote address (never the token); nil means
 	// slog.Default().
 	Logger *slog.Logger
-}
-
-// A Check probes one dependency for /healthz.
-type Check struct {
-	// Name names the dependency in the response, e.g. "redis".
-	Name string
-	// Check returns nil if the dependency works. Its error message is
-	// shown in the response, so it must not carry secrets.
-	Check func(context.Context) error
 }
 
 // A Route is an extra endpoint of a [Handler].
@@ -94,10 +80,17 @@ func New(opts Options) (*Handler, error) {
 	if opts.CheckTimeout < 0 {
 		return nil, fmt.Errorf("%w: CheckTimeout %v must not be negative", ErrInvalid, opts.CheckTimeout)
 	}
+	seen := map[string]int{}
 	for i, c := range opts.Checks {
 		if c.Name == "" || c.Check == nil {
 			return nil, fmt.Errorf("%w: Checks[%d] (name %q): needs a name and a Check func", ErrInvalid, i, c.Name)
 		}
+		// Names key /healthz's answer: a second check of a name would hide
+		// the first's failure.
+		if j, dup := seen[c.Name]; dup {
+			return nil, fmt.Errorf("%w: Checks[%d] (name %q): the name of Checks[%d] too; each check needs its own", ErrInvalid, i, c.Name, j)
+		}
+		seen[c.Name] = i
 	}
 	h := &Handler{s: opts.Scheduler, checks: opts.Checks, timeout: opts.CheckTimeout, mux: http.NewServeMux(),
 		log: opts.Logger}
@@ -194,13 +187,6 @@ type LeaseJSON struct {
 	Since time.Time `json:"since"`
 }
 
-// HealthJSON is the body of GET /healthz.
-type HealthJSON struct {
-	Status string            `json:"status"` // "ok" or "unavailable"
-	Driver string            `json:"driver"` // the scheduler's lock driver, e.g. "redislocks (namespace prod)"
-	Checks map[string]string `json:"checks"` // "ok" or the error, by check name
-}
-
 func (h *Handler) tasks(w http.ResponseWriter, r *http.Request) {
 	// Without the shared state (its store unreachable) this node's view is
 	// still worth showing, with the reason the cluster's is missing.
@@ -264,35 +250,6 @@ func (h *Handler) locks(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, struct {
 		Locks []LeaseJSON `json:"locks"`
 	}{out})
-}
-
-func (h *Handler) health(w http.ResponseWriter, r *http.Request) {
-	res := HealthJSON{Status: "ok", Driver: h.s.DriverName(), Checks: map[string]string{}}
-	for _, c := range h.checks {
-		if err := h.probe(r.Context(), c); err != nil {
-			res.Status = "unavailable"
-			res.Checks[c.Name] = err.Error()
-			continue
-		}
-		res.Checks[c.Name] = "ok"
-	}
-	code := http.StatusOK
-	if res.Status != "ok" {
-		code = http.StatusServiceUnavailable
-	}
-	writeJSON(w, code, res)
-}
-
-// probe runs one check within the timeout; a panicking check fails.
-func (h *Handler) probe(ctx context.Context, c Check) (err error) {
-	ctx, cancel := context.WithTimeout(ctx, h.timeout)
-	defer cancel()
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("check panicked: %v", p)
-		}
-	}()
-	return c.Check(ctx)
 }
 
 func utc(t time.Time) *time.Time {

@@ -12,7 +12,9 @@ import (
 
 	"go.uber.org/fx"
 
+	"github.com/ndigo/ndigo/locks"
 	"github.com/ndigo/ndigo/scheduling"
+	"github.com/ndigo/ndigo/taskstate"
 )
 
 // ChecksGroup is the fx value group of [Check] values that [Module]'s
@@ -47,9 +49,10 @@ func Mount(pattern string, h http.Handler) fx.Option {
 // startup) and the server shuts down gracefully on stop, before the
 // scheduler stops.
 //
-// /healthz probes the [Check] values of [ChecksGroup] (app.Module adds a
-// "redis" check that pings the graph's redis.UniversalClient, when there is
-// one). Extra routes come from [RoutesGroup] ([Mount]).
+// /healthz probes the backends of the graph's locks.Driver and
+// taskstate.Store that implement locks.HealthChecker ([BackendChecks]: the
+// Redis and PostgreSQL drivers and stores do), then the [Check] values of
+// [ChecksGroup]. Extra routes come from [RoutesGroup] ([Mount]).
 var Module = fx.Module("admin",
 	fx.Provide(newModuleHandler, newServer),
 	fx.Invoke(func(*Server) {}),
@@ -58,14 +61,19 @@ var Module = fx.Module("admin",
 type handlerParams struct {
 	fx.In
 	Scheduler *scheduling.Scheduler
-	Checks    []Check      `group:"admin.checks"`
-	Routes    []Route      `group:"admin.routes"`
-	Config    Config       `optional:"true"`
-	Logger    *slog.Logger `optional:"true"`
+	// Driver and State are what the scheduler is built from (scheduling.Module
+	// takes the same values), for their health checks.
+	Driver locks.Driver    `optional:"true"`
+	State  taskstate.Store `optional:"true"`
+	Checks []Check         `group:"admin.checks"`
+	Routes []Route         `group:"admin.routes"`
+	Config Config          `optional:"true"`
+	Logger *slog.Logger    `optional:"true"`
 }
 
 func newModuleHandler(p handlerParams) (*Handler, error) {
-	return New(Options{Scheduler: p.Scheduler, Checks: p.Checks, Routes: p.Routes, Token: p.Config.Token, Logger: p.Logger})
+	checks := append(BackendChecks(p.Driver, p.State), p.Checks...)
+	return New(Options{Scheduler: p.Scheduler, Checks: checks, Routes: p.Routes, Token: p.Config.Token, Logger: p.Logger})
 }
 
 // A Server serves a Handler on its own address.
