@@ -29,7 +29,10 @@ type Options struct {
 	Routes []Route
 	// Token is the bearer token that POST /scheduledtasks/{name}/run, pause
 	// and resume require, compared in constant time; without one they are
-	// refused with 403.
+	// refused with 403. Leading and trailing whitespace (spaces, tabs, CR,
+	// LF, such as a secret file's final newline) is ignored, with a warning
+	// on Logger: no client can send it in a header. The ndigo CLI and the
+	// web console trim it from the token they send the same way.
 	Token Token
 	// Logger receives one line per control request, with the task, the
 	// action and the remote address (never the token); nil means
@@ -51,6 +54,7 @@ type Route struct {
 //	POST /scheduledtasks/{name}/run    one run of the task in the cluster, as soon as a node can (202)
 //	POST /scheduledtasks/{name}/pause  pause the task on every node
 //	POST /scheduledtasks/{name}/resume resume it
+//	     /scheduledtasks/{action}?name=N  the same four, with the name in the query (for "." and "..")
 //	GET  /locks                        the leases this node holds for runs in flight
 //	GET  /healthz                      200 if every check passes, 503 naming the failing ones
 //
@@ -59,8 +63,12 @@ type Route struct {
 // configured), and each is logged. Responses are JSON, errors
 // {"error": "..."} (404 for an unknown task, 405 with an Allow header for a
 // wrong method); timestamps are RFC 3339 in UTC. Task names go in the path
-// escaped (url.PathEscape). Mount it on a mux of your own under a prefix
-// with http.StripPrefix:
+// escaped (url.PathEscape), except "." and "..", which no client can send
+// as a path segment (URL resolution removes them, and browsers their %2E
+// escapes too): those go in the query, as
+// /scheduledtasks/runs?name=.. and POST /scheduledtasks/pause?name=.
+// (any name may). Mount it on a mux of your own under a prefix with
+// http.StripPrefix:
 //
 //	mux.Handle("/admin/", http.StripPrefix("/admin", h))
 type Handler struct {
@@ -100,10 +108,21 @@ func New(opts Options) (*Handler, error) {
 	if h.log == nil {
 		h.log = slog.Default()
 	}
-	if opts.Token != "" {
+	token := opts.Token.trimmed()
+	switch {
+	case token == opts.Token:
+	case token == "":
+		h.log.Warn("admin: the admin token (admin.token, or admin.Options.Token) is only whitespace: "+
+			"task control is off, as with no token", "setting", "admin.token")
+	default:
+		h.log.Warn("admin: the admin token (admin.token, or admin.Options.Token) has leading or trailing whitespace, "+
+			"such as a secret file's final newline, which no client can send: it is ignored, and clients send the token without it",
+			"setting", "admin.token", "trimmed_bytes", len(opts.Token)-len(token))
+	}
+	if token != "" {
 		// Hashed, so that the constant-time comparison does not reveal the
 		// token's length either.
-		sum := sha256.Sum256([]byte(opts.Token))
+		sum := sha256.Sum256([]byte(token))
 		h.token = sum[:]
 	}
 	h.mux.HandleFunc("/scheduledtasks", func(w http.ResponseWriter, r *http.Request) {
@@ -111,7 +130,8 @@ func New(opts Options) (*Handler, error) {
 			h.tasks(w, r)
 		}
 	})
-	h.mux.HandleFunc("/scheduledtasks/{name}/{action}", h.scheduledTask)
+	h.mux.HandleFunc("/scheduledtasks/{name}/{action}", h.scheduledTaskByPath)
+	h.mux.HandleFunc("/scheduledtasks/{action}", h.scheduledTaskByQuery)
 	h.mux.HandleFunc("GET /locks", h.locks)
 	h.mux.HandleFunc("GET /healthz", h.health)
 	h.mux.HandleFunc("GET /{$}", h.console)
