@@ -70,3 +70,28 @@ func TestCheckHealth(t *testing.T) {
 		t.Errorf("driver as a user without scripts: %v; want ErrRedis with Redis's NOPERM", err)
 	}
 }
+
+// With Options.MinReplicas, the driver's check fails while fewer replicas
+// answer, as every acquisition would, and passes once one does.
+func TestCheckHealthCountsReplicas(t *testing.T) {
+	master := redistest.Start(t)
+	d, err := redislocks.New(redislocks.Options{Client: master.Client(), Namespace: "health", MinReplicas: 1,
+		MinReplicasTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := d.CheckHealth(ctx); !errors.Is(err, redislocks.ErrNotReplicated) || !errors.Is(err, redislocks.ErrRedis) ||
+		!strings.Contains(err.Error(), "0 of the 1 replicas required (Options.MinReplicas)") {
+		t.Errorf("without a replica: %v; want ErrNotReplicated and ErrRedis counting 0 of 1", err)
+	}
+	if _, err := d.Acquire(ctx, "k", time.Second); !errors.Is(err, redislocks.ErrNotReplicated) {
+		t.Fatalf("Acquire without a replica: %v; the check must agree with it", err)
+	}
+	redistest.StartReplica(t, master)
+	if err := d.CheckHealth(ctx); err != nil {
+		t.Errorf("with a replica: %v", err)
+	}
+}
