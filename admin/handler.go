@@ -56,7 +56,7 @@ type Route struct {
 //	POST /scheduledtasks/{name}/resume resume it
 //	     /scheduledtasks/{action}?name=N  the same four, with the name in the query (for "." and "..")
 //	GET  /locks                        the leases this node holds for runs in flight
-//	GET  /healthz                      200 if every check passes, 503 naming the failing ones
+//	GET  /healthz                      200 if every check passes, 503 naming the failing ones (run at once)
 //
 // The POST endpoints need the header "Authorization: Bearer <token>" with
 // [Options].Token (401 without it or with another, 403 when no token is

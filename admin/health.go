@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/ndigo/ndigo/locks"
@@ -59,12 +60,20 @@ type HealthJSON struct {
 	Checks map[string]string `json:"checks"` // "ok" or the error, by check name
 }
 
+// health runs the checks at once, so that /healthz answers within one
+// CheckTimeout however many backends are slow to fail.
 func (h *Handler) health(w http.ResponseWriter, r *http.Request) {
 	res := HealthJSON{Status: "ok", Driver: h.s.DriverName(), Checks: map[string]string{}}
-	for _, c := range h.checks {
-		if err := h.probe(r.Context(), c); err != nil {
+	errs := make([]error, len(h.checks))
+	var wg sync.WaitGroup
+	for i, c := range h.checks {
+		wg.Go(func() { errs[i] = h.probe(r.Context(), c) })
+	}
+	wg.Wait()
+	for i, c := range h.checks {
+		if errs[i] != nil {
 			res.Status = "unavailable"
-			res.Checks[c.Name] = err.Error()
+			res.Checks[c.Name] = errs[i].Error()
 			continue
 		}
 		res.Checks[c.Name] = "ok"

@@ -3,9 +3,11 @@ package admin
 import (
 	"context"
 	"errors"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -66,5 +68,31 @@ func TestNewRejectsRepeatedCheckNames(t *testing.T) {
 	_, err := New(Options{Scheduler: s, Checks: []Check{{Name: "locks", Check: ok}, {Name: "disk", Check: ok}, {Name: "locks", Check: ok}}})
 	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `Checks[2] (name "locks"): the name of Checks[0] too`) {
 		t.Fatalf("New with a repeated check name: %v", err)
+	}
+}
+
+// The checks run at once: two that each wait for the other to start both
+// pass, where one after the other the first would time out.
+func TestHealthzRunsChecksAtOnce(t *testing.T) {
+	s, _ := newScheduler(t)
+	a, b := make(chan struct{}), make(chan struct{})
+	meet := func(mine, theirs chan struct{}) func(context.Context) error {
+		return func(ctx context.Context) error {
+			close(mine)
+			select {
+			case <-theirs:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	h, err := New(Options{Scheduler: s, CheckTimeout: 2 * time.Second,
+		Checks: []Check{{Name: "a", Check: meet(a, b)}, {Name: "b", Check: meet(b, a)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, body := get(t, h, "/healthz"); code != http.StatusOK {
+		t.Fatalf("/healthz: %d %v; want both checks to meet", code, body)
 	}
 }
