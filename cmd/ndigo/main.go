@@ -97,10 +97,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	defer tr.CloseIdleConnections()
-	token := strings.Trim(getenv("NDIGO_ADMIN_TOKEN"), tokenSpace)
-	if cmd.sendToken && token != getenv("NDIGO_ADMIN_TOKEN") {
-		// As the node does with its own: a token read from a file keeps its
-		// final newline, which no header can carry.
+	// As the node does with its own: a token read from a file keeps its
+	// final newline, which no header can carry.
+	raw := getenv("NDIGO_ADMIN_TOKEN")
+	token := strings.Trim(raw, tokenSpace)
+	switch {
+	case !cmd.sendToken || token == raw:
+	case token == "":
+		fmt.Fprintln(stderr, "ndigo: NDIGO_ADMIN_TOKEN is only whitespace: sending no token")
+	default:
 		fmt.Fprintln(stderr, "ndigo: NDIGO_ADMIN_TOKEN has leading or trailing whitespace (such as a file's final newline): sending the token without it")
 	}
 	c := &client{base: base, token: token, http: &http.Client{Transport: tr, Timeout: *timeout}}

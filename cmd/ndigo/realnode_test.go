@@ -119,8 +119,13 @@ func TestTokenWhitespaceOnARealNode(t *testing.T) {
 			t.Errorf("NDIGO_ADMIN_TOKEN %q: stderr %q; want a note only for whitespace, never the token", token, res.stderr)
 		}
 	}
+	res := ndigo(t, map[string]string{"NDIGO_ADMIN": n.url, "NDIGO_ADMIN_TOKEN": " \n"}, "pause", "Payroll.Close")
+	if res.code != exitFailure || !strings.Contains(res.stderr, "ndigo: NDIGO_ADMIN_TOKEN is only whitespace: sending no token") ||
+		!strings.Contains(res.stderr, "401 Unauthorized") {
+		t.Errorf("NDIGO_ADMIN_TOKEN of whitespace only: exit %d, stderr %q; want 401, said so", res.code, res.stderr)
+	}
 	// Reading sends no token, and says nothing of it.
-	res := ndigo(t, map[string]string{"NDIGO_ADMIN": n.url, "NDIGO_ADMIN_TOKEN": testToken + "\n"}, "tasks")
+	res = ndigo(t, map[string]string{"NDIGO_ADMIN": n.url, "NDIGO_ADMIN_TOKEN": testToken + "\n"}, "tasks")
 	if res.code != 0 || res.stderr != "" {
 		t.Errorf("tasks: exit %d, stderr %q", res.code, res.stderr)
 	}
