@@ -135,24 +135,24 @@ func TestHealthzChecksTheBackends(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		driver string
-		start  func(t *testing.T) (fw app.Framework, module fx.Option, addr string, kill, restart func())
+		start  func(t *testing.T) (fw app.Framework, module fx.Option, addr string, kill, restart, pause, resume func())
 	}{
-		{"redis", "redislocks (namespace healthz)", func(t *testing.T) (app.Framework, fx.Option, string, func(), func()) {
+		{"redis", "redislocks (namespace healthz)", func(t *testing.T) (app.Framework, fx.Option, string, func(), func(), func(), func()) {
 			srv := redistest.Start(t)
 			fw := app.Framework{Redis: app.Redis{URL: config.SecretURL("redis://" + srv.Addr() + "/0"), Namespace: "healthz"}}
-			return fw, redislocks.Module, srv.Addr(), srv.Kill, srv.Restart
+			return fw, redislocks.Module, srv.Addr(), srv.Kill, srv.Restart, srv.Pause, srv.Resume
 		}},
-		{"postgres", "pglocks (namespace healthz)", func(t *testing.T) (app.Framework, fx.Option, string, func(), func()) {
+		{"postgres", "pglocks (namespace healthz)", func(t *testing.T) (app.Framework, fx.Option, string, func(), func(), func(), func()) {
 			srv := pgtest.Start(t)
 			// Trust authentication ignores the password; the answers must
 			// not show it.
 			url := strings.Replace(srv.URL(), "postgres@", "postgres:"+password+"@", 1)
 			fw := app.Framework{Postgres: app.Postgres{URL: config.SecretURL(url), Namespace: "healthz"}}
-			return fw, pglocks.Module, srv.Addr(), srv.Kill, srv.Restart
+			return fw, pglocks.Module, srv.Addr(), srv.Kill, srv.Restart, srv.Pause, srv.Resume
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fw, module, addr, kill, restart := tc.start(t)
+			fw, module, addr, kill, restart, pause, resume := tc.start(t)
 			fw.Admin = app.Admin{Addr: "127.0.0.1:0"}
 			var server *admin.Server
 			a := app.New(logTo(io.Discard), fx.Supply(fw), module, fx.Populate(&server))
@@ -179,6 +179,26 @@ func TestHealthzChecksTheBackends(t *testing.T) {
 			restart()
 			if code, h := healthz(t, base); code != http.StatusOK || !maps.Equal(h.Checks, want) {
 				t.Fatalf("/healthz after the restart: %d %+v; want 200 with checks %v", code, h, want)
+			}
+
+			// A server that hangs (stopped, its connections open) fails both
+			// checks at their timeout, together: within one CheckTimeout,
+			// where one after the other they would take two.
+			pause()
+			start := time.Now()
+			code, h = healthz(t, base)
+			took := time.Since(start)
+			resume()
+			if code != http.StatusServiceUnavailable || len(h.Checks) != 2 || took >= 2*admin.DefaultCheckTimeout {
+				t.Fatalf("/healthz with the server hung: %d %+v after %v; want 503 within %v", code, h, took, 2*admin.DefaultCheckTimeout)
+			}
+			for _, name := range []string{admin.LocksCheck, admin.TaskStateCheck} {
+				if msg := h.Checks[name]; !strings.Contains(msg, "deadline exceeded") || !strings.Contains(msg, addr) {
+					t.Errorf("check %q with the server hung: %q; want its timeout, naming %s", name, msg, addr)
+				}
+			}
+			if code, h := healthz(t, base); code != http.StatusOK || !maps.Equal(h.Checks, want) {
+				t.Fatalf("/healthz after the server resumed: %d %+v; want 200 with checks %v", code, h, want)
 			}
 		})
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -39,6 +41,9 @@ func (s *Store) CheckHealth(ctx context.Context) error {
 }
 
 func checkHealth(ctx context.Context, pool *pgxpool.Pool, table, what string) error {
+	// A timeout's error does not name the server.
+	cc := pool.Config().ConnConfig
+	what += " at " + net.JoinHostPort(cc.Host, strconv.Itoa(int(cc.Port)))
 	q := "SELECT current_setting('transaction_read_only') = 'on', EXISTS (SELECT FROM " +
 		pgx.Identifier(strings.Split(table, ".")).Sanitize() + ")"
 	err := healthQuery(ctx, pool, q)

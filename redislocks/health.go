@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -28,7 +29,7 @@ var (
 // ErrNotReplicated: every lease would be refused. One round trip; it
 // implements locks.HealthChecker, for /healthz.
 func (d *Driver) CheckHealth(ctx context.Context) error {
-	what := "the lock driver (namespace " + d.ns + ")"
+	what := "the lock driver (namespace " + d.ns + ")" + at(d.client)
 	if d.replicas == nil {
 		return checkHealth(ctx, d.client, what)
 	}
@@ -56,7 +57,7 @@ func (d *Driver) CheckHealth(ctx context.Context) error {
 // CheckHealth is [Driver.CheckHealth] for the task state: the same script
 // on the store's client.
 func (s *Store) CheckHealth(ctx context.Context) error {
-	return checkHealth(ctx, s.client, "the task state store (namespace "+s.ns+")")
+	return checkHealth(ctx, s.client, "the task state store (namespace "+s.ns+")"+at(s.client))
 }
 
 func checkHealth(ctx context.Context, c redis.Scripter, what string) error {
@@ -64,4 +65,19 @@ func checkHealth(ctx context.Context, c redis.Scripter, what string) error {
 		return fmt.Errorf("%w: health check of %s: %w", ErrRedis, what, err)
 	}
 	return nil
+}
+
+// at returns " at " and the server address of c, which its errors do not
+// always name (a timeout does not); "" for a client that does not say
+// (a Ring, a failover client, whose address Sentinel decides).
+func at(c any) string {
+	switch c := c.(type) {
+	case *redis.Client:
+		if addr := c.Options().Addr; addr != "FailoverClient" {
+			return " at " + addr
+		}
+	case *redis.ClusterClient:
+		return " at " + strings.Join(c.Options().Addrs, ",")
+	}
+	return ""
 }
