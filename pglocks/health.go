@@ -46,18 +46,19 @@ func checkHealth(ctx context.Context, pool *pgxpool.Pool, table, what string) er
 	what += " at " + net.JoinHostPort(cc.Host, strconv.Itoa(int(cc.Port)))
 	q := "SELECT current_setting('transaction_read_only') = 'on', EXISTS (SELECT FROM " +
 		pgx.Identifier(strings.Split(table, ".")).Sanitize() + ")"
+	// A pooled connection that the server closed meanwhile (it restarted)
+	// fails its first statement and leaves the pool, and the pool may hold
+	// more of them: whether the server answers now is what the next idle
+	// connection, or at last a new one (made by the pool, with its hooks),
+	// tells. A server that answered with an error did answer.
+	idle := pool.Stat().IdleConns()
 	err := healthQuery(ctx, pool, q)
 	var pgErr *pgconn.PgError
-	if err != nil && !errors.As(err, &pgErr) && ctx.Err() == nil {
-		// A pooled connection that the server closed meanwhile (it
-		// restarted) fails its first statement and leaves the pool; the
-		// pool may hold more of them. Whether the server answers now is
-		// what a fresh connection tells.
-		var c *pgx.Conn
-		if c, err = pgx.ConnectConfig(ctx, pool.Config().ConnConfig.Copy()); err == nil {
-			err = healthQuery(ctx, c, q)
-			_ = c.Close(ctx)
+	for range idle {
+		if err == nil || errors.As(err, &pgErr) || ctx.Err() != nil {
+			break
 		}
+		err = healthQuery(ctx, pool, q)
 	}
 	if err == nil {
 		return nil
@@ -68,12 +69,10 @@ func checkHealth(ctx context.Context, pool *pgxpool.Pool, table, what string) er
 	return fmt.Errorf("%w: health check of %s: %w", ErrDatabase, what, err)
 }
 
-// healthQuery runs the health check's statement q on db, unprepared.
-func healthQuery(ctx context.Context, db interface {
-	QueryRow(context.Context, string, ...any) pgx.Row
-}, q string) error {
+// healthQuery runs the health check's statement q on pool, unprepared.
+func healthQuery(ctx context.Context, pool *pgxpool.Pool, q string) error {
 	var readOnly, rows bool
-	if err := db.QueryRow(ctx, q, pgx.QueryExecModeSimpleProtocol).Scan(&readOnly, &rows); err != nil {
+	if err := pool.QueryRow(ctx, q, pgx.QueryExecModeSimpleProtocol).Scan(&readOnly, &rows); err != nil {
 		return err
 	}
 	if readOnly {

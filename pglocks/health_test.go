@@ -118,8 +118,8 @@ func TestCheckHealthThroughPgBouncer(t *testing.T) {
 }
 
 // A stopped server fails both checks, with the address and never the
-// password; once it is back, the next checks pass, though the pool still
-// holds connections the old server closed.
+// password; once it is back, the next checks pass, also when the pool
+// still holds connections the old server closed.
 func TestCheckHealthAcrossARestart(t *testing.T) {
 	srv := pgtest.Start(t)
 	const password = "hunter2-health" // trust authentication ignores it
@@ -136,19 +136,21 @@ func TestCheckHealthAcrossARestart(t *testing.T) {
 	}
 	t.Cleanup(p.Close)
 	d, s := healthOf(t, p, "health", "ndigo_locks", false)
-	// Connections in the pool that the restart leaves dead: more than the
-	// checks below use up while the server is down.
-	var held []*pgxpool.Conn
-	for range 4 {
-		c, err := p.Acquire(context.Background())
-		if err != nil {
-			t.Fatal(err)
+	// idleConns leaves n connections idle in the pool.
+	idleConns := func(n int) {
+		var held []*pgxpool.Conn
+		for range n {
+			c, err := p.Acquire(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			held = append(held, c)
 		}
-		held = append(held, c)
+		for _, c := range held {
+			c.Release()
+		}
 	}
-	for _, c := range held {
-		c.Release()
-	}
+	idleConns(4)
 	srv.Kill()
 	for what, hc := range map[string]locks.HealthChecker{"driver": d, "store": s} {
 		err := checkWithin(hc)
@@ -160,6 +162,15 @@ func TestCheckHealthAcrossARestart(t *testing.T) {
 	for what, hc := range map[string]locks.HealthChecker{"driver": d, "store": s} {
 		if err := checkWithin(hc); err != nil {
 			t.Errorf("%s after the restart: %v", what, err)
+		}
+	}
+	// A restart between two checks leaves the pool's idle connections
+	// dead: the server is up all the same.
+	idleConns(4)
+	srv.Restart()
+	for what, hc := range map[string]locks.HealthChecker{"driver": d, "store": s} {
+		if err := checkWithin(hc); err != nil {
+			t.Errorf("%s after a restart between two checks: %v", what, err)
 		}
 	}
 }

@@ -22,8 +22,8 @@ var (
 )
 
 // CheckHealth runs a script that touches no key: it fails, wrapping
-// ErrRedis and the client's error (which names the server's address, never
-// the password), when Redis cannot run the driver's scripts now. With
+// ErrRedis and the client's error, naming the server's address (never the
+// password), when Redis cannot run the driver's scripts now. With
 // Options.MinReplicas, WAIT follows the script on its connection, as it
 // follows every acquisition, and too few replicas fail the check with
 // ErrNotReplicated: every lease would be refused. One round trip; it
