@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -18,6 +19,14 @@ import (
 // resume) require. It never shows its value when printed, logged or
 // marshaled, so that a Config or Options can be.
 type Token string
+
+// tokenSpace is the whitespace a token's ends lose (Options.Token): what a
+// file's final newline, CRLF included, or a pasted token's edges carry.
+// cmd/ndigo and console.html trim the same bytes.
+const tokenSpace = " \t\r\n\v\f"
+
+// trimmed returns t without leading and trailing tokenSpace.
+func (t Token) trimmed() Token { return Token(strings.Trim(string(t), tokenSpace)) }
 
 // String returns "[REDACTED]", or "" for no token.
 func (t Token) String() string {
@@ -80,10 +89,39 @@ const noToken = "task control is off: no admin token is configured; set admin.to
 	"(or its environment variable, such as NDIGO_ADMIN_TOKEN with the prefix NDIGO_), or admin.Options.Token, " +
 	"and send it as 'Authorization: Bearer <token>'"
 
-// scheduledTask serves /scheduledtasks/{name}/{action}: runs (GET), and
-// run, pause and resume (POST, with the bearer token).
-func (h *Handler) scheduledTask(w http.ResponseWriter, r *http.Request) {
-	name, action := r.PathValue("name"), r.PathValue("action")
+// nameParam is the query parameter of /scheduledtasks/{action}?name=NAME.
+const nameParam = "name"
+
+// scheduledTaskByPath serves /scheduledtasks/{name}/{action}.
+func (h *Handler) scheduledTaskByPath(w http.ResponseWriter, r *http.Request) {
+	h.scheduledTask(w, r, r.PathValue("name"), r.PathValue("action"))
+}
+
+// scheduledTaskByQuery serves /scheduledtasks/{action}?name=NAME, for the
+// names no client can put in a path: "." and "..", which URL resolution
+// removes as dot segments before the request leaves (browsers remove
+// "%2E" and "%2E%2E" too, by the WHATWG URL standard).
+func (h *Handler) scheduledTaskByQuery(w http.ResponseWriter, r *http.Request) {
+	action := r.PathValue("action")
+	if !taskActions[action] {
+		writeError(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path+"; a task has runs (GET), run, pause and resume (POST)")
+		return
+	}
+	names := r.URL.Query()[nameParam]
+	if len(names) != 1 {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("%s?%s=: %d task names in the query, want one "+
+			"(this form is for the names . and ..; others can go in the path, /scheduledtasks/{name}/%s)", r.URL.Path, nameParam, len(names), action))
+		return
+	}
+	h.scheduledTask(w, r, names[0], action)
+}
+
+// taskActions are the {action} values of a task's endpoints.
+var taskActions = map[string]bool{"runs": true, "run": true, "pause": true, "resume": true}
+
+// scheduledTask serves a task's endpoints: runs (GET), and run, pause and
+// resume (POST, with the bearer token).
+func (h *Handler) scheduledTask(w http.ResponseWriter, r *http.Request, name, action string) {
 	switch action {
 	case "runs":
 		if !allow(w, r, http.MethodGet) {

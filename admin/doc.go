@@ -2,6 +2,12 @@
 // (GET /scheduledtasks), the leases it holds (GET /locks) and the health of
 // its dependencies (GET /healthz), as JSON with RFC 3339 timestamps.
 //
+// /healthz answers 503 when any check fails, naming it: [Module] checks
+// the lock driver ("locks") and the task state store ("taskstate") that
+// the scheduler runs on, whenever they implement locks.HealthChecker, as
+// the Redis and PostgreSQL ones do ([BackendChecks]), so a node whose
+// database is down says so while every fire fails.
+//
 // [Handler] is an http.Handler to mount on the application's own mux;
 // [Module] provides it from the fx graph and, given a [Config] with an
 // address, serves it there with a lifecycle-managed server. app.Module

@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -17,10 +16,6 @@ import (
 // field, the value and the rule.
 var ErrInvalid = errors.New("admin: invalid options")
 
-// DefaultCheckTimeout bounds each health check when [Options.CheckTimeout]
-// is zero.
-const DefaultCheckTimeout = 2 * time.Second
-
 // Options configures a [Handler].
 type Options struct {
 	// Scheduler is the scheduler whose tasks and leases are shown. Required.
@@ -34,21 +29,15 @@ type Options struct {
 	Routes []Route
 	// Token is the bearer token that POST /scheduledtasks/{name}/run, pause
 	// and resume require, compared in constant time; without one they are
-	// refused with 403.
+	// refused with 403. Leading and trailing whitespace (spaces, tabs, CR,
+	// LF, such as a secret file's final newline) is ignored, with a warning
+	// on Logger: no client can send it in a header. The ndigo CLI and the
+	// web console trim it from the token they send the same way.
 	Token Token
 	// Logger receives one line per control request, with the task, the
 	// action and the remote address (never the token); nil means
 	// slog.Default().
 	Logger *slog.Logger
-}
-
-// A Check probes one dependency for /healthz.
-type Check struct {
-	// Name names the dependency in the response, e.g. "redis".
-	Name string
-	// Check returns nil if the dependency works. Its error message is
-	// shown in the response, so it must not carry secrets.
-	Check func(context.Context) error
 }
 
 // A Route is an extra endpoint of a [Handler].
@@ -65,16 +54,21 @@ type Route struct {
 //	POST /scheduledtasks/{name}/run    one run of the task in the cluster, as soon as a node can (202)
 //	POST /scheduledtasks/{name}/pause  pause the task on every node
 //	POST /scheduledtasks/{name}/resume resume it
+//	     /scheduledtasks/{action}?name=N  the same four, with the name in the query (for "." and "..")
 //	GET  /locks                        the leases this node holds for runs in flight
-//	GET  /healthz                      200 if every check passes, 503 naming the failing ones
+//	GET  /healthz                      200 if every check passes, 503 naming the failing ones (run at once)
 //
 // The POST endpoints need the header "Authorization: Bearer <token>" with
 // [Options].Token (401 without it or with another, 403 when no token is
 // configured), and each is logged. Responses are JSON, errors
 // {"error": "..."} (404 for an unknown task, 405 with an Allow header for a
 // wrong method); timestamps are RFC 3339 in UTC. Task names go in the path
-// escaped (url.PathEscape). Mount it on a mux of your own under a prefix
-// with http.StripPrefix:
+// escaped (url.PathEscape), except "." and "..", which no client can send
+// as a path segment (URL resolution removes them, and browsers their %2E
+// escapes too): those go in the query, as
+// /scheduledtasks/runs?name=.. and POST /scheduledtasks/pause?name=.
+// (any name may). Mount it on a mux of your own under a prefix with
+// http.StripPrefix:
 //
 //	mux.Handle("/admin/", http.StripPrefix("/admin", h))
 type Handler struct {
@@ -94,10 +88,17 @@ func New(opts Options) (*Handler, error) {
 	if opts.CheckTimeout < 0 {
 		return nil, fmt.Errorf("%w: CheckTimeout %v must not be negative", ErrInvalid, opts.CheckTimeout)
 	}
+	seen := map[string]int{}
 	for i, c := range opts.Checks {
 		if c.Name == "" || c.Check == nil {
 			return nil, fmt.Errorf("%w: Checks[%d] (name %q): needs a name and a Check func", ErrInvalid, i, c.Name)
 		}
+		// Names key /healthz's answer: a second check of a name would hide
+		// the first's failure.
+		if j, dup := seen[c.Name]; dup {
+			return nil, fmt.Errorf("%w: Checks[%d] (name %q): the name of Checks[%d] too; each check needs its own", ErrInvalid, i, c.Name, j)
+		}
+		seen[c.Name] = i
 	}
 	h := &Handler{s: opts.Scheduler, checks: opts.Checks, timeout: opts.CheckTimeout, mux: http.NewServeMux(),
 		log: opts.Logger}
@@ -107,10 +108,21 @@ func New(opts Options) (*Handler, error) {
 	if h.log == nil {
 		h.log = slog.Default()
 	}
-	if opts.Token != "" {
+	token := opts.Token.trimmed()
+	switch {
+	case token == opts.Token:
+	case token == "":
+		h.log.Warn("admin: the admin token (admin.token, or admin.Options.Token) is only whitespace: "+
+			"task control is off, as with no token", "setting", "admin.token")
+	default:
+		h.log.Warn("admin: the admin token (admin.token, or admin.Options.Token) has leading or trailing whitespace, "+
+			"such as a secret file's final newline, which no client can send: it is ignored, and clients send the token without it",
+			"setting", "admin.token", "trimmed_bytes", len(opts.Token)-len(token))
+	}
+	if token != "" {
 		// Hashed, so that the constant-time comparison does not reveal the
 		// token's length either.
-		sum := sha256.Sum256([]byte(opts.Token))
+		sum := sha256.Sum256([]byte(token))
 		h.token = sum[:]
 	}
 	h.mux.HandleFunc("/scheduledtasks", func(w http.ResponseWriter, r *http.Request) {
@@ -118,7 +130,8 @@ func New(opts Options) (*Handler, error) {
 			h.tasks(w, r)
 		}
 	})
-	h.mux.HandleFunc("/scheduledtasks/{name}/{action}", h.scheduledTask)
+	h.mux.HandleFunc("/scheduledtasks/{name}/{action}", h.scheduledTaskByPath)
+	h.mux.HandleFunc("/scheduledtasks/{action}", h.scheduledTaskByQuery)
 	h.mux.HandleFunc("GET /locks", h.locks)
 	h.mux.HandleFunc("GET /healthz", h.health)
 	h.mux.HandleFunc("GET /{$}", h.console)
@@ -194,13 +207,6 @@ type LeaseJSON struct {
 	Since time.Time `json:"since"`
 }
 
-// HealthJSON is the body of GET /healthz.
-type HealthJSON struct {
-	Status string            `json:"status"` // "ok" or "unavailable"
-	Driver string            `json:"driver"` // the scheduler's lock driver, e.g. "redislocks (namespace prod)"
-	Checks map[string]string `json:"checks"` // "ok" or the error, by check name
-}
-
 func (h *Handler) tasks(w http.ResponseWriter, r *http.Request) {
 	// Without the shared state (its store unreachable) this node's view is
 	// still worth showing, with the reason the cluster's is missing.
@@ -264,35 +270,6 @@ func (h *Handler) locks(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, struct {
 		Locks []LeaseJSON `json:"locks"`
 	}{out})
-}
-
-func (h *Handler) health(w http.ResponseWriter, r *http.Request) {
-	res := HealthJSON{Status: "ok", Driver: h.s.DriverName(), Checks: map[string]string{}}
-	for _, c := range h.checks {
-		if err := h.probe(r.Context(), c); err != nil {
-			res.Status = "unavailable"
-			res.Checks[c.Name] = err.Error()
-			continue
-		}
-		res.Checks[c.Name] = "ok"
-	}
-	code := http.StatusOK
-	if res.Status != "ok" {
-		code = http.StatusServiceUnavailable
-	}
-	writeJSON(w, code, res)
-}
-
-// probe runs one check within the timeout; a panicking check fails.
-func (h *Handler) probe(ctx context.Context, c Check) (err error) {
-	ctx, cancel := context.WithTimeout(ctx, h.timeout)
-	defer cancel()
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("check panicked: %v", p)
-		}
-	}()
-	return c.Check(ctx)
 }
 
 func utc(t time.Time) *time.Time {

@@ -12,7 +12,9 @@ import (
 
 	"go.uber.org/fx"
 
+	"github.com/ndigo/ndigo/locks"
 	"github.com/ndigo/ndigo/scheduling"
+	"github.com/ndigo/ndigo/taskstate"
 )
 
 // ChecksGroup is the fx value group of [Check] values that [Module]'s
@@ -28,12 +30,36 @@ type Config struct {
 	// or ":0"; "" serves nothing (mount the *Handler yourself).
 	Addr string
 	// ShutdownTimeout bounds the graceful shutdown on stop, besides fx's
-	// stop timeout; zero means 5s.
+	// stop timeout; zero means DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
 	// Token is the handler's [Options].Token: the bearer token of the
 	// control endpoints; "" refuses them.
 	Token Token
+	// ReadHeaderTimeout bounds reading a request's headers; zero means
+	// DefaultReadHeaderTimeout.
+	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds reading a whole request, body included, so that a
+	// client that sends its headers and then stalls its body is cut off;
+	// zero means DefaultReadTimeout.
+	ReadTimeout time.Duration
+	// IdleTimeout is how long a keep-alive connection may wait for its
+	// next request before the server closes it; zero means
+	// DefaultIdleTimeout.
+	IdleTimeout time.Duration
 }
+
+// The timeouts of [Module]'s server when [Config] leaves them zero. The
+// endpoints read no request body, so a request is about its headers; a
+// client slower than these holds a connection and a goroutine for nothing.
+// The idle timeout keeps the connections of the console (a request every
+// 2s) and of health probes every few seconds, and closes those left
+// behind.
+const (
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = 15 * time.Second
+	DefaultIdleTimeout       = 60 * time.Second
+	DefaultShutdownTimeout   = 5 * time.Second
+)
 
 // Mount registers h under pattern (e.g. "GET /metrics") on [Module]'s
 // handler.
@@ -47,9 +73,10 @@ func Mount(pattern string, h http.Handler) fx.Option {
 // startup) and the server shuts down gracefully on stop, before the
 // scheduler stops.
 //
-// /healthz probes the [Check] values of [ChecksGroup] (app.Module adds a
-// "redis" check that pings the graph's redis.UniversalClient, when there is
-// one). Extra routes come from [RoutesGroup] ([Mount]).
+// /healthz probes the backends of the graph's locks.Driver and
+// taskstate.Store that implement locks.HealthChecker ([BackendChecks]: the
+// Redis and PostgreSQL drivers and stores do), then the [Check] values of
+// [ChecksGroup]. Extra routes come from [RoutesGroup] ([Mount]).
 var Module = fx.Module("admin",
 	fx.Provide(newModuleHandler, newServer),
 	fx.Invoke(func(*Server) {}),
@@ -58,14 +85,19 @@ var Module = fx.Module("admin",
 type handlerParams struct {
 	fx.In
 	Scheduler *scheduling.Scheduler
-	Checks    []Check      `group:"admin.checks"`
-	Routes    []Route      `group:"admin.routes"`
-	Config    Config       `optional:"true"`
-	Logger    *slog.Logger `optional:"true"`
+	// Driver and State are what the scheduler is built from (scheduling.Module
+	// takes the same values), for their health checks.
+	Driver locks.Driver    `optional:"true"`
+	State  taskstate.Store `optional:"true"`
+	Checks []Check         `group:"admin.checks"`
+	Routes []Route         `group:"admin.routes"`
+	Config Config          `optional:"true"`
+	Logger *slog.Logger    `optional:"true"`
 }
 
 func newModuleHandler(p handlerParams) (*Handler, error) {
-	return New(Options{Scheduler: p.Scheduler, Checks: p.Checks, Routes: p.Routes, Token: p.Config.Token, Logger: p.Logger})
+	checks := append(BackendChecks(p.Driver, p.State), p.Checks...)
+	return New(Options{Scheduler: p.Scheduler, Checks: checks, Routes: p.Routes, Token: p.Config.Token, Logger: p.Logger})
 }
 
 // A Server serves a Handler on its own address.
@@ -112,18 +144,27 @@ func newServer(p serverParams) (*Server, error) {
 	if err := CheckAddr(p.Config.Addr); err != nil {
 		return nil, fmt.Errorf("%w: Config.Addr %q %v", ErrInvalid, p.Config.Addr, err)
 	}
-	if p.Config.ShutdownTimeout < 0 {
-		return nil, fmt.Errorf("%w: Config.ShutdownTimeout %v must not be negative", ErrInvalid, p.Config.ShutdownTimeout)
+	grace, err := timeout("ShutdownTimeout", p.Config.ShutdownTimeout, DefaultShutdownTimeout)
+	if err != nil {
+		return nil, err
 	}
-	grace := p.Config.ShutdownTimeout
-	if grace == 0 {
-		grace = 5 * time.Second
+	readHeader, err := timeout("ReadHeaderTimeout", p.Config.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	if err != nil {
+		return nil, err
+	}
+	read, err := timeout("ReadTimeout", p.Config.ReadTimeout, DefaultReadTimeout)
+	if err != nil {
+		return nil, err
+	}
+	idle, err := timeout("IdleTimeout", p.Config.IdleTimeout, DefaultIdleTimeout)
+	if err != nil {
+		return nil, err
 	}
 	log := p.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	s.srv = &http.Server{Handler: p.Handler, ReadHeaderTimeout: 10 * time.Second,
+	s.srv = &http.Server{Handler: p.Handler, ReadHeaderTimeout: readHeader, ReadTimeout: read, IdleTimeout: idle,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	done := make(chan struct{})
 	p.Lifecycle.Append(fx.Hook{
@@ -154,4 +195,15 @@ func newServer(p serverParams) (*Server, error) {
 		},
 	})
 	return s, nil
+}
+
+// timeout returns the Config field's value d, or def when d is zero.
+func timeout(field string, d, def time.Duration) (time.Duration, error) {
+	switch {
+	case d < 0:
+		return 0, fmt.Errorf("%w: Config.%s %v must not be negative (zero means %v)", ErrInvalid, field, d, def)
+	case d == 0:
+		return def, nil
+	}
+	return d, nil
 }

@@ -1,13 +1,9 @@
 package app
 
 import (
-	"context"
-	"fmt"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/redis/go-redis/v9"
 	"go.uber.org/fx"
 
 	"github.com/ndigo/ndigo/admin"
@@ -20,39 +16,14 @@ import (
 // metrics at /metrics there, from a registry of their own that also holds
 // the Go runtime and process collectors. Without an address it serves
 // nothing, and without metrics no listener or driver wrapper is added, so
-// the scheduler's hot path is the bare one. With a Redis client in the
-// graph, /healthz pings it.
+// the scheduler's hot path is the bare one. /healthz checks the lock driver
+// and the task state store that the scheduler runs on (admin.BackendChecks),
+// whatever the driver.
 var operations = fx.Module("operations",
-	fx.Provide(adminConfig, newOperationsMetrics, redisCheck),
+	fx.Provide(adminConfig, newOperationsMetrics),
 	fx.Invoke(initOperationsMetrics),
 	admin.Module,
 )
-
-type redisParams struct {
-	fx.In
-	Client redis.UniversalClient `optional:"true"`
-}
-
-type healthChecks struct {
-	fx.Out
-	Checks []admin.Check `group:"admin.checks,flatten"` // admin.ChecksGroup
-}
-
-// redisCheck adds a "redis" check to /healthz that pings the graph's Redis
-// client (redislocks.Module provides one), when there is one. Its error
-// names the server address, never the password.
-func redisCheck(p redisParams) healthChecks {
-	if p.Client == nil {
-		return healthChecks{}
-	}
-	c := p.Client
-	return healthChecks{Checks: []admin.Check{{Name: "redis", Check: func(ctx context.Context) error {
-		if err := c.Ping(ctx).Err(); err != nil {
-			return fmt.Errorf("ping: %w", err)
-		}
-		return nil
-	}}}}
-}
 
 func adminConfig(p frameworkParams) admin.Config {
 	return admin.Config{Addr: p.Framework.Admin.Addr, Token: admin.Token(p.Framework.Admin.Token.Reveal())}

@@ -2,8 +2,10 @@ package app_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"strings"
@@ -11,15 +13,17 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
-	"github.com/redis/go-redis/v9"
 	"go.uber.org/fx"
 
 	"github.com/ndigo/ndigo/admin"
 	"github.com/ndigo/ndigo/app"
 	"github.com/ndigo/ndigo/config"
 	"github.com/ndigo/ndigo/internal/admintest"
+	"github.com/ndigo/ndigo/internal/pgtest"
 	"github.com/ndigo/ndigo/internal/redistest"
 	"github.com/ndigo/ndigo/internal/syncbuf"
+	"github.com/ndigo/ndigo/pglocks"
+	"github.com/ndigo/ndigo/redislocks"
 	"github.com/ndigo/ndigo/scheduling"
 )
 
@@ -111,28 +115,103 @@ func TestBadConfigurationIsOneError(t *testing.T) {
 	}
 }
 
-// With a Redis client in the graph, /healthz pings it: ok while the server
-// runs, unavailable once it is killed.
-func TestHealthzPingsRedis(t *testing.T) {
-	srv := redistest.Start(t)
-	var server *admin.Server
-	a := app.New(logTo(io.Discard), fx.Supply(app.Framework{Admin: app.Admin{Addr: "127.0.0.1:0"}}),
-		fx.Supply(fx.Annotate(srv.Client(), fx.As(new(redis.UniversalClient)))),
-		fx.Populate(&server))
-	if err := a.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = a.Stop(context.Background()) }()
-	base := "http://" + server.Addr()
-	if code, body := get(t, base+"/healthz"); code != http.StatusOK || !strings.Contains(body, `"redis": "ok"`) {
-		t.Fatalf("healthz with Redis up: %d %s", code, body)
-	}
-	srv.Kill()
+// healthz returns /healthz's status code and body, decoded.
+func healthz(t *testing.T, base string) (int, admin.HealthJSON) {
+	t.Helper()
 	code, body := get(t, base+"/healthz")
-	if code != http.StatusServiceUnavailable || !strings.Contains(body, `"redis": "ping: `) || strings.Contains(body, "password") {
-		t.Fatalf("healthz with Redis down: %d %s", code, body)
+	var h admin.HealthJSON
+	if err := json.Unmarshal([]byte(body), &h); err != nil {
+		t.Fatalf("/healthz: %v in %s", err, body)
 	}
-	http.DefaultClient.CloseIdleConnections()
+	return code, h
+}
+
+// /healthz checks the lock driver and the task state store the scheduler
+// runs on, on Redis and on PostgreSQL alike: 200 while the server runs, 503
+// naming both checks while it is down (with the address, never the
+// password), and 200 again once it is back.
+func TestHealthzChecksTheBackends(t *testing.T) {
+	const password = "hunter2-healthz"
+	for _, tc := range []struct {
+		name   string
+		driver string
+		start  func(t *testing.T) (fw app.Framework, module fx.Option, addr string, kill, restart, pause, resume func())
+	}{
+		{"redis", "redislocks (namespace healthz)", func(t *testing.T) (app.Framework, fx.Option, string, func(), func(), func(), func()) {
+			srv := redistest.Start(t)
+			fw := app.Framework{Redis: app.Redis{URL: config.SecretURL("redis://" + srv.Addr() + "/0"), Namespace: "healthz"}}
+			return fw, redislocks.Module, srv.Addr(), srv.Kill, srv.Restart, srv.Pause, srv.Resume
+		}},
+		{"postgres", "pglocks (namespace healthz)", func(t *testing.T) (app.Framework, fx.Option, string, func(), func(), func(), func()) {
+			srv := pgtest.Start(t)
+			// Trust authentication ignores the password; the answers must
+			// not show it.
+			url := strings.Replace(srv.URL(), "postgres@", "postgres:"+password+"@", 1)
+			fw := app.Framework{Postgres: app.Postgres{URL: config.SecretURL(url), Namespace: "healthz"}}
+			return fw, pglocks.Module, srv.Addr(), srv.Kill, srv.Restart, srv.Pause, srv.Resume
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fw, module, addr, kill, restart, pause, resume := tc.start(t)
+			fw.Admin = app.Admin{Addr: "127.0.0.1:0"}
+			var server *admin.Server
+			a := app.New(logTo(io.Discard), fx.Supply(fw), module, fx.Populate(&server))
+			if err := a.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = a.Stop(context.Background()) }()
+			defer http.DefaultClient.CloseIdleConnections()
+			base := "http://" + server.Addr()
+			want := map[string]string{admin.LocksCheck: "ok", admin.TaskStateCheck: "ok"}
+			if code, h := healthz(t, base); code != http.StatusOK || h.Status != "ok" || h.Driver != tc.driver || !maps.Equal(h.Checks, want) {
+				t.Fatalf("/healthz with the server up: %d %+v; want 200 ok from %s with checks %v", code, h, tc.driver, want)
+			}
+			kill()
+			code, h := healthz(t, base)
+			if code != http.StatusServiceUnavailable || h.Status != "unavailable" || len(h.Checks) != 2 {
+				t.Fatalf("/healthz with the server down: %d %+v; want 503 unavailable", code, h)
+			}
+			for _, name := range []string{admin.LocksCheck, admin.TaskStateCheck} {
+				if msg := h.Checks[name]; !strings.Contains(msg, strings.Fields(tc.driver)[0]+": ") || !strings.Contains(msg, addr) || strings.Contains(msg, password) {
+					t.Errorf("check %q with the server down: %q; want the driver's error naming %s, without the password", name, msg, addr)
+				}
+			}
+			restart()
+			if code, h := healthz(t, base); code != http.StatusOK || !maps.Equal(h.Checks, want) {
+				t.Fatalf("/healthz after the restart: %d %+v; want 200 with checks %v", code, h, want)
+			}
+
+			// A server that hangs (stopped, its connections open) fails both
+			// checks at their timeout, together: within one CheckTimeout,
+			// where one after the other they would take two.
+			pause()
+			start := time.Now()
+			code, h = healthz(t, base)
+			took := time.Since(start)
+			resume()
+			if code != http.StatusServiceUnavailable || len(h.Checks) != 2 || took >= 2*admin.DefaultCheckTimeout {
+				t.Fatalf("/healthz with the server hung: %d %+v after %v; want 503 within %v", code, h, took, 2*admin.DefaultCheckTimeout)
+			}
+			for _, name := range []string{admin.LocksCheck, admin.TaskStateCheck} {
+				if msg := h.Checks[name]; !strings.Contains(msg, "deadline exceeded") || !strings.Contains(msg, addr) {
+					t.Errorf("check %q with the server hung: %q; want its timeout, naming %s", name, msg, addr)
+				}
+			}
+			if code, h := healthz(t, base); code != http.StatusOK || !maps.Equal(h.Checks, want) {
+				t.Fatalf("/healthz after the server resumed: %d %+v; want 200 with checks %v", code, h, want)
+			}
+		})
+	}
+}
+
+// On the in-process driver and store nothing can be down: /healthz has no
+// check of them, and says so with 200.
+func TestHealthzInProcess(t *testing.T) {
+	base := startOperations(t, app.Framework{Admin: app.Admin{Addr: "127.0.0.1:0"}})
+	defer http.DefaultClient.CloseIdleConnections()
+	if code, h := healthz(t, base); code != http.StatusOK || len(h.Checks) != 0 || !strings.HasPrefix(h.Driver, "locks.InProcessDriver") {
+		t.Fatalf("/healthz in process: %d %+v; want 200 without checks", code, h)
+	}
 }
 
 // A Redis or PostgreSQL URL in the configuration without its module

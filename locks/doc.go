@@ -26,7 +26,9 @@
 // meaningless across nodes. Every InProcessDriver on the real clock shares one
 // process-wide lease table, so two schedulers in one process never both run a
 // locked task. The Redis driver in package redislocks coordinates nodes.
-// Every driver passes the conformance suite in package lockstest.
+// Every driver passes the conformance suite in package lockstest. A driver
+// whose backend can be down implements [HealthChecker], which the admin
+// endpoints' /healthz calls.
 //
 // # Replacing the default driver
 //

@@ -39,14 +39,25 @@ func parseAdmin(addr string) (*url.URL, error) {
 
 // endpoint returns the URL of the admin path /scheduledtasks followed by
 // the task's name, path-escaped so that dots, spaces and slashes stay one
-// segment, and the suffix.
+// segment, and the suffix ("/runs", "/pause", ...). The names "." and ".."
+// go in the query instead, /scheduledtasks/runs?name=..: as a segment,
+// proxies and URL resolution remove them as dot segments (browsers and
+// some proxies their %2E escapes too), and the request would reach
+// another path.
 func (c *client) endpoint(task, suffix string) string {
 	u := strings.TrimSuffix(c.base.String(), "/") + "/scheduledtasks"
-	if task != "" {
-		u += "/" + url.PathEscape(task)
+	switch task {
+	case "":
+		return u + suffix
+	case ".", "..":
+		return u + suffix + "?name=" + url.QueryEscape(task)
 	}
-	return u + suffix
+	return u + "/" + url.PathEscape(task) + suffix
 }
+
+// tokenSpace is what a token's ends lose, as the admin handler trims its
+// own token: a file's final newline (CRLF too), a pasted token's spaces.
+const tokenSpace = " \t\r\n\v\f"
 
 // A statusError is a response other than 2xx: its status and the server's
 // message.

@@ -7,19 +7,20 @@ import (
 	"io"
 )
 
-// A command is one subcommand: how many arguments it takes and what it
-// does with them.
+// A command is one subcommand: how many arguments it takes, whether it
+// sends the token, and what it does with them.
 type command struct {
-	args int
-	do   func(ctx context.Context, c *client, args []string, out output) error
+	args      int
+	sendToken bool
+	do        func(ctx context.Context, c *client, args []string, out output) error
 }
 
 var commands = map[string]command{
-	"tasks":  {0, listTasks},
-	"runs":   {1, listRuns},
-	"run":    {1, mutate("run")},
-	"pause":  {1, mutate("pause")},
-	"resume": {1, mutate("resume")},
+	"tasks":  {0, false, listTasks},
+	"runs":   {1, false, listRuns},
+	"run":    {1, true, mutate("run")},
+	"pause":  {1, true, mutate("pause")},
+	"resume": {1, true, mutate("resume")},
 }
 
 // output is where a command's result goes: a table, or with json the

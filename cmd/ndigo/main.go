@@ -10,7 +10,9 @@
 // --admin URL (or NDIGO_ADMIN) names the node's admin address, by default
 // http://127.0.0.1:8081. run, pause and resume send the bearer token in
 // NDIGO_ADMIN_TOKEN: it is read from the environment only, so that it
-// stays out of shell history and process listings. --json prints the
+// stays out of shell history and process listings, and its leading and
+// trailing whitespace is dropped, as the node drops its own (a token read
+// from a file works for both). --json prints the
 // server's JSON instead of a table. A failure exits with status 1 and the
 // server's message; a usage error with status 2.
 //
@@ -28,6 +30,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"time"
 )
 
@@ -94,7 +97,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	defer tr.CloseIdleConnections()
-	c := &client{base: base, token: getenv("NDIGO_ADMIN_TOKEN"), http: &http.Client{Transport: tr, Timeout: *timeout}}
+	// As the node does with its own: a token read from a file keeps its
+	// final newline, which no header can carry.
+	raw := getenv("NDIGO_ADMIN_TOKEN")
+	token := strings.Trim(raw, tokenSpace)
+	switch {
+	case !cmd.sendToken || token == raw:
+	case token == "":
+		fmt.Fprintln(stderr, "ndigo: NDIGO_ADMIN_TOKEN is only whitespace: sending no token")
+	default:
+		fmt.Fprintln(stderr, "ndigo: NDIGO_ADMIN_TOKEN has leading or trailing whitespace (such as a file's final newline): sending the token without it")
+	}
+	c := &client{base: base, token: token, http: &http.Client{Transport: tr, Timeout: *timeout}}
 	if err := cmd.do(ctx, c, pos[1:], output{w: stdout, json: *asJSON}); err != nil {
 		fmt.Fprintf(stderr, "ndigo: %v\n", err)
 		return exitFailure

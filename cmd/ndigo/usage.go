@@ -23,6 +23,7 @@ Flags (before or after the command):
   --timeout DURATION give up on a request after this long (default 10s)
 
 run, pause and resume send the token in the environment variable
-NDIGO_ADMIN_TOKEN as a bearer token (the node's admin.token).
+NDIGO_ADMIN_TOKEN as a bearer token (the node's admin.token), without
+leading or trailing whitespace. The task names . and .. go in the query.
 Exit status: 0 done, 1 the request failed, 2 a usage error.
 `

@@ -3,6 +3,7 @@ package admintest
 import (
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -37,7 +38,8 @@ type Request struct {
 	Method string
 	// Path is the escaped path, as the client sent it.
 	Path string
-	// Task is the task name the server decoded from the path; "" on
+	// Task is the task name the server decoded from the path, or from the
+	// query's name parameter on /scheduledtasks/{action}?name=NAME; "" on
 	// /scheduledtasks.
 	Task string
 	// Authorization is the request's Authorization header.
@@ -59,7 +61,8 @@ type Cluster struct {
 // bearer token; "" leaves mutations disabled (403), as a node without
 // admin.token does.
 func NewCluster(token string, tasks ...Task) *Cluster {
-	c := &Cluster{token: token, runNow: map[string]int{}}
+	// As admin.Handler does, a token's ends lose their whitespace.
+	c := &Cluster{token: strings.Trim(token, " \t\r\n\v\f"), runNow: map[string]int{}}
 	for _, t := range tasks {
 		t.Runs = slices.Clone(t.Runs)
 		c.tasks = append(c.tasks, &t)
@@ -74,6 +77,9 @@ func (c *Cluster) Node(name string) http.Handler {
 	n.mux.HandleFunc("/scheduledtasks", n.tasks)
 	n.mux.HandleFunc("/scheduledtasks/{name}/runs", n.runs)
 	n.mux.HandleFunc("/scheduledtasks/{name}/{action}", n.act)
+	// The names "." and ".." travel in the query: ?name=..
+	n.mux.HandleFunc("/scheduledtasks/runs", n.runs)
+	n.mux.HandleFunc("/scheduledtasks/{action}", n.act)
 	return n
 }
 

@@ -33,6 +33,10 @@ func TestContract(t *testing.T) {
 		{closed, "POST", "/scheduledtasks/a%2Fb.c/pause", "tok", 403, "", ""},
 		{open, "POST", "/scheduledtasks/nope/pause", "tok", 404, "", ""},
 		{open, "GET", "/scheduledtasks/nope/runs", "", 404, "", ""},
+		{open, "GET", "/scheduledtasks/runs?name=a%2Fb.c", "", 200, "", ""},
+		{open, "POST", "/scheduledtasks/pause?name=a%2Fb.c", "tok", 200, "", ""},
+		{open, "POST", "/scheduledtasks/pause?name=a%2Fb.c", "", 401, "WWW-Authenticate", "Bearer"},
+		{open, "GET", "/scheduledtasks/runs?name=nope", "", 404, "", ""},
 		{open, "GET", "/scheduledtasks/a%2Fb.c/pause", "tok", 405, "Allow", "POST"},
 		{open, "POST", "/scheduledtasks", "tok", 405, "Allow", "GET"},
 	} {

@@ -24,7 +24,16 @@ func (n *node) record(r *http.Request) {
 	n.c.mu.Lock()
 	defer n.c.mu.Unlock()
 	n.c.requests = append(n.c.requests, Request{Node: n.name, Method: r.Method, Path: r.URL.EscapedPath(),
-		Task: r.PathValue("name"), Authorization: r.Header.Get("Authorization")})
+		Task: taskName(r), Authorization: r.Header.Get("Authorization")})
+}
+
+// taskName returns the task name of r: its path's {name}, or the query's
+// name on /scheduledtasks/{action}?name=NAME, as admin.Handler reads it.
+func taskName(r *http.Request) string {
+	if name := r.PathValue("name"); name != "" {
+		return name
+	}
+	return r.URL.Query().Get("name")
 }
 
 type taskJSON struct {
@@ -105,7 +114,7 @@ func (n *node) runs(w http.ResponseWriter, r *http.Request) {
 	if !allow(w, r, http.MethodGet) {
 		return
 	}
-	name := r.PathValue("name")
+	name := taskName(r)
 	n.c.mu.Lock()
 	t := n.c.find(name)
 	var out []*runJSON
@@ -133,7 +142,7 @@ func (n *node) act(w http.ResponseWriter, r *http.Request) {
 	if !allow(w, r, http.MethodPost) || !n.authorized(w, r) {
 		return
 	}
-	name := r.PathValue("name")
+	name := taskName(r)
 	n.c.mu.Lock()
 	t := n.c.find(name)
 	if t != nil {
