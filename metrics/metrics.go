@@ -32,6 +32,7 @@ const (
 	ReasonAlreadyRun   = "already_run"   // another node claimed the fire
 	ReasonMissed       = "missed"        // the node reached the fire too late to claim it
 	ReasonPaused       = "paused"        // the task is paused cluster-wide
+	ReasonNotOwner     = "not_owner"     // another node owns the task (scheduling.Config.Spread)
 	ReasonNoDriver     = "no_driver"     // a locked task on a scheduler without a driver
 	ReasonLockError    = "lock_error"    // the driver failed
 )
@@ -184,7 +185,7 @@ func (m *Metrics) Init(tasks ...string) {
 			m.runs.WithLabelValues(name, string(o))
 		}
 		for _, r := range []string{ReasonLockHeld, ReasonStillRunning, ReasonAlreadyRun, ReasonMissed,
-			ReasonPaused, ReasonNoDriver, ReasonLockError} {
+			ReasonPaused, ReasonNotOwner, ReasonNoDriver, ReasonLockError} {
 			m.skips.WithLabelValues(name, r)
 		}
 		m.leasesLost.WithLabelValues(name)
@@ -238,6 +239,8 @@ func skipReason(e scheduling.Event) string {
 		return ReasonMissed
 	case scheduling.OutcomePaused:
 		return ReasonPaused
+	case scheduling.OutcomeNotOwner:
+		return ReasonNotOwner
 	}
 	if errors.Is(e.Err, scheduling.ErrNoDriver) {
 		return ReasonNoDriver

@@ -170,6 +170,7 @@ func TestSkipReasonsAndLeaseMetrics(t *testing.T) {
 		{Task: "t", Outcome: scheduling.OutcomeRunning},
 		{Task: "t", Outcome: scheduling.OutcomeAlreadyRun},
 		{Task: "t", Outcome: scheduling.OutcomePaused},
+		{Task: "t", Outcome: scheduling.OutcomeNotOwner},
 		{Task: "t", Outcome: scheduling.OutcomeLockFailed, Err: scheduling.ErrNoDriver},
 		{Task: "t", Outcome: scheduling.OutcomeLockFailed, Err: down},
 	} {
@@ -177,7 +178,7 @@ func TestSkipReasonsAndLeaseMetrics(t *testing.T) {
 	}
 	m.AfterRun(context.Background(), scheduling.Event{Task: "t", Outcome: scheduling.OutcomeError,
 		LeaseLost: true, RenewErr: locks.ErrLeaseLost})
-	for reason, want := range map[string]float64{ReasonStillRunning: 1, ReasonAlreadyRun: 1, ReasonPaused: 1, ReasonNoDriver: 1, ReasonLockError: 1} {
+	for reason, want := range map[string]float64{ReasonStillRunning: 1, ReasonAlreadyRun: 1, ReasonPaused: 1, ReasonNotOwner: 1, ReasonNoDriver: 1, ReasonLockError: 1} {
 		if got := sample(t, reg, TaskSkips, "task", "t", "reason", reason); got != want {
 			t.Errorf("skips %s = %v, want %v", reason, got, want)
 		}
@@ -188,8 +189,8 @@ func TestSkipReasonsAndLeaseMetrics(t *testing.T) {
 	if got := sample(t, reg, LeaseRenewalsFailed, "task", "t"); got != 1 {
 		t.Errorf("renewals failed %v", got)
 	}
-	if got := sample(t, reg, TaskFires, "task", "t"); got != 6 {
-		t.Errorf("fires %v, want 6 (five skips and a run)", got)
+	if got := sample(t, reg, TaskFires, "task", "t"); got != 7 {
+		t.Errorf("fires %v, want 7 (six skips and a run)", got)
 	}
 }
 
@@ -288,7 +289,7 @@ func TestModuleBesideARootDecoration(t *testing.T) {
 	app.RequireStart()
 	// Before the first fire, every counter of the task exists at zero
 	// (sample fails the test on a missing series).
-	for _, r := range []string{ReasonLockHeld, ReasonStillRunning, ReasonAlreadyRun, ReasonMissed, ReasonPaused, ReasonNoDriver, ReasonLockError} {
+	for _, r := range []string{ReasonLockHeld, ReasonStillRunning, ReasonAlreadyRun, ReasonMissed, ReasonPaused, ReasonNotOwner, ReasonNoDriver, ReasonLockError} {
 		if got := sample(t, reg, TaskSkips, "task", "job", "reason", r); got != 0 {
 			t.Fatalf("skips[%s] = %v before any fire", r, got)
 		}

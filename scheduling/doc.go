@@ -92,7 +92,8 @@
 // Acquire, one Claim and the wait's polls for the node that waits; one
 // Release after the run. With a task state store, every node also reads the
 // paused flag, and the winner records the run: on N nodes a locked fire
-// costs 2N+3 round trips. One claim record per
+// costs 2N+3 round trips, unless the nodes spread their tasks (below). One
+// claim record per
 // task, whatever the number of fires.
 //
 // Liveness: a fire that no fault touches (every node up, the driver
@@ -107,6 +108,46 @@
 // the driver it wraps by implementing Claim or by unwrapping to it
 // ([locks.Wrapper]). Package schedulingtest holds a cluster simulation that
 // checks these rules over many thousand fires with faults.
+//
+// # Spreading
+//
+// With [Config.Spread] (scheduling.Module's default on a Redis or
+// PostgreSQL driver, see [SpreadMode]), the nodes share out the fires of
+// locked tasks instead of all trying each: every node renews its
+// membership of a group, the nodes with the same locked tasks, through the
+// driver ([locks.Membership]) every [Config.Heartbeat] (1s), and tries only
+// the fires of the lock keys that rendezvous hashing gives it among the
+// members it has seen in two heartbeats running (itself from its first).
+// The other nodes skip those fires with [OutcomeNotOwner], making no call.
+// Tasks that share a lock key have one owner, so their registration order
+// holds. Ownership decides who tries, never who may run: the lock and the
+// claim still decide that, so a fire that two nodes try while their views
+// differ runs once, and the rules above hold unchanged.
+//
+// Ownership changes with the members:
+//   - a node that joins tries every fire from its start until its second
+//     heartbeat, while the others hand it its share only at their second
+//     view of it, so no fire falls between;
+//   - a node that stops leaves its group and keeps firing for two
+//     heartbeats, by which time every other node has taken its share;
+//   - a node that dies (or is paused, or cut off) keeps its tasks until its
+//     membership lapses, three heartbeats after its last: its fires are
+//     missed for at most three heartbeats plus one (4s by default) plus a
+//     period, then run on the others; when it comes back, its stale view
+//     makes it try every fire again until its heartbeats succeed;
+//   - a node whose heartbeats fail for three intervals tries every fire, as
+//     without spreading.
+//
+// No fire is missed across a join or a stop as long as the nodes' clocks
+// and a heartbeat's latency differ by less than a heartbeat interval.
+//
+// Cost per fire with spreading: one node's calls (one Acquire, one Claim,
+// one Release; with a task state store, one paused read and one record),
+// whatever the number of nodes N. Per node: one heartbeat per
+// [Config.Heartbeat] and, with a task state store, one look for requests per
+// [Config.RequestPoll]. On N nodes running F locked fires a second, that is
+// 3 + 2 + N·(1/Heartbeat + 1/RequestPoll)/F round trips per fire with a
+// store, against 2N+3 without spreading.
 //
 // # Leases
 //
