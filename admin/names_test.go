@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ndigo/ndigo/internal/admintest"
 	"github.com/ndigo/ndigo/locks"
 	"github.com/ndigo/ndigo/scheduling"
 	"github.com/ndigo/ndigo/taskstate"
@@ -48,23 +49,12 @@ func dotHandler(t *testing.T, token Token) (*scheduling.Scheduler, *httptest.Ser
 // returns the status and the JSON body.
 func send(t *testing.T, method, url, token string) (int, map[string]any) {
 	t.Helper()
-	req, err := http.NewRequest(method, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	code, raw := admintest.Send(t, method, url, token)
 	var body map[string]any
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		t.Fatalf("%s %s: %d, %v", method, url, resp.StatusCode, err)
+	if err := json.Unmarshal(raw, &body); err != nil {
+		t.Fatalf("%s %s: %d, %v", method, url, code, err)
 	}
-	return resp.StatusCode, body
+	return code, body
 }
 
 // "." and ".." reach their tasks in the query (the form clients use) and,
