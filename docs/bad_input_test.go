@@ -122,6 +122,12 @@ func badInputs() []badInput {
 			_, err := redislocks.New(redislocks.Options{Client: ring, Namespace: "prod", MinReplicas: 1})
 			return err
 		}},
+		{"scheduling.Scheduler.Start", `Config.Heartbeat 1ms`, scheduling.ErrInvalidConfig, func() error {
+			return scheduling.New(scheduling.Config{Driver: locks.NewInProcessDriver(), Spread: true, Heartbeat: time.Millisecond}).Start()
+		}},
+		{"scheduling.Scheduler.Start", `Config.Spread on a driver without memberships`, scheduling.ErrInvalidConfig, func() error {
+			return scheduling.New(scheduling.Config{Driver: plainDriver{}, Spread: true}).Start()
+		}},
 		{"scheduling.Validate", `no Cron`, scheduling.ErrInvalidSpec, task()},
 		{"scheduling.Validate", `Cron("61 * * * *")`, scheduling.ErrInvalidSpec, task(scheduling.Cron("61 * * * *"))},
 		{"scheduling.Validate", `Cron("0 2 * *")`, scheduling.ErrInvalidSpec, task(scheduling.Cron("0 2 * *"))},
@@ -163,6 +169,7 @@ func badInputs() []badInput {
 		{"config.Load", "`nodes: a`", config.ErrInvalid, load("nodes: a\n")},
 		{"config.Load", "`zone: Mars/Olympus`", config.ErrInvalid, load("zone: Mars/Olympus\n")},
 		{"config.Load", "`stop-timeout: -1s`", config.ErrInvalid, load("stop-timeout: -1s\n")},
+		{"config.Load", "`spread: yes`", config.ErrInvalid, load("spread: yes\n")},
 	}
 }
 
@@ -230,4 +237,11 @@ func TestBadInputTable(t *testing.T) {
 		return
 	}
 	t.Errorf("BAD-INPUT.md's table is out of date; run go test ./docs -run TestBadInputTable -update. Want:\n%s", got)
+}
+
+// plainDriver is a lock driver with no optional capability.
+type plainDriver struct{}
+
+func (plainDriver) Acquire(context.Context, string, time.Duration) (locks.Lease, error) {
+	return nil, locks.ErrNotAcquired
 }

@@ -131,10 +131,14 @@
 //   - a node that stops leaves its group and keeps firing for two
 //     heartbeats, by which time every other node has taken its share;
 //   - a node that dies (or is paused, or cut off) keeps its tasks until its
-//     membership lapses, three heartbeats after its last: its fires are
-//     missed for at most three heartbeats plus one (4s by default) plus a
-//     period, then run on the others; when it comes back, its stale view
-//     makes it try every fire again until its heartbeats succeed;
+//     membership lapses, three heartbeats after its last, and the others
+//     see it gone at their next: four heartbeats, which the default
+//     heartbeat keeps within the shortest lock TTL (1s, or a quarter of the
+//     shortest lock TTL down to [MinAutoHeartbeat]). So its tasks run
+//     again on the others at the first fire after its lease would have
+//     ended anyway, within a lock TTL plus a period of its death (with a
+//     TTL shorter than 400ms, 400ms plus a period); when it comes back, its
+//     stale view makes it try every fire again until its heartbeats succeed;
 //   - a node whose heartbeats fail for three intervals tries every fire, as
 //     without spreading.
 //

@@ -13,6 +13,11 @@ var ErrInvalidSpec = errors.New("scheduling: invalid task spec")
 // a task never runs unguarded.
 var ErrNoDriver = errors.New("scheduling: no lock driver")
 
+// ErrInvalidConfig reports a [Config] that Start refuses: a Heartbeat out of
+// range, Spread on a driver that keeps no memberships. The wrapping error
+// names the field, the value and the rule.
+var ErrInvalidConfig = errors.New("scheduling: invalid config")
+
 // ErrPanic reports that a task panicked. The run's error is a *PanicError,
 // which wraps it.
 var ErrPanic = errors.New("scheduling: task panicked")

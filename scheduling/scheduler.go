@@ -65,8 +65,9 @@ type Config struct {
 	// documentation, "Spreading".
 	Spread bool
 	// Heartbeat is how often a spreading node renews its membership; zero
-	// means DefaultHeartbeat. A member that misses three is dropped, and its
-	// tasks go to the others.
+	// means DefaultHeartbeat, or a quarter of the shortest lock TTL if that
+	// is shorter. A member that misses three is dropped, and its tasks go to
+	// the others. It is fixed when the scheduler starts.
 	Heartbeat time.Duration
 }
 
@@ -272,7 +273,7 @@ func (s *Scheduler) Start() error {
 	missed := s.catchUps(now)
 	s.nextPoll = now // requests made while no node ran are looked for at once
 	if s.spread != nil {
-		s.spread.group, s.spread.nextBeat = s.groupOf(), now
+		s.spread.group, s.spread.nextBeat, s.spread.every = s.groupOf(), now, s.heartbeat()
 	}
 	go s.loop()
 	s.mu.Unlock()

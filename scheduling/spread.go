@@ -14,8 +14,16 @@ import (
 )
 
 // DefaultHeartbeat is how often a spreading scheduler ([Config.Spread])
-// renews its membership when [Config.Heartbeat] is zero.
+// renews its membership when [Config.Heartbeat] is zero, unless a locked
+// task's lock TTL is shorter than four of them: the heartbeat is then a
+// quarter of the shortest lock TTL, at least [MinAutoHeartbeat], so that a
+// dead owner's tasks move within their lock TTL (its membership lapses
+// within three heartbeats, and the others see it at their next).
 const DefaultHeartbeat = time.Second
+
+// MinAutoHeartbeat is the shortest heartbeat that a short lock TTL makes
+// ([DefaultHeartbeat]); set [Config.Heartbeat] for a shorter one.
+const MinAutoHeartbeat = 100 * time.Millisecond
 
 // MinHeartbeat and MaxHeartbeat bound [Config.Heartbeat].
 const (
@@ -32,7 +40,8 @@ const memberLife = 3
 // live nodes of its group.
 type spread struct {
 	m     locks.Membership
-	every time.Duration // Config.Heartbeat
+	set   time.Duration // Config.Heartbeat; 0 for the default
+	every time.Duration // the heartbeat interval, set by Start
 
 	view    atomic.Pointer[view] // the last heartbeat's answer; nil before the first
 	failing atomic.Bool          // the last heartbeat failed
@@ -59,14 +68,15 @@ type view struct {
 	at      time.Time // when the heartbeat was sent, on the scheduler's clock
 }
 
-// groupOf names the group of the nodes whose locked tasks are these: nodes
-// that run another set (a rolling deploy adding a task) form another group,
-// so that no task is owned by a node that lacks it. s.mu is held.
+// groupOf names the group of the nodes whose locked tasks (names, locks and
+// lock TTLs) are these: nodes that run another set (a rolling deploy adding
+// a task) form another group, so that no task is owned by a node that lacks
+// it, and the nodes of a group have one heartbeat interval. s.mu is held.
 func (s *Scheduler) groupOf() string {
 	var names []string
 	for _, e := range s.entries {
 		if e.spec.Lock != "" {
-			names = append(names, e.name+"\x00"+e.spec.Lock)
+			names = append(names, e.name+"\x00"+e.spec.Lock+"\x00"+e.spec.LockTTL.String())
 		}
 	}
 	slices.Sort(names)
@@ -199,19 +209,32 @@ func checkSpread(cfg Config) (*spread, error) {
 	if !cfg.Spread {
 		return nil, nil
 	}
-	every := cfg.Heartbeat
-	switch {
-	case every == 0:
-		every = DefaultHeartbeat
-	case every < MinHeartbeat || every > MaxHeartbeat:
-		return nil, fmt.Errorf("scheduling: Config.Heartbeat %v must be in [%v, %v] (0 means %v)", every, MinHeartbeat, MaxHeartbeat, DefaultHeartbeat)
+	if h := cfg.Heartbeat; h != 0 && (h < MinHeartbeat || h > MaxHeartbeat) {
+		return nil, fmt.Errorf("%w: Config.Heartbeat %v must be in [%v, %v] (0 means %v, or less for short lock TTLs)",
+			ErrInvalidConfig, h, MinHeartbeat, MaxHeartbeat, DefaultHeartbeat)
 	}
 	if cfg.Driver == nil {
 		return nil, fmt.Errorf("%w: Config.Spread needs a driver that keeps memberships (locks.Membership)", ErrNoDriver)
 	}
 	m, ok := locks.As[locks.Membership](cfg.Driver)
 	if !ok {
-		return nil, fmt.Errorf("scheduling: Config.Spread needs a driver that keeps memberships (locks.Membership); %s does not", DriverName(cfg.Driver))
+		return nil, fmt.Errorf("%w: Config.Spread needs a driver that keeps memberships (locks.Membership); %s does not", ErrInvalidConfig, DriverName(cfg.Driver))
 	}
-	return &spread{m: m, every: every}, nil
+	return &spread{m: m, set: cfg.Heartbeat}, nil
+}
+
+// heartbeat returns the heartbeat interval for the tasks added so far:
+// Config.Heartbeat, else DefaultHeartbeat or a quarter of the shortest lock
+// TTL, at least MinAutoHeartbeat. s.mu is held.
+func (s *Scheduler) heartbeat() time.Duration {
+	if s.spread.set != 0 {
+		return s.spread.set
+	}
+	every := DefaultHeartbeat
+	for _, e := range s.entries {
+		if e.spec.Lock != "" {
+			every = min(every, max(e.spec.LockTTL/4, MinAutoHeartbeat))
+		}
+	}
+	return every
 }
