@@ -272,7 +272,9 @@ func placeholders(p valuesParams) annotations.Resolver {
 // skipLevel gives the scheduler the configured level of its skip lines.
 func skipLevel(p frameworkParams) slog.Level { return p.Framework.Log.SlogSkipLevel() }
 
-func spreadMode(p frameworkParams) scheduling.SpreadMode { return scheduling.SpreadMode(p.Framework.Spread) }
+func spreadMode(p frameworkParams) scheduling.SpreadMode {
+	return scheduling.SpreadMode(p.Framework.Spread)
+}
 
 // nodeName gives the scheduler the configured node name; empty lets it
 // choose "<hostname>-<pid>".
