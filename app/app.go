@@ -272,6 +272,7 @@ func placeholders(p valuesParams) annotations.Resolver {
 // skipLevel gives the scheduler the configured level of its skip lines.
 func skipLevel(p frameworkParams) slog.Level { return p.Framework.Log.SlogSkipLevel() }
 
+// spreadMode gives the scheduler the configured spread mode.
 func spreadMode(p frameworkParams) scheduling.SpreadMode {
 	return scheduling.SpreadMode(p.Framework.Spread)
 }

@@ -93,8 +93,9 @@ type firing struct {
 	taken bool // a manual fire whose request this node took from the store
 }
 
-// notRecorded is the outcome of a fire that Stop ended before it ran: it is
-// neither recorded nor told to listeners.
+// notRecorded is the outcome of a fire that is neither recorded nor told to
+// listeners: Stop ended it before it ran, or a manual run left its request
+// to a later poll or to the node that took it.
 const notRecorded Outcome = ""
 
 // outcomeRun is what admit answers for a fire that runs.

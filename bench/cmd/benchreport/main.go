@@ -60,7 +60,14 @@ func main() {
 			return run(".", "go", "run", "./cmd/pglockbench", "-runs", strconv.Itoa(*pgRuns), "-duration", pgDur.String())
 		},
 		"cluster": func() string {
-			return run(".", "go", "run", "./cmd/clusterbench", "-runs", strconv.Itoa(*clRuns), "-duration", clDur.String())
+			var out []string
+			for _, nodes := range []string{"3", "10"} {
+				for _, spread := range []string{"false", "true"} {
+					out = append(out, run(".", "go", "run", "./cmd/clusterbench", "-runs", strconv.Itoa(*clRuns),
+						"-duration", clDur.String(), "-nodes", nodes, "-spread="+spread))
+				}
+			}
+			return strings.Join(out, "\n")
 		},
 	}
 	parts := map[string]string{}

@@ -32,6 +32,7 @@ var (
 	duration = flag.Duration("duration", time.Minute, "how long each run schedules")
 	nodes    = flag.Int("nodes", 3, "nodes")
 	tasks    = flag.Int("tasks", 100, "locked tasks per node, each every second")
+	spread   = flag.Bool("spread", true, "the nodes spread their tasks (scheduling.Config.Spread); false: every node tries every fire")
 )
 
 // figures are one run's results.
@@ -65,8 +66,12 @@ func main() {
 		return xs[len(xs)/2]
 	}
 	fmt.Printf("Command: `cd bench && go run ./cmd/clusterbench %s`\n\n", strings.Join(os.Args[1:], " "))
-	fmt.Printf("%d nodes (schedulers in one process, each with its own client and driver) on one redis-server, %d tasks per node, each `@every 1s` with its own lock, for %v; medians of %d runs. There is no peer to give a ratio to.\n\n",
-		*nodes, *tasks, *duration, *runs)
+	mode := "spreading their tasks (scheduling.Config.Spread: heartbeats included)"
+	if !*spread {
+		mode = "each trying every fire (-spread=false)"
+	}
+	fmt.Printf("%d nodes (schedulers in one process, each with its own client and driver) on one redis-server, %s, %d tasks per node, each `@every 1s` with its own lock, for %v; medians of %d runs. There is no peer to give a ratio to.\n\n",
+		*nodes, mode, *tasks, *duration, *runs)
 	fmt.Println("| fires run | runs per fire | fires run twice | fires missed | script round trips per fire | Redis commands per fire (inside scripts too) |")
 	fmt.Println("|---:|---:|---:|---:|---:|---:|")
 	fmt.Printf("| %.0f | %.3f | %.0f | %.0f | %.2f | %.2f |\n",
@@ -97,7 +102,7 @@ func once() (figures, error) {
 			return figures{}, err
 		}
 		defer d.Close()
-		s := scheduling.New(scheduling.Config{Driver: d, Node: "n" + strconv.Itoa(n), Logger: slog.New(slog.DiscardHandler)})
+		s := scheduling.New(scheduling.Config{Driver: d, Node: "n" + strconv.Itoa(n), Logger: slog.New(slog.DiscardHandler), Spread: *spread})
 		for i := range *tasks {
 			name := "task" + strconv.Itoa(i)
 			err := s.Add(scheduling.NewTask(func(ctx context.Context) error {
@@ -124,11 +129,16 @@ func once() (figures, error) {
 		}
 	}
 	time.Sleep(*duration)
-	for _, s := range scheds {
-		stopCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err := s.Stop(stopCtx)
-		cancel()
-		if err != nil {
+	errs := make(chan error, len(scheds))
+	for _, s := range scheds { // at once, as a deploy stops a fleet
+		go func() {
+			stopCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			errs <- s.Stop(stopCtx)
+		}()
+	}
+	for range scheds {
+		if err := <-errs; err != nil {
 			return figures{}, err
 		}
 	}
