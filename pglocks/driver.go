@@ -16,12 +16,15 @@
 //
 // # SQL layout
 //
-// CreateSchema makes two tables (names from Options.Table, by default
-// ndigo_locks and ndigo_locks_claims) and four functions:
+// CreateSchema makes three tables (names from Options.Table, by default
+// ndigo_locks, ndigo_locks_claims and ndigo_locks_members) and four
+// functions:
 //
 //	ndigo_locks         (ns, key) primary key, token bigint, expires_at timestamptz
 //	ndigo_locks_claims  (ns, key) primary key, seq bigint, expires_at timestamptz
 //	                    index on (ns, expires_at)
+//	ndigo_locks_members (ns, grp, member) primary key, expires_at timestamptz
+//	                    (locks.Membership: one row per live member of a group)
 //	ndigo_acquire_<h>, ndigo_extend_<h>, ndigo_release_<h>, ndigo_claim_<h>
 //	                    in the lock table's schema, <h> a hash of its name
 //
@@ -229,6 +232,7 @@ const (
 	defaultMinDrift   = 2 * time.Millisecond
 	maxNamespaceLen   = 64
 	claimsSuffix      = "_claims"
+	membersSuffix     = "_members"
 )
 
 // tablePart is one part of Options.Table: 56 bytes leave room for the

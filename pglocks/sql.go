@@ -26,11 +26,18 @@ var (
 	guardSQL string
 	//go:embed claim.sql
 	claimSQL string
+	//go:embed members_schema.sql
+	membersSchemaSQL string
+	//go:embed heartbeat.sql
+	heartbeatSQL string
+	//go:embed leave.sql
+	leaveSQL string
 )
 
 // statements are the driver's SQL with its table names filled in.
 type statements struct {
 	schema, acquire, extend, release, guard, claim string
+	heartbeat, leave                               string // locks.Membership, sent as they are: a heartbeat a second
 }
 
 // A function is one of the driver's statements as a PL/pgSQL function, which
@@ -58,12 +65,15 @@ var functions = []function{
 // transaction-scoped advisory lock first, so that nodes starting at once
 // create the tables and replace the functions one after the other.
 func newStatements(locks, claims []string) statements {
+	members := append([]string(nil), locks...)
+	members[len(members)-1] += membersSuffix
 	r := strings.NewReplacer("$LOCKS", pgx.Identifier(locks).Sanitize(), "$CLAIMS", pgx.Identifier(claims).Sanitize(),
-		"$EXPIRY", pgx.Identifier{objectName("ndigo_claims_expiry_", claims)}.Sanitize())
-	s := statements{guard: r.Replace(guardSQL)}
+		"$EXPIRY", pgx.Identifier{objectName("ndigo_claims_expiry_", claims)}.Sanitize(),
+		"$MEMBERS", pgx.Identifier(members).Sanitize())
+	s := statements{guard: r.Replace(guardSQL), heartbeat: r.Replace(heartbeatSQL), leave: r.Replace(leaveSQL)}
 	calls := map[string]*string{"acquire": &s.acquire, "extend": &s.extend, "release": &s.release, "claim": &s.claim}
 	var schema strings.Builder
-	fmt.Fprintf(&schema, "SELECT pg_advisory_xact_lock(%d);\n%s", schemaLock(locks), r.Replace(schemaSQL))
+	fmt.Fprintf(&schema, "SELECT pg_advisory_xact_lock(%d);\n%s\n%s", schemaLock(locks), r.Replace(schemaSQL), r.Replace(membersSchemaSQL))
 	for _, f := range functions {
 		name := append(locks[:len(locks)-1:len(locks)-1], objectName("ndigo_"+f.op+"_", locks))
 		fn := pgx.Identifier(name).Sanitize()
