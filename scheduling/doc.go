@@ -128,8 +128,12 @@
 //   - a node that joins tries every fire from its start until its second
 //     heartbeat, while the others hand it its share only at their second
 //     view of it, so no fire falls between;
-//   - a node that stops leaves its group and keeps firing for two
-//     heartbeats, by which time every other node has taken its share;
+//   - a node that stops leaves its group (after its last heartbeat, so
+//     that none brings it back) and starts no new run, as without
+//     spreading; at their next heartbeat the others take its tasks and try
+//     the last fire of each within two heartbeats, which it may have left
+//     (a fire it ran is claimed), so a task whose period is at least two
+//     heartbeats misses no fire, at worst running two heartbeats late;
 //   - a node that dies (or is paused, or cut off) keeps its tasks until its
 //     membership lapses, three heartbeats after its last, and the others
 //     see it gone at their next: four heartbeats, which the default
@@ -142,8 +146,8 @@
 //   - a node whose heartbeats fail for three intervals tries every fire, as
 //     without spreading.
 //
-// No fire is missed across a join or a stop as long as the nodes' clocks
-// and a heartbeat's latency differ by less than a heartbeat interval.
+// No fire is missed across a join as long as the nodes' clocks and a
+// heartbeat's latency differ by less than a heartbeat interval.
 //
 // Cost per fire with spreading: one node's calls (one Acquire, one Claim,
 // one Release; with a task state store, one paused read and one record),

@@ -180,6 +180,9 @@ func (s *Scheduler) fire(f firing, t *turn) {
 	e := f.e
 	if !e.busy.CompareAndSwap(false, true) {
 		t.pass()
+		if s.spread != nil {
+			s.tried(&f)
+		}
 		s.skip(f, s.busyOutcome(&f), nil)
 		return
 	}
@@ -273,9 +276,12 @@ func (s *Scheduler) admit(f *firing, t *turn) (locks.Lease, Outcome, error) {
 		t.pass()
 		return nil, notRecorded, nil
 	}
-	if e.spec.Lock != "" && s.spread != nil && !s.owns(e.spec.Lock) {
-		t.pass()
-		return nil, OutcomeNotOwner, nil
+	if e.spec.Lock != "" && s.spread != nil {
+		if !s.owns(e.spec.Lock) {
+			t.pass()
+			return nil, OutcomeNotOwner, nil
+		}
+		s.tried(f)
 	}
 	if f.kind != kindManual && s.state != nil {
 		if o, err := s.pauseRule(f); o != outcomeRun {

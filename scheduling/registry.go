@@ -85,6 +85,7 @@ type entry struct {
 
 	busy    atomic.Bool // a fire is in flight on this node: single flight
 	waiting atomic.Bool // that fire is waiting for its lock
+	tried   atomic.Int64 // the latest fire (Unix ns) this node owned or found busy: a takeover does not try it again
 
 	// Guarded by Scheduler.mu.
 	next  time.Time // zero when the schedule has no further fire

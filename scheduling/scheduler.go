@@ -328,12 +328,12 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	case stopped:
 		return nil
 	case started:
-		if s.spread != nil {
-			s.handOver(ctx)
-		}
 		close(s.stop)
 		s.cancelAcquire() // fires waiting for a lock give up: no new runs
 		<-s.loopDone
+		if s.spread != nil {
+			s.leave(ctx)
+		}
 	}
 	s.mu.Lock()
 	landed := s.landed
@@ -465,6 +465,7 @@ func (s *Scheduler) loop() {
 		}
 		if beat {
 			s.takeoff(1)
+			s.spread.beats.Add(1)
 			go s.beat()
 		}
 
@@ -487,7 +488,7 @@ func (s *Scheduler) loop() {
 		if s.state != nil && (wakeAt.IsZero() || s.nextPoll.Before(wakeAt)) {
 			wakeAt = s.nextPoll
 		}
-		if sp := s.spread; sp != nil && !sp.leaving && (wakeAt.IsZero() || sp.nextBeat.Before(wakeAt)) {
+		if sp := s.spread; sp != nil && (wakeAt.IsZero() || sp.nextBeat.Before(wakeAt)) {
 			wakeAt = sp.nextBeat
 		}
 		if !wakeAt.IsZero() {
@@ -515,10 +516,12 @@ func (s *Scheduler) loop() {
 // s.mu is held.
 func (s *Scheduler) beatDue(now time.Time) bool {
 	sp := s.spread
-	return sp != nil && !sp.leaving && !sp.nextBeat.After(now)
+	return sp != nil && !sp.nextBeat.After(now)
 }
 
-// takeoff counts n more fires in flight. Only the loop calls it.
+// takeoff counts n more fires in flight. Only the loop calls it, and
+// goroutines counted in flight themselves (a heartbeat's takeovers), which
+// keep the count above zero.
 func (s *Scheduler) takeoff(n int) {
 	s.mu.Lock()
 	if s.flying.Load() == 0 {

@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -46,10 +47,11 @@ type spread struct {
 	view    atomic.Pointer[view] // the last heartbeat's answer; nil before the first
 	failing atomic.Bool          // the last heartbeat failed
 
+	beats   sync.WaitGroup // heartbeats in flight
+
 	// Protected by Scheduler.mu:
 	group    string    // the group of the nodes that have the same locked tasks
 	nextBeat time.Time // when the loop heartbeats next
-	leaving  bool      // Stop handed the tasks over: no more heartbeats
 }
 
 // A view is the group's live members as one heartbeat answered.
@@ -139,6 +141,7 @@ func score(member, key string) uint64 {
 func (s *Scheduler) beat() {
 	defer s.land()
 	sp := s.spread
+	defer sp.beats.Done()
 	s.mu.Lock()
 	group := sp.group
 	s.mu.Unlock()
@@ -167,40 +170,72 @@ func (s *Scheduler) beat() {
 	}
 	v.members = members
 	sp.view.Store(v)
+	s.mu.Lock()
+	taken := s.takeovers(prev, v, s.clock.Now())
+	s.mu.Unlock()
+	if len(taken) > 0 && !s.stopping() {
+		s.log.Info("taking over the tasks of a node that left", "tasks", len(taken), "members", len(members))
+		s.dispatch(taken)
+	}
 }
 
-// handOver leaves the group at the start of Stop and, if other nodes were
-// in it, keeps firing this node's tasks for two heartbeat intervals (or
-// until ctx ends): by then every other member has heartbeated and owns its
-// share of them, so that no fire is missed in between as long as the nodes'
-// clocks and a heartbeat's latency together differ by less than one
-// interval. A fire that both try in that time runs once (its claim).
-func (s *Scheduler) handOver(ctx context.Context) {
+// tried notes that this node made f's lock step, or found the task busy,
+// so that a takeover does not try f again.
+func (s *Scheduler) tried(f *firing) {
+	if f.kind == kindManual {
+		return
+	}
+	n := f.fire.UnixNano()
+	for {
+		old := f.e.tried.Load()
+		if n <= old || f.e.tried.CompareAndSwap(old, n) {
+			return
+		}
+	}
+}
+
+// leave ends this node's membership when Stop has stopped the loop and its
+// heartbeats, so that the others take its tasks at their next heartbeat
+// (and catch up the fire they may have missed meanwhile) instead of when its
+// membership lapses. ctx bounds it, as one heartbeat does.
+func (s *Scheduler) leave(ctx context.Context) {
 	sp := s.spread
+	sp.beats.Wait() // a heartbeat landing after the leave would bring the node back
 	s.mu.Lock()
-	sp.leaving = true
 	group := sp.group
 	s.mu.Unlock()
-	lctx, cancel := withTimeout(ctx, s.clock, sp.every)
-	err := sp.m.Leave(lctx, group, s.node)
-	cancel()
-	if err != nil {
-		s.log.Warn("leaving the membership group failed; the other nodes take this node's tasks when its membership expires",
+	lctx, cancel := withTimeout(context.WithoutCancel(ctx), s.clock, sp.every)
+	defer cancel()
+	if err := sp.m.Leave(lctx, group, s.node); err != nil {
+		s.log.Warn("leaving the membership group failed; the other nodes take this node's tasks when its membership lapses",
 			"group", group, "within", memberLife*sp.every, "err", err)
-		return
 	}
-	v := sp.view.Load()
-	if v == nil || len(v.members) < 2 || ctx.Err() != nil {
-		return
+}
+
+// takeovers returns the catch-up fires of the tasks that v gives this node
+// from a member that left or died since prev: the last fire of each within
+// two heartbeat intervals, which the member may have missed while this node
+// did not own it yet (a fire the member ran is claimed, and skipped). So a
+// graceful stop misses no fire of a task whose period is at least two
+// heartbeat intervals. s.mu is held.
+func (s *Scheduler) takeovers(prev, v *view, now time.Time) []firing {
+	if prev == nil || prev.group != v.group {
+		return nil
 	}
-	wait := 2 * sp.every
-	s.log.Info("stopping: handing tasks over to the other nodes", "members", len(v.members)-1, "wait", wait)
-	t := s.clock.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-t.Chan():
-	case <-ctx.Done():
+	var out []firing
+	for _, e := range s.entries {
+		if e.spec.Lock == "" || ownerOf(v.owners, e.spec.Lock) != s.node {
+			continue
+		}
+		was := ownerOf(prev.owners, e.spec.Lock)
+		if was == s.node || slices.Contains(v.members, was) {
+			continue
+		}
+		if p := lastFireWithin(e.sched, now, 2*s.spread.every); !p.IsZero() && p.UnixNano() > e.tried.Load() {
+			out = append(out, firing{e: e, fire: p, kind: kindCatchUp})
+		}
 	}
+	return out
 }
 
 // checkSpread returns the error of a scheduler asked to spread on a driver

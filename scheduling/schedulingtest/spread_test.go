@@ -56,6 +56,7 @@ func newSpreadCluster(t *testing.T, nodes, tasks int) *spreadCluster {
 		c.calls = append(c.calls, call{time.Now(), r})
 		c.mu.Unlock()
 	})
+	time.Sleep(500 * time.Millisecond) // heartbeats half-way between fires
 	for i := range nodes {
 		c.startNode(fmt.Sprint("n", i))
 	}
@@ -173,9 +174,9 @@ func TestSpreadOneNodePerFire(t *testing.T) {
 }
 
 // An owner that dies loses its tasks to the live nodes within its
-// membership's life (three heartbeats) plus a heartbeat and a period; a
-// node that stops hands its tasks over without a missed fire; a node that
-// joins takes its share at once. No fire runs twice throughout.
+// membership's life (three heartbeats) plus a heartbeat and a period; the
+// tasks of a node that stops are taken over without a missed fire; a node
+// that joins takes its share without one. No fire runs twice throughout.
 func TestSpreadFailoverAndHandover(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newSpreadCluster(t, 3, 30)
@@ -209,16 +210,17 @@ func TestSpreadFailoverAndHandover(t *testing.T) {
 		c.exactlyOnce(2*time.Second, 9*time.Second)
 		c.exactlyOnce(killed.Sub(c.start)+bound, 20*time.Second)
 
-		// A graceful stop of n1, a start of n3: no fire is missed.
-		done, n1 := make(chan error), c.nodes["n1"]
-		go func() { done <- n1.Stop(context.Background()) }()
-		time.Sleep(500 * time.Millisecond)
-		c.startNode("n3")
-		if err := <-done; err != nil {
+		// A graceful stop of n1, then a start of n3: no fire is missed.
+		// After the others' heartbeats (at .5) and before the next fire: the
+		// fire falls before they see n1 gone.
+		time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(1700 * time.Millisecond)))
+		if err := c.nodes["n1"].Stop(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		delete(c.nodes, "n1")
-		time.Sleep(10 * time.Second)
+		time.Sleep(5 * time.Second)
+		c.startNode("n3")
+		time.Sleep(5 * time.Second)
 		c.stopAll()
 		c.exactlyOnce(killed.Sub(c.start)+bound, 30*time.Second)
 		if err := schedulingtest.AtMostOnce(c.recorders()...); err != nil {
