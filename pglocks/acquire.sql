@@ -1,27 +1,58 @@
 -- $1 namespace, $2 key, $3 ttl in microseconds. Returns the new token, or no
 -- row when the key is held. Never waits on a row lock: a row that another
 -- transaction locks (a guarded transaction, see Guard, or a concurrent
--- operation on the key) is skipped, and the key answers as held.
-WITH inserted AS (
-	-- A key never seen: its row, token 1. NOT EXISTS spares the speculative
-	-- insertion (and its wait on a concurrent updater) when the row exists.
-	INSERT INTO $LOCKS (ns, key, token, expires_at)
-	SELECT $1::text, $2::text, 1, clock_timestamp() + $3::bigint * interval '1 microsecond'
-	WHERE NOT EXISTS (SELECT FROM $LOCKS WHERE ns = $1::text AND key = $2::text)
-	ON CONFLICT (ns, key) DO NOTHING
-	RETURNING token
-), taken AS (
-	-- A free (expired or released) row that no transaction locks: the next
-	-- token, and the new expiry.
+-- operation on the key) is skipped, and the key answers as held. Each step
+-- is a statement of its own, so the usual call (the key's row exists) runs
+-- one.
+DECLARE
+	d     bytea := sha256(convert_to($2, 'UTF8'));
+	minted bigint;
+BEGIN
+	-- A free (expired or released) row of the key that no transaction
+	-- locks: a new token, drawn once the row is locked (so after the commit
+	-- of the acquisition that set the row's token), and the new expiry. A
+	-- row of another key with the same digest (a sha256 collision) is never
+	-- taken: the key answers as held.
 	UPDATE $LOCKS AS l
-	SET token = l.token + 1, expires_at = clock_timestamp() + $3::bigint * interval '1 microsecond'
-	WHERE l.ns = $1::text AND l.key = $2::text AND l.key = (
-		SELECT f.key FROM $LOCKS AS f
-		WHERE f.ns = $1::text AND f.key = $2::text AND f.expires_at <= clock_timestamp()
+	SET token = nextval('$TOKENS'), expires_at = clock_timestamp() + $3 * interval '1 microsecond'
+	WHERE l.ns = $1 AND l.digest = d AND l.key = $2 AND l.ctid = (
+		SELECT f.ctid FROM $LOCKS AS f
+		WHERE f.ns = $1 AND f.digest = d AND f.expires_at <= clock_timestamp()
 		FOR UPDATE SKIP LOCKED
 	)
-	RETURNING l.token
-)
-SELECT token FROM inserted
-UNION ALL
-SELECT token FROM taken
+	RETURNING l.token INTO minted;
+	IF FOUND THEN
+		RETURN NEXT minted;
+		RETURN;
+	END IF;
+	-- The row exists, held or locked: the key is held.
+	PERFORM FROM $LOCKS AS l WHERE l.ns = $1 AND l.digest = d;
+	IF FOUND THEN
+		RETURN;
+	END IF;
+	-- A key without a row. Reclamation first: up to 8 free rows of other
+	-- keys of the namespace, released ones (-infinity) first, then the
+	-- longest expired, found through the expiry index, so the work per call
+	-- is bounded. A free row means the same as no row: its key's next
+	-- Acquire inserts a row with a token from the sequence, above the
+	-- deleted one's. A row that another transaction locks (a guarded
+	-- transaction, an Acquire taking it) is skipped, and one renewed since
+	-- the statement's snapshot is rechecked and kept.
+	DELETE FROM $LOCKS AS r
+	WHERE r.ctid = ANY (ARRAY(
+		SELECT e.ctid FROM $LOCKS AS e
+		WHERE e.ns = $1 AND e.expires_at <= clock_timestamp() AND e.digest <> d
+		ORDER BY e.expires_at
+		LIMIT 8
+		FOR UPDATE SKIP LOCKED
+	));
+	-- Two Acquires of the key may race here: the second waits for the
+	-- first's statement to commit, then inserts nothing (held).
+	INSERT INTO $LOCKS (ns, digest, key, token, expires_at)
+	VALUES ($1, d, $2, nextval('$TOKENS'), clock_timestamp() + $3 * interval '1 microsecond')
+	ON CONFLICT (ns, digest) DO NOTHING
+	RETURNING $LOCKS.token INTO minted;
+	IF FOUND THEN
+		RETURN NEXT minted;
+	END IF;
+END

@@ -2,12 +2,18 @@ package pglocks_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jonboulle/clockwork"
+
+	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/pglocks"
 )
 
 // claimRows counts the claim rows of namespace ns, and those of them whose
@@ -37,7 +43,8 @@ func TestClaimReclaimsExpiredRows(t *testing.T) {
 	// Rows of keys no longer claimed, as a removed task's, expired an hour
 	// ago.
 	for i := range stale {
-		if _, err := p.Exec(ctx, "INSERT INTO ndigo_locks_claims (ns, key, seq, expires_at) VALUES ($1, $2, 7, clock_timestamp() - interval '1 hour')",
+		if _, err := p.Exec(ctx, `INSERT INTO ndigo_locks_claims (ns, digest, key, seq, expires_at)
+			VALUES ($1, sha256(convert_to($2, 'UTF8')), $2, 7, clock_timestamp() - interval '1 hour')`,
 			ns, fmt.Sprint("gone-", i)); err != nil {
 			t.Fatal(err)
 		}
@@ -126,5 +133,160 @@ func TestReclaimRacesClaims(t *testing.T) {
 	}
 	if all, _ := claimRows(t, p, ns); all > keys {
 		t.Errorf("%d claim rows for %d keys", all, keys)
+	}
+}
+
+// lockRows counts the lock rows of namespace ns.
+func lockRows(t *testing.T, p *pgxpool.Pool, ns string) int {
+	t.Helper()
+	var n int
+	if err := p.QueryRow(context.Background(), "SELECT count(*) FROM ndigo_locks WHERE ns = $1", ns).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestOneOffKeysLeaveBoundedRows: 10,000 keys, each locked once, leave the
+// lock rows that the package documentation's bound states, not a row per
+// key. Released one at a time (5,000 keys), the table holds one row: each
+// new key's Acquire reclaims the row its predecessor freed. Expired in
+// bursts (10 bursts of 500 keys, set expired in the database as a stall
+// past their TTL would), the k-th new key acquired after a burst of F
+// leaves exactly its k held keys plus max(0, F - 8k) rows of the burst: 8
+// reclaimed per Acquire that inserts a row, none left after ⌈F/8⌉. Before
+// the fix every key kept its row.
+func TestOneOffKeysLeaveBoundedRows(t *testing.T) {
+	p := pool(t)
+	ctx := context.Background()
+	t.Run("released", func(t *testing.T) {
+		ns := unique("oneoff_released")
+		d := newDriver(t, p, ns)
+		for i := range 5000 {
+			l, err := d.Acquire(ctx, fmt.Sprint("order-", i), time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check := i%100 == 0 || i == 4999
+			if check {
+				if n := lockRows(t, p, ns); n != 1 {
+					t.Fatalf("key %d held: %d lock rows, want 1 (the held key; its predecessor's row reclaimed)", i, n)
+				}
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if check {
+				if n := lockRows(t, p, ns); n != 1 {
+					t.Fatalf("key %d released: %d lock rows, want 1 (the key released last)", i, n)
+				}
+			}
+		}
+	})
+	t.Run("expired", func(t *testing.T) {
+		ns := unique("oneoff_expired")
+		d := newDriver(t, p, ns)
+		const bursts, burst = 10, 500
+		// One more, shorter burst: the new keys that reclaim the last one.
+		for b := range bursts + 1 {
+			keys := burst
+			if b == bursts {
+				keys = (burst + 7) / 8
+			}
+			for k := 1; k <= keys; k++ {
+				if _, err := d.Acquire(ctx, fmt.Sprintf("file-%d-%d", b, k), time.Minute); err != nil {
+					t.Fatal(err)
+				}
+				left := 0
+				if b > 0 {
+					left = max(0, burst-8*k)
+				}
+				if k%25 == 0 || k == keys || left > 0 && k%5 == 0 {
+					if n := lockRows(t, p, ns); n != k+left {
+						t.Fatalf("burst %d, acquisition %d: %d lock rows, want %d held + %d of the expired burst", b, k, n, k, left)
+					}
+				}
+			}
+			if _, err := p.Exec(ctx, "UPDATE ndigo_locks SET expires_at = clock_timestamp() - interval '1 second' WHERE ns = $1", ns); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
+// TestStaleHolderAfterReclaim: leases that expired and whose rows another
+// key's Acquire reclaimed stay lost. One, with no row in the database, gets
+// ErrLeaseLost from Guard in a REPEATABLE READ transaction (and the check
+// behind it leaves no row). The other's key is taken again (a new row): the
+// successor's token is above the stale one's, a REPEATABLE READ snapshot
+// taken before the new row existed gets a serialization failure from the
+// stale holder's Guard, not a pass, and then ErrLeaseLost in every
+// isolation level; its Extend and Release answer ErrLeaseLost and leave
+// the successor's lease alone.
+func TestStaleHolderAfterReclaim(t *testing.T) {
+	p := pool(t)
+	ctx := context.Background()
+	ns := unique("reclaimed_holder")
+	d, err := pglocks.New(pglocks.Options{Pool: p, Namespace: ns, Clock: clockwork.NewFakeClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale, err := d.Acquire(ctx, "k", guardTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, err := d.Acquire(ctx, "gone", guardTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expired(t, p, ns, stale)
+	expired(t, p, ns, gone)
+	other, err := d.Acquire(ctx, "other", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyRows := func(key string) int {
+		var n int
+		if err := p.QueryRow(ctx, "SELECT count(*) FROM ndigo_locks WHERE ns = $1 AND key = $2", ns, key).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n, m := keyRows("k"), keyRows("gone"); n != 0 || m != 0 {
+		t.Fatalf("the expired leases' rows were not reclaimed by the next Acquire (%d and %d rows)", n, m)
+	}
+	if err := guardIn(t, p, pgx.RepeatableRead, gone); !errors.Is(err, locks.ErrLeaseLost) {
+		t.Fatalf("Guard of a lease whose row is gone = %v, want ErrLeaseLost", err)
+	}
+	if n := keyRows("gone"); n != 0 {
+		t.Fatalf("Guard left %d rows for the key, want none", n)
+	}
+
+	old := snapshotAt(t, p, pgx.RepeatableRead)
+	next, err := d.Acquire(ctx, "k", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.Token() <= stale.Token() || next.Token() <= other.Token() {
+		t.Fatalf("the new row's token %d is not above the reclaimed one's %d (and the last minted, %d)", next.Token(), stale.Token(), other.Token())
+	}
+	isSerializationFailure(t, pglocks.Guard(ctx, old, stale))
+	for _, iso := range isolations {
+		if err := guardIn(t, p, iso, stale); !errors.Is(err, locks.ErrLeaseLost) {
+			t.Fatalf("%s: Guard of the stale lease = %v, want ErrLeaseLost", iso, err)
+		}
+	}
+	if err := stale.Extend(ctx, time.Minute); !errors.Is(err, locks.ErrLeaseLost) {
+		t.Fatalf("stale Extend = %v, want ErrLeaseLost", err)
+	}
+	if err := stale.Release(ctx); !errors.Is(err, locks.ErrLeaseLost) {
+		t.Fatalf("stale Release = %v, want ErrLeaseLost", err)
+	}
+	for _, iso := range isolations {
+		if err := guardIn(t, p, iso, next); err != nil {
+			t.Fatalf("%s: the successor's Guard = %v, want nil", iso, err)
+		}
+	}
+	if err := next.Release(ctx); err != nil {
+		t.Fatalf("the successor's Release = %v: the stale holder changed its lease", err)
 	}
 }
