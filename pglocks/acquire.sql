@@ -47,12 +47,18 @@ BEGIN
 		FOR UPDATE SKIP LOCKED
 	));
 	-- Two Acquires of the key may race here: the second waits for the
-	-- first's statement to commit, then inserts nothing (held).
+	-- first's statement to commit, then inserts nothing (held). The token is
+	-- drawn only once the row is in: drawn before, it could be older than a
+	-- whole acquisition of the key that took place, and whose row was
+	-- reclaimed, before this insertion found the key without a row.
 	INSERT INTO $LOCKS (ns, digest, key, token, expires_at)
-	VALUES ($1, d, $2, nextval('$TOKENS'), clock_timestamp() + $3 * interval '1 microsecond')
-	ON CONFLICT (ns, digest) DO NOTHING
-	RETURNING $LOCKS.token INTO minted;
-	IF FOUND THEN
-		RETURN NEXT minted;
+	VALUES ($1, d, $2, 0, clock_timestamp() + $3 * interval '1 microsecond')
+	ON CONFLICT (ns, digest) DO NOTHING;
+	IF NOT FOUND THEN
+		RETURN;
 	END IF;
+	UPDATE $LOCKS AS l SET token = nextval('$TOKENS')
+	WHERE l.ns = $1 AND l.digest = d
+	RETURNING l.token INTO minted;
+	RETURN NEXT minted;
 END

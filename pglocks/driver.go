@@ -451,7 +451,7 @@ func micros(ttl time.Duration) int64 {
 	return us
 }
 
-// Acquire implements locks.Driver in one statement (see the package
+// Acquire implements locks.Driver in one round trip (see the package
 // documentation). It never waits on a held key, nor on a row that a guarded
 // transaction locks: both answer locks.ErrNotAcquired.
 func (d *Driver) Acquire(ctx context.Context, key string, ttl time.Duration) (locks.Lease, error) {

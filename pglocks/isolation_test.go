@@ -208,3 +208,54 @@ func TestGuardOldSnapshotOfAStaleLease(t *testing.T) {
 		}
 	}
 }
+
+// TestGuardDuringAnUncommittedChange: a change of the lease's row that has
+// not committed yet (an Extend in flight, here an update held open in
+// another transaction) makes Guard neither wait nor judge: in READ
+// COMMITTED it passes at once on the committed row (FOR KEY SHARE does not
+// conflict with the update); in REPEATABLE READ and SERIALIZABLE it returns
+// a serialization failure at once (the row's latest version is not known
+// yet), and passes in a transaction retried once the change committed.
+func TestGuardDuringAnUncommittedChange(t *testing.T) {
+	for _, iso := range isolations {
+		t.Run(string(iso), func(t *testing.T) {
+			p := pool(t)
+			ctx := context.Background()
+			ns := unique("in_flight")
+			d := newDriver(t, p, ns)
+			l, err := d.Acquire(ctx, "k", time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tx := snapshotAt(t, p, iso)
+			change, err := p.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = change.Rollback(ctx) }()
+			if _, err := change.Exec(ctx, "UPDATE ndigo_locks SET expires_at = expires_at + interval '1 second' WHERE ns = $1 AND key = 'k'", ns); err != nil {
+				t.Fatal(err)
+			}
+			short, cancel := context.WithTimeout(ctx, immediate)
+			err = pglocks.Guard(short, tx, l)
+			cancel()
+			if iso == pgx.ReadCommitted {
+				if err != nil {
+					t.Fatalf("Guard during an uncommitted change = %v, want nil at once", err)
+				}
+			} else {
+				isSerializationFailure(t, err)
+			}
+			_ = tx.Rollback(ctx)
+			if err := change.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := guardIn(t, p, iso, l); err != nil {
+				t.Fatalf("Guard once the change committed = %v, want nil", err)
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

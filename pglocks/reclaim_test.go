@@ -290,3 +290,133 @@ func TestStaleHolderAfterReclaim(t *testing.T) {
 		t.Fatalf("the successor's Release = %v: the stale holder changed its lease", err)
 	}
 }
+
+// TestReclaimRacesAcquires: drivers acquiring and releasing a few shared
+// keys and many one-off keys at once, so that rows are reclaimed, inserted
+// again and taken while other calls run: every call answers without an
+// error (no deadlock, no statement failing on a row deleted under it), a
+// key never has two holders, each key's tokens strictly increase from one
+// holder to the next, whether its row was kept or made again, and the rows
+// left are at most the keys held at once.
+func TestReclaimRacesAcquires(t *testing.T) {
+	p := pool(t)
+	ctx := context.Background()
+	ns := unique("reclaim_acquire")
+	const workers, rounds, shared = 8, 150, 3
+	var mu sync.Mutex
+	last := map[string]uint64{}
+	holders := map[string]int{}
+	var wg sync.WaitGroup
+	for w := range workers {
+		d := newDriver(t, p, ns)
+		wg.Go(func() {
+			for r := range rounds {
+				key := fmt.Sprint("shared-", r%shared)
+				if r%2 == 1 {
+					key = fmt.Sprintf("oneoff-%d-%d", w, r)
+				}
+				l, err := d.Acquire(ctx, key, time.Minute)
+				if errors.Is(err, locks.ErrNotAcquired) {
+					continue
+				}
+				if err != nil {
+					t.Errorf("Acquire(%s): %v", key, err)
+					return
+				}
+				mu.Lock()
+				holders[key]++
+				if holders[key] > 1 {
+					t.Errorf("key %s has %d holders", key, holders[key])
+				}
+				if l.Token() <= last[key] {
+					t.Errorf("key %s: token %d not above the previous holder's %d", key, l.Token(), last[key])
+				}
+				last[key] = l.Token()
+				holders[key]--
+				mu.Unlock()
+				if err := l.Release(ctx); err != nil {
+					t.Errorf("Release(%s): %v", key, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := lockRows(t, p, ns); n > workers {
+		t.Errorf("%d lock rows left; at most %d keys were held at once", n, workers)
+	}
+}
+
+// TestTokenDrawnAfterTheRowIsIn: an Acquire of a key without a row that
+// waits to insert it (here behind an insertion of the same key by another
+// transaction), while a whole acquisition of the key happens and its row
+// goes (that transaction draws a token, then deletes the row and commits),
+// then inserts the row, still gets a token above that acquisition's: the
+// token is drawn once the row is in. Drawn with the insertion's values, it
+// was older than the acquisition that came between (a key's token went
+// back, which TestReclaimRacesAcquires found now and then).
+func TestTokenDrawnAfterTheRowIsIn(t *testing.T) {
+	p := pool(t)
+	ctx := context.Background()
+	ns := unique("late_insert")
+	d := newDriver(t, p, ns)
+	seq := func() string {
+		t.Helper()
+		var name string
+		if err := p.QueryRow(ctx, "SELECT quote_ident(relname) FROM pg_class WHERE relkind = 'S' AND relname LIKE 'ndigo\\_tokens\\_%'").Scan(&name); err != nil {
+			t.Fatal(err)
+		}
+		return name
+	}()
+	between, err := p.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = between.Rollback(ctx) }()
+	if _, err := between.Exec(ctx, `INSERT INTO ndigo_locks (ns, digest, key, token, expires_at)
+		VALUES ($1, sha256(convert_to($2, 'UTF8')), $2, 0, clock_timestamp() + interval '1 minute')`, ns, "k"); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		l   locks.Lease
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		l, err := d.Acquire(ctx, "k", time.Minute)
+		done <- result{l, err}
+	}()
+	// Until the Acquire waits on the uncommitted row.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var waiting int
+		if err := p.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND wait_event = 'transactionid' AND query LIKE '%ndigo\_acquire\_%'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the Acquire did not wait on the uncommitted row")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	var token uint64
+	if err := between.QueryRow(ctx, "UPDATE ndigo_locks SET token = nextval('"+seq+"') WHERE ns = $1 AND key = 'k' RETURNING token", ns).Scan(&token); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := between.Exec(ctx, "DELETE FROM ndigo_locks WHERE ns = $1 AND key = 'k'", ns); err != nil {
+		t.Fatal(err)
+	}
+	if err := between.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("Acquire once the key had no row again: %v", r.err)
+	}
+	if r.l.Token() <= token {
+		t.Fatalf("token %d after an acquisition with token %d: a key's token went back", r.l.Token(), token)
+	}
+}
