@@ -30,19 +30,25 @@ BEGIN
 	IF FOUND THEN
 		RETURN;
 	END IF;
-	-- A key without a row. Reclamation first: up to 8 free rows of other
-	-- keys of the namespace, released ones (-infinity) first, then the
-	-- longest expired, found through the expiry index, so the work per call
-	-- is bounded. A free row means the same as no row: its key's next
-	-- Acquire inserts a row with a token from the sequence, above the
-	-- deleted one's. A row that another transaction locks (a guarded
-	-- transaction, an Acquire taking it) is skipped, and one renewed since
-	-- the statement's snapshot is rechecked and kept.
+	-- A key without a row. Reclamation first: of the 32 rows of the
+	-- namespace that follow the key's digest in the primary key (wrapping
+	-- around), the free ones, up to 8, are deleted. The work per call is
+	-- bounded, and no index on the expiry is needed (one would cost every
+	-- Extend, Acquire and Release its HOT update); since digests are
+	-- uniform, those rows are a sample of the namespace's. A free row means
+	-- the same as no row: its key's next Acquire inserts a row with a token
+	-- from the sequence, above the deleted one's. A row that another
+	-- transaction locks (a guarded transaction, an Acquire taking it) is
+	-- skipped, and one changed since the statement's snapshot is kept.
 	DELETE FROM $LOCKS AS r
 	WHERE r.ctid = ANY (ARRAY(
 		SELECT e.ctid FROM $LOCKS AS e
-		WHERE e.ns = $1 AND e.expires_at <= clock_timestamp() AND e.digest <> d
-		ORDER BY e.expires_at
+		WHERE e.ctid = ANY (ARRAY(
+			(SELECT w.ctid FROM $LOCKS AS w WHERE w.ns = $1 AND w.digest > d ORDER BY w.digest LIMIT 32)
+			UNION ALL
+			(SELECT w.ctid FROM $LOCKS AS w WHERE w.ns = $1 AND w.digest < d ORDER BY w.digest LIMIT 32)
+			LIMIT 32
+		)) AND e.expires_at <= clock_timestamp()
 		LIMIT 8
 		FOR UPDATE SKIP LOCKED
 	));

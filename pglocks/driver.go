@@ -20,7 +20,6 @@
 // ndigo_locks and ndigo_locks_claims), a sequence and five functions:
 //
 //	ndigo_locks         (ns, digest) primary key, key text, token bigint, expires_at timestamptz
-//	                    index on (ns, expires_at)
 //	ndigo_locks_claims  (ns, digest) primary key, key text, seq bigint, expires_at timestamptz
 //	                    index on (ns, expires_at)
 //	ndigo_tokens_<h>    the sequence every fencing token comes from
@@ -74,42 +73,50 @@
 // in its transaction: it locks each table, starts the sequence above every
 // token in the lock table, deletes the free rows, and moves the rest to the
 // new primary key. The live leases and claims are kept (a held key stays
-// held, a claimed fire stays claimed). The previous version's functions
-// have other names and are left in place: a node of that version still
-// sharing the tables extends and releases the leases it holds, but its
-// Acquire and Claim fail with ErrDatabase (their ON CONFLICT (ns, key)
-// matches no constraint any more), so it runs no locked fire and mints no
-// token that could repeat one; upgrade every node, then drop the functions
-// ndigo_acquire_<h>, ndigo_extend_<h>, ndigo_release_<h> and
+// held, a claimed fire stays claimed). The table locks wait for the
+// transactions open on the tables (a guarded one included), and the other
+// nodes' calls wait behind them: a migration takes as long as the longest
+// transaction then open, plus the rewrite of the rows left. The previous
+// version's functions have other names and are left in place: a node of
+// that version still sharing the tables extends and releases the leases it
+// holds, but its Acquire and Claim fail with ErrDatabase (their ON CONFLICT
+// (ns, key) matches no constraint any more), so it runs no locked fire and
+// mints no token that could repeat one; upgrade every node, then drop the
+// functions ndigo_acquire_<h>, ndigo_extend_<h>, ndigo_release_<h> and
 // ndigo_claim_<h> if you like.
 //
 // # Reclamation
 //
 // A free row means the same as no row: the key's next Acquire takes it or
 // inserts a new one, with a token above every earlier one either way. So
-// an Acquire of a key without a row, before it inserts one, deletes up to 8
-// free lock rows of other keys of its namespace (released ones first, then
-// the longest expired, skipping rows another transaction locks, a guarded
-// one included), found through the index on (ns, expires_at), in the same
-// round trip and with bounded work. Only those Acquires reclaim: they are
-// the only calls that add a row, and the usual call (a key whose row
-// exists) scans nothing; a released row stays until then, so that a
-// Release whose reply was lost can be called again. The bound, per
-// namespace, with calls one at a time:
+// an Acquire of a key without a row, before it inserts one, examines the 32
+// rows of its namespace that follow the key's digest in the primary key
+// (wrapping around; all the other rows, if there are fewer) and deletes the
+// free ones among them, up to 8, skipping rows another transaction locks (a
+// guarded one included), in the same round trip and with bounded work.
+// Only those Acquires reclaim: they are the only calls that add a row, and
+// the usual call (a key whose row exists) examines nothing, so its writes
+// stay HOT updates (no index covers a column they change); a released row
+// stays until then, so that a Release whose reply was lost can be called
+// again. The bound, per namespace, with calls one at a time:
 //
 //	lock rows = keys held + free rows
-//	an Acquire that inserts a row leaves max(0, F − 8) free rows, F before it
+//	an Acquire that inserts a row deletes min(8, free rows among the 32 it examines)
 //
-// So rows grow only when fewer than 2 are free, and then equal the keys
-// held: a namespace never has more lock rows than the most keys it has held
-// at once. One-off keys acquired and released one after another leave one
-// row; the k-th new key acquired after a burst of F keys freed at once (F
-// leases expiring together) leaves its k held keys plus max(0, F − 8k) rows
-// of the burst, none after ⌈F/8⌉ new keys (TestOneOffKeysLeaveBoundedRows,
-// over 10,000 one-off keys). Concurrent Acquires may skip the rows others
-// lock, and so reclaim fewer. There is no background goroutine: a
-// namespace that stops taking new keys keeps its free rows, at most the
-// keys it held at once, until it takes one again.
+// So rows grow only when none of the rows an inserting Acquire examines is
+// free. Exactly: a namespace of up to 33 rows never has more lock rows
+// than the most keys it has held at once (one-off keys acquired and
+// released one after another leave one row). Beyond that, digests are
+// uniform, so the examined rows are a sample of the namespace's: rows grow
+// only while fewer than about 1 in 32 is free, which keeps about keys held
+// × 32/31 rows, and a burst of F keys freed at once (F leases expiring
+// together) loses 8 rows per new key while they are most of the rows
+// (TestOneOffKeysLeaveBoundedRows, over 10,000 one-off keys: the k-th new
+// key after a burst of 500 leaves exactly k + 500 − 8k rows up to k = 50,
+// and none of the burst by k = 100). Concurrent Acquires may skip the rows
+// others lock, and so reclaim fewer. There is no background goroutine: a
+// namespace that stops taking new keys keeps its free rows until it takes
+// one again.
 //
 // A claim row (locks.Claimer) holds the latest sequence number claimed for
 // its key and when that record expires; a successful claim overwrites it,

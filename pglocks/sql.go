@@ -11,8 +11,8 @@ import (
 )
 
 // The statements, with $LOCKS and $CLAIMS standing for the quoted table
-// names, $TOKENS for the token sequence, and $LOCK_EXPIRY and $EXPIRY for
-// the tables' expiry indexes. Keys, namespaces, tokens and TTLs are always
+// names, $TOKENS for the token sequence, and $EXPIRY for the claim table's
+// expiry index. Keys, namespaces, tokens and TTLs are always
 // bind parameters.
 var (
 	//go:embed schema.sql
@@ -71,7 +71,6 @@ func newStatements(locks, claims []string) statements {
 	inSchema := func(name string) []string { return append(locks[:len(locks)-1:len(locks)-1], name) }
 	r := strings.NewReplacer("$LOCKS", pgx.Identifier(locks).Sanitize(), "$CLAIMS", pgx.Identifier(claims).Sanitize(),
 		"$TOKENS", pgx.Identifier(inSchema(objectName("ndigo_tokens_", locks))).Sanitize(),
-		"$LOCK_EXPIRY", pgx.Identifier{objectName("ndigo_locks_expiry_", locks)}.Sanitize(),
 		"$EXPIRY", pgx.Identifier{objectName("ndigo_claims_expiry_", claims)}.Sanitize())
 	var s statements
 	calls := map[string]*string{"acquire": &s.acquire, "extend": &s.extend, "release": &s.release, "claim": &s.claim, "guard": &s.guard}
