@@ -104,8 +104,9 @@
 //	an Acquire that inserts a row deletes min(8, free rows among the 32 it examines)
 //
 // So rows grow only when none of the rows an inserting Acquire examines is
-// free. Exactly: a namespace of up to 33 rows never has more lock rows
-// than the most keys it has held at once (one-off keys acquired and
+// free. Exactly: a namespace that never holds more than 32 keys at once
+// never has more lock rows than the most keys it has held at once (its
+// inserting Acquires examine all its rows; one-off keys acquired and
 // released one after another leave one row). Beyond that, digests are
 // uniform, so the examined rows are a sample of the namespace's: rows grow
 // only while fewer than about 1 in 32 is free, which keeps about keys held

@@ -150,7 +150,8 @@ func lockRows(t *testing.T, p *pgxpool.Pool, ns string) int {
 // lock rows that the package documentation's bound states, not a row per
 // key. Released one at a time (5,000 keys), the table holds one row: each
 // new key's Acquire examines every other row of so small a namespace and
-// reclaims the one its predecessor freed. Expired in bursts (10 bursts of
+// reclaims the one its predecessor freed. With 32 held at once (1,000
+// keys), it never holds more than those 32. Expired in bursts (10 bursts of
 // 500 keys, set expired in the database as a stall past their TTL would),
 // each new key's Acquire reclaims 8 rows of the burst while they are most
 // of the 32 rows it examines: the k-th new key leaves exactly its k held
@@ -180,6 +181,31 @@ func TestOneOffKeysLeaveBoundedRows(t *testing.T) {
 			if check {
 				if n := lockRows(t, p, ns); n != 1 {
 					t.Fatalf("key %d released: %d lock rows, want 1 (the key released last)", i, n)
+				}
+			}
+		}
+	})
+	t.Run("held32", func(t *testing.T) {
+		// 32 one-off keys held at once, the oldest released as each new
+		// one is taken: the rows never exceed the 32 held.
+		ns := unique("oneoff_held32")
+		d := newDriver(t, p, ns)
+		var held []locks.Lease
+		for i := range 1000 {
+			if len(held) == 32 {
+				if err := held[0].Release(ctx); err != nil {
+					t.Fatal(err)
+				}
+				held = held[1:]
+			}
+			l, err := d.Acquire(ctx, fmt.Sprint("tenant-", i), time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			held = append(held, l)
+			if i%50 == 49 {
+				if n := lockRows(t, p, ns); n != 32 {
+					t.Fatalf("key %d: %d lock rows, want the 32 held (the row released before this Acquire reclaimed by it)", i, n)
 				}
 			}
 		}
