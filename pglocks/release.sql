@@ -3,9 +3,9 @@
 -- this lease already released the key and neither a successor acquired it
 -- since nor an Acquire of another key reclaimed its row (the token is still
 -- the lease's and the row is marked free), so a Release whose reply was
--- lost can be called again. Each release that returns a row notifies the channel with
--- md5(namespace, newline, key), delivered at commit, which wakes the
--- drivers' waiters of the key (Driver.Watch).
+-- lost can be called again. Each release that returns a row notifies the
+-- channel with md5(namespace, newline, key), delivered at commit, which
+-- wakes the drivers' waiters of the key (Driver.Watch).
 WITH released AS (
 	UPDATE $LOCKS
 	SET expires_at = '-infinity'

@@ -12,8 +12,8 @@ import (
 
 // The statements, with $LOCKS and $CLAIMS standing for the quoted table
 // names, $TOKENS for the token sequence, and $EXPIRY for the claim table's
-// expiry index. Keys, namespaces, tokens and TTLs are always
-// bind parameters.
+// expiry index. Keys, namespaces, tokens and TTLs are always bind
+// parameters.
 var (
 	//go:embed schema.sql
 	schemaSQL string
@@ -44,8 +44,8 @@ type function struct {
 	op     string // names it
 	params string // the parameters' types
 	result string // the type of its rows
-	body   string // one statement, returned as the function's rows
-	block  bool   // body is a PL/pgSQL block (DECLARE … BEGIN … END) instead
+	body   string // one statement, whose rows the function returns
+	block  bool   // body is a whole PL/pgSQL block (DECLARE … BEGIN … END) instead
 }
 
 var functions = []function{
