@@ -391,14 +391,7 @@ func TestTokenDrawnAfterTheRowIsIn(t *testing.T) {
 	ctx := context.Background()
 	ns := unique("late_insert")
 	d := newDriver(t, p, ns)
-	seq := func() string {
-		t.Helper()
-		var name string
-		if err := p.QueryRow(ctx, "SELECT quote_ident(relname) FROM pg_class WHERE relkind = 'S' AND relname LIKE 'ndigo\\_tokens\\_%'").Scan(&name); err != nil {
-			t.Fatal(err)
-		}
-		return name
-	}()
+	seq := pglocks.TokenSequence(d)
 	between, err := p.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)

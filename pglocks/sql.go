@@ -32,6 +32,7 @@ var (
 // statements are the driver's SQL with its table names filled in.
 type statements struct {
 	schema, acquire, extend, release, guard, claim string
+	tokens                                         string // the token sequence, quoted
 }
 
 // A function is one of the driver's statements as a PL/pgSQL function, which
@@ -69,10 +70,9 @@ const layout = "v2"
 // create the tables and replace the functions one after the other.
 func newStatements(locks, claims []string) statements {
 	inSchema := func(name string) []string { return append(locks[:len(locks)-1:len(locks)-1], name) }
+	s := statements{tokens: pgx.Identifier(inSchema(objectName("ndigo_tokens_", locks))).Sanitize()}
 	r := strings.NewReplacer("$LOCKS", pgx.Identifier(locks).Sanitize(), "$CLAIMS", pgx.Identifier(claims).Sanitize(),
-		"$TOKENS", pgx.Identifier(inSchema(objectName("ndigo_tokens_", locks))).Sanitize(),
-		"$EXPIRY", pgx.Identifier{objectName("ndigo_claims_expiry_", claims)}.Sanitize())
-	var s statements
+		"$TOKENS", s.tokens, "$EXPIRY", pgx.Identifier{objectName("ndigo_claims_expiry_", claims)}.Sanitize())
 	calls := map[string]*string{"acquire": &s.acquire, "extend": &s.extend, "release": &s.release, "claim": &s.claim, "guard": &s.guard}
 	var schema strings.Builder
 	fmt.Fprintf(&schema, "SELECT pg_advisory_xact_lock(%d);\n%s", schemaLock(locks), r.Replace(schemaSQL))
