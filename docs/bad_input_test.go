@@ -72,6 +72,9 @@ func badInputs() []badInput {
 		{"locks.Check", `ttl 0`, locks.ErrInvalid, func() error { return locks.Check(bg, "k", 0) }},
 		{"locks.Check", `ttl -1s`, locks.ErrInvalid, func() error { return locks.Check(bg, "k", -time.Second) }},
 		{"locks.Check", `ttl locks.MaxTTL+1ns`, locks.ErrInvalid, func() error { return locks.Check(bg, "k", locks.MaxTTL+1) }},
+		{"locks.Check", `key of locks.MaxKeyLen+1 bytes`, locks.ErrInvalid, func() error {
+			return locks.Check(bg, strings.Repeat("k", locks.MaxKeyLen+1), time.Second)
+		}},
 		{"locks.Check", `nil context`, locks.ErrInvalid, func() error { return locks.Check(nilCtx, "k", time.Second) }},
 		{"locks.Wait", `nil driver`, locks.ErrInvalid, func() error { _, err := locks.Wait(bg, nil, "k", time.Second, locks.WaitOptions{}); return err }},
 		{"locks.Wait", `Budget -1s`, locks.ErrInvalid, func() error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"time"
+	"unicode/utf8"
 )
 
 // A Driver hands out leases on keys. Implementations must be safe for
@@ -14,8 +15,10 @@ type Driver interface {
 	// Acquire takes the lease on key for ttl. It never blocks on a held key:
 	// it returns an error wrapping ErrNotAcquired at once. Every successful
 	// acquisition carries a fencing token strictly greater than every token
-	// issued before for that key. Bad input returns an error wrapping
-	// ErrInvalid; a failing backend returns an error that wraps neither.
+	// issued before for that key. Bad input (see [Check]: an empty key or
+	// one longer than MaxKeyLen, a ttl out of (0, MaxTTL]) returns an error
+	// wrapping ErrInvalid; a failing backend returns an error that wraps
+	// neither.
 	Acquire(ctx context.Context, key string, ttl time.Duration) (Lease, error)
 }
 
@@ -65,6 +68,14 @@ type Watcher interface {
 // overflows its own time arithmetic and all of them answer alike.
 const MaxTTL = 365 * 24 * time.Hour
 
+// MaxKeyLen is the longest key, in bytes, that a lease or claim may name:
+// 1 MiB. Every driver rejects a longer one with ErrInvalid (through
+// [Check]), so that all of them accept the same keys: without it each
+// failed at a limit of its own (a PostgreSQL index row, a Redis request, the
+// memory of a process) with a backend error instead of a validation error.
+// It is generous on purpose: keys of 100 KB are in use on Redis.
+const MaxKeyLen = 1 << 20
+
 // MaxClaimSeq is the largest sequence number a claim may carry: claims are
 // compared as numbers by drivers whose scripts count in float64 (Redis Lua),
 // which are exact up to 2^53.
@@ -83,8 +94,9 @@ type Claimer interface {
 	// after the last successful claim. A call that the driver or its client
 	// retries after its first attempt took effect still answers true: each
 	// call recognises its own claim. Claims and leases of the same key are
-	// independent. Bad input (an empty key, a ttl out of (0, MaxTTL], a seq
-	// out of [0, MaxClaimSeq]) returns an error wrapping ErrInvalid.
+	// independent. Bad input (an empty key or one longer than MaxKeyLen, a
+	// ttl out of (0, MaxTTL], a seq out of [0, MaxClaimSeq]) returns an
+	// error wrapping ErrInvalid.
 	Claim(ctx context.Context, key string, seq int64, ttl time.Duration) (bool, error)
 }
 
@@ -146,6 +158,9 @@ func Check(ctx context.Context, key string, ttl time.Duration) error {
 	if key == "" {
 		return fmt.Errorf("%w: key %q must not be empty", ErrInvalid, key)
 	}
+	if len(key) > MaxKeyLen {
+		return fmt.Errorf("%w: key %s is %d bytes long, the limit is locks.MaxKeyLen (%d bytes)", ErrInvalid, keyStart(key), len(key), MaxKeyLen)
+	}
 	if ttl <= 0 {
 		return fmt.Errorf("%w: ttl %v for key %q must be positive", ErrInvalid, ttl, key)
 	}
@@ -156,4 +171,18 @@ func Check(ctx context.Context, key string, ttl time.Duration) error {
 		return fmt.Errorf("locks: key %q: %w", key, err)
 	}
 	return nil
+}
+
+// keyStart quotes the first 64 bytes of a key too long to print whole,
+// cut at a rune boundary, followed by an ellipsis.
+func keyStart(key string) string {
+	const show = 64
+	if len(key) <= show {
+		return fmt.Sprintf("%q", key)
+	}
+	end := show
+	for end > 0 && !utf8.RuneStart(key[end]) {
+		end--
+	}
+	return fmt.Sprintf("%q…", key[:end])
 }

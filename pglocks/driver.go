@@ -9,77 +9,128 @@
 // expires_at, set from the database's clock (clock_timestamp()) when the
 // lease was acquired or extended, is in the future. Node clocks play no part
 // in exclusion; only their rates matter, for Done (see Local expiry). Each
-// operation is one SQL statement in one round trip, its own transaction, so
-// it is atomic and, once committed, durable as the database makes commits
+// operation is one round trip, a call of one of the driver's functions that
+// is its own transaction, so it is atomic and, once committed, durable as the database makes commits
 // durable (synchronous_commit, replication: a failover to a replica that
 // lacks the last commits may lose them, as with any data).
 //
 // # SQL layout
 //
 // CreateSchema makes three tables (names from Options.Table, by default
-// ndigo_locks, ndigo_locks_claims and ndigo_locks_members) and four
-// functions:
+// ndigo_locks, ndigo_locks_claims and ndigo_locks_members), a sequence and
+// five functions:
 //
-//	ndigo_locks         (ns, key) primary key, token bigint, expires_at timestamptz
-//	ndigo_locks_claims  (ns, key) primary key, seq bigint, expires_at timestamptz
+//	ndigo_locks         (ns, digest) primary key, key text, token bigint, expires_at timestamptz
+//	ndigo_locks_claims  (ns, digest) primary key, key text, seq bigint, expires_at timestamptz
 //	                    index on (ns, expires_at)
 //	ndigo_locks_members (ns, grp, member) primary key, expires_at timestamptz
 //	                    (locks.Membership: one row per live member of a group)
-//	ndigo_acquire_<h>, ndigo_extend_<h>, ndigo_release_<h>, ndigo_claim_<h>
+//	ndigo_tokens_<h>    the sequence every fencing token comes from
+//	ndigo_acquire_v2_<h>, ndigo_extend_v2_<h>, ndigo_release_v2_<h>,
+//	ndigo_claim_v2_<h>, ndigo_guard_v2_<h>
 //	                    in the lock table's schema, <h> a hash of its name
 //
-// A lock row is made by the first Acquire of its key and never deleted:
-// Release only sets expires_at to -infinity, and an expired lease simply
-// lies in the past. Its token column is the last fencing token minted for
-// the key, and Acquire sets it to token + 1 in the same statement that takes
-// the key, so tokens strictly increase per key for the life of the database,
-// across restarts of the database and of every node, with no sequence and no
-// clock involved. The price is one row per key ever locked (see
-// Reclamation).
+// A row is found by digest, the sha256 of its key's UTF-8 bytes, so a key
+// of any length that locks.Check accepts (up to locks.MaxKeyLen, 1 MiB) fits
+// the index (a btree entry holds about 2.7 KB); the key itself is kept in
+// the row, shown in it and compared by every statement, so that two keys
+// with one digest (a sha256 collision, of which none is known) never share
+// a row: the second answers as held, and its claims as claimed. Keys are
+// stored as text: Acquire and Claim reject a key that is not valid UTF-8
+// or holds a NUL byte with locks.ErrInvalid.
 //
-// The statements, in the package's .sql files: Acquire inserts the row of a
-// new key (INSERT … WHERE NOT EXISTS … ON CONFLICT DO NOTHING) or updates a
-// free row that it could lock at once (UPDATE … WHERE key = (SELECT … WHERE
-// expires_at <= clock_timestamp() FOR UPDATE SKIP LOCKED)), returning the
-// token; no row returned means held. Extend and Release are an UPDATE of the
-// row WHERE token = the lease's AND expires_at > clock_timestamp(). Claim is
-// INSERT … ON CONFLICT (ns, key) DO UPDATE … WHERE seq < the new seq OR
-// expires_at <= clock_timestamp(), after a DELETE of expired claim rows in
-// the same statement (see Reclamation). Keys, namespaces, tokens and TTLs are
-// always bind parameters; only the validated, quoted table names are part
-// of the SQL text. Each of those four statements is the body of a PL/pgSQL
-// function, and the driver calls the function: PostgreSQL then plans the
-// statement once per session and keeps the plan, where the statement sent
-// itself as the unnamed statement (as PgBouncer's transaction mode needs)
-// would be parsed and planned on every call, most of an operation's cost
-// (three times the throughput of the same statements sent as they are). Keys are stored as text: Acquire and Claim reject a key
-// that is not valid UTF-8 or holds a NUL byte with locks.ErrInvalid.
+// A lock row exists while its key is held, and after it is freed (released
+// or expired) until an Acquire of another key reclaims it (see
+// Reclamation). Its token column is the fencing token of the row's last
+// acquisition, drawn from the sequence by the statement that takes the
+// key, after it locked the row (or inserted it), so after the previous
+// acquisition of the key committed. The sequence's values strictly increase
+// for the life of the database, and PostgreSQL WAL-logs a sequence ahead of
+// the values it hands out, so no value comes back after a crash and
+// restart: tokens strictly increase per key because they increase overall,
+// whether the key kept its row or got a new one, with no clock involved.
+// (The tokens of one key are therefore not consecutive.)
+//
+// The statements, in the package's .sql files: Acquire updates a free row
+// of the key that it could lock at once (UPDATE … WHERE ctid = (SELECT …
+// WHERE expires_at <= clock_timestamp() FOR UPDATE SKIP LOCKED)), or, if
+// the key has no row, inserts one (INSERT … ON CONFLICT DO NOTHING),
+// returning the token; no row returned means held. Extend and
+// Release are an UPDATE of the row WHERE token = the lease's AND expires_at
+// > clock_timestamp(). Claim is INSERT … ON CONFLICT (ns, digest) DO UPDATE
+// … WHERE seq < the new seq OR expires_at <= clock_timestamp(). An Acquire
+// that inserts a row, and every Claim, also reclaim free rows in the same
+// round trip (see Reclamation). Keys, namespaces, tokens and TTLs are always bind
+// parameters; only the validated, quoted table names are part of the SQL
+// text. Each operation's statements (Acquire's and Guard's: a few steps) are
+// the body of a PL/pgSQL function, and the driver calls the function: PostgreSQL then plans the statement once per session
+// and keeps the plan, where the statement sent itself as the unnamed
+// statement (as PgBouncer's transaction mode needs) would be parsed and
+// planned on every call, most of an operation's cost (three times the
+// throughput of the same statements sent as they are).
+//
+// # Migration from the previous layout
+//
+// Tables made by the previous version (a primary key on (ns, key), tokens
+// counted per row, rows never deleted) are migrated by CreateSchema, once,
+// in its transaction: it locks each table, starts the sequence above every
+// token in the lock table, deletes the free rows, and moves the rest to the
+// new primary key. The live leases and claims are kept (a held key stays
+// held, a claimed fire stays claimed). The table locks wait for the
+// transactions open on the tables (a guarded one included), and the other
+// nodes' calls wait behind them: a migration takes as long as the longest
+// transaction then open, plus the rewrite of the rows left. The previous
+// version's functions have other names and are left in place: a node of
+// that version still sharing the tables extends and releases the leases it
+// holds, but its Acquire and Claim fail with ErrDatabase (their ON CONFLICT
+// (ns, key) matches no constraint any more), so it runs no locked fire and
+// mints no token that could repeat one; upgrade every node, then drop the
+// functions ndigo_acquire_<h>, ndigo_extend_<h>, ndigo_release_<h> and
+// ndigo_claim_<h> if you like.
 //
 // # Reclamation
+//
+// A free row means the same as no row: the key's next Acquire takes it or
+// inserts a new one, with a token above every earlier one either way. So
+// an Acquire of a key without a row, before it inserts one, examines the 32
+// rows of its namespace that follow the key's digest in the primary key
+// (wrapping around; all the other rows, if there are fewer) and deletes the
+// free ones among them, up to 8, skipping rows another transaction locks (a
+// guarded one included), in the same round trip and with bounded work.
+// Only those Acquires reclaim: they are the only calls that add a row, and
+// the usual call (a key whose row exists) examines nothing, so its writes
+// stay HOT updates (no index covers a column they change); a released row
+// stays until then, so that a Release whose reply was lost can be called
+// again. The bound, per namespace, with calls one at a time:
+//
+//	lock rows = keys held + free rows
+//	an Acquire that inserts a row deletes min(8, free rows among the 32 it examines)
+//
+// So rows grow only when none of the rows an inserting Acquire examines is
+// free. Exactly: a namespace that never holds more than 32 keys at once
+// never has more lock rows than the most keys it has held at once (its
+// inserting Acquires examine all its rows; one-off keys acquired and
+// released one after another leave one row). Beyond that, digests are
+// uniform, so the examined rows are a sample of the namespace's: rows grow
+// only while fewer than about 1 in 32 is free, which keeps about keys held
+// × 32/31 rows, and a burst of F keys freed at once (F leases expiring
+// together) loses 8 rows per new key while they are most of the rows
+// (TestOneOffKeysLeaveBoundedRows, over 10,000 one-off keys: the k-th new
+// key after a burst of 500 leaves exactly k + 500 − 8k rows up to k = 50,
+// and none of the burst by k = 100). Concurrent Acquires may skip the rows
+// others lock, and so reclaim fewer. There is no background goroutine: a
+// namespace that stops taking new keys keeps its free rows until it takes
+// one again.
 //
 // A claim row (locks.Claimer) holds the latest sequence number claimed for
 // its key and when that record expires; a successful claim overwrites it,
 // so there is one row per key claimed, never one per fire: the scheduler
 // claims under one key per task, so a task firing every second for a day
-// leaves one claim row and one lock row. An expired claim row means the
-// same as no row, so claims reclaim them as they go: each Claim statement
-// also deletes up to 8 expired claim rows of its namespace (other keys',
-// oldest first, skipping rows another statement has locked), found through
-// an index on (ns, expires_at), in the same round trip and with bounded
-// work. The rows of keys no longer claimed (a task removed or renamed; the
-// scheduler's claims live scheduling.ClaimTTL) therefore go within a few
-// claims of their expiry, and the claim table holds about the keys claimed
-// within their TTL. There is no background goroutine: a namespace that
-// stops claiming keeps its last rows, expired and harmless, until a claim
-// in it runs again.
-//
-// Lock rows are not reclaimed, on purpose: a lock row's token column is
-// the only record of the tokens minted for its key, and a deleted row
-// would start the key's tokens again at 1, below tokens that fenced
-// storage has already seen. A free lock row costs one row per key ever
-// locked, which the scheduler bounds by its number of lock keys; a program
-// that locks ever new keys should delete rows of keys it will never lock
-// again itself.
+// leaves one claim row and one lock row. Claims reclaim the same way: each
+// Claim statement also deletes up to 8 expired claim rows of other keys of
+// its namespace, oldest first, so the claim table holds about the keys
+// claimed within their TTL (the scheduler's claims live
+// scheduling.ClaimTTL).
 //
 // # Guard
 //
@@ -87,21 +138,26 @@
 // still the live holder and locks its row FOR KEY SHARE until the
 // transaction ends. While it is locked, every Acquire of the key skips the
 // row and answers locks.ErrNotAcquired at once, even after the lease's TTL
-// ran out; the holder's own Extend and Release (FOR NO KEY UPDATE, which does
-// not conflict with FOR KEY SHARE) still go through. So the holder's writes
-// in that transaction commit only while no other node holds the key: a
-// database-side fence that needs no token column in the caller's tables. A
-// stale holder (expired, released or superseded) gets locks.ErrLeaseLost
-// from Guard and should roll back. Keep guarded transactions short: a
-// transaction that stays open keeps the key from every successor.
+// ran out, and no reclamation deletes it; the holder's own Extend and
+// Release (FOR NO KEY UPDATE, which does not conflict with FOR KEY SHARE)
+// still go through. So the holder's writes in that transaction commit only
+// while no other node holds the key: a database-side fence that needs no
+// token column in the caller's tables. A stale holder (expired, released
+// or superseded) gets locks.ErrLeaseLost from Guard and should roll back.
+// Keep guarded transactions short: a transaction that stays open keeps the
+// key from every successor. In REPEATABLE READ and SERIALIZABLE, Guard
+// judges the row only if the transaction's snapshot has its latest
+// version, and otherwise returns a serialization failure (SQLSTATE 40001)
+// to retry the transaction with: it never calls a live lease lost because
+// the snapshot predates a renewal (see Guard).
 //
 // Acquire also answers ErrNotAcquired, rather than waiting, while another
 // statement on the same key briefly locks its row (a concurrent Acquire,
-// Extend or Release): the key is then being taken or is held. Its one wait
-// is on another statement, never on a transaction of the caller's: two first
-// Acquires of a key never seen before race to insert its row, and the
-// second waits for the first's statement to commit, then answers
-// ErrNotAcquired.
+// Extend or Release, or one reclaiming the free row): the key is then being
+// taken, is held, or is free again a moment later. Its one wait is on
+// another statement, never on a transaction of the caller's: two Acquires
+// of a key without a row race to insert it, and the second waits for the
+// first's statement to commit, then answers ErrNotAcquired.
 //
 // # Local expiry
 //
@@ -126,7 +182,8 @@
 // holds its lease, and the key is free again when the TTL ends. An Extend
 // may have extended: the local deadline stays the earlier one. A Release
 // may have released: call it again, it answers nil as long as no successor
-// acquired the key since. A Claim may have claimed: a later call for the
+// acquired the key since and no Acquire of another key reclaimed its row
+// (then ErrLeaseLost; the key is free either way). A Claim may have claimed: a later call for the
 // same seq then answers false, so the fire is skipped rather than run twice.
 // G2 of docs/GUARANTEES.md states the Redis driver's side of this: there
 // go-redis resends a script whose reply was lost, and each call recognises
@@ -139,7 +196,8 @@
 // Every statement is sent with pgx.QueryExecModeExec (the extended protocol
 // with the unnamed statement, no server-side prepared statements) and is a
 // transaction of its own, except Guard's, which runs in the caller's
-// transaction; the pool's sessions carry no state of the driver (no
+// transaction (and in REPEATABLE READ or SERIALIZABLE opens a
+// subtransaction inside its function, which it ends itself); the pool's sessions carry no state of the driver (no
 // advisory locks, no SET, no LISTEN). It therefore works through PgBouncer
 // in transaction pooling mode, whatever the pool's default exec mode. Only
 // Watch's listening connection needs a session of its own (see Waiting).
@@ -405,7 +463,7 @@ func micros(ttl time.Duration) int64 {
 	return us
 }
 
-// Acquire implements locks.Driver in one statement (see the package
+// Acquire implements locks.Driver in one round trip (see the package
 // documentation). It never waits on a held key, nor on a row that a guarded
 // transaction locks: both answer locks.ErrNotAcquired.
 func (d *Driver) Acquire(ctx context.Context, key string, ttl time.Duration) (locks.Lease, error) {

@@ -15,3 +15,9 @@ func ForgetRelease(l locks.Lease) {
 func Watchers(d *Driver, key string) int {
 	return d.hub.Waiting(payload(d.ns, key))
 }
+
+// TokenSequence returns the quoted name of the sequence d's tokens come
+// from.
+func TokenSequence(d *Driver) string {
+	return d.sql.tokens
+}

@@ -4,5 +4,6 @@
 -- conflict with Guard's FOR KEY SHARE.
 UPDATE $LOCKS
 SET expires_at = clock_timestamp() + $4::bigint * interval '1 microsecond'
-WHERE ns = $1::text AND key = $2::text AND token = $3::bigint AND expires_at > clock_timestamp()
+WHERE ns = $1::text AND digest = sha256(convert_to($2::text, 'UTF8')) AND key = $2::text
+	AND token = $3::bigint AND expires_at > clock_timestamp()
 RETURNING true

@@ -2,12 +2,18 @@ package pglocks_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jonboulle/clockwork"
+
+	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/pglocks"
 )
 
 // claimRows counts the claim rows of namespace ns, and those of them whose
@@ -37,7 +43,8 @@ func TestClaimReclaimsExpiredRows(t *testing.T) {
 	// Rows of keys no longer claimed, as a removed task's, expired an hour
 	// ago.
 	for i := range stale {
-		if _, err := p.Exec(ctx, "INSERT INTO ndigo_locks_claims (ns, key, seq, expires_at) VALUES ($1, $2, 7, clock_timestamp() - interval '1 hour')",
+		if _, err := p.Exec(ctx, `INSERT INTO ndigo_locks_claims (ns, digest, key, seq, expires_at)
+			VALUES ($1, sha256(convert_to($2, 'UTF8')), $2, 7, clock_timestamp() - interval '1 hour')`,
 			ns, fmt.Sprint("gone-", i)); err != nil {
 			t.Fatal(err)
 		}
@@ -126,5 +133,314 @@ func TestReclaimRacesClaims(t *testing.T) {
 	}
 	if all, _ := claimRows(t, p, ns); all > keys {
 		t.Errorf("%d claim rows for %d keys", all, keys)
+	}
+}
+
+// lockRows counts the lock rows of namespace ns.
+func lockRows(t *testing.T, p *pgxpool.Pool, ns string) int {
+	t.Helper()
+	var n int
+	if err := p.QueryRow(context.Background(), "SELECT count(*) FROM ndigo_locks WHERE ns = $1", ns).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestOneOffKeysLeaveBoundedRows: 10,000 keys, each locked once, leave the
+// lock rows that the package documentation's bound states, not a row per
+// key. Released one at a time (5,000 keys), the table holds one row: each
+// new key's Acquire examines every other row of so small a namespace and
+// reclaims the one its predecessor freed. With 32 held at once (1,000
+// keys), it never holds more than those 32. Expired in bursts (10 bursts of
+// 500 keys, set expired in the database as a stall past their TTL would),
+// each new key's Acquire reclaims 8 rows of the burst while they are most
+// of the 32 rows it examines: the k-th new key leaves exactly its k held
+// keys plus 500 - 8k rows of the burst up to k = 50 (100 left of the burst,
+// among 150 rows), and none are left by the 100th (in 20 runs, none were
+// by the 80th). Before the fix every key kept its row.
+func TestOneOffKeysLeaveBoundedRows(t *testing.T) {
+	p := pool(t)
+	ctx := context.Background()
+	t.Run("released", func(t *testing.T) {
+		ns := unique("oneoff_released")
+		d := newDriver(t, p, ns)
+		for i := range 5000 {
+			l, err := d.Acquire(ctx, fmt.Sprint("order-", i), time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check := i%100 == 0 || i == 4999
+			if check {
+				if n := lockRows(t, p, ns); n != 1 {
+					t.Fatalf("key %d held: %d lock rows, want 1 (the held key; its predecessor's row reclaimed)", i, n)
+				}
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if check {
+				if n := lockRows(t, p, ns); n != 1 {
+					t.Fatalf("key %d released: %d lock rows, want 1 (the key released last)", i, n)
+				}
+			}
+		}
+	})
+	t.Run("held32", func(t *testing.T) {
+		// 32 one-off keys held at once, the oldest released as each new
+		// one is taken: the rows never exceed the 32 held.
+		ns := unique("oneoff_held32")
+		d := newDriver(t, p, ns)
+		var held []locks.Lease
+		for i := range 1000 {
+			if len(held) == 32 {
+				if err := held[0].Release(ctx); err != nil {
+					t.Fatal(err)
+				}
+				held = held[1:]
+			}
+			l, err := d.Acquire(ctx, fmt.Sprint("tenant-", i), time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			held = append(held, l)
+			if i%50 == 49 {
+				if n := lockRows(t, p, ns); n != 32 {
+					t.Fatalf("key %d: %d lock rows, want the 32 held (the row released before this Acquire reclaimed by it)", i, n)
+				}
+			}
+		}
+	})
+	t.Run("expired", func(t *testing.T) {
+		ns := unique("oneoff_expired")
+		d := newDriver(t, p, ns)
+		const bursts, burst = 10, 500
+		// One more, shorter burst: the new keys that reclaim the last one.
+		for b := range bursts + 1 {
+			keys := burst
+			if b == bursts {
+				keys = 100
+			}
+			for k := 1; k <= keys; k++ {
+				if _, err := d.Acquire(ctx, fmt.Sprintf("file-%d-%d", b, k), time.Minute); err != nil {
+					t.Fatal(err)
+				}
+				if b == 0 || k%10 != 0 && k != keys {
+					continue
+				}
+				n := lockRows(t, p, ns)
+				switch {
+				case k <= 50 && n != k+burst-8*k:
+					t.Fatalf("burst %d, new key %d: %d lock rows, want %d held + %d of the expired burst (8 reclaimed per new key)", b, k, n, k, burst-8*k)
+				case k >= 100 && n != k:
+					t.Fatalf("burst %d, new key %d: %d lock rows, want the %d held: the expired burst not reclaimed", b, k, n, k)
+				case n > k+max(0, burst-8*k)+40:
+					t.Fatalf("burst %d, new key %d: %d lock rows, want at most %d", b, k, n, k+max(0, burst-8*k)+40)
+				}
+			}
+			if _, err := p.Exec(ctx, "UPDATE ndigo_locks SET expires_at = clock_timestamp() - interval '1 second' WHERE ns = $1", ns); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
+// TestStaleHolderAfterReclaim: leases that expired and whose rows another
+// key's Acquire reclaimed stay lost. One, with no row in the database, gets
+// ErrLeaseLost from Guard in a REPEATABLE READ transaction (and the check
+// behind it leaves no row). The other's key is taken again (a new row): the
+// successor's token is above the stale one's, a REPEATABLE READ snapshot
+// taken before the new row existed gets a serialization failure from the
+// stale holder's Guard, not a pass, and then ErrLeaseLost in every
+// isolation level; its Extend and Release answer ErrLeaseLost and leave
+// the successor's lease alone.
+func TestStaleHolderAfterReclaim(t *testing.T) {
+	p := pool(t)
+	ctx := context.Background()
+	ns := unique("reclaimed_holder")
+	d, err := pglocks.New(pglocks.Options{Pool: p, Namespace: ns, Clock: clockwork.NewFakeClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale, err := d.Acquire(ctx, "k", guardTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, err := d.Acquire(ctx, "gone", guardTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expired(t, p, ns, stale)
+	expired(t, p, ns, gone)
+	other, err := d.Acquire(ctx, "other", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyRows := func(key string) int {
+		var n int
+		if err := p.QueryRow(ctx, "SELECT count(*) FROM ndigo_locks WHERE ns = $1 AND key = $2", ns, key).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n, m := keyRows("k"), keyRows("gone"); n != 0 || m != 0 {
+		t.Fatalf("the expired leases' rows were not reclaimed by the next Acquire (%d and %d rows)", n, m)
+	}
+	if err := guardIn(t, p, pgx.RepeatableRead, gone); !errors.Is(err, locks.ErrLeaseLost) {
+		t.Fatalf("Guard of a lease whose row is gone = %v, want ErrLeaseLost", err)
+	}
+	if n := keyRows("gone"); n != 0 {
+		t.Fatalf("Guard left %d rows for the key, want none", n)
+	}
+
+	old := snapshotAt(t, p, pgx.RepeatableRead)
+	next, err := d.Acquire(ctx, "k", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.Token() <= stale.Token() || next.Token() <= other.Token() {
+		t.Fatalf("the new row's token %d is not above the reclaimed one's %d (and the last minted, %d)", next.Token(), stale.Token(), other.Token())
+	}
+	isSerializationFailure(t, pglocks.Guard(ctx, old, stale))
+	for _, iso := range isolations {
+		if err := guardIn(t, p, iso, stale); !errors.Is(err, locks.ErrLeaseLost) {
+			t.Fatalf("%s: Guard of the stale lease = %v, want ErrLeaseLost", iso, err)
+		}
+	}
+	if err := stale.Extend(ctx, time.Minute); !errors.Is(err, locks.ErrLeaseLost) {
+		t.Fatalf("stale Extend = %v, want ErrLeaseLost", err)
+	}
+	if err := stale.Release(ctx); !errors.Is(err, locks.ErrLeaseLost) {
+		t.Fatalf("stale Release = %v, want ErrLeaseLost", err)
+	}
+	for _, iso := range isolations {
+		if err := guardIn(t, p, iso, next); err != nil {
+			t.Fatalf("%s: the successor's Guard = %v, want nil", iso, err)
+		}
+	}
+	if err := next.Release(ctx); err != nil {
+		t.Fatalf("the successor's Release = %v: the stale holder changed its lease", err)
+	}
+}
+
+// TestReclaimRacesAcquires: drivers acquiring and releasing a few shared
+// keys and many one-off keys at once, so that rows are reclaimed, inserted
+// again and taken while other calls run: every call answers without an
+// error (no deadlock, no statement failing on a row deleted under it), a
+// key never has two holders, each key's tokens strictly increase from one
+// holder to the next, whether its row was kept or made again, and the rows
+// left are at most the keys held at once.
+func TestReclaimRacesAcquires(t *testing.T) {
+	p := pool(t)
+	ctx := context.Background()
+	ns := unique("reclaim_acquire")
+	const workers, rounds, shared = 8, 150, 3
+	var mu sync.Mutex
+	last := map[string]uint64{}
+	holders := map[string]int{}
+	var wg sync.WaitGroup
+	for w := range workers {
+		d := newDriver(t, p, ns)
+		wg.Go(func() {
+			for r := range rounds {
+				key := fmt.Sprint("shared-", r%shared)
+				if r%2 == 1 {
+					key = fmt.Sprintf("oneoff-%d-%d", w, r)
+				}
+				l, err := d.Acquire(ctx, key, time.Minute)
+				if errors.Is(err, locks.ErrNotAcquired) {
+					continue
+				}
+				if err != nil {
+					t.Errorf("Acquire(%s): %v", key, err)
+					return
+				}
+				mu.Lock()
+				holders[key]++
+				if holders[key] > 1 {
+					t.Errorf("key %s has %d holders", key, holders[key])
+				}
+				if l.Token() <= last[key] {
+					t.Errorf("key %s: token %d not above the previous holder's %d", key, l.Token(), last[key])
+				}
+				last[key] = l.Token()
+				holders[key]--
+				mu.Unlock()
+				if err := l.Release(ctx); err != nil {
+					t.Errorf("Release(%s): %v", key, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := lockRows(t, p, ns); n > workers {
+		t.Errorf("%d lock rows left; at most %d keys were held at once", n, workers)
+	}
+}
+
+// TestTokenDrawnAfterTheRowIsIn: an Acquire of a key without a row that
+// waits to insert it (here behind an insertion of the same key by another
+// transaction), while a whole acquisition of the key happens and its row
+// goes (that transaction draws a token, then deletes the row and commits),
+// then inserts the row, still gets a token above that acquisition's: the
+// token is drawn once the row is in. Drawn with the insertion's values, it
+// was older than the acquisition that came between (a key's token went
+// back, which TestReclaimRacesAcquires found now and then).
+func TestTokenDrawnAfterTheRowIsIn(t *testing.T) {
+	p := pool(t)
+	ctx := context.Background()
+	ns := unique("late_insert")
+	d := newDriver(t, p, ns)
+	seq := pglocks.TokenSequence(d)
+	between, err := p.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = between.Rollback(ctx) }()
+	if _, err := between.Exec(ctx, `INSERT INTO ndigo_locks (ns, digest, key, token, expires_at)
+		VALUES ($1, sha256(convert_to($2, 'UTF8')), $2, 0, clock_timestamp() + interval '1 minute')`, ns, "k"); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		l   locks.Lease
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		l, err := d.Acquire(ctx, "k", time.Minute)
+		done <- result{l, err}
+	}()
+	// Until the Acquire waits on the uncommitted row.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var waiting int
+		if err := p.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND wait_event = 'transactionid' AND query LIKE '%ndigo\_acquire\_%'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the Acquire did not wait on the uncommitted row")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	var token uint64
+	if err := between.QueryRow(ctx, "UPDATE ndigo_locks SET token = nextval('"+seq+"') WHERE ns = $1 AND key = 'k' RETURNING token", ns).Scan(&token); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := between.Exec(ctx, "DELETE FROM ndigo_locks WHERE ns = $1 AND key = 'k'", ns); err != nil {
+		t.Fatal(err)
+	}
+	if err := between.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("Acquire once the key had no row again: %v", r.err)
+	}
+	if r.l.Token() <= token {
+		t.Fatalf("token %d after an acquisition with token %d: a key's token went back", r.l.Token(), token)
 	}
 }

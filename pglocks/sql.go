@@ -11,8 +11,9 @@ import (
 )
 
 // The statements, with $LOCKS and $CLAIMS standing for the quoted table
-// names and $EXPIRY for the claim table's expiry index. Keys, namespaces,
-// tokens and TTLs are always bind parameters.
+// names, $TOKENS for the token sequence, and $EXPIRY for the claim table's
+// expiry index. Keys, namespaces, tokens and TTLs are always bind
+// parameters.
 var (
 	//go:embed schema.sql
 	schemaSQL string
@@ -37,6 +38,7 @@ var (
 // statements are the driver's SQL with its table names filled in.
 type statements struct {
 	schema, acquire, extend, release, guard, claim string
+	tokens                                         string // the token sequence, quoted
 	heartbeat, leave                               string // locks.Membership, sent as they are: a heartbeat a second
 }
 
@@ -50,15 +52,24 @@ type function struct {
 	op     string // names it
 	params string // the parameters' types
 	result string // the type of its rows
-	body   string
+	body   string // one statement, whose rows the function returns
+	block  bool   // body is a whole PL/pgSQL block (DECLARE … BEGIN … END) instead
 }
 
 var functions = []function{
-	{"acquire", "text, text, bigint", "bigint", acquireSQL},
-	{"extend", "text, text, bigint, bigint", "boolean", extendSQL},
-	{"release", "text, text, bigint, text", "boolean", releaseSQL},
-	{"claim", "text, text, bigint, bigint", "boolean", claimSQL},
+	{"acquire", "text, text, bigint", "bigint", acquireSQL, true},
+	{"extend", "text, text, bigint, bigint", "boolean", extendSQL, false},
+	{"release", "text, text, bigint, text", "boolean", releaseSQL, false},
+	{"claim", "text, text, bigint, bigint", "boolean", claimSQL, false},
+	{"guard", "text, text, bigint", "boolean", guardSQL, true},
 }
+
+// layout names the table layout the functions are written for. It is part
+// of their names, so that the functions of the previous layout (created by
+// the previous version, which may still run on some nodes during an
+// upgrade, and recreates them when it starts) and these never replace each
+// other.
+const layout = "v2"
 
 // newStatements fills in the tables named by locks and claims, each a table
 // name optionally preceded by its schema. The schema script takes a
@@ -67,18 +78,23 @@ var functions = []function{
 func newStatements(locks, claims []string) statements {
 	members := append([]string(nil), locks...)
 	members[len(members)-1] += membersSuffix
+	inSchema := func(name string) []string { return append(locks[:len(locks)-1:len(locks)-1], name) }
+	s := statements{tokens: pgx.Identifier(inSchema(objectName("ndigo_tokens_", locks))).Sanitize()}
 	r := strings.NewReplacer("$LOCKS", pgx.Identifier(locks).Sanitize(), "$CLAIMS", pgx.Identifier(claims).Sanitize(),
-		"$EXPIRY", pgx.Identifier{objectName("ndigo_claims_expiry_", claims)}.Sanitize(),
+		"$TOKENS", s.tokens, "$EXPIRY", pgx.Identifier{objectName("ndigo_claims_expiry_", claims)}.Sanitize(),
 		"$MEMBERS", pgx.Identifier(members).Sanitize())
-	s := statements{guard: r.Replace(guardSQL), heartbeat: r.Replace(heartbeatSQL), leave: r.Replace(leaveSQL)}
-	calls := map[string]*string{"acquire": &s.acquire, "extend": &s.extend, "release": &s.release, "claim": &s.claim}
+	s.heartbeat, s.leave = r.Replace(heartbeatSQL), r.Replace(leaveSQL)
+	calls := map[string]*string{"acquire": &s.acquire, "extend": &s.extend, "release": &s.release, "claim": &s.claim, "guard": &s.guard}
 	var schema strings.Builder
 	fmt.Fprintf(&schema, "SELECT pg_advisory_xact_lock(%d);\n%s\n%s", schemaLock(locks), r.Replace(schemaSQL), r.Replace(membersSchemaSQL))
 	for _, f := range functions {
-		name := append(locks[:len(locks)-1:len(locks)-1], objectName("ndigo_"+f.op+"_", locks))
-		fn := pgx.Identifier(name).Sanitize()
-		fmt.Fprintf(&schema, "CREATE OR REPLACE FUNCTION %s(%s) RETURNS SETOF %s LANGUAGE plpgsql AS $ndigo$\nBEGIN\nRETURN QUERY\n%s;\nEND\n$ndigo$;\n",
-			fn, f.params, f.result, strings.TrimSpace(r.Replace(f.body)))
+		fn := pgx.Identifier(inSchema(objectName("ndigo_"+f.op+"_"+layout+"_", locks))).Sanitize()
+		body := strings.TrimSpace(r.Replace(f.body))
+		if !f.block {
+			body = "BEGIN\nRETURN QUERY\n" + body + ";\nEND"
+		}
+		fmt.Fprintf(&schema, "CREATE OR REPLACE FUNCTION %s(%s) RETURNS SETOF %s LANGUAGE plpgsql AS $ndigo$\n%s\n$ndigo$;\n",
+			fn, f.params, f.result, body)
 		args := make([]string, strings.Count(f.params, ",")+1)
 		for i, t := range strings.Split(f.params, ", ") {
 			args[i] = fmt.Sprintf("$%d::%s", i+1, t)

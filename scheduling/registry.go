@@ -83,8 +83,8 @@ type entry struct {
 	seq      int    // registration order
 	claimKey string // the key of this task's fire claims; "" if unlocked
 
-	busy    atomic.Bool // a fire is in flight on this node: single flight
-	waiting atomic.Bool // that fire is waiting for its lock
+	busy    atomic.Bool  // a fire is in flight on this node: single flight
+	waiting atomic.Bool  // that fire is waiting for its lock
 	tried   atomic.Int64 // the latest fire (Unix ns) this node owned or found busy: a takeover does not try it again
 
 	// Guarded by Scheduler.mu.

@@ -47,7 +47,7 @@ type spread struct {
 	view    atomic.Pointer[view] // the last heartbeat's answer; nil before the first
 	failing atomic.Bool          // the last heartbeat failed
 
-	beats   sync.WaitGroup // heartbeats in flight
+	beats sync.WaitGroup // heartbeats in flight
 
 	// Protected by Scheduler.mu:
 	group    string    // the group of the nodes that have the same locked tasks

@@ -202,6 +202,15 @@ func validateTasks(tasks []Task, taken map[string]bool, rules lockRules, cache *
 			for _, p := range rules.check(t.Spec()) {
 				add(p)
 			}
+			// The fire claims' key is the lock, "@" and the task's name.
+			if n := len(*t.decl.Lock) + 1 + len(t.Name()); n > locks.MaxKeyLen {
+				v := *t.decl.Lock
+				if len(v) > 64 {
+					v = strings.ToValidUTF8(v[:64], "") + "…"
+				}
+				add(Problem{Option: "lock", Value: v, Rule: fmt.Sprintf("with the task's name it makes a %d-byte claim key, over locks.MaxKeyLen (%d): "+
+					"every driver refuses it", n, locks.MaxKeyLen)})
+			}
 		}
 		// With defaults applied, as the scheduler will run it.
 		if s := t.Spec(); t.decl.Lock != nil && !s.Renew && s.MaxRunTime > 0 && s.LockTTL > 0 && s.MaxRunTime > s.LockTTL {

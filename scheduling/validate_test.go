@@ -202,3 +202,19 @@ func TestUnreadOptionSuppressesOnlyItsDependents(t *testing.T) {
 		}
 	}
 }
+
+// A lock key that, with the task's name, makes a claim key over
+// locks.MaxKeyLen is refused at Add, not at every fire.
+func TestLockKeyLength(t *testing.T) {
+	noop := func(context.Context) error { return nil }
+	fits := strings.Repeat("k", locks.MaxKeyLen-len("@t"))
+	if err := Validate(NewTask(noop, Cron("@daily"), Name("t"), Lock(fits))); err != nil {
+		t.Fatalf("a claim key of exactly locks.MaxKeyLen: %v", err)
+	}
+	err := Validate(NewTask(noop, Cron("@daily"), Name("t"), Lock(fits+"k")))
+	var ve *ValidationError
+	if !errors.As(err, &ve) || len(ve.Problems) != 1 || ve.Problems[0].Option != "lock" ||
+		!strings.Contains(ve.Problems[0].Rule, "locks.MaxKeyLen") || len(ve.Problems[0].Value) > 70 {
+		t.Fatalf("one byte over: %v, want one lock problem naming locks.MaxKeyLen, with the key cut", err)
+	}
+}

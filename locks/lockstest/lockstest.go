@@ -3,7 +3,7 @@
 // drivers; the suite checks mutual exclusion, fencing-token order, stale
 // holders, expiry, Done, waiting, context cancellation, bad input and the
 // TTL bounds (locks.MaxTTL for every driver, MinTTL for a locks.MinTTLer),
-// fire claims and memberships.
+// the key length bound (locks.MaxKeyLen), fire claims and memberships.
 package lockstest
 
 import (
@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -66,6 +67,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("WaitBudget", s.waitBudget)
 	t.Run("LeaseContext", s.leaseContext)
 	t.Run("Claim", s.claim)
+	t.Run("LongestKey", s.longestKey)
 	t.Run("Membership", s.membership)
 }
 
@@ -618,4 +620,86 @@ func (s *suite) claim(t *testing.T) {
 		}
 	}
 	claim(locks.MaxClaimSeq, true)
+}
+
+// longKey returns a key of n bytes that starts with a key of this test's
+// own: printable bytes that do not repeat, so that no backend can compress
+// it below its limits.
+func (s *suite) longKey(t *testing.T, n int) string {
+	b := []byte(s.key(t) + "/")
+	for x := uint32(2463534242); len(b) < n; {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		b = append(b, byte('!'+x%94))
+	}
+	return string(b[:n])
+}
+
+// longestKey: a key of exactly locks.MaxKeyLen bytes is acquired, held,
+// extended, released, taken again with a greater token and claimed, like
+// any other; one byte more is ErrInvalid from Acquire and from Claim, with
+// an error that names the limit and the length.
+func (s *suite) longestKey(t *testing.T) {
+	d := s.h.NewDriver(t)
+	ctx := context.Background()
+	key := s.longKey(t, locks.MaxKeyLen)
+	// Failures quote the key's start only: it is 1 MiB long.
+	acquire := func() locks.Lease {
+		t.Helper()
+		l, err := d.Acquire(ctx, key, long)
+		if err != nil {
+			t.Fatalf("Acquire(key of MaxKeyLen bytes): %.300v", err)
+		}
+		if l.Key() != key {
+			t.Fatalf("Key() = %.80q…, want the key acquired", l.Key())
+		}
+		return l
+	}
+	held := func() {
+		t.Helper()
+		if l, err := d.Acquire(ctx, key, long); !errors.Is(err, locks.ErrNotAcquired) {
+			if l != nil {
+				_ = l.Release(ctx)
+			}
+			t.Fatalf("Acquire(key of MaxKeyLen bytes) while held = %.300v, want ErrNotAcquired", err)
+		}
+	}
+	l := acquire()
+	held()
+	if err := l.Extend(ctx, long); err != nil {
+		t.Fatalf("Extend of a lease on a key of MaxKeyLen bytes: %.300v", err)
+	}
+	held()
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("Release of a lease on a key of MaxKeyLen bytes: %.300v", err)
+	}
+	next := acquire()
+	if next.Token() <= l.Token() {
+		t.Fatalf("token %d after the release not above %d", next.Token(), l.Token())
+	}
+	if err := next.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c, ok := d.(locks.Claimer); ok {
+		for _, want := range []bool{true, false} {
+			if got, err := c.Claim(ctx, key, 7, long); got != want || err != nil {
+				t.Fatalf("Claim(key of MaxKeyLen bytes, 7) = %v, %.300v; want %v", got, err, want)
+			}
+		}
+	}
+	tooLong := s.longKey(t, locks.MaxKeyLen+1)
+	want := fmt.Sprintf("is %d bytes long, the limit is locks.MaxKeyLen (%d bytes)", locks.MaxKeyLen+1, locks.MaxKeyLen)
+	l, err := d.Acquire(ctx, tooLong, long)
+	if !errors.Is(err, locks.ErrInvalid) || l != nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Acquire(key of MaxKeyLen+1 bytes) = %v, %.300v; want ErrInvalid saying %q", l, err, want)
+	}
+	if c, ok := d.(locks.Claimer); ok {
+		if got, err := c.Claim(ctx, tooLong, 1, long); got || !errors.Is(err, locks.ErrInvalid) || !strings.Contains(err.Error(), want) {
+			t.Errorf("Claim(key of MaxKeyLen+1 bytes) = %v, %.300v; want ErrInvalid saying %q", got, err, want)
+		}
+	}
+	if err != nil && len(err.Error()) > 1024 {
+		t.Errorf("the error quotes %d bytes of the key; want its start only", len(err.Error()))
+	}
 }

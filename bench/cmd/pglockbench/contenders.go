@@ -5,9 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -22,7 +19,7 @@ import (
 // expire.
 const ttl = 10 * time.Second
 
-// table is the lock table of the driver and of the same-SQL loop (default
+// table is the lock table of the driver (default
 // Options.Table), quoted as the driver quotes it.
 var table = pgx.Identifier{"ndigo_locks"}.Sanitize()
 
@@ -145,49 +142,6 @@ func advisoryUnlock(conn *pgxpool.Conn, mode pgx.QueryExecMode, id int64) func(c
 		}
 		return nil
 	}
-}
-
-// sameSQL runs the driver's own acquire.sql and release.sql, read from dir,
-// in a bare loop on the driver's table (namespace "raw"): the same work in
-// PostgreSQL, release notification included, none of the driver's Go code
-// and no waiting on notifications (a held key retries after retry).
-func sameSQL(pool *pgxpool.Pool, mode pgx.QueryExecMode, retry time.Duration, dir string) (*lockbench.Contender, error) {
-	acq, err := os.ReadFile(filepath.Join(dir, "acquire.sql"))
-	if err != nil {
-		return nil, err
-	}
-	rel, err := os.ReadFile(filepath.Join(dir, "release.sql"))
-	if err != nil {
-		return nil, err
-	}
-	acquire := strings.ReplaceAll(string(acq), "$LOCKS", table)
-	release := strings.ReplaceAll(string(rel), "$LOCKS", table)
-	const ns, channel = "raw", "ndigo_released_raw"
-	return &lockbench.Contender{
-		Lock: func(ctx context.Context, key string) (func(context.Context) error, error) {
-			for {
-				var token int64
-				err := pool.QueryRow(ctx, acquire, mode, ns, key, ttl.Microseconds()).Scan(&token)
-				if err == nil {
-					return func(ctx context.Context) error {
-						var ok bool
-						err := pool.QueryRow(ctx, release, mode, ns, key, token, channel).Scan(&ok)
-						if errors.Is(err, pgx.ErrNoRows) {
-							return fmt.Errorf("release of key %q token %d found another holder", key, token)
-						}
-						return err
-					}, nil
-				}
-				if !errors.Is(err, pgx.ErrNoRows) {
-					return nil, err
-				}
-				if err := sleep(ctx, retry); err != nil {
-					return nil, err
-				}
-			}
-		},
-		Close: func() {},
-	}, nil
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

@@ -1,6 +1,6 @@
 // Command pglockbench measures the ndigo PostgreSQL lock driver (pglocks)
-// side by side with bare advisory-lock loops and with the driver's own SQL
-// in a bare loop, on one private PostgreSQL server started for the run
+// side by side with bare advisory-lock loops, on one private PostgreSQL
+// server started for the run
 // (internal/pgproc: fsync off, a free loopback port), and prints a Markdown
 // table of medians over several runs with ratios computed within each run.
 //
@@ -12,8 +12,11 @@
 // pgx pool of the same size (-pool). pglocks waits with locks.Wait, woken
 // by its LISTEN/NOTIFY Watcher; again with one more watcher held for the
 // whole run, so that its listening connection never idles out; and as its
-// bare Acquire in a retry loop; the advisory try-lock loop and the same-SQL loop retry every
-// -retry; pg_advisory_lock waits in the server.
+// bare Acquire in a retry loop; the advisory try-lock loop retries every
+// -retry; pg_advisory_lock waits in the server. (The "same SQL loop", the
+// driver's .sql files sent as statements, was retired when Acquire became a
+// PL/pgSQL block, which cannot be sent as one: BENCHMARKS.md keeps its last
+// figures.)
 //
 // No Go PostgreSQL lock library is measured: cirello.io/pglock, the one
 // the issue names, is refused by the Go module proxy (403, "not
@@ -49,7 +52,6 @@ var (
 	concs      = flag.String("goroutines", "1,16,64", "goroutine counts")
 	poolSize   = flag.Int("pool", 64, "pgx pool size (MaxConns) of every contender")
 	syncCommit = flag.String("synchronous-commit", "on", "the server's synchronous_commit")
-	sqlDir     = flag.String("sql", "../pglocks", "directory of the driver's .sql files, for the same-SQL loop")
 	only       = flag.String("only", "", "comma-separated parts of the names of the contenders to run (default all)")
 	modes      = flag.String("keys", "distinct,shared", "key modes to run: distinct, shared")
 	statements = flag.Bool("statements", false, "log each statement's calls and mean server time per scenario")
@@ -83,12 +85,6 @@ func factories() []factory {
 		{name: "pg_advisory_lock (blocking)", make: func(p *pgxpool.Pool) (*lockbench.Contender, error) {
 			return advisoryBlocking(p, pgx.QueryExecModeExec), nil
 		}, handoff: true},
-		{name: "same SQL loop", make: func(p *pgxpool.Pool) (*lockbench.Contender, error) {
-			return sameSQL(p, pgx.QueryExecModeExec, *retry, *sqlDir)
-		}, handoff: true},
-		{name: "same SQL loop (prepared)", make: func(p *pgxpool.Pool) (*lockbench.Contender, error) {
-			return sameSQL(p, prepared, *retry, *sqlDir)
-		}},
 	}
 	return lockbench.Select(all, func(f factory) string { return f.name }, *only)
 }
