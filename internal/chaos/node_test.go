@@ -37,6 +37,7 @@ import (
 //	CHAOS_TTL     lock TTL                      CHAOS_WORK    how long a run works
 //	CHAOS_RENEW   "1" to renew the lease while the run works
 //	CHAOS_STOP_TIMEOUT  the application's stop timeout (default fx's 15s)
+//	CHAOS_SPREAD  the spread setting: auto (default), on or off
 //	CHAOS_POSTGRES  a PostgreSQL URL: lock there (pglocks) instead of on Redis,
 //	              and keep the ledger there, guarded (see pgLedger)
 //	CHAOS_HOLD_TX "1" to keep the run's guarded ledger transaction open while
@@ -191,7 +192,7 @@ func nodeMain() int {
 	if os.Getenv("CHAOS_RENEW") == "1" {
 		opts = append(opts, scheduling.Renew())
 	}
-	fw := app.Framework{Node: node, Log: app.Log{Format: "json", Level: "info"}}
+	fw := app.Framework{Node: node, Log: app.Log{Format: "json", Level: "info"}, Spread: env("CHAOS_SPREAD", "auto")}
 	var store fx.Option
 	if pg := os.Getenv("CHAOS_POSTGRES"); pg != "" {
 		fw.Postgres = app.Postgres{URL: config.SecretURL(pg), Namespace: nodeNS}
