@@ -39,8 +39,9 @@ func TestPausedFireIsNotCaughtUp(t *testing.T) {
 	if fires := x.list(); len(fires) != 0 {
 		t.Fatalf("runs %v, want none: the 01:00 fire was skipped while paused, not missed", fires)
 	}
-	if n := c.skips.count(OutcomeAlreadyRun); n != 3 {
-		t.Errorf("%d catch-ups found the paused fire claimed, want 3", n)
+	// A node that tries while another holds the lock finds it held.
+	if claimed, held := c.skips.count(OutcomeAlreadyRun), c.skips.count(OutcomeLockHeld); claimed < 1 || claimed+held != 3 {
+		t.Errorf("%d catch-ups found the paused fire claimed and %d the lock held, want at least 1 claimed and 3 in all", claimed, held)
 	}
 }
 
