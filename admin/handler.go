@@ -173,9 +173,10 @@ type TaskJSON struct {
 	LockWait   string       `json:"lockWait"`   // "" if it does not wait
 	MaxRunTime string       `json:"maxRunTime"` // "" if none
 	Renew      bool         `json:"renew"`
-	Next       *time.Time   `json:"next"`    // null when the schedule has no further fire
-	Running    bool         `json:"running"` // a fire is in flight on this node: running or waiting for its lock
-	Waiting    bool         `json:"waiting"` // that fire waits for its lock
+	Next       *time.Time   `json:"next"`            // null when the schedule has no further fire
+	Running    bool         `json:"running"`         // a fire is in flight on this node: running or waiting for its lock
+	Waiting    bool         `json:"waiting"`         // that fire waits for its lock
+	Owner      string       `json:"owner,omitempty"` // the node this one takes to own the task (spreading); absent otherwise
 	Runs       uint64       `json:"runs"`
 	Skips      uint64       `json:"skips"`
 	Failures   uint64       `json:"failures"`
@@ -220,7 +221,7 @@ func (h *Handler) tasks(w http.ResponseWriter, r *http.Request) {
 	for i, ti := range infos {
 		t := TaskJSON{Name: ti.Name, Type: ti.Type, Method: ti.Method, Cron: ti.Spec.Cron, Lock: ti.Spec.Lock,
 			Renew: ti.Spec.Renew, Running: ti.Running, Waiting: ti.Waiting, Runs: ti.Runs, Skips: ti.Skips,
-			Failures: ti.Failures, LastFire: fireJSON(ti.Last), LastRun: fireJSON(ti.LastRan), Paused: ti.Paused}
+			Failures: ti.Failures, LastFire: fireJSON(ti.Last), LastRun: fireJSON(ti.LastRan), Paused: ti.Paused, Owner: ti.Owner}
 		if ti.ClusterLast != nil {
 			r := runJSON(*ti.ClusterLast)
 			t.ClusterLastRun = &r

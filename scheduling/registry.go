@@ -44,18 +44,23 @@ type LastRun struct {
 
 // TaskInfo describes one task in a scheduler's registry.
 type TaskInfo struct {
-	Name     string
-	Type     string // the controller type; "" for a plain func
-	Method   string
-	Spec     Spec
-	Next     time.Time // the next fire; zero if none
-	Running  bool      // a fire is in flight on this node: running, or waiting for its lock
-	Waiting  bool      // that fire is waiting for its lock (LockWait)
-	Last     LastRun   // the last fire, run or not; zero Fire if it never fired
-	LastRan  LastRun   // the last fire that ran (its task was called); zero Fire if none
-	Runs     uint64    // fires that ran (whatever they returned)
-	Skips    uint64    // fires skipped: lock held, still running, already run, missed, paused
-	Failures uint64    // runs that errored, panicked or were cancelled, and lock failures
+	Name    string
+	Type    string // the controller type; "" for a plain func
+	Method  string
+	Spec    Spec
+	Next    time.Time // the next fire; zero if none
+	Running bool      // a fire is in flight on this node: running, or waiting for its lock
+	Waiting bool      // that fire is waiting for its lock (LockWait)
+	// Owner is, for a locked task of a spreading scheduler (Config.Spread),
+	// the node that this node takes to own the task's lock key; "" without
+	// spreading, for an unlocked task, or while this node has no fresh view
+	// of its group (it then tries every fire).
+	Owner    string
+	Last     LastRun // the last fire, run or not; zero Fire if it never fired
+	LastRan  LastRun // the last fire that ran (its task was called); zero Fire if none
+	Runs     uint64  // fires that ran (whatever they returned)
+	Skips    uint64  // fires skipped: lock held, still running, already run, missed, paused
+	Failures uint64  // runs that errored, panicked or were cancelled, and lock failures
 
 	// Paused and ClusterLast come from the task state the nodes share;
 	// only [Scheduler.ClusterTasks] fills them.
@@ -127,6 +132,9 @@ func (s *Scheduler) Tasks() []TaskInfo {
 	for i, e := range s.entries {
 		out[i] = TaskInfo{Name: e.name, Type: e.typ, Method: e.method, Spec: e.spec, Next: e.next,
 			Running: e.busy.Load(), Waiting: e.waiting.Load()}
+		if e.spec.Lock != "" && s.spread != nil {
+			out[i].Owner = s.ownerNow(e.spec.Lock)
+		}
 		e.mu.Lock()
 		out[i].Runs, out[i].Skips, out[i].Failures = e.stats.runs, e.stats.skips, e.stats.failures
 		if e.last != nil {

@@ -104,6 +104,16 @@ func (s *Scheduler) owns(key string) bool {
 	return ownerOf(v.owners, key) == s.node
 }
 
+// ownerNow returns the owner of key in this node's fresh view, "" without
+// one.
+func (s *Scheduler) ownerNow(key string) string {
+	v := s.spread.view.Load()
+	if v == nil || s.clock.Since(v.at) >= memberLife*s.spread.every {
+		return ""
+	}
+	return ownerOf(v.owners, key)
+}
+
 // ownerOf returns the member with the highest rendezvous score for key.
 func ownerOf(members []string, key string) string {
 	var best string
@@ -170,6 +180,22 @@ func (s *Scheduler) beat() {
 	}
 	v.members = members
 	sp.view.Store(v)
+	if prev == nil || prev.group != group || !slices.Equal(prev.members, members) {
+		var joined, left []string
+		for _, m := range members {
+			if prev == nil || !slices.Contains(prev.members, m) {
+				joined = append(joined, m)
+			}
+		}
+		if prev != nil {
+			for _, m := range prev.members {
+				if !slices.Contains(members, m) {
+					left = append(left, m)
+				}
+			}
+		}
+		s.log.Info("membership changed", "group", group, "members", len(members), "joined", joined, "left", left)
+	}
 	s.mu.Lock()
 	taken := s.takeovers(prev, v, s.clock.Now())
 	s.mu.Unlock()

@@ -150,8 +150,6 @@ func TestSpreadOneNodePerFire(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newSpreadCluster(t, 3, 30)
 		time.Sleep(20 * time.Second)
-		c.stopAll()
-		c.exactlyOnce(2*time.Second, 19*time.Second)
 		fires := 30 * 15
 		if n := c.countCalls(schedulingtest.OpAcquire, 4*time.Second, 19*time.Second); n != fires {
 			t.Errorf("%d Acquire calls for the %d fires from 4s to 19s, want one per fire", n, fires)
@@ -159,6 +157,24 @@ func TestSpreadOneNodePerFire(t *testing.T) {
 		if n := c.countCalls(schedulingtest.OpBeat, 4*time.Second, 19*time.Second); n != 3*15 {
 			t.Errorf("%d heartbeats from 4s to 19s, want one per node and second (45)", n)
 		}
+		// Every node names the same owner of each task: the node that ran it.
+		ranBy := map[string]string{}
+		for name, r := range c.recs {
+			for _, e := range r.Started() {
+				if e.Fire.After(c.start.Add(4 * time.Second)) {
+					ranBy[e.Task] = name
+				}
+			}
+		}
+		for name, s := range c.nodes {
+			for _, ti := range s.Tasks() {
+				if ti.Owner != ranBy[ti.Name] {
+					t.Errorf("%s takes %s's owner to be %q; it ran on %s", name, ti.Name, ti.Owner, ranBy[ti.Name])
+				}
+			}
+		}
+		c.stopAll()
+		c.exactlyOnce(2*time.Second, 19*time.Second)
 		owners := map[string]int{}
 		for name, r := range c.recs {
 			for _, e := range r.Started() {
