@@ -318,6 +318,10 @@ func (s *Scheduler) logStarted() {
 // A ctx without a deadline is waited for in full. A run that ignores its
 // cancelled context goes on without its lease.
 //
+// A spreading scheduler ([Config.Spread]) leaves its group once its loop
+// and heartbeats have stopped, so that the other nodes take its tasks at
+// their next heartbeat rather than when its membership lapses.
+//
 // Stop logs at Info what it waits for, and at Error the runs it cut.
 func (s *Scheduler) Stop(ctx context.Context) error {
 	s.mu.Lock()
