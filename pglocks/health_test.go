@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ndigo/ndigo/internal/pgtest"
@@ -92,21 +91,7 @@ func TestCheckHealthFindsWhatFiresNeed(t *testing.T) {
 func TestCheckHealthThroughPgBouncer(t *testing.T) {
 	table := unique("health_bouncer")
 	healthOf(t, pgtest.Wrap(t, shared).Pool(), "health", table, false)
-	b, err := shared.StartBouncer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Stop)
-	cfg, err := pgxpool.ParseConfig(b.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheStatement
-	p, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
+	p, _ := bouncedPool(t, 0)
 	d, s := healthOf(t, p, "health", table, true)
 	for range 3 { // more checks than the bouncer's two server sessions
 		for what, hc := range map[string]locks.HealthChecker{"driver": d, "store": s} {

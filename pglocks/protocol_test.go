@@ -146,23 +146,8 @@ func storeCalls(t *testing.T, p *pgxpool.Pool) {
 // package documentation says to deploy it; and a guarded transaction
 // through the bouncer.
 func TestConformanceThroughPgBouncer(t *testing.T) {
-	pool(t) // the schema
-	b, err := shared.StartBouncer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Stop)
-	cfg, err := pgxpool.ParseConfig(b.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheStatement
-	cfg.MaxConns = 8 // more client connections than the bouncer's two server sessions
-	p, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
+	pool(t)                         // the schema
+	p, bouncer := bouncedPool(t, 8) // more client connections than the bouncer's two server sessions
 	direct, err := pgx.ParseConfig(shared.URL())
 	if err != nil {
 		t.Fatal(err)
@@ -180,7 +165,7 @@ func TestConformanceThroughPgBouncer(t *testing.T) {
 		TTL:       conformanceTTL,
 	})
 	t.Run("Store", func(t *testing.T) {
-		taskstatetest.Run(t, lossyStores(b.URL(), p, unique("bouncer")))
+		taskstatetest.Run(t, lossyStores(bouncer, p, unique("bouncer")))
 	})
 	t.Run("Guard", func(t *testing.T) {
 		ctx := context.Background()
@@ -208,4 +193,32 @@ func TestConformanceThroughPgBouncer(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// bouncedPool starts a PgBouncer in transaction mode before the shared
+// server and returns a pool of at most maxConns connections through it
+// (0: pgx's default) whose default exec mode caches prepared statements,
+// which that mode breaks: what runs on it prepares nothing. It returns the
+// bouncer's URL too.
+func bouncedPool(t *testing.T, maxConns int32) (*pgxpool.Pool, string) {
+	t.Helper()
+	b, err := shared.StartBouncer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Stop)
+	cfg, err := pgxpool.ParseConfig(b.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheStatement
+	if maxConns > 0 {
+		cfg.MaxConns = maxConns
+	}
+	p, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p, b.URL()
 }
