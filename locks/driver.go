@@ -2,6 +2,7 @@ package locks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 	"unicode/utf8"
@@ -98,6 +99,100 @@ type Claimer interface {
 	// ttl out of (0, MaxTTL], a seq out of [0, MaxClaimSeq]) returns an
 	// error wrapping ErrInvalid.
 	Claim(ctx context.Context, key string, seq int64, ttl time.Duration) (bool, error)
+}
+
+// A FireClaim is the claim that [AcquireClaim] makes together with an
+// acquisition: Claimer.Claim's arguments, and what to do when the lease's
+// key is held.
+type FireClaim struct {
+	Key string        // the claim's key, as Claimer.Claim's
+	Seq int64         // the sequence number claimed, in [0, MaxClaimSeq]
+	TTL time.Duration // how long the record lives after the claim, in (0, MaxTTL]
+	// EvenIfHeld records the claim when the lease's key is held too (the
+	// caller is about to wait for the key, and claims the fire first so
+	// that no other node waits for it). Without it a held key leaves the
+	// claim as it was.
+	EvenIfHeld bool
+}
+
+// A ClaimAcquirer is a Claimer that claims and acquires in one step: one
+// round trip where Acquire and Claim take two. The scheduler takes every
+// locked fire this way when the driver is one (see [AcquireClaim]); the
+// in-process, Redis and PostgreSQL drivers are.
+//
+// A type that embeds one of them and overrides Acquire or Claim (to count,
+// trace or wrap leases) must override AcquireClaim too, or the scheduler's
+// fires bypass its overrides; locks.AcquireThenClaim(ctx, w, …) is such an
+// override, in two steps through w's own methods.
+type ClaimAcquirer interface {
+	Claimer
+	// AcquireClaim acquires key for ttl as Acquire does and claims c as
+	// Claim(ctx, c.Key, c.Seq, c.TTL) does (the same record), as one
+	// atomic step:
+	//   - the claim is refused (a claim of c.Seq or higher recorded by
+	//     another call): an error wrapping ErrClaimed; key is not acquired
+	//     (or is given back at once, its token spent);
+	//   - key is acquired: the claim is recorded and the lease returned;
+	//   - key is held: an error wrapping ErrNotAcquired; the claim is
+	//     recorded only with c.EvenIfHeld (refused, the error wraps
+	//     ErrClaimed instead).
+	// A call that the driver or its client retries after its first attempt
+	// took effect answers what that attempt did, as Acquire and Claim do.
+	// Bad input returns an error wrapping ErrInvalid, as theirs does.
+	AcquireClaim(ctx context.Context, key string, ttl time.Duration, c FireClaim) (Lease, error)
+}
+
+// AcquireClaim acquires key and claims c in one step when d is a
+// [ClaimAcquirer], and with [AcquireThenClaim] otherwise. d must be a
+// Claimer, or wrap one ([As]). Unlike the other optional interfaces, a
+// ClaimAcquirer is not looked up through a [Wrapper]: its AcquireClaim
+// would bypass the wrapper's Acquire. A wrapper that counts or changes
+// acquisitions and wants them in one step implements AcquireClaim itself.
+func AcquireClaim(ctx context.Context, d Driver, key string, ttl time.Duration, c FireClaim) (Lease, error) {
+	if ca, ok := d.(ClaimAcquirer); ok {
+		return ca.AcquireClaim(ctx, key, ttl, c)
+	}
+	return AcquireThenClaim(ctx, d, key, ttl, c)
+}
+
+// AcquireThenClaim does what [ClaimAcquirer.AcquireClaim] does in two
+// steps, for a driver that cannot do it in one (or not on every
+// deployment: the Redis driver on a Cluster): Acquire, then Claim once the
+// lease is taken, releasing the lease when the claim is refused; with
+// c.EvenIfHeld, Claim after an Acquire that found the key held. Between the
+// two steps another call can see the lease without the claim, or the claim
+// without the lease: the scheduler's rules hold either way, because a fire
+// runs only with both. d must be a Claimer.
+func AcquireThenClaim(ctx context.Context, d Driver, key string, ttl time.Duration, c FireClaim) (Lease, error) {
+	cl, ok := As[Claimer](d)
+	if !ok {
+		return nil, fmt.Errorf("%w: %T keeps no claims (locks.Claimer)", ErrInvalid, d)
+	}
+	if err := CheckClaim(ctx, c.Key, c.Seq, c.TTL); err != nil {
+		return nil, err
+	}
+	lease, err := d.Acquire(ctx, key, ttl)
+	if err != nil && (!c.EvenIfHeld || !errors.Is(err, ErrNotAcquired)) {
+		return nil, err
+	}
+	ok, cerr := cl.Claim(ctx, c.Key, c.Seq, c.TTL)
+	if cerr == nil && !ok {
+		cerr = fmt.Errorf("%w: claim %q of %d", ErrClaimed, c.Key, c.Seq)
+	}
+	switch {
+	case cerr != nil && lease != nil:
+		// The lease's context may be the one that just ended: give the key
+		// back with a deadline of its own.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ttl)
+		defer cancel()
+		if rerr := lease.Release(rctx); rerr != nil && !errors.Is(rerr, ErrLeaseLost) {
+			cerr = fmt.Errorf("%w; releasing the lease on %q failed, so it stays held by nobody until its TTL: %w", cerr, key, rerr)
+		}
+		return nil, cerr
+	case cerr != nil:
+		return nil, cerr
+	}
+	return lease, err
 }
 
 // A MinTTLer is a Driver whose leases need a TTL above a minimum: the Redis

@@ -6,6 +6,10 @@ import "errors"
 // blocks: a held key answers this error at once, wrapped with the key.
 var ErrNotAcquired = errors.New("locks: not acquired")
 
+// ErrClaimed reports a claim refused because a claim of the same or a
+// higher sequence number is recorded under its key ([ClaimAcquirer]).
+var ErrClaimed = errors.New("locks: already claimed")
+
 // ErrLeaseLost reports that a lease is no longer the current holder of its
 // key: it expired, or another acquisition has happened since. An operation
 // that returns it changed nothing.

@@ -91,20 +91,7 @@ func (d *InProcessDriver) Acquire(ctx context.Context, key string, ttl time.Dura
 	if err := Check(ctx, key, ttl); err != nil {
 		return nil, err
 	}
-	t := d.t
-	now := t.clock.Since(t.base)
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if cur := t.holders[key]; cur != nil && now < cur.expires {
-		return nil, fmt.Errorf("%w: key %q is held", ErrNotAcquired, key)
-	}
-	t.last++
-	l := &inProcessLease{t: t, key: key, token: t.last, expires: now + ttl}
-	t.holders[key] = l
-	if len(t.holders)+len(t.claims) >= t.sweepAt {
-		t.sweep(now)
-	}
-	return l, nil
+	return d.acquireClaim(key, ttl, nil)
 }
 
 // Claim implements Claimer.
@@ -116,14 +103,61 @@ func (d *InProcessDriver) Claim(ctx context.Context, key string, seq int64, ttl 
 	now := t.clock.Since(t.base)
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.claim(now, key, seq, ttl), nil
+}
+
+// AcquireClaim implements ClaimAcquirer, under one hold of the table's
+// mutex.
+func (d *InProcessDriver) AcquireClaim(ctx context.Context, key string, ttl time.Duration, c FireClaim) (Lease, error) {
+	if err := Check(ctx, key, ttl); err != nil {
+		return nil, err
+	}
+	if err := CheckClaim(ctx, c.Key, c.Seq, c.TTL); err != nil {
+		return nil, err
+	}
+	return d.acquireClaim(key, ttl, &c)
+}
+
+// acquireClaim acquires key and, with c, claims it as AcquireClaim does.
+func (d *InProcessDriver) acquireClaim(key string, ttl time.Duration, c *FireClaim) (Lease, error) {
+	t := d.t
+	now := t.clock.Since(t.base)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if c != nil {
+		if cur, ok := t.claims[c.Key]; ok && now < cur.expires && cur.seq >= c.Seq {
+			return nil, fmt.Errorf("%w: claim %q of %d", ErrClaimed, c.Key, c.Seq)
+		}
+	}
+	if cur := t.holders[key]; cur != nil && now < cur.expires {
+		if c != nil && c.EvenIfHeld {
+			t.claim(now, c.Key, c.Seq, c.TTL)
+		}
+		return nil, fmt.Errorf("%w: key %q is held", ErrNotAcquired, key)
+	}
+	t.last++
+	l := &inProcessLease{t: t, key: key, token: t.last, expires: now + ttl}
+	t.holders[key] = l
+	if c != nil {
+		t.claim(now, c.Key, c.Seq, c.TTL)
+	}
+	if len(t.holders)+len(t.claims) >= t.sweepAt {
+		t.sweep(now)
+	}
+	return l, nil
+}
+
+// claim records seq under key unless a live claim of seq or higher is
+// there, and reports whether it did. t.mu must be held.
+func (t *table) claim(now time.Duration, key string, seq int64, ttl time.Duration) bool {
 	if cur, ok := t.claims[key]; ok && now < cur.expires && cur.seq >= seq {
-		return false, nil
+		return false
 	}
 	t.claims[key] = claimRecord{seq: seq, expires: now + ttl}
 	if len(t.holders)+len(t.claims) >= t.sweepAt {
 		t.sweep(now)
 	}
-	return true, nil
+	return true
 }
 
 // String describes the driver for logs.

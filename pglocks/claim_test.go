@@ -2,6 +2,7 @@ package pglocks_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/pglocks"
 )
 
 // TestClaimOnePerFire: nodes racing to claim each fire of a key: exactly one
@@ -86,5 +88,51 @@ func TestRowsAreBounded(t *testing.T) {
 		if n != want {
 			t.Errorf("%s has %d rows for %d keys after %d fires, want %d", table, n, keys, fires, want)
 		}
+	}
+}
+
+// TestAcquireClaimOnAnEarlierSchema: on tables whose CreateSchema predates
+// the acquire-and-claim function (a node of this version started before the
+// schema was upgraded), AcquireClaim still acquires and claims, in two
+// statements, with the same answers.
+func TestAcquireClaimOnAnEarlierSchema(t *testing.T) {
+	p := pool(t)
+	ctx := context.Background()
+	schema := unique("earlier")
+	if _, err := p.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatal(err)
+	}
+	d, err := pglocks.New(pglocks.Options{Pool: p, Namespace: "earlier", Table: schema + ".locks"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	if err := d.CreateSchema(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var dropped int
+	if err := p.QueryRow(ctx, `WITH f AS (SELECT p.oid::regprocedure AS fn FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+		WHERE n.nspname = $1 AND p.proname LIKE 'ndigo_acquire_claim_%') SELECT count(*) FROM f`, schema).Scan(&dropped); err != nil || dropped != 1 {
+		t.Fatalf("acquire-and-claim functions in %s: %d, %v; want 1", schema, dropped, err)
+	}
+	if _, err := p.Exec(ctx, `DO $$ DECLARE f regprocedure; BEGIN
+		SELECT p.oid::regprocedure INTO f FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+		WHERE n.nspname = '`+schema+`' AND p.proname LIKE 'ndigo_acquire_claim_%';
+		EXECUTE 'DROP FUNCTION ' || f; END $$`); err != nil {
+		t.Fatal(err)
+	}
+	fire := locks.FireClaim{Key: "k@task", Seq: 10, TTL: time.Minute}
+	l, err := d.AcquireClaim(ctx, "k", time.Minute, fire)
+	if err != nil {
+		t.Fatalf("AcquireClaim without the function: %v, want the lease", err)
+	}
+	if _, err := d.AcquireClaim(ctx, "k", time.Minute, locks.FireClaim{Key: "k@task", Seq: 11, TTL: time.Minute}); !errors.Is(err, locks.ErrNotAcquired) {
+		t.Fatalf("AcquireClaim of a held key: %v, want ErrNotAcquired", err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.AcquireClaim(ctx, "k", time.Minute, fire); !errors.Is(err, locks.ErrClaimed) {
+		t.Fatalf("AcquireClaim of a claimed fire: %v, want ErrClaimed", err)
 	}
 }

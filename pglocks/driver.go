@@ -60,7 +60,10 @@
 // > clock_timestamp(). Claim is INSERT … ON CONFLICT (ns, digest) DO UPDATE
 // … WHERE seq < the new seq OR expires_at <= clock_timestamp(). An Acquire
 // that inserts a row, and every Claim, also reclaim free rows in the same
-// round trip (see Reclamation). Keys, namespaces, tokens and TTLs are always bind
+// round trip (see Reclamation). AcquireClaim (locks.ClaimAcquirer: how the
+// scheduler takes a locked fire) is one function that calls Acquire's and
+// Claim's, one round trip; a claim refused gives back the lease just
+// acquired in the same statement. Keys, namespaces, tokens and TTLs are always bind
 // parameters; only the validated, quoted table names are part of the SQL
 // text. Each operation's statements (Acquire's and Guard's: a few steps) are
 // the body of a PL/pgSQL function, and the driver calls the function: PostgreSQL then plans the statement once per session
@@ -297,8 +300,8 @@ const (
 // claims suffix within PostgreSQL's 63-byte identifiers.
 var tablePart = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,55}$`)
 
-// A Driver is a locks.Driver, locks.Claimer and locks.MinTTLer on
-// PostgreSQL. Make one with New; it is safe for concurrent use.
+// A Driver is a locks.Driver, locks.ClaimAcquirer, locks.Watcher,
+// locks.Membership and locks.MinTTLer on PostgreSQL. Make one with New; it is safe for concurrent use.
 type Driver struct {
 	pool    *pgxpool.Pool
 	ns      string
@@ -311,10 +314,10 @@ type Driver struct {
 }
 
 var (
-	_ locks.Driver   = (*Driver)(nil)
-	_ locks.Claimer  = (*Driver)(nil)
-	_ locks.MinTTLer = (*Driver)(nil)
-	_ locks.Watcher  = (*Driver)(nil)
+	_ locks.Driver        = (*Driver)(nil)
+	_ locks.ClaimAcquirer = (*Driver)(nil)
+	_ locks.MinTTLer      = (*Driver)(nil)
+	_ locks.Watcher       = (*Driver)(nil)
 )
 
 // New returns a driver on opts.Pool. It does not contact the database: a
@@ -484,6 +487,44 @@ func (d *Driver) Acquire(ctx context.Context, key string, ttl time.Duration) (lo
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: acquire key %q: %w", ErrDatabase, key, err)
+	}
+	return &handle{remotelease.New("pglocks", key, uint64(token), d.clock, d.margin, sent, ttl), d}, nil
+}
+
+// AcquireClaim implements locks.ClaimAcquirer in one statement, a function
+// that CreateSchema creates and that calls Acquire's and Claim's. On a
+// schema that CreateSchema of an earlier version made, without that
+// function, it is Acquire, then Claim (locks.AcquireThenClaim) until
+// CreateSchema runs again.
+func (d *Driver) AcquireClaim(ctx context.Context, key string, ttl time.Duration, c locks.FireClaim) (locks.Lease, error) {
+	if err := locks.Check(ctx, key, ttl); err != nil {
+		return nil, err
+	}
+	if err := locks.CheckClaim(ctx, c.Key, c.Seq, c.TTL); err != nil {
+		return nil, err
+	}
+	if err := d.margin.Check("pglocks", key, ttl); err != nil {
+		return nil, err
+	}
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	if err := checkKey(c.Key); err != nil {
+		return nil, err
+	}
+	sent := d.clock.Now()
+	var token int64
+	err := d.pool.QueryRow(ctx, d.sql.acquireClaim, pgx.QueryExecModeExec, d.ns, key, micros(ttl), c.Key, c.Seq, micros(c.TTL), c.EvenIfHeld).Scan(&token)
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr) && pgErr.Code == "42883": // undefined_function
+		return locks.AcquireThenClaim(ctx, d, key, ttl, c)
+	case err != nil:
+		return nil, fmt.Errorf("%w: acquire key %q and claim %q: %w", ErrDatabase, key, c.Key, err)
+	case token < 0:
+		return nil, fmt.Errorf("%w: claim key %q of %d", locks.ErrClaimed, c.Key, c.Seq)
+	case token == 0:
+		return nil, fmt.Errorf("%w: key %q is held", locks.ErrNotAcquired, key)
 	}
 	return &handle{remotelease.New("pglocks", key, uint64(token), d.clock, d.margin, sent, ttl), d}, nil
 }

@@ -11,8 +11,9 @@ import (
 )
 
 // The statements, with $LOCKS and $CLAIMS standing for the quoted table
-// names, $TOKENS for the token sequence, and $EXPIRY for the claim table's
-// expiry index. Keys, namespaces, tokens and TTLs are always bind
+// names, $TOKENS for the token sequence, $EXPIRY for the claim table's
+// expiry index, and $ACQUIRE and $CLAIM for the functions of acquire.sql
+// and claim.sql. Keys, namespaces, tokens and TTLs are always bind
 // parameters.
 var (
 	//go:embed schema.sql
@@ -27,6 +28,8 @@ var (
 	guardSQL string
 	//go:embed claim.sql
 	claimSQL string
+	//go:embed acquire_claim.sql
+	acquireClaimSQL string
 	//go:embed members_schema.sql
 	membersSchemaSQL string
 	//go:embed heartbeat.sql
@@ -38,6 +41,7 @@ var (
 // statements are the driver's SQL with its table names filled in.
 type statements struct {
 	schema, acquire, extend, release, guard, claim string
+	acquireClaim                                   string
 	tokens                                         string // the token sequence, quoted
 	heartbeat, leave                               string // locks.Membership, sent as they are: a heartbeat a second
 }
@@ -62,6 +66,7 @@ var functions = []function{
 	{"release", "text, text, bigint, text", "boolean", releaseSQL, false},
 	{"claim", "text, text, bigint, bigint", "boolean", claimSQL, false},
 	{"guard", "text, text, bigint", "boolean", guardSQL, true},
+	{"acquire_claim", "text, text, bigint, text, bigint, bigint, boolean", "bigint", acquireClaimSQL, true},
 }
 
 // layout names the table layout the functions are written for. It is part
@@ -80,15 +85,19 @@ func newStatements(locks, claims []string) statements {
 	members[len(members)-1] += membersSuffix
 	inSchema := func(name string) []string { return append(locks[:len(locks)-1:len(locks)-1], name) }
 	s := statements{tokens: pgx.Identifier(inSchema(objectName("ndigo_tokens_", locks))).Sanitize()}
+	fnName := func(op string) string {
+		return pgx.Identifier(inSchema(objectName("ndigo_"+op+"_"+layout+"_", locks))).Sanitize()
+	}
 	r := strings.NewReplacer("$LOCKS", pgx.Identifier(locks).Sanitize(), "$CLAIMS", pgx.Identifier(claims).Sanitize(),
 		"$TOKENS", s.tokens, "$EXPIRY", pgx.Identifier{objectName("ndigo_claims_expiry_", claims)}.Sanitize(),
-		"$MEMBERS", pgx.Identifier(members).Sanitize())
+		"$MEMBERS", pgx.Identifier(members).Sanitize(), "$ACQUIRE", fnName("acquire"), "$CLAIM", fnName("claim"))
 	s.heartbeat, s.leave = r.Replace(heartbeatSQL), r.Replace(leaveSQL)
-	calls := map[string]*string{"acquire": &s.acquire, "extend": &s.extend, "release": &s.release, "claim": &s.claim, "guard": &s.guard}
+	calls := map[string]*string{"acquire": &s.acquire, "extend": &s.extend, "release": &s.release, "claim": &s.claim, "guard": &s.guard,
+		"acquire_claim": &s.acquireClaim}
 	var schema strings.Builder
 	fmt.Fprintf(&schema, "SELECT pg_advisory_xact_lock(%d);\n%s\n%s", schemaLock(locks), r.Replace(schemaSQL), r.Replace(membersSchemaSQL))
 	for _, f := range functions {
-		fn := pgx.Identifier(inSchema(objectName("ndigo_"+f.op+"_"+layout+"_", locks))).Sanitize()
+		fn := fnName(f.op)
 		body := strings.TrimSpace(r.Replace(f.body))
 		if !f.block {
 			body = "BEGIN\nRETURN QUERY\n" + body + ";\nEND"

@@ -16,6 +16,11 @@
 // PEXPIRE. An uncontended Acquire and Release cost 10 server commands in
 // all, the two scripts included (INFO commandstats counts both). A NOSCRIPT
 // reply (the script cache was emptied) costs one more round trip, once.
+// AcquireClaim (locks.ClaimAcquirer: how the scheduler takes a locked fire)
+// is Acquire's script preceded by GET of the claim key and followed by SET
+// PX of the claim, one script: one round trip on a *redis.Client. On a
+// Cluster or a Ring the claim key and the lock key may live on different
+// servers, so there it is Acquire, then Claim (locks.AcquireThenClaim).
 //
 // # Retries
 //
@@ -35,7 +40,8 @@
 //   - Extend sets the TTL again from a later instant, which only moves
 //     Redis's expiry further past the local deadline (measured from before
 //     the first attempt).
-//   - Claim sends a nonce made for the call, kept in the claim record.
+//   - Claim sends a nonce made for the call, kept in the claim record;
+//     AcquireClaim one nonce for both, its lease's and its claim's.
 //
 // # Key layout
 //
@@ -239,7 +245,8 @@ const (
 	handoffTTL = 10 * time.Millisecond
 )
 
-// A Driver is a locks.Driver and locks.Watcher on Redis. Make one with New;
+// A Driver is a locks.Driver, locks.Watcher, locks.ClaimAcquirer,
+// locks.Membership and locks.MinTTLer on Redis. Make one with New;
 // it is safe for concurrent use.
 type Driver struct {
 	client   Client
@@ -251,13 +258,14 @@ type Driver struct {
 	nonce    string        // random prefix of the nonces of this driver's calls
 	calls    atomic.Uint64 // numbers the calls that carry a nonce
 	replicas *replicaSync  // nil unless Options.MinReplicas is set
+	single   bool          // Client is a *redis.Client: every key on one server
 }
 
 var (
-	_ locks.Driver   = (*Driver)(nil)
-	_ locks.Watcher  = (*Driver)(nil)
-	_ locks.Claimer  = (*Driver)(nil)
-	_ locks.MinTTLer = (*Driver)(nil)
+	_ locks.Driver        = (*Driver)(nil)
+	_ locks.Watcher       = (*Driver)(nil)
+	_ locks.ClaimAcquirer = (*Driver)(nil)
+	_ locks.MinTTLer      = (*Driver)(nil)
 )
 
 // New returns a driver on opts.Client. It does not contact Redis: a bad
@@ -287,6 +295,7 @@ func New(opts Options) (*Driver, error) {
 		nonce:    strconv.FormatUint(rand.Uint64(), 36) + ".",
 		replicas: replicas,
 	}
+	_, d.single = opts.Client.(*redis.Client)
 	if d.clock == nil {
 		d.clock = clockwork.NewRealClock()
 	}
@@ -379,6 +388,26 @@ func counterMillis(ttl time.Duration) int64 { return millis(max(ttl, counterTTL)
 // Acquire implements locks.Driver in one round trip. With
 // Options.MinReplicas it grants a lease only once that many replicas have it.
 func (d *Driver) Acquire(ctx context.Context, key string, ttl time.Duration) (locks.Lease, error) {
+	return d.acquireClaim(ctx, key, ttl, nil)
+}
+
+// AcquireClaim implements locks.ClaimAcquirer. On a *redis.Client (a single
+// server, or a Sentinel-managed master through NewFailoverClient) it is one
+// script, one round trip. Other clients (a Cluster, a Ring) may keep the
+// claim key and the lock key on different servers, and get
+// locks.AcquireThenClaim: two round trips.
+func (d *Driver) AcquireClaim(ctx context.Context, key string, ttl time.Duration, c locks.FireClaim) (locks.Lease, error) {
+	if !d.single {
+		return locks.AcquireThenClaim(ctx, d, key, ttl, c)
+	}
+	if err := locks.CheckClaim(ctx, c.Key, c.Seq, c.TTL); err != nil {
+		return nil, err
+	}
+	return d.acquireClaim(ctx, key, ttl, &c)
+}
+
+// acquireClaim acquires key and, with c, claims c in the same script.
+func (d *Driver) acquireClaim(ctx context.Context, key string, ttl time.Duration, c *locks.FireClaim) (locks.Lease, error) {
 	if err := locks.Check(ctx, key, ttl); err != nil {
 		return nil, err
 	}
@@ -393,19 +422,28 @@ func (d *Driver) Acquire(ctx context.Context, key string, ttl time.Duration) (lo
 	} else if waiting {
 		caller = "1"
 	}
+	script, keys, args := acquireScript, []string{tag + "lock", tag + "token"}, []any{millis(ttl), counterMillis(ttl), nonce, caller}
+	if c != nil {
+		held := "0"
+		if c.EvenIfHeld {
+			held = "1"
+		}
+		script, keys, args = acquireClaimScript, append(keys, d.tag(c.Key)+"claim"), append(args, c.Seq, millis(c.TTL), held)
+	}
 	sent := d.clock.Now()
-	n, err := d.acquire(ctx, key, ttl, nonce, []string{tag + "lock", tag + "token"},
-		millis(ttl), counterMillis(ttl), nonce, caller)
+	n, err := d.acquire(ctx, script, key, ttl, nonce, keys, args...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: acquire key %q: %w", ErrRedis, key, err)
 	}
-	if n < 0 {
+	switch {
+	case n == -2:
+		return nil, fmt.Errorf("%w: claim key %q of %d", locks.ErrClaimed, c.Key, c.Seq)
+	case n < 0:
 		// Nobody publishes when a reservation lapses untaken: wake a
 		// watcher then, in case every waiter it was kept for gave up.
 		d.hub.WakeAfter(key, handoffTTL)
 		return nil, fmt.Errorf("%w: key %q is reserved for a caller that waited", locks.ErrNotAcquired, key)
-	}
-	if n == 0 {
+	case n == 0:
 		return nil, fmt.Errorf("%w: key %q is held", locks.ErrNotAcquired, key)
 	}
 	return &lease{remotelease.New("redislocks", key, uint64(n), d.clock, d.margin, sent, ttl), d,

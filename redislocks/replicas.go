@@ -72,8 +72,9 @@ func (r *replicaSync) waitMillis(ctx context.Context, c *redis.Client, ttl time.
 	return max(w.Milliseconds(), 1)
 }
 
-// acquire runs the acquire script with keys and args and returns its reply:
-// the token, or 0 when the key is held. With Options.MinReplicas set, a
+// acquire runs script (the acquire script, or the acquire-and-claim one)
+// with keys and args and returns its reply: the token, or 0 or less when
+// the key is held (or the claim refused). With Options.MinReplicas set, a
 // token is returned only once that many replicas acknowledged the lease;
 // otherwise the lease is released and the error wraps ErrNotReplicated.
 //
@@ -85,16 +86,16 @@ func (r *replicaSync) waitMillis(ctx context.Context, c *redis.Client, ttl time.
 // also keeps the acquisition at one round trip. A Cluster client routes a
 // pipeline's commands by key, and WAIT has none, so for a Cluster the
 // pipeline runs on the client of the master that owns the key's slot.
-func (d *Driver) acquire(ctx context.Context, key string, ttl time.Duration, nonce string, keys []string, args ...any) (int64, error) {
+func (d *Driver) acquire(ctx context.Context, script *redis.Script, key string, ttl time.Duration, nonce string, keys []string, args ...any) (int64, error) {
 	if d.replicas == nil {
-		return acquireScript.Run(ctx, d.client, keys, args...).Int64()
+		return script.Run(ctx, d.client, keys, args...).Int64()
 	}
 	c, err := d.connFor(ctx, key)
 	if err != nil {
 		return 0, err
 	}
 	wait := d.replicas.waitMillis(ctx, c, ttl)
-	sc, wc := evalWait(ctx, c, acquireScript, wait, d.replicas.n, keys, args...)
+	sc, wc := evalWait(ctx, c, script, wait, d.replicas.n, keys, args...)
 	reply, err := sc.Int64()
 	if err != nil || reply <= 0 {
 		return reply, err

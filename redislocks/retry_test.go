@@ -39,8 +39,8 @@ func newLossy(t *testing.T) *lossy {
 	direct := s.Client()
 	// Loaded scripts make each operation one EVALSHA, so the drop hits the
 	// script's run and not a NOSCRIPT answer.
-	for _, src := range redislocks.Sources {
-		if err := direct.ScriptLoad(context.Background(), src).Err(); err != nil {
+	for _, sc := range redislocks.Scripts {
+		if err := sc.Load(context.Background(), direct).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -193,6 +193,34 @@ func TestClaimRetriedAfterLostReply(t *testing.T) {
 	s.retried(t, m)
 	if ok, err := s.other.Claim(ctx, "k", 10, time.Minute); ok || err != nil {
 		t.Fatalf("another claimant of the same seq = %v, %v; want false", ok, err)
+	}
+}
+
+// A retried AcquireClaim gets the lease and the claim its first attempt
+// took, instead of ErrClaimed from its own claim: another claimant of the
+// fire is refused, and the lease is the one the lock key holds.
+func TestAcquireClaimRetriedAfterLostReply(t *testing.T) {
+	s := newLossy(t)
+	ctx := context.Background()
+	m := s.dropFirstReply(redislocks.AcquireClaimSHA, "ndigo:{retry:k}:lock")
+	fire := locks.FireClaim{Key: "k@task", Seq: 10, TTL: time.Minute}
+	l, err := s.d.AcquireClaim(ctx, "k", time.Minute, fire)
+	if err != nil {
+		t.Fatalf("AcquireClaim whose first reply was lost: %v, want the lease", err)
+	}
+	s.retried(t, m)
+	v, err := s.direct.Get(ctx, "ndigo:{retry:k}:lock").Result()
+	if err != nil || !strings.HasPrefix(v, strconv.FormatUint(l.Token(), 10)+":") {
+		t.Fatalf("lock value = %q, %v; want the returned token %d", v, err, l.Token())
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("Release of the retried AcquireClaim's lease: %v", err)
+	}
+	if l, err := s.other.AcquireClaim(ctx, "k", time.Minute, fire); !errors.Is(err, locks.ErrClaimed) {
+		t.Fatalf("another claimant of the same fire = %v, %v; want ErrClaimed", l, err)
+	}
+	if ok, err := s.other.Claim(ctx, "k@task", 10, time.Minute); ok || err != nil {
+		t.Fatalf("Claim of the same seq = %v, %v; want false: the retried call recorded it", ok, err)
 	}
 }
 

@@ -18,9 +18,17 @@ var (
 	extendSource string
 	//go:embed claim.lua
 	claimSource string
+	//go:embed claimable.lua
+	claimableSource string
+	//go:embed acquireclaim.lua
+	acquireClaimSource string
 
 	acquireScript = redis.NewScript(acquireSource)
 	releaseScript = redis.NewScript(releaseSource)
 	extendScript  = redis.NewScript(extendSource)
-	claimScript   = redis.NewScript(claimSource)
+	claimScript   = redis.NewScript(claimableSource + claimSource)
+	// acquireClaimScript is acquire.lua made a function whose parameters
+	// shadow KEYS and ARGV, so that its returns return from it.
+	acquireClaimScript = redis.NewScript(claimableSource +
+		"local function acquire(KEYS, ARGV)\n" + acquireSource + "\nend\n" + acquireClaimSource)
 )

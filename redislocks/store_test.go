@@ -35,8 +35,8 @@ func newStore(t *testing.T, c redis.Cmdable, history int) *redislocks.Store {
 func lossyStores(direct *redis.Client, addr string) taskstatetest.NewStores {
 	// Loaded scripts make each call one EVALSHA, so that the loss hits the
 	// script's run and not a NOSCRIPT answer.
-	for _, src := range redislocks.Sources {
-		if err := direct.ScriptLoad(context.Background(), src).Err(); err != nil {
+	for _, sc := range redislocks.Scripts {
+		if err := sc.Load(context.Background(), direct).Err(); err != nil {
 			panic(err)
 		}
 	}

@@ -116,6 +116,16 @@ func (d *stallKey) Acquire(ctx context.Context, key string, ttl time.Duration) (
 	return d.InProcessDriver.Acquire(ctx, key, ttl)
 }
 
+// AcquireClaim stalls as Acquire does: it is how the scheduler takes a
+// scheduled fire's lease.
+func (d *stallKey) AcquireClaim(ctx context.Context, key string, ttl time.Duration, c locks.FireClaim) (locks.Lease, error) {
+	if key == d.key {
+		close(d.entered)
+		<-d.release
+	}
+	return d.InProcessDriver.AcquireClaim(ctx, key, ttl, c)
+}
+
 func (d *stallKey) Unwrap() locks.Driver { return d.InProcessDriver }
 
 // Fires due together on different lock keys do not queue behind each

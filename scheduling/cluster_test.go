@@ -92,6 +92,12 @@ type claimRecorder struct {
 	claims []claimCall
 }
 
+// AcquireClaim goes through Claim, so that the claims made with an
+// acquisition are recorded too.
+func (r *claimRecorder) AcquireClaim(ctx context.Context, key string, ttl time.Duration, c locks.FireClaim) (locks.Lease, error) {
+	return locks.AcquireThenClaim(ctx, r, key, ttl, c)
+}
+
 type claimCall struct {
 	key string
 	seq int64

@@ -343,7 +343,7 @@ func (s *Scheduler) pauseRule(f *firing) (Outcome, error) {
 	if s.claims != nil && f.e.spec.Lock != "" && s.clock.Since(f.fire) <= MaxClaimLateness {
 		// A fire skipped while paused is claimed, so that a catch-up after
 		// the resume finds it had its turn.
-		if err := s.claim(ctx, f); err != nil && !errors.Is(err, errClaimed) && !s.stopping() {
+		if err := s.claim(ctx, f); err != nil && !errors.Is(err, locks.ErrClaimed) && !s.stopping() {
 			s.log.Warn("claiming a paused fire failed; a catch-up may run it after the resume", "task", f.e.name, "fire", f.fire, "err", err)
 		}
 	}
@@ -360,8 +360,8 @@ func (s *Scheduler) callBound(e *entry) time.Duration {
 	return e.spec.LockTTL
 }
 
-// lock takes f's lease and claims the fire (steps 2 and 3 of admit). It
-// returns the lease, or the outcome of a fire that does not run and the
+// lock takes f's lease and claims the fire (steps 2 and 3 of admit), in
+// one driver call where the driver can (see acquire). It returns the lease, or the outcome of a fire that does not run and the
 // error behind a failure.
 //
 // The fire is claimed while the lease is held, or before waiting for it: so
@@ -392,29 +392,22 @@ func (s *Scheduler) lock(f *firing, t *turn) (locks.Lease, Outcome, error) {
 	}
 	ctx, cancel := withTimeout(s.acquireCtx, s.clock, e.spec.LockTTL)
 	defer cancel()
-	lease, err := s.driver.Acquire(ctx, e.spec.Lock, e.spec.LockTTL)
+	wait := e.spec.LockWait > 0 && f.kind != kindManual
+	lease, err := s.acquire(ctx, f, wait)
 	if err == nil {
-		if err = s.claim(ctx, f); err == nil {
-			return lease, "", nil
-		}
-		rctx, rcancel := withTimeout(context.Background(), s.clock, e.spec.LockTTL)
-		s.releaseLease(e, lease, rctx)
-		rcancel()
+		return lease, "", nil
 	}
-	if err != nil && ctx.Err() != nil && !s.stopping() {
+	if ctx.Err() != nil && !s.stopping() {
 		err = fmt.Errorf("%w (the driver did not answer within the lock TTL, %v)", err, e.spec.LockTTL)
 	}
 	switch {
 	case !errors.Is(err, locks.ErrNotAcquired):
 		o, err := s.notClaimed(err)
 		return nil, o, err
-	case e.spec.LockWait == 0 || f.kind == kindManual:
+	case !wait:
 		return nil, OutcomeLockHeld, nil
 	}
-	if err := s.claim(ctx, f); err != nil {
-		o, err := s.notClaimed(err)
-		return nil, o, err
-	}
+	// The key is held and the fire claimed: this node waits for the key.
 	cancel()
 	pass()
 	e.waiting.Store(true)
@@ -433,15 +426,37 @@ func (s *Scheduler) lock(f *firing, t *turn) (locks.Lease, Outcome, error) {
 	return nil, s.failed(), err
 }
 
-// errClaimed reports a fire that another node claimed first, or a manual
-// run's request that another node took.
-var errClaimed = errors.New("scheduling: fire claimed by another node")
+// acquire takes f's lease and claims f in one step where the driver can
+// ([locks.AcquireClaim]): a scheduled or catch-up fire claims its instant
+// under its task's claim key, the instant in Unix milliseconds being the
+// claim's sequence number; with wait, the fire is claimed even if the key
+// is held, as the caller waits for it next. A manual run takes the lease,
+// then its request from the store (see claim). A fire that another node
+// claimed first (or whose request it took) gets an error wrapping
+// locks.ErrClaimed, and no lease.
+func (s *Scheduler) acquire(ctx context.Context, f *firing, wait bool) (locks.Lease, error) {
+	e := f.e
+	if f.kind != kindManual {
+		return locks.AcquireClaim(ctx, s.driver, e.spec.Lock, e.spec.LockTTL,
+			locks.FireClaim{Key: e.claimKey, Seq: f.fire.UnixMilli(), TTL: ClaimTTL, EvenIfHeld: wait})
+	}
+	lease, err := s.driver.Acquire(ctx, e.spec.Lock, e.spec.LockTTL)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.claim(ctx, f); err != nil {
+		rctx, cancel := withTimeout(context.Background(), s.clock, e.spec.LockTTL)
+		defer cancel()
+		s.releaseLease(e, lease, rctx)
+		return nil, err
+	}
+	return lease, nil
+}
 
-// claim claims f: a scheduled or catch-up fire under its task's claim key,
-// the fire's instant in Unix milliseconds being the claim's sequence number;
-// a manual run by taking its request from the store, f.fire becoming the
-// instant the request was made. It returns an error wrapping errClaimed if
-// another node was first.
+// claim claims f without a lease: a scheduled or catch-up fire (a paused
+// one, see pauseRule) as acquire does; a manual run by taking its request
+// from the store, f.fire becoming the instant the request was made. It
+// returns an error wrapping locks.ErrClaimed if another node was first.
 func (s *Scheduler) claim(ctx context.Context, f *firing) error {
 	if f.kind == kindManual {
 		at, ok, err := s.state.TakeRequest(ctx, f.e.name, s.node)
@@ -449,14 +464,14 @@ func (s *Scheduler) claim(ctx context.Context, f *firing) error {
 		case err != nil:
 			return fmt.Errorf("taking the manual-run request: %w", err)
 		case !ok:
-			return fmt.Errorf("%w: the request of %s was taken", errClaimed, f.e.name)
+			return fmt.Errorf("%w: the request of %s was taken", locks.ErrClaimed, f.e.name)
 		}
 		f.fire, f.taken = at, true
 		return nil
 	}
 	ok, err := s.claims.Claim(ctx, f.e.claimKey, f.fire.UnixMilli(), ClaimTTL)
 	if err == nil && !ok {
-		err = fmt.Errorf("%w: %s at %v", errClaimed, f.e.name, f.fire)
+		err = fmt.Errorf("%w: %s at %v", locks.ErrClaimed, f.e.name, f.fire)
 	}
 	return err
 }
@@ -464,7 +479,7 @@ func (s *Scheduler) claim(ctx context.Context, f *firing) error {
 // notClaimed returns the outcome of a fire whose lock step or claim failed
 // with err, and the error to report: none for a fire another node claimed.
 func (s *Scheduler) notClaimed(err error) (Outcome, error) {
-	if errors.Is(err, errClaimed) {
+	if errors.Is(err, locks.ErrClaimed) {
 		return OutcomeAlreadyRun, nil
 	}
 	return s.failed(), err

@@ -529,6 +529,11 @@ func (d extendSignal) Acquire(ctx context.Context, key string, ttl time.Duration
 	return signalLease{l, d.extended}, nil
 }
 
+// AcquireClaim goes through Acquire, whose leases signal.
+func (d extendSignal) AcquireClaim(ctx context.Context, key string, ttl time.Duration, c locks.FireClaim) (locks.Lease, error) {
+	return locks.AcquireThenClaim(ctx, d, key, ttl, c)
+}
+
 type signalLease struct {
 	locks.Lease
 	extended chan struct{}

@@ -3,7 +3,7 @@
 // drivers; the suite checks mutual exclusion, fencing-token order, stale
 // holders, expiry, Done, waiting, context cancellation, bad input and the
 // TTL bounds (locks.MaxTTL for every driver, MinTTL for a locks.MinTTLer),
-// the key length bound (locks.MaxKeyLen), fire claims and memberships.
+// the key length bound (locks.MaxKeyLen), fire claims (with and without an acquisition) and memberships.
 package lockstest
 
 import (
@@ -67,6 +67,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("WaitBudget", s.waitBudget)
 	t.Run("LeaseContext", s.leaseContext)
 	t.Run("Claim", s.claim)
+	t.Run("AcquireClaim", s.acquireClaim)
 	t.Run("LongestKey", s.longestKey)
 	t.Run("Membership", s.membership)
 }

@@ -26,10 +26,13 @@ type Op string
 const (
 	OpAcquire Op = "acquire"
 	OpClaim   Op = "claim"
-	OpExtend  Op = "extend"
-	OpRelease Op = "release"
-	OpBeat    Op = "heartbeat" // Key is the group
-	OpLeave   Op = "leave"     // Key is the group
+	// OpAcquireClaim is locks.ClaimAcquirer's one step: Key is the lock's,
+	// Claim the claim's.
+	OpAcquireClaim Op = "acquire+claim"
+	OpExtend       Op = "extend"
+	OpRelease      Op = "release"
+	OpBeat         Op = "heartbeat" // Key is the group
+	OpLeave        Op = "leave"     // Key is the group
 )
 
 // A Call is one operation that a [Driver] is about to forward.
@@ -38,8 +41,9 @@ type Call struct {
 	Op    Op            // the operation
 	Key   string        // the lock or claim key
 	TTL   time.Duration // the TTL asked for (acquire, extend, claim)
-	Seq   int64         // the claim's sequence number (claim)
+	Seq   int64         // the claim's sequence number (claim, acquire+claim)
 	Token uint64        // the lease's token (extend, release)
+	Claim string        // the claim's key (acquire+claim)
 }
 
 // A Fault is what a [Driver] does to one call. The zero Fault forwards the
@@ -61,8 +65,8 @@ type Fault struct {
 type Result struct {
 	Call
 	Fault Fault
-	Token uint64 // the new lease's token (acquire)
-	OK    bool   // the claim was recorded (claim)
+	Token uint64 // the new lease's token (acquire, acquire+claim)
+	OK    bool   // the claim was recorded (claim; acquire+claim: with the lease)
 	Err   error  // the error returned to the caller
 	// Members is the group's live members (heartbeat).
 	Members []string
@@ -70,7 +74,7 @@ type Result struct {
 
 // A Driver wraps a locks.Driver and its leases. Before each call it asks
 // its fault function what to do; after each call it tells its observer what
-// happened. It forwards locks.Watcher, locks.Claimer, locks.Membership and
+// happened. It forwards locks.Watcher, locks.Claimer (and locks.ClaimAcquirer), locks.Membership and
 // locks.MinTTLer of the driver it wraps, and unwraps to it. Views made by [Driver.Node] share
 // the fault function and observer, and name their calls. A Driver is safe
 // for concurrent use.
@@ -191,6 +195,25 @@ func (d *Driver) Claim(ctx context.Context, key string, seq int64, ttl time.Dura
 		return Result{OK: ok, Err: err}
 	})
 	return r.OK && r.Err == nil, r.Err
+}
+
+// AcquireClaim implements locks.ClaimAcquirer: one call, OpAcquireClaim,
+// that the wrapped driver makes in one step if it is a ClaimAcquirer and
+// in two otherwise (locks.AcquireClaim).
+func (d *Driver) AcquireClaim(ctx context.Context, key string, ttl time.Duration, c locks.FireClaim) (locks.Lease, error) {
+	var l locks.Lease
+	r := d.do(ctx, Call{Op: OpAcquireClaim, Key: key, TTL: ttl, Seq: c.Seq, Claim: c.Key}, func() Result {
+		var err error
+		l, err = locks.AcquireClaim(ctx, d.inner, key, ttl, c)
+		if err != nil {
+			return Result{Err: err}
+		}
+		return Result{Token: l.Token(), OK: true}
+	})
+	if r.Err != nil {
+		return nil, r.Err
+	}
+	return &lease{Lease: l, d: d}, nil
 }
 
 // Heartbeat implements locks.Membership when the wrapped driver does;

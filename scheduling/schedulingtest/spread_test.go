@@ -151,8 +151,8 @@ func TestSpreadOneNodePerFire(t *testing.T) {
 		c := newSpreadCluster(t, 3, 30)
 		time.Sleep(20 * time.Second)
 		fires := 30 * 15
-		if n := c.countCalls(schedulingtest.OpAcquire, 4*time.Second, 19*time.Second); n != fires {
-			t.Errorf("%d Acquire calls for the %d fires from 4s to 19s, want one per fire", n, fires)
+		if n := c.countCalls(schedulingtest.OpAcquireClaim, 4*time.Second, 19*time.Second); n != fires {
+			t.Errorf("%d AcquireClaim calls for the %d fires from 4s to 19s, want one per fire", n, fires)
 		}
 		if n := c.countCalls(schedulingtest.OpBeat, 4*time.Second, 19*time.Second); n != 3*15 {
 			t.Errorf("%d heartbeats from 4s to 19s, want one per node and second (45)", n)
