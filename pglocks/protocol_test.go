@@ -124,8 +124,8 @@ func storeCalls(t *testing.T, p *pgxpool.Pool) {
 	if err := s.RequestRun(ctx, "Payroll.Close", at); err != nil {
 		t.Fatal(err)
 	}
-	if reqs, err := s.Requests(ctx); err != nil || len(reqs) != 1 {
-		t.Fatalf("Requests = %v, %v; want the one request", reqs, err)
+	if p, err := s.Poll(ctx); err != nil || len(p.Requests) != 1 || p.Pauses == 0 {
+		t.Fatalf("Poll = %+v, %v; want the one request and the pauses counted", p, err)
 	}
 	if _, ok, err := s.TakeRequest(ctx, "Payroll.Close", "node-a"); err != nil || !ok {
 		t.Fatalf("TakeRequest = %v, %v; want true", ok, err)

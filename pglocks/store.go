@@ -68,7 +68,7 @@ type Store struct {
 }
 
 type storeStatements struct {
-	schema, pause, resume, paused, request, requests, take, record, runs string
+	schema, pause, resume, paused, request, poll, take, record, runs string
 }
 
 var _ taskstate.Store = (*Store)(nil)
@@ -104,17 +104,21 @@ func NewStore(opts StoreOptions) (*Store, error) {
 		q[len(q)-1] += suffix
 		return pgx.Identifier(q).Sanitize()
 	}
-	r := strings.NewReplacer("$PAUSED", name("_paused"), "$REQUESTS", name("_requests"), "$RUNS", name("_runs"))
+	r := strings.NewReplacer("$PAUSED", name("_paused"), "$REQUESTS", name("_requests"), "$RUNS", name("_runs"),
+		"$PAUSES", name("_pauses"))
 	s := &Store{pool: opts.Pool, ns: opts.Namespace, table: table, history: n, sql: storeStatements{
-		schema:   r.Replace(storeSchemaSQL),
-		pause:    r.Replace(`INSERT INTO $PAUSED (ns, task) VALUES ($1::text, $2::text) ON CONFLICT DO NOTHING`),
-		resume:   r.Replace(`DELETE FROM $PAUSED WHERE ns = $1::text AND task = $2::text`),
-		paused:   r.Replace(`SELECT EXISTS (SELECT 1 FROM $PAUSED WHERE ns = $1::text AND task = $2::text)`),
-		request:  r.Replace(`INSERT INTO $REQUESTS (ns, task, at) VALUES ($1::text, $2::text, $3::bigint) ON CONFLICT DO NOTHING`),
-		requests: r.Replace(`SELECT task, at FROM $REQUESTS WHERE ns = $1::text`),
-		take:     r.Replace(storeTakeSQL),
-		record:   r.Replace(storeRecordSQL),
-		runs:     r.Replace(`SELECT run FROM $RUNS WHERE ns = $1::text AND task = $2::text ORDER BY id DESC LIMIT $3::bigint`),
+		schema: r.Replace(storeSchemaSQL),
+		pause: r.Replace(`WITH g AS (SELECT nextval('$PAUSES'))
+			INSERT INTO $PAUSED (ns, task) SELECT $1::text, $2::text FROM g ON CONFLICT DO NOTHING`),
+		resume: r.Replace(`WITH g AS (SELECT nextval('$PAUSES'))
+			DELETE FROM $PAUSED WHERE ns = $1::text AND task = $2::text AND EXISTS (SELECT 1 FROM g)`),
+		paused:  r.Replace(`SELECT EXISTS (SELECT 1 FROM $PAUSED WHERE ns = $1::text AND task = $2::text)`),
+		request: r.Replace(`INSERT INTO $REQUESTS (ns, task, at) VALUES ($1::text, $2::text, $3::bigint) ON CONFLICT DO NOTHING`),
+		poll: r.Replace(`SELECT task, at FROM $REQUESTS WHERE ns = $1::text
+			UNION ALL SELECT NULL::text, last_value FROM $PAUSES`),
+		take:   r.Replace(storeTakeSQL),
+		record: r.Replace(storeRecordSQL),
+		runs:   r.Replace(`SELECT run FROM $RUNS WHERE ns = $1::text AND task = $2::text ORDER BY id DESC LIMIT $3::bigint`),
 	}}
 	return s, nil
 }
@@ -187,24 +191,32 @@ func (s *Store) RequestRun(ctx context.Context, task string, at time.Time) error
 	return nil
 }
 
-// Requests returns the pending requests.
-func (s *Store) Requests(ctx context.Context) (map[string]time.Time, error) {
+// Poll returns the pending requests and the pause generation, in one
+// statement: the generation is the last value of a sequence that SetPaused
+// draws from (of every namespace in the tables: a change in one namespace
+// makes the others' nodes read their flags again, which costs a read and
+// changes nothing).
+func (s *Store) Poll(ctx context.Context) (taskstate.Poll, error) {
 	if err := taskstate.CheckContext(ctx); err != nil {
-		return nil, err
+		return taskstate.Poll{}, err
 	}
-	rows, err := s.pool.Query(ctx, s.sql.requests, pgx.QueryExecModeExec, s.ns)
+	rows, err := s.pool.Query(ctx, s.sql.poll, pgx.QueryExecModeExec, s.ns)
 	if err != nil {
-		return nil, fmt.Errorf("%w: Requests in namespace %q: %w", ErrDatabase, s.ns, err)
+		return taskstate.Poll{}, fmt.Errorf("%w: Poll in namespace %q: %w", ErrDatabase, s.ns, err)
 	}
-	out := map[string]time.Time{}
-	var task string
+	out := taskstate.Poll{Requests: map[string]time.Time{}}
+	var task *string
 	var at int64
 	_, err = pgx.ForEachRow(rows, []any{&task, &at}, func() error {
-		out[task] = time.Unix(0, at).UTC()
+		if task == nil {
+			out.Pauses = at
+		} else {
+			out.Requests[*task] = time.Unix(0, at).UTC()
+		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: Requests in namespace %q: %w", ErrDatabase, s.ns, err)
+		return taskstate.Poll{}, fmt.Errorf("%w: Poll in namespace %q: %w", ErrDatabase, s.ns, err)
 	}
 	return out, nil
 }

@@ -1,7 +1,8 @@
 -- The task state (taskstate.Store) of every namespace: the paused tasks, the
 -- pending manual-run requests (at: Unix nanoseconds), and the newest runs of
 -- each task (run: JSON), at most the store's history length per task plus
--- one per concurrent writer.
+-- one per concurrent writer. SetPaused draws from the pauses sequence, whose
+-- last value is the pause generation (taskstate.Poll.Pauses).
 CREATE TABLE IF NOT EXISTS $PAUSED (
 	ns   text NOT NULL,
 	task text NOT NULL,
@@ -20,3 +21,4 @@ CREATE TABLE IF NOT EXISTS $RUNS (
 	run  text      NOT NULL,
 	PRIMARY KEY (ns, task, id)
 );
+CREATE SEQUENCE IF NOT EXISTS $PAUSES;

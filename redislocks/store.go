@@ -61,6 +61,7 @@ type StoreOptions struct {
 //	ndigo:{ns:t}:task:paused     "1" while the task is paused; no expiry
 //	ndigo:{ns:t}:task:call:<n>   a SetPaused call's nonce n, for a minute
 //	ndigo:{ns}:requests          the pending manual-run requests: task name -> Unix nanoseconds
+//	ndigo:{ns}:pauses            the pause generation (taskstate.Poll.Pauses): INCR after each SetPaused; no expiry
 //	ndigo:{ns}:runs:t            the newest runs, JSON each, newest first; it expires 90 days after the last
 //	ndigo:{ns}:call:<n>          a RequestRun, TakeRequest or Record call's nonce n (a take's: what it took), for a minute
 //
@@ -90,6 +91,7 @@ type Store struct {
 	ns       string
 	history  int
 	requests string
+	pauses   string        // the pause generation's key
 	nonce    string        // random prefix of the nonces of this store's calls
 	calls    atomic.Uint64 // numbers the calls that carry a nonce
 }
@@ -109,7 +111,8 @@ func NewStore(opts StoreOptions) (*Store, error) {
 		return nil, err
 	}
 	return &Store{client: opts.Client, ns: opts.Namespace, history: n, requests: "ndigo:{" + opts.Namespace + "}:requests",
-		nonce: strconv.FormatUint(rand.Uint64(), 36) + "."}, nil
+		pauses: "ndigo:{" + opts.Namespace + "}:pauses",
+		nonce:  strconv.FormatUint(rand.Uint64(), 36) + "."}, nil
 }
 
 // callNonce returns a nonce for one call, the same for go-redis's retries
@@ -140,7 +143,10 @@ func fail(op, task string, err error) error {
 	return fmt.Errorf("%w: %s of task %q: %w", ErrRedis, op, task, err)
 }
 
-// SetPaused sets task's paused flag, once per call.
+// SetPaused sets task's paused flag, once per call, then moves the pause
+// generation on: two round trips, the flag and the generation being in
+// different Cluster slots. A retried INCR moves it twice, which tells the
+// pollers the same.
 func (s *Store) SetPaused(ctx context.Context, task string, paused bool) error {
 	if err := taskstate.CheckTask(ctx, task); err != nil {
 		return err
@@ -151,6 +157,9 @@ func (s *Store) SetPaused(ctx context.Context, task string, paused bool) error {
 	}
 	err := pauseScript.Run(ctx, s.client, []string{s.key(task, "paused"), s.key(task, "call:"+s.callNonce())}, flag,
 		callTTL.Milliseconds()).Err()
+	if err == nil {
+		err = s.client.Incr(ctx, s.pauses).Err()
+	}
 	if err != nil {
 		return fail("SetPaused", task, err)
 	}
@@ -186,19 +195,27 @@ func (s *Store) RequestRun(ctx context.Context, task string, at time.Time) error
 	return nil
 }
 
-// Requests returns the pending requests.
-func (s *Store) Requests(ctx context.Context) (map[string]time.Time, error) {
+// Poll returns the pending requests and the pause generation: HGETALL and
+// GET in one pipeline, one round trip (both keys are in the namespace's
+// slot).
+func (s *Store) Poll(ctx context.Context) (taskstate.Poll, error) {
 	if err := taskstate.CheckContext(ctx); err != nil {
-		return nil, err
+		return taskstate.Poll{}, err
 	}
-	m, err := s.client.HGetAll(ctx, s.requests).Result()
-	if err != nil {
-		return nil, fmt.Errorf("%w: Requests in namespace %q: %w", ErrRedis, s.ns, err)
+	var reqs *redis.MapStringStringCmd
+	var gen *redis.StringCmd
+	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		reqs, gen = p.HGetAll(ctx, s.requests), p.Get(ctx, s.pauses)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return taskstate.Poll{}, fmt.Errorf("%w: Poll in namespace %q: %w", ErrRedis, s.ns, err)
 	}
-	out := make(map[string]time.Time, len(m))
-	for task, v := range m {
-		out[task] = unixNano(v)
+	out := taskstate.Poll{Requests: make(map[string]time.Time, len(reqs.Val()))}
+	for task, v := range reqs.Val() {
+		out.Requests[task] = unixNano(v)
 	}
+	out.Pauses, _ = gen.Int64() // none yet: 0
 	return out, nil
 }
 

@@ -94,7 +94,7 @@ func TestManualRunNeverStartsOnAnEndedLease(t *testing.T) {
 	if err != nil || len(runs) != 1 || !runs[0].Manual || runs[0].Outcome != string(OutcomeLockFailed) || runs[0].Node != "node-a" {
 		t.Fatalf("History = %+v, %v; want the taken request recorded as a lock failure by node-a", runs, err)
 	}
-	if reqs, err := inner.Requests(ctx); err != nil || len(reqs) != 0 {
+	if reqs, err := pending(ctx, inner); err != nil || len(reqs) != 0 {
 		t.Errorf("pending requests %v, %v; want none: the request was taken", reqs, err)
 	}
 }

@@ -39,13 +39,17 @@ func (s *Scheduler) lookup(name string) (*entry, error) {
 
 // Pause pauses the task named name on every node that shares the
 // scheduler's task state: their fires of it are skipped with OutcomePaused
-// until [Scheduler.Resume], whatever node restarts meanwhile. A run in
+// until [Scheduler.Resume], whatever node restarts meanwhile. This node
+// skips from its next fire; the others from their next poll
+// ([Config.RequestPoll]), where they learn that some task's flag changed
+// (nodes keep the flags they read, see [PauseFlagAge]). A run in
 // flight goes on. [Scheduler.RunNow] still runs a paused task.
 func (s *Scheduler) Pause(ctx context.Context, name string) error {
 	return s.setPaused(ctx, name, true)
 }
 
-// Resume ends a pause: the task's next fire runs on every node.
+// Resume ends a pause: the task's next fire runs on every node (on the
+// others, from their next poll, as for Pause).
 func (s *Scheduler) Resume(ctx context.Context, name string) error {
 	return s.setPaused(ctx, name, false)
 }
@@ -55,7 +59,9 @@ func (s *Scheduler) setPaused(ctx context.Context, name string, paused bool) err
 	if err != nil {
 		return err
 	}
-	return s.state.SetPaused(ctx, e.name, paused)
+	err = s.state.SetPaused(ctx, e.name, paused)
+	s.pauses.forget(true) // this node sees its own change at its next fire
+	return err
 }
 
 // RunNow asks for one run of the task named name, as soon as one node of
@@ -143,22 +149,26 @@ func (s *Scheduler) pollRequests() {
 	s.startRequested()
 }
 
-// startRequested reads the pending requests and starts a manual fire for
-// each of this scheduler's tasks among them.
+// startRequested reads the pending requests and the pause generation
+// (one call), and starts a manual fire for each of this scheduler's tasks
+// among the requests.
 func (s *Scheduler) startRequested() {
 	ctx, cancel := withTimeout(s.acquireCtx, s.clock, storeTimeout)
 	defer cancel()
-	reqs, err := s.state.Requests(ctx)
+	p, err := s.state.Poll(ctx)
 	if err != nil {
+		s.pauses.forget(false)
 		// Once per outage at Warn: the look comes back every second.
 		if !s.stopping() && !s.pollFailing.Swap(true) {
 			s.log.Warn("reading manual-run requests failed; retrying every poll", "err", err)
 		}
 		return
 	}
+	s.pauses.polled(p.Pauses)
 	if s.pollFailing.Swap(false) {
 		s.log.Info("reading manual-run requests works again")
 	}
+	reqs := p.Requests
 	if len(reqs) == 0 || s.stopping() {
 		return
 	}

@@ -72,6 +72,12 @@ func (c *cluster) stop() {
 
 func (c *cluster) step(d, inc time.Duration) { c.t.Helper(); step(c.t, c.fc, d, inc, c.nodes...) }
 
+// pending returns st's pending requests, from Poll.
+func pending(ctx context.Context, st taskstate.Store) (map[string]time.Time, error) {
+	p, err := st.Poll(ctx)
+	return p.Requests, err
+}
+
 // skipCounter counts skips by outcome, and the scheduled fires skipped by
 // outcome.
 type skipCounter struct {
@@ -224,7 +230,7 @@ func TestRunNowRunsOnceInTheCluster(t *testing.T) {
 	if m := x.most.Load(); m != 1 {
 		t.Errorf("%d runs overlapped, want 1", m)
 	}
-	if reqs, _ := c.store.Requests(ctx); len(reqs) != 0 {
+	if reqs, _ := pending(ctx, c.store); len(reqs) != 0 {
 		t.Errorf("requests %v left pending", reqs)
 	}
 }
@@ -282,7 +288,7 @@ func TestRunNowWaitsForTheRunningFire(t *testing.T) {
 			t.Fatalf("a node other than the runner %s runs the task", runner)
 		}
 	}
-	if reqs, _ := c.store.Requests(ctx); reqs["report"].IsZero() {
+	if reqs, _ := pending(ctx, c.store); reqs["report"].IsZero() {
 		t.Fatalf("the second request was taken while the first run held the lock")
 	}
 	unblock()
@@ -403,7 +409,7 @@ func randomControlHistory(t *testing.T, seed uint64) {
 				t.Fatal(err)
 			}
 		case op < 5:
-			if reqs, _ := c.store.Requests(ctx); reqs["report"].IsZero() {
+			if reqs, _ := pending(ctx, c.store); reqs["report"].IsZero() {
 				batches++
 			}
 			var wg sync.WaitGroup
@@ -453,7 +459,7 @@ func randomControlHistory(t *testing.T, seed uint64) {
 	if manual < batches || manual > requests {
 		t.Errorf("seed %d: %d manual runs for %d batches of %d requests", seed, manual, batches, requests)
 	}
-	if reqs, _ := c.store.Requests(ctx); len(reqs) != 0 {
+	if reqs, _ := pending(ctx, c.store); len(reqs) != 0 {
 		t.Errorf("seed %d: requests %v still pending at the end", seed, reqs)
 	}
 	// A fire whose lock a manual run held is skipped: lock held on the
@@ -491,8 +497,8 @@ type downStore struct{ taskstate.Store }
 
 var errStoreDown = errors.New("store down")
 
-func (downStore) Paused(context.Context, string) (bool, error)           { return false, errStoreDown }
-func (downStore) Requests(context.Context) (map[string]time.Time, error) { return nil, errStoreDown }
+func (downStore) Paused(context.Context, string) (bool, error) { return false, errStoreDown }
+func (downStore) Poll(context.Context) (taskstate.Poll, error) { return taskstate.Poll{}, errStoreDown }
 
 // A fire whose node cannot read the paused flag is not run: it fails as a
 // lock failure, naming the store's error.
@@ -533,5 +539,68 @@ func TestFailingRequestLookIsLoggedOnce(t *testing.T) {
 	step(t, fc, 5*time.Second, time.Second, s)
 	if n := len(logs.find("reading manual-run requests failed")); n != 1 {
 		t.Errorf("%d lines about 6 failed looks, want 1", n)
+	}
+}
+
+// pauseReads counts a node's Paused reads, and can fail its polls.
+type pauseReads struct {
+	taskstate.Store
+	reads    atomic.Int32
+	pollDown atomic.Bool
+}
+
+func (p *pauseReads) Paused(ctx context.Context, task string) (bool, error) {
+	p.reads.Add(1)
+	return p.Store.Paused(ctx, task)
+}
+
+func (p *pauseReads) Poll(ctx context.Context) (taskstate.Poll, error) {
+	if p.pollDown.Load() {
+		return taskstate.Poll{}, errStoreDown
+	}
+	return p.Store.Poll(ctx)
+}
+
+// A node reads a task's paused flag once, not at every fire, until a pause
+// or resume anywhere moves the store's pause generation on: the other node
+// then skips from its next poll. While its polls fail, a node reads the
+// flag at every fire again (and would fail the fire if the read failed).
+func TestPausedFlagReadOncePerGeneration(t *testing.T) {
+	fc := clockwork.NewFakeClockAt(epoch)
+	inner, _ := taskstate.NewInProcess(0)
+	driver := locks.NewInProcessDriver(locks.WithClock(fc))
+	var x exclusive
+	stores := []*pauseReads{{Store: inner}, {Store: inner}}
+	var nodes []*Scheduler
+	for i, st := range stores {
+		s := New(Config{Driver: driver, Clock: fc, Logger: slog.New(&logRecorder{}), Node: fmt.Sprintf("node-%d", i), State: st})
+		mustAdd(t, s, NewTask(x.task, Cron("@every 1s"), Lock("k"), Name("report")))
+		mustStart(t, s)
+		defer s.Stop(context.Background())
+		nodes = append(nodes, s)
+	}
+	reads := func() (int32, int32) { return stores[0].reads.Load(), stores[1].reads.Load() }
+	step(t, fc, 10*time.Second, time.Second, nodes...)
+	if a, b := reads(); a > 1 || b > 1 || x.count() != 10 {
+		t.Fatalf("%d and %d reads of the paused flag for %d fires, want 10 fires and one read per node", a, b, x.count())
+	}
+	if err := nodes[0].Pause(context.Background(), "report"); err != nil {
+		t.Fatal(err)
+	}
+	pausedAt := fc.Now()
+	step(t, fc, 5*time.Second, time.Second, nodes...)
+	for _, f := range x.list() {
+		if f.After(pausedAt.Add(DefaultRequestPoll)) {
+			t.Fatalf("fire %v ran %v after the pause: the other node should know from its next poll", f, f.Sub(pausedAt))
+		}
+	}
+	a0, b0 := reads()
+	if a0 > 3 || b0 > 3 {
+		t.Fatalf("%d and %d reads of the paused flag after one pause, want at most one more per node (and one per node after its poll)", a0, b0)
+	}
+	stores[1].pollDown.Store(true)
+	step(t, fc, 5*time.Second, time.Second, nodes...)
+	if a, b := reads(); a != a0 || b < b0+4 {
+		t.Fatalf("reads moved from %d, %d to %d, %d over 5 fires with node-1's polls failing; want node-0's unchanged and node-1 reading at every fire", a0, b0, a, b)
 	}
 }

@@ -331,7 +331,7 @@ func (s *Scheduler) admit(f *firing, t *turn) (locks.Lease, Outcome, error) {
 func (s *Scheduler) pauseRule(f *firing) (Outcome, error) {
 	ctx, cancel := withTimeout(s.acquireCtx, s.clock, s.callBound(f.e))
 	defer cancel()
-	paused, err := s.state.Paused(ctx, f.e.name)
+	paused, err := s.pauses.paused(ctx, f.e.name, s.clock.Now(), s.state.Paused)
 	switch {
 	case err != nil && s.stopping():
 		return notRecorded, nil

@@ -99,6 +99,7 @@ type Scheduler struct {
 	state       taskstate.Store // nil without one: no pause, manual runs or shared history
 	poll        time.Duration   // Config.RequestPoll
 	pollFailing atomic.Bool     // the last look for requests failed
+	pauses      pauseCache      // the paused flags read, kept while the store's pause generation holds
 
 	runCtx        context.Context // parent of every run; cancelled at the stop deadline
 	cancelRuns    context.CancelCauseFunc

@@ -17,6 +17,7 @@ type InProcess struct {
 
 	mu       sync.Mutex // protects the fields below
 	paused   map[string]bool
+	pauses   int64 // Poll.Pauses
 	requests map[string]time.Time
 	runs     map[string][]Run // oldest first, at most history each
 }
@@ -42,6 +43,7 @@ func (s *InProcess) SetPaused(ctx context.Context, task string, paused bool) err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.pauses++
 	if paused {
 		s.paused[task] = true
 	} else {
@@ -74,14 +76,14 @@ func (s *InProcess) RequestRun(ctx context.Context, task string, at time.Time) e
 	return nil
 }
 
-// Requests returns the pending requests.
-func (s *InProcess) Requests(ctx context.Context) (map[string]time.Time, error) {
+// Poll returns the pending requests and the pause generation.
+func (s *InProcess) Poll(ctx context.Context) (Poll, error) {
 	if err := CheckContext(ctx); err != nil {
-		return nil, err
+		return Poll{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return maps.Clone(s.requests), nil
+	return Poll{Requests: maps.Clone(s.requests), Pauses: s.pauses}, nil
 }
 
 // TakeRequest removes task's pending request and adds node's placeholder

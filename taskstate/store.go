@@ -65,7 +65,8 @@ var ErrInvalid = errors.New("taskstate: invalid argument")
 // act again (a second request, a second take).
 type Store interface {
 	// SetPaused pauses (true) or resumes (false) task. The flag holds until
-	// it is changed, whatever node restarts.
+	// it is changed, whatever node restarts. Once it returns, the Pauses of
+	// every later Poll differs from that of every Poll before the call.
 	SetPaused(ctx context.Context, task string, paused bool) error
 	// Paused reports whether task is paused; a task never paused is not.
 	Paused(ctx context.Context, task string) (bool, error)
@@ -73,9 +74,9 @@ type Store interface {
 	// request made while another is pending is merged into it: the earlier
 	// instant stays, and one run serves both.
 	RequestRun(ctx context.Context, task string, at time.Time) error
-	// Requests returns the pending requests: the instant each was made, by
-	// task name.
-	Requests(ctx context.Context) (map[string]time.Time, error)
+	// Poll returns what every node reads at each of its polls, in one
+	// call: the pending requests, and the pause generation.
+	Poll(ctx context.Context) (Poll, error)
 	// TakeRequest removes task's pending request for node and returns the
 	// instant it was made; in the same step it adds the placeholder run
 	// {Fire: at, Manual: true, Node: node, Outcome: OutcomeTaken} to task's
@@ -93,6 +94,18 @@ type Store interface {
 	// limit 0 means every kept run. It reads only the runs it returns. A
 	// negative limit is an error wrapping ErrInvalid.
 	Runs(ctx context.Context, task string, limit int) ([]Run, error)
+}
+
+// A Poll is what [Store.Poll] returns.
+type Poll struct {
+	// Requests are the pending manual-run requests: the instant each was
+	// made, by task name.
+	Requests map[string]time.Time
+	// Pauses is the pause generation: it changes with each SetPaused of
+	// any task. A node that keeps the paused flags it read (the scheduler
+	// does) reads them again when Pauses changes, so that one read per
+	// poll stands for every task's flag.
+	Pauses int64
 }
 
 // OutcomeTaken is the Outcome of the placeholder run that

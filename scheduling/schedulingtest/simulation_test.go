@@ -67,7 +67,9 @@ const (
 //	(d) no panic, and every goroutine ends (synctest fails a history whose
 //	    goroutines outlive it);
 //	(e) no scheduled or catch-up fire whose instant fell while its task was
-//	    paused on every node's clock runs, unless a fault touched it;
+//	    paused on every node's clock, and had been for one request poll (the
+//	    nodes learn of a pause at their next poll), runs, unless a fault
+//	    touched it;
 //	(f) every manual-run request is run at most once and accounted for: each
 //	    take is in the shared history (run, failed, or taken by a node that
 //	    died), each request made is served by a later take of its task (the
@@ -734,9 +736,9 @@ func (n *nodeStore) RequestRun(ctx context.Context, task string, at time.Time) e
 	})
 }
 
-func (n *nodeStore) Requests(ctx context.Context) (r map[string]time.Time, err error) {
-	err = n.call("Requests", "", func() error { r, err = n.s.inner.Requests(ctx); return err })
-	return r, err
+func (n *nodeStore) Poll(ctx context.Context) (p taskstate.Poll, err error) {
+	err = n.call("Poll", "", func() error { p, err = n.s.inner.Poll(ctx); return err })
+	return p, err
 }
 
 func (n *nodeStore) TakeRequest(ctx context.Context, task, node string) (at time.Time, ok bool, err error) {
@@ -777,11 +779,12 @@ func (s *simStore) pausedAround(task string, from, to time.Time) bool {
 }
 
 // checkPaused is check (e): a scheduled or catch-up run of a fire whose
-// instant, on every node's clock, fell while its task was paused.
+// instant, on every node's clock, fell while its task was paused, and had
+// been for one request poll.
 func (w *simWorld) checkPaused(t *testing.T, lockOf map[string]string) {
 	for _, r := range w.recs {
 		for _, e := range r.Started() {
-			if e.Manual || !w.store.pausedAround(e.Task, e.Fire.Add(-maxSkew), e.Fire.Add(maxSkew)) {
+			if e.Manual || !w.store.pausedAround(e.Task, e.Fire.Add(-2*maxSkew-scheduling.DefaultRequestPoll), e.Fire.Add(maxSkew)) {
 				continue
 			}
 			var st simTask
@@ -805,7 +808,8 @@ func (w *simWorld) checkRequests(t *testing.T) {
 	s.mu.Lock()
 	asked, takes := slices.Clone(s.asked), slices.Clone(s.takes)
 	s.mu.Unlock()
-	pending, err := s.inner.Requests(ctx)
+	p, err := s.inner.Poll(ctx)
+	pending := p.Requests
 	if err != nil {
 		t.Fatal(err)
 	}

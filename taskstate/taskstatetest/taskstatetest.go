@@ -131,7 +131,7 @@ func (s *suite) badInput(t *testing.T) {
 		"SetPaused":   a.SetPaused(ctx, "", true),
 		"RequestRun":  a.RequestRun(ctx, "", time.Now()),
 		"Record":      a.Record(ctx, "", taskstate.Run{}),
-		"Requests":    func() error { _, err := a.Requests(nilCtx); return err }(),
+		"Poll":        func() error { _, err := a.Poll(nilCtx); return err }(),
 		"Paused":      func() error { _, err := a.Paused(ctx, ""); return err }(),
 		"TakeRequest": func() error { _, _, err := a.TakeRequest(ctx, "", "node-a"); return err }(),
 		"Runs":        func() error { _, err := a.Runs(ctx, "", 0); return err }(),
@@ -166,18 +166,56 @@ func (s *suite) cancelledContext(t *testing.T) {
 	if err := a.RequestRun(ctx, task, time.Now()); !errors.Is(err, context.Canceled) {
 		t.Errorf("RequestRun on a cancelled context: err = %v, want context.Canceled", err)
 	}
-	if _, err := a.Requests(ctx); !errors.Is(err, context.Canceled) {
-		t.Errorf("Requests on a cancelled context: err = %v, want context.Canceled", err)
+	if _, err := a.Poll(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("Poll on a cancelled context: err = %v, want context.Canceled", err)
 	}
 	if paused, err := a.Paused(context.Background(), task); err != nil || paused {
 		t.Errorf("after a cancelled SetPaused: Paused = %v, %v; want false, nil", paused, err)
 	}
 }
 
+// requests returns st's pending requests, from Poll.
+func requests(ctx context.Context, st taskstate.Store) (map[string]time.Time, error) {
+	p, err := st.Poll(ctx)
+	return p.Requests, err
+}
+
+// paused checks the flags, and that every SetPaused (of either node, of any
+// task, changing the flag or not) moves every node's pause generation on,
+// and nothing else does.
 func (s *suite) paused(t *testing.T) {
 	a, b := s.pair(t, 0)
 	ctx := context.Background()
 	task, other := s.task(t), s.task(t)
+	gen := func(st taskstate.Store) int64 {
+		t.Helper()
+		p, err := st.Poll(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Pauses
+	}
+	seen := map[int64]bool{gen(a): true}
+	set := func(st taskstate.Store, name string, paused bool) {
+		t.Helper()
+		if err := st.SetPaused(ctx, name, paused); err != nil {
+			t.Fatal(err)
+		}
+		g := gen(a)
+		if gb := gen(b); gb != g {
+			t.Fatalf("Poll().Pauses = %d on one node, %d on the other; want the same", g, gb)
+		}
+		if seen[g] {
+			t.Fatalf("Poll().Pauses = %d after SetPaused(%q, %v), a generation seen before; want a new one", g, name, paused)
+		}
+		seen[g] = true
+		if err := st.RequestRun(ctx, other, time.Unix(1, 0)); err != nil {
+			t.Fatal(err)
+		}
+		if g2 := gen(st); g2 != g {
+			t.Fatalf("Poll().Pauses = %d after a RequestRun, %d before; want no change", g2, g)
+		}
+	}
 	want := func(st taskstate.Store, name string, w bool) {
 		t.Helper()
 		if got, err := st.Paused(ctx, name); err != nil || got != w {
@@ -185,22 +223,14 @@ func (s *suite) paused(t *testing.T) {
 		}
 	}
 	want(a, task, false)
-	if err := a.SetPaused(ctx, task, true); err != nil {
-		t.Fatal(err)
-	}
+	set(a, task, true)
 	want(b, task, true) // the other node sees it
 	want(b, other, false)
-	if err := b.SetPaused(ctx, task, true); err != nil { // idempotent
-		t.Fatal(err)
-	}
+	set(b, task, true) // idempotent, and still a new generation
 	want(a, task, true)
-	if err := b.SetPaused(ctx, task, false); err != nil {
-		t.Fatal(err)
-	}
+	set(b, task, false)
 	want(a, task, false)
-	if err := a.SetPaused(ctx, task, false); err != nil { // resuming a running task is no error
-		t.Fatal(err)
-	}
+	set(a, task, false) // resuming a running task is no error
 	want(b, task, false)
 }
 
@@ -221,7 +251,7 @@ func (s *suite) requests(t *testing.T) {
 	if err := b.RequestRun(ctx, other, first.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	reqs, err := b.Requests(ctx)
+	reqs, err := requests(ctx, b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +268,7 @@ func (s *suite) requests(t *testing.T) {
 	if _, ok, err := a.TakeRequest(ctx, task, "node-a"); err != nil || ok {
 		t.Fatalf("second TakeRequest = %v, %v; want false, nil: one request is taken once", ok, err)
 	}
-	reqs, err = a.Requests(ctx)
+	reqs, err = requests(ctx, a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -667,7 +697,7 @@ func (s *suite) lostRequestRun(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	reqs, err := b.Requests(ctx)
+	reqs, err := requests(ctx, b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -749,7 +779,7 @@ func (s *suite) lostTakeRequestThenAnotherTake(t *testing.T) {
 	if st.Loss != Failed && (!ok || !at.Equal(first)) {
 		t.Fatalf("TakeRequest whose reply was lost = %v, %v; want %v, true: the request its first attempt took", at, ok, first)
 	}
-	reqs, err := b.Requests(ctx)
+	reqs, err := requests(ctx, b)
 	if err != nil {
 		t.Fatal(err)
 	}
