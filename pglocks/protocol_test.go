@@ -130,7 +130,7 @@ func storeCalls(t *testing.T, p *pgxpool.Pool) {
 	if _, ok, err := s.TakeRequest(ctx, "Payroll.Close", "node-a"); err != nil || !ok {
 		t.Fatalf("TakeRequest = %v, %v; want true", ok, err)
 	}
-	if err := s.Record(ctx, "Payroll.Close", taskstate.Run{Fire: at, Manual: true, Node: "node-a", Outcome: "ok"}); err != nil {
+	if err := s.Record(ctx, taskstate.TaskRun{Task: "Payroll.Close", Run: taskstate.Run{Fire: at, Manual: true, Node: "node-a", Outcome: "ok"}}); err != nil {
 		t.Fatal(err)
 	}
 	if runs, err := s.Runs(ctx, "Payroll.Close", 1); err != nil || len(runs) != 1 {

@@ -68,7 +68,7 @@ type Store struct {
 }
 
 type storeStatements struct {
-	schema, pause, resume, paused, request, poll, take, record, runs string
+	schema, pause, resume, paused, request, poll, take, record, records, runs string
 }
 
 var _ taskstate.Store = (*Store)(nil)
@@ -105,9 +105,10 @@ func NewStore(opts StoreOptions) (*Store, error) {
 		return pgx.Identifier(q).Sanitize()
 	}
 	r := strings.NewReplacer("$PAUSED", name("_paused"), "$REQUESTS", name("_requests"), "$RUNS", name("_runs"),
-		"$PAUSES", name("_pauses"))
+		"$PAUSES", name("_pauses"), "$RECORD1", name("_record1"), "$RECORD", name("_record"))
 	s := &Store{pool: opts.Pool, ns: opts.Namespace, table: table, history: n, sql: storeStatements{
-		schema: r.Replace(storeSchemaSQL),
+		schema: fmt.Sprintf("SELECT pg_advisory_xact_lock(%d);\n", schemaLock([]string{"store", table})) +
+			r.Replace(storeSchemaSQL) + r.Replace(recordFunctionsSQL(storeRecordSQL)),
 		pause: r.Replace(`WITH g AS (SELECT nextval('$PAUSES'))
 			INSERT INTO $PAUSED (ns, task) SELECT $1::text, $2::text FROM g ON CONFLICT DO NOTHING`),
 		resume: r.Replace(`WITH g AS (SELECT nextval('$PAUSES'))
@@ -116,9 +117,10 @@ func NewStore(opts StoreOptions) (*Store, error) {
 		request: r.Replace(`INSERT INTO $REQUESTS (ns, task, at) VALUES ($1::text, $2::text, $3::bigint) ON CONFLICT DO NOTHING`),
 		poll: r.Replace(`SELECT task, at FROM $REQUESTS WHERE ns = $1::text
 			UNION ALL SELECT NULL::text, last_value FROM $PAUSES`),
-		take:   r.Replace(storeTakeSQL),
-		record: r.Replace(storeRecordSQL),
-		runs:   r.Replace(`SELECT run FROM $RUNS WHERE ns = $1::text AND task = $2::text ORDER BY id DESC LIMIT $3::bigint`),
+		take:    r.Replace(storeTakeSQL),
+		record:  r.Replace(storeRecordSQL),
+		records: r.Replace(`SELECT $RECORD($1::text, $2::text[], $3::text[], $4::bigint, $5::text[])`),
+		runs:    r.Replace(`SELECT run FROM $RUNS WHERE ns = $1::text AND task = $2::text ORDER BY id DESC LIMIT $3::bigint`),
 	}}
 	return s, nil
 }
@@ -256,27 +258,64 @@ type storedRun struct {
 	FireNano *int64 `json:"fire_ns,omitempty"`
 }
 
-// Record adds r to task's runs, in place of its placeholder if r is manual.
-func (s *Store) Record(ctx context.Context, task string, r taskstate.Run) error {
-	if err := taskstate.CheckTask(ctx, task); err != nil {
+// recordFunctionsSQL makes the record statement a function, and the
+// function that calls it for each run of a Record, so that one statement
+// records them all.
+func recordFunctionsSQL(record string) string {
+	return `CREATE OR REPLACE FUNCTION $RECORD1(text, text, text, bigint, text) RETURNS void LANGUAGE plpgsql AS $ndigo$
+BEGIN
+` + strings.TrimSpace(record) + `;
+END
+$ndigo$;
+CREATE OR REPLACE FUNCTION $RECORD(text, text[], text[], bigint, text[]) RETURNS void LANGUAGE plpgsql AS $ndigo$
+BEGIN
+	FOR i IN 1 .. coalesce(array_length($2, 1), 0) LOOP
+		PERFORM $RECORD1($1, $2[i], $3[i], $4, $5[i]);
+	END LOOP;
+END
+$ndigo$;
+`
+}
+
+// Record adds the runs, each in place of its placeholder if it is manual,
+// in one statement: a function that CreateSchema creates runs the record
+// statement for each (in one transaction). On tables that CreateSchema of
+// an earlier version made, without that function, it sends the record
+// statement once per run until CreateSchema runs again.
+func (s *Store) Record(ctx context.Context, runs ...taskstate.TaskRun) error {
+	if err := taskstate.CheckRecord(ctx, runs); err != nil || len(runs) == 0 {
 		return err
 	}
-	r.Error = taskstate.CutError(r.Error)
-	b, err := json.Marshal(r)
-	if err != nil {
-		return fmt.Errorf("pglocks: Record of task %q: %w", task, err)
-	}
-	var replaced *string
-	if r.Manual {
-		p, err := json.Marshal(placeholderOf{FireNano: r.Fire.UnixNano(), Node: r.Node, Outcome: taskstate.OutcomeTaken})
+	tasks, texts, replaced := make([]string, len(runs)), make([]string, len(runs)), make([]*string, len(runs))
+	for i, tr := range runs {
+		r := tr.Run
+		r.Error = taskstate.CutError(r.Error)
+		b, err := json.Marshal(r)
 		if err != nil {
-			return fmt.Errorf("pglocks: Record of task %q: %w", task, err)
+			return fmt.Errorf("pglocks: Record of task %q: %w", tr.Task, err)
 		}
-		ps := string(p)
-		replaced = &ps
+		tasks[i], texts[i] = tr.Task, string(b)
+		if r.Manual {
+			p, err := json.Marshal(placeholderOf{FireNano: r.Fire.UnixNano(), Node: r.Node, Outcome: taskstate.OutcomeTaken})
+			if err != nil {
+				return fmt.Errorf("pglocks: Record of task %q: %w", tr.Task, err)
+			}
+			ps := string(p)
+			replaced[i] = &ps
+		}
 	}
-	if _, err := s.pool.Exec(ctx, s.sql.record, pgx.QueryExecModeExec, s.ns, task, string(b), s.history, replaced); err != nil {
-		return s.fail("Record", task, err)
+	_, err := s.pool.Exec(ctx, s.sql.records, pgx.QueryExecModeExec, s.ns, tasks, texts, s.history, replaced)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42883" { // undefined_function
+		for i := range runs {
+			if _, err := s.pool.Exec(ctx, s.sql.record, pgx.QueryExecModeExec, s.ns, tasks[i], texts[i], s.history, replaced[i]); err != nil {
+				return s.fail("Record", tasks[i], err)
+			}
+		}
+		return nil
+	}
+	if err != nil {
+		return s.fail("Record", tasks[0], err)
 	}
 	return nil
 }

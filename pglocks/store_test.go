@@ -67,7 +67,7 @@ func TestStoreStateOutlivesNodesAndStaysInItsNamespace(t *testing.T) {
 	if err := first.SetPaused(ctx, "Payroll.Close", true); err != nil {
 		t.Fatal(err)
 	}
-	if err := first.Record(ctx, "Payroll.Close", taskstate.Run{Node: "a", Token: 7, Outcome: "ok"}); err != nil {
+	if err := first.Record(ctx, taskstate.TaskRun{Task: "Payroll.Close", Run: taskstate.Run{Node: "a", Token: 7, Outcome: "ok"}}); err != nil {
 		t.Fatal(err)
 	}
 	later := newStore(t, p, ns, 0)
@@ -139,11 +139,43 @@ func TestStoreRunRowNotJSON(t *testing.T) {
 	if _, err := p.Exec(ctx, "INSERT INTO ndigo_tasks_runs (ns, task, run) VALUES ($1, 'Payroll.Close', 'not json {')", ns); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Record(ctx, "Payroll.Close", taskstate.Run{Fire: at, Manual: true, Node: "node-a", Token: 4, Outcome: "ok"}); err != nil {
+	if err := s.Record(ctx, taskstate.TaskRun{Task: "Payroll.Close", Run: taskstate.Run{Fire: at, Manual: true, Node: "node-a", Token: 4, Outcome: "ok"}}); err != nil {
 		t.Fatalf("Record of a manual run beside a row that is not JSON: %v", err)
 	}
 	runs, err := s.Runs(ctx, "Payroll.Close", 0)
 	if err != nil || len(runs) != 1 || runs[0].Token != 4 || runs[0].Outcome != "ok" {
 		t.Fatalf("Runs = %+v, %v; want the manual run alone, in place of its placeholder", runs, err)
+	}
+}
+
+// TestStoreRecordOnAnEarlierSchema: on tables whose CreateSchema predates
+// the record function (a node of this version started before the schema
+// was upgraded), Record still records every run of the call, one statement
+// each.
+func TestStoreRecordOnAnEarlierSchema(t *testing.T) {
+	p := pgtest.Wrap(t, shared).Pool()
+	ctx := context.Background()
+	schema := unique("earlier_store")
+	if _, err := p.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatal(err)
+	}
+	s, err := pglocks.NewStore(pglocks.StoreOptions{Pool: p, Namespace: "earlier", Table: schema + ".tasks"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateSchema(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Exec(ctx, "DROP FUNCTION "+schema+".tasks_record(text, text[], text[], bigint, text[])"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Record(ctx, taskstate.TaskRun{Task: "a", Run: taskstate.Run{Token: 1, Outcome: "ok"}},
+		taskstate.TaskRun{Task: "b", Run: taskstate.Run{Token: 2, Outcome: "ok"}}); err != nil {
+		t.Fatalf("Record without the function: %v", err)
+	}
+	for task, token := range map[string]uint64{"a": 1, "b": 2} {
+		if runs, err := s.Runs(ctx, task, 0); err != nil || len(runs) != 1 || runs[0].Token != token {
+			t.Fatalf("Runs(%q) = %+v, %v; want the run of token %d", task, runs, err, token)
+		}
 	}
 }

@@ -265,26 +265,56 @@ func unixNano(v string) time.Time {
 	return time.Unix(0, n).UTC()
 }
 
-// Record adds r to task's runs, in place of its placeholder if r is manual,
-// once per call.
-func (s *Store) Record(ctx context.Context, task string, r taskstate.Run) error {
-	if err := taskstate.CheckTask(ctx, task); err != nil {
+// Record adds the runs, each in place of its placeholder if it is manual:
+// one record script per run, each with its call's nonce, in one pipeline
+// (one round trip; the runs' keys are all in the namespace's slot, so one
+// Cluster node serves them). go-redis resends a pipeline whose replies
+// were lost whole, and each script's nonce keeps it from recording twice.
+func (s *Store) Record(ctx context.Context, runs ...taskstate.TaskRun) error {
+	if err := taskstate.CheckRecord(ctx, runs); err != nil || len(runs) == 0 {
 		return err
 	}
-	r.Error = taskstate.CutError(r.Error)
-	b, err := json.Marshal(r)
-	if err != nil {
-		return fmt.Errorf("redislocks: Record of task %q: %w", task, err)
+	args, keys := make([][]any, len(runs)), make([][]string, len(runs))
+	for i, tr := range runs {
+		keys[i] = []string{s.runs(tr.Task), s.call()} // one nonce per run, for every attempt
+		r := tr.Run
+		r.Error = taskstate.CutError(r.Error)
+		b, err := json.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("redislocks: Record of task %q: %w", tr.Task, err)
+		}
+		var replaced string
+		if r.Manual {
+			before, after := placeholder(r.Node)
+			replaced = before + strconv.FormatInt(r.Fire.UnixNano(), 10) + after
+		}
+		args[i] = []any{b, s.history, historyTTL.Milliseconds(), replaced, callTTL.Milliseconds()}
 	}
-	var replaced string
-	if r.Manual {
-		before, after := placeholder(r.Node)
-		replaced = before + strconv.FormatInt(r.Fire.UnixNano(), 10) + after
+	if len(runs) == 1 {
+		if err := recordScript.Run(ctx, s.client, keys[0], args[0]...).Err(); err != nil {
+			return fail("Record", runs[0].Task, err)
+		}
+		return nil
 	}
-	err = recordScript.Run(ctx, s.client, []string{s.runs(task), s.call()}, b, s.history, historyTTL.Milliseconds(),
-		replaced, callTTL.Milliseconds()).Err()
+	// A pipeline's EVALSHA cannot fall back to EVAL one command at a time:
+	// load the script on a NOSCRIPT reply and send the pipeline again.
+	send := func() error {
+		_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i := range runs {
+				recordScript.EvalSha(ctx, p, keys[i], args[i]...)
+			}
+			return nil
+		})
+		return err
+	}
+	err := send()
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		if err = recordScript.Load(ctx, s.client).Err(); err == nil {
+			err = send()
+		}
+	}
 	if err != nil {
-		return fail("Record", task, err)
+		return fmt.Errorf("%w: Record of %d runs (of task %q first): %w", ErrRedis, len(runs), runs[0].Task, err)
 	}
 	return nil
 }

@@ -91,7 +91,7 @@ func TestStoreStateOutlivesNodesAndStaysInItsNamespace(t *testing.T) {
 	if err := first.SetPaused(ctx, "Payroll.Close", true); err != nil {
 		t.Fatal(err)
 	}
-	if err := first.Record(ctx, "Payroll.Close", taskstate.Run{Node: "a", Token: 7, Outcome: "ok"}); err != nil {
+	if err := first.Record(ctx, taskstate.TaskRun{Task: "Payroll.Close", Run: taskstate.Run{Node: "a", Token: 7, Outcome: "ok"}}); err != nil {
 		t.Fatal(err)
 	}
 	later, _ := redislocks.NewStore(redislocks.StoreOptions{Client: c, Namespace: "prod"})
@@ -158,7 +158,7 @@ func TestModuleOverridesDefaultStore(t *testing.T) {
 	}
 	ctx := context.Background()
 	for i := range 3 {
-		if err := st.Record(ctx, "Payroll.Close", taskstate.Run{Token: uint64(i)}); err != nil {
+		if err := st.Record(ctx, taskstate.TaskRun{Task: "Payroll.Close", Run: taskstate.Run{Token: uint64(i)}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -209,7 +209,7 @@ func TestStoreCallsRetriedAfterLostReply(t *testing.T) {
 	}
 
 	m = s.dropFirstReply(redislocks.RecordSHA, "ndigo:{retry}:runs:Payroll.Close")
-	if err := behind.Record(ctx, "Payroll.Close", taskstate.Run{Fire: at, Manual: true, Node: "node-a", Token: 9, Outcome: "ok"}); err != nil {
+	if err := behind.Record(ctx, taskstate.TaskRun{Task: "Payroll.Close", Run: taskstate.Run{Fire: at, Manual: true, Node: "node-a", Token: 9, Outcome: "ok"}}); err != nil {
 		t.Fatal(err)
 	}
 	if n, dropped := s.proxy.Count(m), s.proxy.Dropped(); n != 2 || dropped != 4 {
@@ -230,7 +230,7 @@ func TestStoreRunsReadsOnlyTheLimit(t *testing.T) {
 	t.Cleanup(func() { _ = c.Close() })
 	st, _ := redislocks.NewStore(redislocks.StoreOptions{Client: c, Namespace: "limit"})
 	for i := range 5 {
-		if err := st.Record(ctx, "Payroll.Close", taskstate.Run{Token: uint64(i), Outcome: "ok"}); err != nil {
+		if err := st.Record(ctx, taskstate.TaskRun{Task: "Payroll.Close", Run: taskstate.Run{Token: uint64(i), Outcome: "ok"}}); err != nil {
 			t.Fatal(err)
 		}
 	}

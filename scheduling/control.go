@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/ndigo/ndigo/taskstate"
@@ -125,8 +126,9 @@ func (s *Scheduler) ClusterTasks(ctx context.Context) ([]TaskInfo, error) {
 	return infos, nil
 }
 
-// recordShared adds a run to the history the nodes share; a failure is
-// logged, the run having happened whatever its record says.
+// recordShared adds a run to the history the nodes share, through the
+// node's recorder; a failure is logged, the run having happened whatever its
+// record says.
 //
 //go:noinline
 func (s *Scheduler) recordShared(e *entry, last *LastRun) {
@@ -135,10 +137,45 @@ func (s *Scheduler) recordShared(e *entry, last *LastRun) {
 	if last.Err != nil {
 		r.Error = last.Err.Error()
 	}
-	ctx, cancel := withTimeout(context.Background(), s.clock, s.callBound(e))
-	defer cancel()
-	if err := s.state.Record(ctx, e.name, r); err != nil {
-		s.log.Warn("run not recorded in the shared history", "task", e.name, "fire", last.Fire, "err", err)
+	s.records.mu.Lock()
+	s.records.pending = append(s.records.pending, taskstate.TaskRun{Task: e.name, Run: r})
+	start := !s.records.busy
+	s.records.busy = true
+	s.records.mu.Unlock()
+	if start {
+		s.takeoff(1) // Stop and the test kit wait for the records too
+		go s.flushRecords()
+	}
+}
+
+// A recorder batches a node's records in the shared history: one Record
+// call at a time, and the runs that end while it is in flight go together
+// in the next. The runs of one tick thus cost about two calls per node,
+// whatever their number.
+type recorder struct {
+	mu      sync.Mutex
+	pending []taskstate.TaskRun
+	busy    bool // a flushRecords runs
+}
+
+// flushRecords records the pending runs until none is left.
+func (s *Scheduler) flushRecords() {
+	defer s.land()
+	for {
+		s.records.mu.Lock()
+		batch := s.records.pending
+		s.records.pending = nil
+		if len(batch) == 0 {
+			s.records.busy = false
+			s.records.mu.Unlock()
+			return
+		}
+		s.records.mu.Unlock()
+		ctx, cancel := withTimeout(context.Background(), s.clock, storeTimeout)
+		if err := s.state.Record(ctx, batch...); err != nil {
+			s.log.Warn("runs not recorded in the shared history", "runs", len(batch), "task", batch[0].Task, "fire", batch[0].Fire, "err", err)
+		}
+		cancel()
 	}
 }
 

@@ -100,6 +100,7 @@ type Scheduler struct {
 	poll        time.Duration   // Config.RequestPoll
 	pollFailing atomic.Bool     // the last look for requests failed
 	pauses      pauseCache      // the paused flags read, kept while the store's pause generation holds
+	records     recorder        // the runs on their way to the shared history
 
 	runCtx        context.Context // parent of every run; cancelled at the stop deadline
 	cancelRuns    context.CancelCauseFunc

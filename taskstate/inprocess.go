@@ -105,24 +105,28 @@ func (s *InProcess) TakeRequest(ctx context.Context, task, node string) (time.Ti
 	return at, ok, nil
 }
 
-// Record adds r to task's runs, in place of its placeholder if r is manual.
-func (s *InProcess) Record(ctx context.Context, task string, r Run) error {
-	if err := CheckTask(ctx, task); err != nil {
+// Record adds each run to its task's runs, in place of its placeholder if it
+// is manual.
+func (s *InProcess) Record(ctx context.Context, runs ...TaskRun) error {
+	if err := CheckRecord(ctx, runs); err != nil {
 		return err
 	}
-	r.Error = CutError(r.Error)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if r.Manual {
-		runs := s.runs[task]
-		for i := len(runs) - 1; i >= 0; i-- { // the newest, as the other stores
-			if isPlaceholderOf(runs[i], r) {
-				s.runs[task] = slices.Delete(runs, i, i+1)
-				break
+	for _, tr := range runs {
+		task, r := tr.Task, tr.Run
+		r.Error = CutError(r.Error)
+		if r.Manual {
+			runs := s.runs[task]
+			for i := len(runs) - 1; i >= 0; i-- { // the newest, as the other stores
+				if isPlaceholderOf(runs[i], r) {
+					s.runs[task] = slices.Delete(runs, i, i+1)
+					break
+				}
 			}
 		}
+		s.add(task, r)
 	}
-	s.add(task, r)
 	return nil
 }
 

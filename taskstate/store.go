@@ -84,16 +84,39 @@ type Store interface {
 	// the others, and every caller when none is pending, get false and add
 	// nothing. An empty node is an error wrapping ErrInvalid.
 	TakeRequest(ctx context.Context, task, node string) (at time.Time, ok bool, err error)
-	// Record adds r to task's runs, its Error cut by [CutError]; the store
-	// keeps the newest ones up to its history length and drops the older.
-	// For a manual r, the placeholder that TakeRequest added with the same
-	// Fire and Node, if still kept, is removed: the finished run is then the
-	// newest entry.
-	Record(ctx context.Context, task string, r Run) error
+	// Record adds each run to its task's runs, in order, in one call (one
+	// round trip on a server: the scheduler records the runs that end
+	// together at once). Each Run's Error is cut by [CutError]; the store
+	// keeps the newest runs of a task up to its history length and drops
+	// the older. For a manual run, the placeholder that TakeRequest added
+	// with the same Fire and Node, if still kept, is removed: the finished
+	// run is then the newest entry. A run with an empty Task is an error
+	// wrapping ErrInvalid, and nothing is recorded; no run records nothing.
+	Record(ctx context.Context, runs ...TaskRun) error
 	// Runs returns task's kept runs, newest first, at most limit of them;
 	// limit 0 means every kept run. It reads only the runs it returns. A
 	// negative limit is an error wrapping ErrInvalid.
 	Runs(ctx context.Context, task string, limit int) ([]Run, error)
+}
+
+// A TaskRun is a run of a task, for [Store.Record].
+type TaskRun struct {
+	Task string // the task's name
+	Run
+}
+
+// CheckRecord validates the arguments of a Record call, as CheckTask does
+// for the other calls.
+func CheckRecord(ctx context.Context, runs []TaskRun) error {
+	if err := CheckContext(ctx); err != nil {
+		return err
+	}
+	for _, r := range runs {
+		if err := CheckTask(ctx, r.Task); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
 }
 
 // A Poll is what [Store.Poll] returns.

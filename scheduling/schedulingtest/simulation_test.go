@@ -752,8 +752,12 @@ func (n *nodeStore) TakeRequest(ctx context.Context, task, node string) (at time
 	return at, ok, err
 }
 
-func (n *nodeStore) Record(ctx context.Context, task string, r taskstate.Run) error {
-	return n.call("Record", task, func() error { return n.s.inner.Record(ctx, task, r) })
+func (n *nodeStore) Record(ctx context.Context, runs ...taskstate.TaskRun) error {
+	task := ""
+	if len(runs) > 0 {
+		task = runs[0].Task
+	}
+	return n.call("Record", task, func() error { return n.s.inner.Record(ctx, runs...) })
 }
 
 func (n *nodeStore) Runs(ctx context.Context, task string, limit int) (r []taskstate.Run, err error) {

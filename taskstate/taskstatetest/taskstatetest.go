@@ -92,6 +92,7 @@ func Run(t *testing.T, newStores NewStores) {
 	t.Run("TakenPlaceholder", s.takenPlaceholder)
 	t.Run("History", s.history)
 	t.Run("DefaultHistory", s.defaultHistory)
+	t.Run("RecordMany", s.recordMany)
 	t.Run("RunsLimit", s.runsLimit)
 	t.Run("ConcurrentRecords", s.concurrentRecords)
 	t.Run("ErrorCap", s.errorCap)
@@ -130,7 +131,7 @@ func (s *suite) badInput(t *testing.T) {
 	checks := map[string]error{
 		"SetPaused":   a.SetPaused(ctx, "", true),
 		"RequestRun":  a.RequestRun(ctx, "", time.Now()),
-		"Record":      a.Record(ctx, "", taskstate.Run{}),
+		"Record":      a.Record(ctx, taskstate.TaskRun{Task: "", Run: taskstate.Run{}}),
 		"Poll":        func() error { _, err := a.Poll(nilCtx); return err }(),
 		"Paused":      func() error { _, err := a.Paused(ctx, ""); return err }(),
 		"TakeRequest": func() error { _, _, err := a.TakeRequest(ctx, "", "node-a"); return err }(),
@@ -377,13 +378,13 @@ func (s *suite) takenPlaceholder(t *testing.T) {
 	}
 	wantRuns(t, b, task, taken(at, "node-a")) // the losing take adds nothing
 	sched := run(1)
-	if err := b.Record(ctx, task, sched); err != nil {
+	if err := b.Record(ctx, taskstate.TaskRun{Task: task, Run: sched}); err != nil {
 		t.Fatal(err)
 	}
 	wantRuns(t, a, task, sched, taken(at, "node-a"))
 	manual := taskstate.Run{Fire: at, Manual: true, Node: "node-a", Token: 77, Start: at.Add(time.Millisecond),
 		Duration: 2 * time.Second, Outcome: "ok"}
-	if err := a.Record(ctx, task, manual); err != nil {
+	if err := a.Record(ctx, taskstate.TaskRun{Task: task, Run: manual}); err != nil {
 		t.Fatal(err)
 	}
 	wantRuns(t, b, task, manual, sched)
@@ -391,7 +392,7 @@ func (s *suite) takenPlaceholder(t *testing.T) {
 	// No placeholder kept for it: the manual run is added.
 	again := manual
 	again.Fire, again.Token = at.Add(time.Hour), 78
-	if err := a.Record(ctx, task, again); err != nil {
+	if err := a.Record(ctx, taskstate.TaskRun{Task: task, Run: again}); err != nil {
 		t.Fatal(err)
 	}
 	wantRuns(t, b, task, again, manual, sched)
@@ -406,7 +407,7 @@ func (s *suite) takenPlaceholder(t *testing.T) {
 		t.Fatalf("TakeRequest = %v, %v; want true, nil", ok, err)
 	}
 	others := taskstate.Run{Fire: third, Manual: true, Node: "node-b", Token: 79, Start: third, Outcome: "error", Error: "boom"}
-	if err := b.Record(ctx, task, others); err != nil {
+	if err := b.Record(ctx, taskstate.TaskRun{Task: task, Run: others}); err != nil {
 		t.Fatal(err)
 	}
 	wantRuns(t, a, task, others, taken(third, "node-a"), again, manual, sched)
@@ -456,11 +457,11 @@ func (s *suite) history(t *testing.T) {
 		if i%2 == 1 {
 			st = b
 		}
-		if err := st.Record(ctx, task, run(i)); err != nil {
+		if err := st.Record(ctx, taskstate.TaskRun{Task: task, Run: run(i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := a.Record(ctx, other, run(99)); err != nil {
+	if err := a.Record(ctx, taskstate.TaskRun{Task: other, Run: run(99)}); err != nil {
 		t.Fatal(err)
 	}
 	for _, st := range []taskstate.Store{a, b} {
@@ -483,12 +484,47 @@ func (s *suite) history(t *testing.T) {
 	}
 }
 
+// recordMany: one Record of runs of several tasks, a manual one among them,
+// adds each to its task in order and replaces the placeholder; a call with
+// one bad run records none of them; a call without runs is no error.
+func (s *suite) recordMany(t *testing.T) {
+	const keep = 4
+	a, b := s.pair(t, keep)
+	ctx := context.Background()
+	task, other := s.task(t), s.task(t)
+	at := time.Unix(1_700_000_000, 0).UTC()
+	if err := a.RequestRun(ctx, other, at); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := a.TakeRequest(ctx, other, "node-a"); err != nil || !ok {
+		t.Fatalf("TakeRequest = %v, %v", ok, err)
+	}
+	manual := taskstate.Run{Fire: at, Manual: true, Node: "node-a", Token: 3, Outcome: "ok"}
+	var batch []taskstate.TaskRun
+	for i := range keep + 1 {
+		batch = append(batch, taskstate.TaskRun{Task: task, Run: run(i)})
+	}
+	batch = append(batch, taskstate.TaskRun{Task: other, Run: manual})
+	if err := a.Record(ctx, batch...); err != nil {
+		t.Fatal(err)
+	}
+	wantRuns(t, b, task, run(4), run(3), run(2), run(1))
+	wantRuns(t, b, other, manual)
+	if err := a.Record(ctx, taskstate.TaskRun{Task: task, Run: run(9)}, taskstate.TaskRun{Task: "", Run: run(10)}); !errors.Is(err, taskstate.ErrInvalid) {
+		t.Fatalf("Record with a run of no task = %v, want ErrInvalid", err)
+	}
+	wantRuns(t, b, task, run(4), run(3), run(2), run(1))
+	if err := a.Record(ctx); err != nil {
+		t.Fatalf("Record() = %v, want nil", err)
+	}
+}
+
 func (s *suite) defaultHistory(t *testing.T) {
 	a, _ := s.pair(t, 0)
 	ctx := context.Background()
 	task := s.task(t)
 	for i := range taskstate.DefaultHistory + 3 {
-		if err := a.Record(ctx, task, run(i)); err != nil {
+		if err := a.Record(ctx, taskstate.TaskRun{Task: task, Run: run(i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -510,7 +546,7 @@ func (s *suite) runsLimit(t *testing.T) {
 	ctx := context.Background()
 	task := s.task(t)
 	for i := range keep + 2 {
-		if err := a.Record(ctx, task, run(i)); err != nil {
+		if err := a.Record(ctx, taskstate.TaskRun{Task: task, Run: run(i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -542,7 +578,7 @@ func (s *suite) errorCap(t *testing.T) {
 	atCap := run(2)
 	atCap.Error = strings.Repeat("y", taskstate.MaxErrorLen)
 	for _, r := range []taskstate.Run{long, atCap} {
-		if err := a.Record(ctx, task, r); err != nil {
+		if err := a.Record(ctx, taskstate.TaskRun{Task: task, Run: r}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -576,7 +612,7 @@ func (s *suite) concurrentRecords(t *testing.T) {
 		}
 		wg.Go(func() {
 			for i := range each {
-				if err := st.Record(ctx, task, run(w*each+i)); err != nil {
+				if err := st.Record(ctx, taskstate.TaskRun{Task: task, Run: run(w*each + i)}); err != nil {
 					t.Error(err)
 				}
 			}
@@ -693,7 +729,7 @@ func (s *suite) lostRequestRun(t *testing.T) {
 		if got, ok, err := b.TakeRequest(ctx, task, "node-b"); err != nil || !ok || !got.Equal(at) {
 			t.Errorf("another node's TakeRequest after the lost reply = %v, %v, %v; want %v, true, nil: the call ran", got, ok, err, at)
 		}
-		if err := b.Record(ctx, task, done); err != nil {
+		if err := b.Record(ctx, taskstate.TaskRun{Task: task, Run: done}); err != nil {
 			t.Error(err)
 		}
 	})
@@ -797,8 +833,8 @@ func (s *suite) lostRecord(t *testing.T) {
 	ctx := context.Background()
 	task := s.task(t)
 	mine, theirs := run(1), run(2)
-	lose(t, st, "Record", func() error { return a.Record(ctx, task, mine) }, func() {
-		if err := b.Record(ctx, task, theirs); err != nil {
+	lose(t, st, "Record", func() error { return a.Record(ctx, taskstate.TaskRun{Task: task, Run: mine}) }, func() {
+		if err := b.Record(ctx, taskstate.TaskRun{Task: task, Run: theirs}); err != nil {
 			t.Error(err)
 		}
 	})
@@ -822,8 +858,8 @@ func (s *suite) lostRecordManual(t *testing.T) {
 	}
 	manual := taskstate.Run{Fire: at, Manual: true, Node: "node-a", Token: 12, Start: at, Duration: time.Second, Outcome: "ok"}
 	theirs := run(2)
-	lose(t, st, "Record", func() error { return a.Record(ctx, task, manual) }, func() {
-		if err := b.Record(ctx, task, theirs); err != nil {
+	lose(t, st, "Record", func() error { return a.Record(ctx, taskstate.TaskRun{Task: task, Run: manual}) }, func() {
+		if err := b.Record(ctx, taskstate.TaskRun{Task: task, Run: theirs}); err != nil {
 			t.Error(err)
 		}
 	})
