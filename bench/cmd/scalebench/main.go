@@ -32,6 +32,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/sha1"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -41,7 +42,9 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strconv"
@@ -372,10 +375,47 @@ func printBreakdown(name string, rs []result) {
 		}
 		return strings.Join(parts, ", ")
 	}
-	fmt.Printf("- %s: client: %s\n", name, list(rt))
+	named := map[string]int64{}
+	for k, v := range rt {
+		named[nameScript(k)] += v
+	}
+	fmt.Printf("- %s: client: %s\n", name, list(named))
 	if len(calls) > 0 {
 		fmt.Printf("  - server: %s\n", list(calls))
 	}
+}
+
+// scriptNames maps the first 8 digits of the SHA-1 of each of redislocks'
+// scripts to its file name, read from the ndigo module's source (the
+// replace directive's ../ from bench/); empty if it is not there.
+var scriptNames = sync.OnceValue(func() map[string]string {
+	m := map[string]string{}
+	dir := "../redislocks"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == "github.com/ndigo/ndigo" && d.Replace != nil {
+				dir = filepath.Join(d.Replace.Path, "redislocks")
+			}
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.lua"))
+	for _, f := range files {
+		if b, err := os.ReadFile(f); err == nil {
+			m[fmt.Sprintf("%x", sha1.Sum(b))[:8]] = "redislocks/" + filepath.Base(f)
+		}
+	}
+	return m
+})
+
+// nameScript puts the script's file name beside its SHA in a kind.
+func nameScript(kind string) string {
+	f := strings.Fields(kind)
+	if len(f) >= 2 && strings.HasPrefix(f[0], "evalsha") {
+		if n, ok := scriptNames()[f[1]]; ok {
+			return f[0] + " " + f[1] + " (" + n + ")" + strings.TrimPrefix(kind, f[0]+" "+f[1])
+		}
+	}
+	return kind
 }
 
 // startPostgres starts the private PostgreSQL and creates pglocks' tables.
