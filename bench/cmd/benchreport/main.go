@@ -77,8 +77,8 @@ func main() {
 				return run(".", "go", append([]string{"run", "./cmd/scalebench", "-runs", strconv.Itoa(runs), "-duration", scDur.String()}, args...)...)
 			}
 			return strings.Join([]string{
-				sc(*scRuns, "-nodes", "1,3,10,30", "-tasks", "100"),
-				sc(*scRuns, "-nodes", "10", "-tasks", "1000"),
+				sc(*scRuns, "-nodes", "1,3,10,30", "-tasks", "100", "-breakdown"),
+				sc(*scRuns, "-nodes", "10", "-tasks", "1000", "-breakdown"),
 				sc(1, "-kill", "-postgres"),
 				sc(1, "-graceful"),
 				sc(1, "-postgres"),
