@@ -3,8 +3,9 @@
 // ratios: the scheduler against gocron v2 and robfig/cron, the in-process
 // driver against a map-plus-mutex table, the Redis driver report of
 // redislockbench, the PostgreSQL driver report of pglockbench, and the
-// 3-node run of clusterbench. It is what `make bench`
-// runs:
+// 3-node run of clusterbench, and the scale benchmark of scalebench
+// (node processes beside gocron v2, the kill, graceful and PostgreSQL
+// modes). It is what `make bench` runs:
 //
 //	cd bench && go run ./cmd/benchreport -o ../BENCHMARKS.md
 //
@@ -37,9 +38,11 @@ var (
 	redisDur  = flag.Duration("redis-duration", 2*time.Second, "-duration of redislockbench")
 	pgRuns    = flag.Int("postgres-runs", 5, "-runs of pglockbench")
 	pgDur     = flag.Duration("postgres-duration", 2*time.Second, "-duration of pglockbench")
-	only      = flag.String("parts", "machine,scheduler,inprocess,redis,postgres,cluster", "the parts to regenerate; the others are kept as they are")
+	only      = flag.String("parts", "machine,scheduler,inprocess,redis,postgres,cluster,scale", "the parts to regenerate; the others are kept as they are")
 	clRuns    = flag.Int("cluster-runs", 3, "-runs of clusterbench")
 	clDur     = flag.Duration("cluster-duration", time.Minute, "-duration of clusterbench")
+	scRuns    = flag.Int("scale-runs", 3, "-runs of scalebench's tables of nodes × tasks (its kill, graceful and PostgreSQL modes run once)")
+	scDur     = flag.Duration("scale-duration", 20*time.Second, "-duration of scalebench")
 )
 
 func main() {
@@ -68,6 +71,18 @@ func main() {
 				}
 			}
 			return strings.Join(out, "\n")
+		},
+		"scale": func() string {
+			sc := func(runs int, args ...string) string {
+				return run(".", "go", append([]string{"run", "./cmd/scalebench", "-runs", strconv.Itoa(runs), "-duration", scDur.String()}, args...)...)
+			}
+			return strings.Join([]string{
+				sc(*scRuns, "-nodes", "1,3,10,30", "-tasks", "100", "-breakdown"),
+				sc(*scRuns, "-nodes", "10", "-tasks", "1000", "-breakdown"),
+				sc(1, "-kill", "-postgres"),
+				sc(1, "-graceful"),
+				sc(1, "-postgres"),
+			}, "\n")
 		},
 	}
 	parts := map[string]string{}
