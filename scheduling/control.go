@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ndigo/ndigo/taskstate"
@@ -149,19 +150,54 @@ func (s *Scheduler) recordShared(e *entry, last *LastRun) {
 }
 
 // A recorder batches a node's records in the shared history: one Record
-// call at a time, and the runs that end while it is in flight go together
-// in the next. The runs of one tick thus cost about two calls per node,
-// whatever their number.
+// call at a time, each with every run that ended before it, and each
+// waiting, up to recordLinger, for the runs still going on this node. The
+// runs of one tick thus cost about one call per node, whatever their
+// number.
 type recorder struct {
 	mu      sync.Mutex
 	pending []taskstate.TaskRun
 	busy    bool // a flushRecords runs
+
+	running atomic.Int64  // runs going on this node, whose records are to come
+	wake    chan struct{} // a run ended; capacity 1
+}
+
+// recordLinger bounds how long a Record call waits for the runs still going
+// on its node. It is real time, not the scheduler's clock: it only groups
+// calls, and a test's fake clock must not hold records back.
+const recordLinger = 2 * time.Millisecond
+
+// ran tells the recorder that a run ended (its record, if any, queued).
+func (r *recorder) ran() {
+	r.running.Add(-1)
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// linger waits until no run is going on this node, or recordLinger.
+func (r *recorder) linger() {
+	if r.running.Load() == 0 {
+		return
+	}
+	t := time.NewTimer(recordLinger)
+	defer t.Stop()
+	for r.running.Load() > 0 {
+		select {
+		case <-r.wake:
+		case <-t.C:
+			return
+		}
+	}
 }
 
 // flushRecords records the pending runs until none is left.
 func (s *Scheduler) flushRecords() {
 	defer s.land()
 	for {
+		s.records.linger()
 		s.records.mu.Lock()
 		batch := s.records.pending
 		s.records.pending = nil

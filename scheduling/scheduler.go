@@ -177,6 +177,7 @@ func New(cfg Config) *Scheduler {
 	}
 	s.observed = s.notify != nil || s.debugOn()
 	s.idle = sync.NewCond(&s.mu)
+	s.records.wake = make(chan struct{}, 1)
 	s.runCtx, s.cancelRuns = context.WithCancelCause(context.Background())
 	s.acquireCtx, s.cancelAcquire = context.WithCancel(s.runCtx)
 	return s

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -410,9 +411,13 @@ func (c *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func (c *counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		kinds := make([]string, len(cmds))
-		for i, cmd := range cmds {
-			kinds[i] = redisKind(cmd)
+		// Distinct kinds in order, each once: a recorder's pipeline of k
+		// record scripts is one kind of round trip whatever k.
+		var kinds []string
+		for _, cmd := range cmds {
+			if k := redisKind(cmd); !slices.Contains(kinds, k) {
+				kinds = append(kinds, k)
+			}
 		}
 		c.add("pipeline[" + strings.Join(kinds, ", ") + "]")
 		return next(ctx, cmds)

@@ -399,10 +399,17 @@ var scriptNames = sync.OnceValue(func() map[string]string {
 		}
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, "*.lua"))
+	src := map[string]string{}
 	for _, f := range files {
 		if b, err := os.ReadFile(f); err == nil {
-			m[fmt.Sprintf("%x", sha1.Sum(b))[:8]] = "redislocks/" + filepath.Base(f)
+			src[filepath.Base(f)] = string(b)
 		}
+	}
+	// Two scripts are made of several files (redislocks/scripts.go).
+	src["claim.lua"] = src["claimable.lua"] + src["claim.lua"]
+	src["acquireclaim.lua"] = src["claimable.lua"] + "local function acquire(KEYS, ARGV)\n" + src["acquire.lua"] + "\nend\n" + src["acquireclaim.lua"]
+	for name, text := range src {
+		m[fmt.Sprintf("%x", sha1.Sum([]byte(text)))[:8]] = "redislocks/" + name
 	}
 	return m
 })
