@@ -149,13 +149,34 @@
 // No fire is missed across a join as long as the nodes' clocks and a
 // heartbeat's latency differ by less than a heartbeat interval.
 //
-// Cost per fire with spreading: one node's calls (one Acquire, one Claim,
-// one Release; with a task state store, one paused read and one record),
-// whatever the number of nodes N. Per node: one heartbeat per
-// [Config.Heartbeat] and, with a task state store, one look for requests per
-// [Config.RequestPoll]. On N nodes running F locked fires a second, that is
-// 3 + 2 + N·(1/Heartbeat + 1/RequestPoll)/F round trips per fire with a
-// store, against 2N+3 without spreading.
+// # Cost per fire
+//
+// What one locked fire costs, on N nodes spreading F locked fires a second
+// of T tasks, with a task state store (a driver and a store on one server,
+// as the modules give them):
+//   - the owner's AcquireClaim ([locks.ClaimAcquirer]: the lease and the
+//     fire's claim in one round trip) and Release: 2 round trips, whatever N
+//     and T (a Redis Cluster or Ring: 3, the claim key being elsewhere);
+//   - its record in the shared history: one Record call per node for the
+//     runs that end together, about N/F per fire once a node owns more than
+//     one fire per tick (the recorder waits up to 2ms for the runs going on
+//     its node);
+//   - the paused flag: no call, a node keeping the flags it read until the
+//     store's pause generation moves on (see Control and history);
+//   - per node, one heartbeat per [Config.Heartbeat] and one poll (manual
+//     requests and the pause generation, one call) per [Config.RequestPoll]:
+//     N·(1/Heartbeat + 1/RequestPoll)/F per fire;
+//   - the other nodes: nothing.
+//
+// That is 2 + about N/F + N·(1/Heartbeat + 1/RequestPoll)/F round trips
+// per fire: 2.1 at 10 nodes and 1,000 fires a second, 2.9 at 30 nodes and
+// 100 (bench/cmd/scalebench measures it, beside gocron's per-job locker at
+// N+1 and leader election at N/F). Without spreading every node tries
+// every fire: 2 for the winner plus 1 per other node, 1+N. On Redis the
+// owner's calls are 20 server commands (scripts included); on PostgreSQL,
+// one function call each. A membership change costs each node one Info
+// line and, for each task it takes over from a node that left, one
+// catch-up try of that task's last fire.
 //
 // # Leases
 //
@@ -174,8 +195,13 @@
 // With a task state store ([Config.State], a taskstate.Store that the nodes
 // share; [Module] takes it from the graph), operators control tasks across
 // the cluster. [Scheduler.Pause] makes every node skip the task's fires
-// ([OutcomePaused]) until [Scheduler.Resume]; a node that cannot read the
-// flag fails the fire instead of running it, and a fire skipped while paused
+// ([OutcomePaused]) until [Scheduler.Resume]: the node asked from its next
+// fire, the others from their next poll ([Config.RequestPoll]), where they
+// read the store's pause generation ([taskstate.Poll]) and forget the
+// flags they kept; a node reads a task's flag once per generation (or per
+// [PauseFlagAge]), not at every fire. A node whose poll failed reads the
+// flag at every fire until a poll succeeds, and a node that cannot read the
+// flag fails the fire instead of running it. A fire skipped while paused
 // is claimed, so that no node catches it up after the resume.
 // [Scheduler.RunNow] records a request that one node runs once, as soon as
 // it holds the task's lock, with [Run].Manual set: the nodes look for
@@ -186,9 +212,11 @@
 // recorded in the store's history with the outcome of its run, or of the
 // lock step that failed after the take. Every run is recorded in the store,
 // so [Scheduler.History] and [Scheduler.ClusterTasks] answer for the whole
-// cluster. A locked task with a [CatchUp] window runs, when a node starts,
-// its most recent fire within the window if no node claimed it. Each store
-// call is bounded by the task's lock TTL (5s for an unlocked task).
+// cluster; a node records the runs that end together in one call. A locked
+// task with a [CatchUp] window runs, when a node starts, its most recent
+// fire within the window if no node claimed it. Each store call of a fire is
+// bounded by the task's lock TTL (5s for an unlocked task, and for a
+// record).
 //
 // # Stopping
 //

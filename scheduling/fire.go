@@ -365,8 +365,9 @@ func (s *Scheduler) callBound(e *entry) time.Duration {
 }
 
 // lock takes f's lease and claims the fire (steps 2 and 3 of admit), in
-// one driver call where the driver can (see acquire). It returns the lease, or the outcome of a fire that does not run and the
-// error behind a failure.
+// one driver call where the driver can (see acquire). It returns the
+// lease, or the outcome of a fire that does not run and the error behind a
+// failure.
 //
 // The fire is claimed while the lease is held, or before waiting for it: so
 // of the nodes that wait for one fire's lock, only the claimant is left
