@@ -98,10 +98,7 @@ func TestRowsAreBounded(t *testing.T) {
 func TestAcquireClaimOnAnEarlierSchema(t *testing.T) {
 	p := pool(t)
 	ctx := context.Background()
-	schema := unique("earlier")
-	if _, err := p.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
+	schema := newSchema(t, p, "earlier")
 	d, err := pglocks.New(pglocks.Options{Pool: p, Namespace: "earlier", Table: schema + ".locks"})
 	if err != nil {
 		t.Fatal(err)

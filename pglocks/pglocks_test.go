@@ -60,6 +60,17 @@ func unique(name string) string {
 	return fmt.Sprintf("%s_%d_%d", name, time.Now().UnixNano(), runs.Add(1))
 }
 
+// newSchema creates a PostgreSQL schema of its own for a test and returns
+// its name.
+func newSchema(t *testing.T, p *pgxpool.Pool, name string) string {
+	t.Helper()
+	schema := unique(name)
+	if _, err := p.Exec(context.Background(), "CREATE SCHEMA "+schema); err != nil {
+		t.Fatal(err)
+	}
+	return schema
+}
+
 func newDriver(t testing.TB, p *pgxpool.Pool, ns string) *pglocks.Driver {
 	t.Helper()
 	d, err := pglocks.New(pglocks.Options{Pool: p, Namespace: ns})
@@ -144,10 +155,7 @@ func TestKeysPostgresCannotHold(t *testing.T) {
 func TestCreateSchema(t *testing.T) {
 	p := pool(t)
 	ctx := context.Background()
-	schema := unique("app")
-	if _, err := p.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
+	schema := newSchema(t, p, "app")
 	d, err := pglocks.New(pglocks.Options{Pool: p, Namespace: "schema", Table: schema + ".jobs_locks"})
 	if err != nil {
 		t.Fatal(err)

@@ -155,10 +155,7 @@ func TestStoreRunRowNotJSON(t *testing.T) {
 func TestStoreRecordOnAnEarlierSchema(t *testing.T) {
 	p := pgtest.Wrap(t, shared).Pool()
 	ctx := context.Background()
-	schema := unique("earlier_store")
-	if _, err := p.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
+	schema := newSchema(t, p, "earlier_store")
 	s, err := pglocks.NewStore(pglocks.StoreOptions{Pool: p, Namespace: "earlier", Table: schema + ".tasks"})
 	if err != nil {
 		t.Fatal(err)

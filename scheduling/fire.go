@@ -229,10 +229,6 @@ func (s *Scheduler) fireAdmitted(f firing, t *turn) {
 	if f.kind == kindManual {
 		s.log.Info("manual run", "task", f.e.name, "requested", f.fire, "lock", f.e.spec.Lock, "token", token(lease))
 	}
-	if s.state != nil {
-		s.records.running.Add(1)
-		defer s.records.ran()
-	}
 	switch {
 	case lease != nil:
 		s.runLocked(f, lease)

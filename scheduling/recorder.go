@@ -3,7 +3,6 @@ package scheduling
 import (
 	"context"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/ndigo/ndigo/taskstate"
@@ -33,42 +32,42 @@ func (s *Scheduler) recordShared(e *entry, last *LastRun) {
 
 // A recorder batches a node's records in the shared history: one Record
 // call at a time, each with every run that ended before it, and each
-// waiting, up to recordLinger, for the runs still going on this node. The
-// runs of one tick thus cost about one call per node, whatever their
-// number.
+// waiting, up to recordLinger, for the other fires in flight on this node
+// (whose records are to come, and whose lock calls it would otherwise
+// queue behind). The runs of one tick thus cost about one call per node,
+// whatever their number.
 type recorder struct {
 	mu      sync.Mutex
 	pending []taskstate.TaskRun
 	busy    bool // a flushRecords runs
 
-	running atomic.Int64  // runs going on this node, whose records are to come
-	wake    chan struct{} // a run ended; capacity 1
+	wake chan struct{} // a fire landed; capacity 1
 }
 
-// recordLinger bounds how long a Record call waits for the runs still going
-// on its node. It is real time, not the scheduler's clock: it only groups
-// calls, and a test's fake clock must not hold records back.
+// recordLinger bounds how long a Record call waits for the other fires in
+// flight. It is real time, not the scheduler's clock: it only groups calls,
+// and a test's fake clock must not hold records back.
 const recordLinger = 2 * time.Millisecond
 
-// ran tells the recorder that a run ended (its record, if any, queued).
-func (r *recorder) ran() {
-	r.running.Add(-1)
+// landed tells a lingering flush that a fire ended.
+func (r *recorder) landed() {
 	select {
 	case r.wake <- struct{}{}:
 	default:
 	}
 }
 
-// linger waits until no run is going on this node, or recordLinger.
-func (r *recorder) linger() {
-	if r.running.Load() == 0 {
+// linger waits until the flush is the only thing in flight on the node, or
+// recordLinger.
+func (s *Scheduler) linger() {
+	if s.flying.Load() <= 1 {
 		return
 	}
 	t := time.NewTimer(recordLinger)
 	defer t.Stop()
-	for r.running.Load() > 0 {
+	for s.flying.Load() > 1 {
 		select {
-		case <-r.wake:
+		case <-s.records.wake:
 		case <-t.C:
 			return
 		}
@@ -79,7 +78,7 @@ func (r *recorder) linger() {
 func (s *Scheduler) flushRecords() {
 	defer s.land()
 	for {
-		s.records.linger()
+		s.linger()
 		s.records.mu.Lock()
 		batch := s.records.pending
 		s.records.pending = nil

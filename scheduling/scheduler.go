@@ -544,7 +544,10 @@ func (s *Scheduler) takeoff(n int) {
 // land counts one fire as ended. Only the last of a flight takes s.mu, so
 // that a thousand fires ending together do not contend for it.
 func (s *Scheduler) land() {
-	if s.flying.Add(-1) != 0 {
+	if n := s.flying.Add(-1); n != 0 {
+		if n == 1 {
+			s.records.landed() // the last fire but one: a flush may be waiting for it
+		}
 		return
 	}
 	s.mu.Lock()
