@@ -53,8 +53,8 @@ type TaskInfo struct {
 	Waiting bool      // that fire is waiting for its lock (LockWait)
 	// Owner is, for a locked task of a spreading scheduler (Config.Spread),
 	// the node that this node takes to own the task's lock key; "" without
-	// spreading, for an unlocked task, or while this node has no fresh view
-	// of its group (it then tries every fire).
+	// spreading, for an unlocked task, or before this node's first view of
+	// its group (it then tries every fire).
 	Owner    string
 	Last     LastRun // the last fire, run or not; zero Fire if it never fired
 	LastRan  LastRun // the last fire that ran (its task was called); zero Fire if none

@@ -68,6 +68,20 @@ type view struct {
 	owners  []string
 	members []string  // every member listed
 	at      time.Time // when the heartbeat was sent, on the scheduler's clock
+	// owner caches ownerOf(owners, key) by key, shared by the consecutive
+	// views with the same owners: a fire costs one lookup, not a hash per
+	// member.
+	owner *sync.Map
+}
+
+// ownerOf returns the owner of key among v's owners.
+func (v *view) ownerOf(key string) string {
+	if o, ok := v.owner.Load(key); ok {
+		return o.(string)
+	}
+	o := ownerOf(v.owners, key)
+	v.owner.Store(key, o)
+	return o
 }
 
 // groupOf names the group of the nodes whose locked tasks (names, locks and
@@ -91,27 +105,30 @@ func (s *Scheduler) groupOf() string {
 }
 
 // owns reports whether this node is to try the fires of a task locked on
-// key: with a view of its group younger than a member's life, the node
-// that rendezvous hashing picks for the key among the live members; without
-// one (before the first heartbeat, or while heartbeats fail), every node,
-// as if the scheduler did not spread. Tasks sharing a key have one owner,
-// so they keep their registration order.
+// key: the node that rendezvous hashing picks for the key among the owners
+// of its last view; before its first view, every node, as if the scheduler
+// did not spread. A node whose heartbeats fail keeps its last view: the
+// others drop it from theirs within a member's life and take its tasks, so
+// its own keep their owner either way, and trying every fire instead would
+// multiply the work of a node that is failing because it is overloaded
+// (30 nodes on 2 cores fell into that and stayed there). Tasks sharing a key
+// have one owner, so they keep their registration order.
 func (s *Scheduler) owns(key string) bool {
 	v := s.spread.view.Load()
-	if v == nil || s.clock.Since(v.at) >= memberLife*s.spread.every {
+	if v == nil {
 		return true
 	}
-	return ownerOf(v.owners, key) == s.node
+	return v.ownerOf(key) == s.node
 }
 
-// ownerNow returns the owner of key in this node's fresh view, "" without
-// one.
+// ownerNow returns the owner of key in this node's view, "" before its
+// first.
 func (s *Scheduler) ownerNow(key string) string {
 	v := s.spread.view.Load()
-	if v == nil || s.clock.Since(v.at) >= memberLife*s.spread.every {
+	if v == nil {
 		return ""
 	}
-	return ownerOf(v.owners, key)
+	return v.ownerOf(key)
 }
 
 // ownerOf returns the member with the highest rendezvous score for key.
@@ -164,7 +181,7 @@ func (s *Scheduler) beat() {
 	members, err := sp.m.Heartbeat(ctx, group, s.node, memberLife*sp.every)
 	if err != nil {
 		if !s.stopping() && !sp.failing.Swap(true) {
-			s.log.Warn("membership heartbeat failed; this node tries every fire until one succeeds", "group", group, "err", err)
+			s.log.Warn("membership heartbeat failed; this node keeps its last view of the group (the others take its tasks if it stays failing) until one succeeds", "group", group, "err", err)
 		}
 		return
 	}
@@ -179,6 +196,11 @@ func (s *Scheduler) beat() {
 		}
 	}
 	v.members = members
+	if prev != nil && slices.Equal(prev.owners, v.owners) {
+		v.owner = prev.owner
+	} else {
+		v.owner = new(sync.Map)
+	}
 	sp.view.Store(v)
 	if prev == nil || prev.group != group || !slices.Equal(prev.members, members) {
 		var joined, left []string
@@ -250,10 +272,10 @@ func (s *Scheduler) takeovers(prev, v *view, now time.Time) []firing {
 	}
 	var out []firing
 	for _, e := range s.entries {
-		if e.spec.Lock == "" || ownerOf(v.owners, e.spec.Lock) != s.node {
+		if e.spec.Lock == "" || v.ownerOf(e.spec.Lock) != s.node {
 			continue
 		}
-		was := ownerOf(prev.owners, e.spec.Lock)
+		was := prev.ownerOf(e.spec.Lock)
 		if was == s.node || slices.Contains(v.members, was) {
 			continue
 		}
