@@ -46,6 +46,7 @@ type spread struct {
 
 	view    atomic.Pointer[view] // the last heartbeat's answer; nil before the first
 	failing atomic.Bool          // the last heartbeat failed
+	beating atomic.Bool          // a heartbeat is out
 
 	beats sync.WaitGroup // heartbeats in flight
 
@@ -58,13 +59,16 @@ type spread struct {
 type view struct {
 	group string
 	// owners are the members that may own tasks in this node's eyes: those
-	// of this answer that the previous one listed too, and this node. A
-	// member that joined is an owner for the others only from their next
-	// heartbeat on, while it tries every fire from its start (its own first
-	// view has no owner but itself): so the node that owned a task before
-	// keeps trying it for a heartbeat after the newcomer starts, and no
-	// fire falls between the two (unless their clocks and a heartbeat's
-	// latency differ by more than a heartbeat interval).
+	// of this answer that the previous one listed too, and this node; in
+	// its first view of the group, every member listed. A member that
+	// joined is an owner for the others only from their next heartbeat on,
+	// while it tries its share from its first view (every fire before it):
+	// so the node that owned a task before keeps trying it for a heartbeat
+	// after the newcomer took it, and no fire falls between the two (unless
+	// their clocks and a heartbeat's latency differ by more than a
+	// heartbeat interval). A newcomer does not try every fire once it has a
+	// view: a fleet that starts at once would make every node try every
+	// fire for a heartbeat, N times the calls, at the worst moment.
 	owners  []string
 	members []string  // every member listed
 	at      time.Time // when the heartbeat was sent, on the scheduler's clock
@@ -169,11 +173,17 @@ func (s *Scheduler) beat() {
 	defer s.land()
 	sp := s.spread
 	defer sp.beats.Done()
+	if !sp.beating.CompareAndSwap(false, true) {
+		return // the last one is still out: an overloaded node or store gets no second
+	}
+	defer sp.beating.Store(false)
 	s.mu.Lock()
 	group := sp.group
 	s.mu.Unlock()
 	sent := s.clock.Now()
-	ctx, cancel := withTimeout(s.acquireCtx, s.clock, sp.every)
+	// Up to a member's life: a slow answer still renews the membership and
+	// tells who is there.
+	ctx, cancel := withTimeout(s.acquireCtx, s.clock, memberLife*sp.every)
 	defer cancel()
 	if old := sp.view.Load(); old != nil && old.group != group {
 		_ = sp.m.Leave(ctx, old.group, s.node) // its members drop this node within a member's life anyway
@@ -190,8 +200,9 @@ func (s *Scheduler) beat() {
 	}
 	v := &view{group: group, at: sent}
 	prev := sp.view.Load()
+	first := prev == nil || prev.group != group
 	for _, m := range members {
-		if m == s.node || (prev != nil && prev.group == group && slices.Contains(prev.members, m)) {
+		if m == s.node || first || slices.Contains(prev.members, m) {
 			v.owners = append(v.owners, m)
 		}
 	}
