@@ -1,7 +1,8 @@
 -- $1 namespace, $2 key, $3 ttl in microseconds. Returns the new token, or no
 -- row when the key is held. Never waits on a row lock: a row that another
 -- transaction locks (a guarded transaction, see Guard, or a concurrent
--- operation on the key) is skipped, and the key answers as held. Each step
+-- operation on the key) is skipped, and the key answers as held, after up
+-- to three more tries (2, 4, 8ms later) if the row is free (see the loop). Each step
 -- is a statement of its own, so the usual call (the key's row exists) runs
 -- one.
 DECLARE
@@ -13,18 +14,33 @@ BEGIN
 	-- of the acquisition that set the row's token), and the new expiry. A
 	-- row of another key with the same digest (a sha256 collision) is never
 	-- taken: the key answers as held.
-	UPDATE $LOCKS AS l
-	SET token = nextval('$TOKENS'), expires_at = clock_timestamp() + $3 * interval '1 microsecond'
-	WHERE l.ns = $1 AND l.digest = d AND l.key = $2 AND l.ctid = (
-		SELECT f.ctid FROM $LOCKS AS f
-		WHERE f.ns = $1 AND f.digest = d AND f.expires_at <= clock_timestamp()
-		FOR UPDATE SKIP LOCKED
-	)
-	RETURNING l.token INTO minted;
-	IF FOUND THEN
-		RETURN NEXT minted;
-		RETURN;
-	END IF;
+	FOR attempt IN 1 .. 4 LOOP
+		UPDATE $LOCKS AS l
+		SET token = nextval('$TOKENS'), expires_at = clock_timestamp() + $3 * interval '1 microsecond'
+		WHERE l.ns = $1 AND l.digest = d AND l.key = $2 AND l.ctid = (
+			SELECT f.ctid FROM $LOCKS AS f
+			WHERE f.ns = $1 AND f.digest = d AND f.expires_at <= clock_timestamp()
+			FOR UPDATE SKIP LOCKED
+		)
+		RETURNING l.token INTO minted;
+		IF FOUND THEN
+			RETURN NEXT minted;
+			RETURN;
+		END IF;
+		-- A free row that another transaction locks is most often one that
+		-- an Acquire of another key is reclaiming (below): that statement
+		-- ends in a moment, the row deleted and the key free. Answering held
+		-- would skip a fire that nobody runs (the scheduler tries each fire
+		-- on one node). So the key is tried again after 2, 4 and 8ms (the
+		-- reclaimer's transaction may be an AcquireClaim, which claims
+		-- before it commits); a row still locked then (an Acquire of this
+		-- key taking it, a guarded transaction of a past lease) answers
+		-- held, as before. A live or missing row does not wait.
+		EXIT WHEN attempt = 4;
+		PERFORM FROM $LOCKS AS l WHERE l.ns = $1 AND l.digest = d AND l.expires_at <= clock_timestamp();
+		EXIT WHEN NOT FOUND;
+		PERFORM pg_sleep(0.001 * 2 ^ attempt);
+	END LOOP;
 	-- The row exists, held or locked: the key is held.
 	PERFORM FROM $LOCKS AS l WHERE l.ns = $1 AND l.digest = d;
 	IF FOUND THEN

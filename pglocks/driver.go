@@ -26,9 +26,11 @@
 //	ndigo_locks_members (ns, grp, member) primary key, expires_at timestamptz
 //	                    (locks.Membership: one row per live member of a group)
 //	ndigo_tokens_<h>    the sequence every fencing token comes from
-//	ndigo_acquire_v2_<h>, ndigo_extend_v2_<h>, ndigo_release_v2_<h>,
-//	ndigo_claim_v2_<h>, ndigo_guard_v2_<h>
+//	ndigo_acquire_v3_<h>, ndigo_extend_v3_<h>, ndigo_release_v3_<h>,
+//	ndigo_claim_v3_<h>, ndigo_guard_v3_<h>, ndigo_acquire_claim_v3_<h>
 //	                    in the lock table's schema, <h> a hash of its name
+//	                    (v2 before this version: nodes of both can run on
+//	                    the same tables during an upgrade)
 //
 // A row is found by digest, the sha256 of its key's UTF-8 bytes, so a key
 // of any length that locks.Check accepts (up to locks.MaxKeyLen, 1 MiB) fits

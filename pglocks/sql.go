@@ -74,7 +74,7 @@ var functions = []function{
 // the previous version, which may still run on some nodes during an
 // upgrade, and recreates them when it starts) and these never replace each
 // other.
-const layout = "v2"
+const layout = "v3"
 
 // newStatements fills in the tables named by locks and claims, each a table
 // name optionally preceded by its schema. The schema script takes a

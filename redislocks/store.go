@@ -76,7 +76,9 @@ type StoreOptions struct {
 // request holds.
 //
 // Task names travel as keys and arguments, never in script text. Each
-// operation is one round trip. Every mutating call (SetPaused, RequestRun,
+// operation is one round trip (a Record of many runs too: one pipeline),
+// but SetPaused, two (the flag and the pause generation are in different
+// Cluster slots). Every mutating call (SetPaused, RequestRun,
 // TakeRequest, Record) is a script that first looks for the key of the
 // call's nonce, made for the call and the same for go-redis's retries of it
 // (go-redis resends a command whose reply was lost, by default up to 3

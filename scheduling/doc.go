@@ -117,7 +117,8 @@
 // membership of a group, the nodes with the same locked tasks, through the
 // driver ([locks.Membership]) every [Config.Heartbeat] (1s), and tries only
 // the fires of the lock keys that rendezvous hashing gives it among the
-// members it has seen in two heartbeats running (itself from its first).
+// members it has seen in two heartbeats running (itself, and in its first
+// view every member listed).
 // The other nodes skip those fires with [OutcomeNotOwner], making no call.
 // Tasks that share a lock key have one owner, so their registration order
 // holds. Ownership decides who tries, never who may run: the lock and the
@@ -125,9 +126,10 @@
 // differ runs once, and the rules above hold unchanged.
 //
 // Ownership changes with the members:
-//   - a node that joins tries every fire from its start until its second
-//     heartbeat, while the others hand it its share only at their second
-//     view of it, so no fire falls between;
+//   - a node that joins tries every fire until its first heartbeat answers,
+//     then its share, while the others hand it that share only at their
+//     second view of it, so no fire falls between (and a fleet that starts
+//     at once does not try every fire on every node for a heartbeat);
 //   - a node that stops leaves its group (after its last heartbeat, so
 //     that none brings it back) and starts no new run, as without
 //     spreading; at their next heartbeat the others take its tasks and try

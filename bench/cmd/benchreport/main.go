@@ -78,10 +78,10 @@ func main() {
 			}
 			return strings.Join([]string{
 				sc(*scRuns, "-nodes", "1,3,10,30", "-tasks", "100", "-breakdown"),
-				sc(*scRuns, "-nodes", "10", "-tasks", "1000", "-breakdown"),
+				sc(*scRuns, "-nodes", "10,30", "-tasks", "1000", "-breakdown"),
 				sc(1, "-kill", "-postgres"),
 				sc(1, "-graceful"),
-				sc(1, "-postgres"),
+				sc(1, "-postgres", "-breakdown"),
 			}, "\n")
 		},
 	}

@@ -168,7 +168,13 @@ func (n *node) start() error {
 			s           *scheduling.Scheduler
 			closeClient func()
 		)
-		logger := slog.New(slog.DiscardHandler)
+		// Warnings and errors go to stderr, which the parent passes on: a
+		// fire that failed says why (SCALEBENCH_LOG=info: every skip too).
+		logLevel := slog.LevelWarn
+		if os.Getenv("SCALEBENCH_LOG") == "info" {
+			logLevel = slog.LevelInfo
+		}
+		logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel}))
 		if n.system == "ndigo" {
 			c := n.redisClient()
 			rd, err := redislocks.New(redislocks.Options{Client: c, Namespace: "bench"})

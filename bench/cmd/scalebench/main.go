@@ -766,6 +766,9 @@ func measure(system string, n, tasks int, mode string, pg *pgproc.Server) (resul
 				continue
 			}
 			res.missed++
+			if os.Getenv("SCALEBENCH_LOG") == "info" {
+				fmt.Fprintf(os.Stderr, "missed: task%d fire=%s\n", i, time.Unix(s, 0).UTC().Format(time.RFC3339))
+			}
 			if mode != "kill" {
 				continue
 			}
