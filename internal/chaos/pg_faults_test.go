@@ -55,12 +55,17 @@ func pgLedgerEntries(t *testing.T, pool *pgxpool.Pool) [][]string {
 	return out
 }
 
-// waitFailedFires waits until every node in nodes has logged a fire it did
-// not run because the database failed, after the first skip lines.
+// waitFailedFires waits, after the first skip lines, until a node (the
+// task's owner: the nodes spread their tasks) has logged a fire it did not
+// run because the database failed, and every node in nodes has logged that
+// its membership heartbeats fail.
 func waitFailedFires(p *nodetest.Procs, nodes []string, skip int) {
+	p.WaitLine("a failed fire", skip, 30*time.Second, func(l nodetest.Line) bool {
+		return l.Msg == "lock failed; fire not run" && strings.Contains(l.Err, "pglocks: database failed")
+	})
 	for _, node := range nodes {
-		p.WaitLine(node+"'s failed fire", skip, 30*time.Second, func(l nodetest.Line) bool {
-			return l.Proc == node && l.Msg == "lock failed; fire not run" && strings.Contains(l.Err, "pglocks: database failed")
+		p.WaitLine(node+"'s failed heartbeat", skip, 30*time.Second, func(l nodetest.Line) bool {
+			return l.Proc == node && strings.HasPrefix(l.Msg, "membership heartbeat failed") && strings.Contains(l.Err, "pglocks: database failed")
 		})
 	}
 }
@@ -145,8 +150,8 @@ func TestPostgresRestartMidRun(t *testing.T) {
 	pool := startPGNodes(t, p, srv, pgNodes, "CHAOS_TTL=3s", "CHAOS_WORK=1200ms")
 	_, i := p.WaitLine("a completed run", 0, 60*time.Second, isRun("run end"))
 	inflight, _ := p.WaitLine("a run starting", i+1, 10*time.Second, isRun("run start"))
+	mark := len(p.All()) // before the kill: a node may log its failure at once
 	srv.Kill()
-	mark := len(p.All())
 	t.Logf("killed PostgreSQL during %s's run of fire %s (token %d)", inflight.Proc, inflight.Fire, inflight.Token)
 	waitFailedFires(p, pgNodes, mark)
 	srv.Restart()
@@ -192,8 +197,8 @@ func TestPostgresPausedMidRun(t *testing.T) {
 	startPGNodes(t, p, srv, pgNodes, "CHAOS_TTL=2s", "CHAOS_WORK=300ms")
 	_, i := p.WaitLine("a completed run", 0, 60*time.Second, isRun("run end"))
 	inflight, _ := p.WaitLine("a run starting", i+1, 10*time.Second, isRun("run start"))
+	mark := len(p.All()) // before the pause: a node may log its failure at once
 	srv.Pause()
-	mark := len(p.All())
 	t.Logf("paused PostgreSQL during %s's run of fire %s (token %d)", inflight.Proc, inflight.Fire, inflight.Token)
 	waitFailedFires(p, pgNodes, mark)
 	srv.Resume()
