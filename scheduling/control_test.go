@@ -598,6 +598,14 @@ func TestPausedFlagReadOncePerGeneration(t *testing.T) {
 	if a0 > 3 || b0 > 3 {
 		t.Fatalf("%d and %d reads of the paused flag after one pause, want at most one more per node (and one per node after its poll)", a0, b0)
 	}
+	// A flag older than PauseFlagAge is read again, generation or not (a
+	// SetPaused by a node of an earlier version moves none).
+	step(t, fc, PauseFlagAge+time.Second, time.Second, nodes...)
+	a1, b1 := reads()
+	if a1 == a0 || b1 == b0 || a1 > a0+2 || b1 > b0+2 {
+		t.Fatalf("reads moved from %d, %d to %d, %d over %v; want one or two more per node (PauseFlagAge)", a0, b0, a1, b1, PauseFlagAge+time.Second)
+	}
+	a0, b0 = a1, b1
 	stores[1].pollDown.Store(true)
 	step(t, fc, 5*time.Second, time.Second, nodes...)
 	if a, b := reads(); a != a0 || b < b0+4 {
