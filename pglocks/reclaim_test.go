@@ -153,11 +153,13 @@ func lockRows(t *testing.T, p *pgxpool.Pool, ns string) int {
 // reclaims the one its predecessor freed. With 32 held at once (1,000
 // keys), it never holds more than those 32. Expired in bursts (10 bursts of
 // 500 keys, set expired in the database as a stall past their TTL would),
-// each new key's Acquire reclaims 8 rows of the burst while they are most
-// of the 32 rows it examines: the k-th new key leaves exactly its k held
-// keys plus 500 - 8k rows of the burst up to k = 50 (100 left of the burst,
-// among 150 rows), and none are left by the 100th (in 20 runs, none were
-// by the 80th). Before the fix every key kept its row.
+// each new key's Acquire reclaims up to 8 rows of the burst among the 32
+// it examines: the k-th new key leaves its k held keys plus at least
+// 500 - 8k rows of the burst up to k = 50, and at most 40 more (where new
+// keys' digests lie close together, their samples overlap, and one finds
+// fewer than 8 free rows: in a model of 20,000 layouts, 5% of them left
+// rows above 500 - 8k at k = 50, 26 at most); none are left by the 100th
+// (in every one of those layouts). Before the fix every key kept its row.
 func TestOneOffKeysLeaveBoundedRows(t *testing.T) {
 	p := pool(t)
 	ctx := context.Background()
@@ -229,8 +231,8 @@ func TestOneOffKeysLeaveBoundedRows(t *testing.T) {
 				}
 				n := lockRows(t, p, ns)
 				switch {
-				case k <= 50 && n != k+burst-8*k:
-					t.Fatalf("burst %d, new key %d: %d lock rows, want %d held + %d of the expired burst (8 reclaimed per new key)", b, k, n, k, burst-8*k)
+				case k <= 50 && n < k+burst-8*k:
+					t.Fatalf("burst %d, new key %d: %d lock rows, want at least %d held + %d of the expired burst (at most 8 reclaimed per new key)", b, k, n, k, burst-8*k)
 				case k >= 100 && n != k:
 					t.Fatalf("burst %d, new key %d: %d lock rows, want the %d held: the expired burst not reclaimed", b, k, n, k)
 				case n > k+max(0, burst-8*k)+40:
