@@ -115,47 +115,82 @@ type FireClaim struct {
 	EvenIfHeld bool
 }
 
-// A ClaimAcquirer is a Claimer that claims and acquires in one step: one
-// round trip where Acquire and Claim take two. The scheduler takes every
-// locked fire this way when the driver is one (see [AcquireClaim]); the
-// in-process, Redis and PostgreSQL drivers are.
+// A FireLock is one acquisition that [AcquireClaims] makes with its claim:
+// Acquire's arguments and the claim.
+type FireLock struct {
+	Key   string        // the lock key, as Acquire's
+	TTL   time.Duration // the lease's TTL, as Acquire's
+	Claim FireClaim
+}
+
+// A FireLease is what [AcquireClaims] answers for one [FireLock]: the lease,
+// or the error that [AcquireClaim] would have returned for it alone.
+type FireLease struct {
+	Lease Lease
+	Err   error
+}
+
+// A ClaimAcquirer is a Claimer that claims and acquires in one step, and
+// takes many such steps in one call: one round trip where Acquire and Claim
+// take two each. The scheduler takes the locked fires of one instant this
+// way when the driver is one (see [AcquireClaims]); the in-process, Redis
+// and PostgreSQL drivers are.
 //
 // A type that embeds one of them and overrides Acquire or Claim (to count,
-// trace or wrap leases) must override AcquireClaim too, or the scheduler's
-// fires bypass its overrides; locks.AcquireThenClaim(ctx, w, …) is such an
-// override, in two steps through w's own methods.
+// trace or wrap leases) must override AcquireClaims too, or the scheduler's
+// fires bypass its overrides; calling locks.AcquireThenClaim(ctx, w, …) for
+// each FireLock is such an override, in two steps each through w's own
+// methods.
 type ClaimAcquirer interface {
 	Claimer
-	// AcquireClaim acquires key for ttl as Acquire does and claims c as
-	// Claim(ctx, c.Key, c.Seq, c.TTL) does (the same record), as one
-	// atomic step:
+	// AcquireClaims acquires each fire's key for its TTL as Acquire does
+	// and claims its claim c as Claim(ctx, c.Key, c.Seq, c.TTL) does (the
+	// same record), as one atomic step per fire, and returns one FireLease
+	// per fire, in order:
 	//   - the claim is refused (a claim of c.Seq or higher recorded by
-	//     another call): an error wrapping ErrClaimed; key is not acquired
-	//     (or is given back at once, its token spent);
-	//   - key is acquired: the claim is recorded and the lease returned;
-	//   - key is held: an error wrapping ErrNotAcquired; the claim is
+	//     another call): an error wrapping ErrClaimed; the key is not
+	//     acquired (or is given back at once, its token spent);
+	//   - the key is acquired: the claim is recorded and the lease returned;
+	//   - the key is held: an error wrapping ErrNotAcquired; the claim is
 	//     recorded only with c.EvenIfHeld (refused, the error wraps
 	//     ErrClaimed instead).
-	// A call that the driver or its client retries after its first attempt
-	// took effect answers what that attempt did, as Acquire and Claim do.
-	// Bad input returns an error wrapping ErrInvalid, as theirs does.
-	AcquireClaim(ctx context.Context, key string, ttl time.Duration, c FireClaim) (Lease, error)
+	// Fires are taken in order, so of two fires on one key the first is
+	// the one that may acquire it. A call that the driver or its client
+	// retries after its first attempt took effect answers what that attempt
+	// did, as Acquire and Claim do. A fire with bad input gets an error
+	// wrapping ErrInvalid, as Acquire's and Claim's do, and the others are
+	// taken all the same. An empty fires answers an empty slice.
+	AcquireClaims(ctx context.Context, fires []FireLock) []FireLease
 }
 
-// AcquireClaim acquires key and claims c in one step when d is a
-// [ClaimAcquirer], and with [AcquireThenClaim] otherwise. d must be a
-// Claimer, or wrap one ([As]). Unlike the other optional interfaces, a
-// ClaimAcquirer is not looked up through a [Wrapper]: its AcquireClaim
-// would bypass the wrapper's Acquire. A wrapper that counts or changes
-// acquisitions and wants them in one step implements AcquireClaim itself.
-func AcquireClaim(ctx context.Context, d Driver, key string, ttl time.Duration, c FireClaim) (Lease, error) {
+// AcquireClaims acquires and claims each of fires in one step, all in one
+// call, when d is a [ClaimAcquirer], and each with [AcquireThenClaim], one
+// after another, otherwise. It answers as [ClaimAcquirer.AcquireClaims]
+// does. d must be a Claimer, or wrap one ([As]). Unlike the other optional
+// interfaces, a ClaimAcquirer is not looked up through a [Wrapper]: its
+// AcquireClaims would bypass the wrapper's Acquire. A wrapper that counts
+// or changes acquisitions and wants them in one step implements
+// AcquireClaims itself.
+func AcquireClaims(ctx context.Context, d Driver, fires []FireLock) []FireLease {
 	if ca, ok := d.(ClaimAcquirer); ok {
-		return ca.AcquireClaim(ctx, key, ttl, c)
+		return ca.AcquireClaims(ctx, fires)
 	}
-	return AcquireThenClaim(ctx, d, key, ttl, c)
+	out := make([]FireLease, len(fires))
+	for i, f := range fires {
+		out[i].Lease, out[i].Err = AcquireThenClaim(ctx, d, f.Key, f.TTL, f.Claim)
+	}
+	return out
 }
 
-// AcquireThenClaim does what [ClaimAcquirer.AcquireClaim] does in two
+// AcquireClaim acquires key and claims c in one step: [AcquireClaims] of
+// one fire.
+func AcquireClaim(ctx context.Context, d Driver, key string, ttl time.Duration, c FireClaim) (Lease, error) {
+	r := AcquireClaims(ctx, d, []FireLock{{Key: key, TTL: ttl, Claim: c}})
+	return r[0].Lease, r[0].Err
+}
+
+// AcquireThenClaim does what [ClaimAcquirer.AcquireClaims] does for one
+// fire in two
 // steps, for a driver that cannot do it in one (or not on every
 // deployment: the Redis driver on a Cluster): Acquire, then Claim once the
 // lease is taken, releasing the lease when the claim is refused; with

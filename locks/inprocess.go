@@ -106,19 +106,23 @@ func (d *InProcessDriver) Claim(ctx context.Context, key string, seq int64, ttl 
 	return t.claim(now, key, seq, ttl), nil
 }
 
-// AcquireClaim implements ClaimAcquirer, under one hold of the table's
-// mutex.
-func (d *InProcessDriver) AcquireClaim(ctx context.Context, key string, ttl time.Duration, c FireClaim) (Lease, error) {
-	if err := Check(ctx, key, ttl); err != nil {
-		return nil, err
+// AcquireClaims implements ClaimAcquirer, each fire under one hold of the
+// table's mutex.
+func (d *InProcessDriver) AcquireClaims(ctx context.Context, fires []FireLock) []FireLease {
+	out := make([]FireLease, len(fires))
+	for i, f := range fires {
+		if err := Check(ctx, f.Key, f.TTL); err != nil {
+			out[i].Err = err
+		} else if err := CheckClaim(ctx, f.Claim.Key, f.Claim.Seq, f.Claim.TTL); err != nil {
+			out[i].Err = err
+		} else {
+			out[i].Lease, out[i].Err = d.acquireClaim(f.Key, f.TTL, &f.Claim)
+		}
 	}
-	if err := CheckClaim(ctx, c.Key, c.Seq, c.TTL); err != nil {
-		return nil, err
-	}
-	return d.acquireClaim(key, ttl, &c)
+	return out
 }
 
-// acquireClaim acquires key and, with c, claims it as AcquireClaim does.
+// acquireClaim acquires key and, with c, claims it as AcquireClaims does.
 func (d *InProcessDriver) acquireClaim(key string, ttl time.Duration, c *FireClaim) (Lease, error) {
 	t := d.t
 	now := t.clock.Since(t.base)

@@ -12,8 +12,14 @@ import (
 // ([LockAttempts]: acquired, held, error) and timed ([LockAcquireDuration]).
 // The result unwraps to d (locks.Wrapper), so that waiting and fire claims
 // find d's locks.Watcher and locks.Claimer through locks.As; claims are not
-// counted. Leases are d's own, unwrapped.
+// counted. If d is a locks.ClaimAcquirer, so is the result: its
+// AcquireClaims is d's, one call for all the fires, each fire counted as
+// an Acquire (a fire another node claimed first counts as held) and timed
+// as the call. Leases are d's own, unwrapped.
 func (m *Metrics) InstrumentDriver(d locks.Driver) locks.Driver {
+	if _, ok := d.(locks.ClaimAcquirer); ok {
+		return &claimDriver{driver{inner: d, m: m}}
+	}
 	return &driver{inner: d, m: m}
 }
 
@@ -30,16 +36,40 @@ var monoBase = time.Now()
 func (d *driver) Acquire(ctx context.Context, key string, ttl time.Duration) (locks.Lease, error) {
 	start := time.Since(monoBase)
 	l, err := d.inner.Acquire(ctx, key, ttl)
-	d.m.acquire.Observe((time.Since(monoBase) - start).Seconds())
+	d.count((time.Since(monoBase) - start).Seconds(), err)
+	return l, err
+}
+
+// count records one lock attempt that took secs and answered err.
+func (d *driver) count(secs float64, err error) {
+	d.m.acquire.Observe(secs)
 	switch {
 	case err == nil:
 		d.m.attempts[acquired].Inc()
-	case errors.Is(err, locks.ErrNotAcquired):
+	case errors.Is(err, locks.ErrNotAcquired), errors.Is(err, locks.ErrClaimed):
 		d.m.attempts[held].Inc()
 	default:
 		d.m.attempts[failed].Inc()
 	}
-	return l, err
+}
+
+// A claimDriver is the instrumented form of a locks.ClaimAcquirer.
+type claimDriver struct{ driver }
+
+// Claim implements locks.Claimer: d's, not counted.
+func (d *claimDriver) Claim(ctx context.Context, key string, seq int64, ttl time.Duration) (bool, error) {
+	return d.inner.(locks.ClaimAcquirer).Claim(ctx, key, seq, ttl)
+}
+
+// AcquireClaims implements locks.ClaimAcquirer.
+func (d *claimDriver) AcquireClaims(ctx context.Context, fires []locks.FireLock) []locks.FireLease {
+	start := time.Since(monoBase)
+	out := d.inner.(locks.ClaimAcquirer).AcquireClaims(ctx, fires)
+	secs := (time.Since(monoBase) - start).Seconds()
+	for _, r := range out {
+		d.count(secs, r.Err)
+	}
+	return out
 }
 
 // Unwrap implements locks.Wrapper.

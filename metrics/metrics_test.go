@@ -217,19 +217,46 @@ func TestInstrumentDriverKeepsOptionalInterfaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		d             locks.Driver
-		watch, claims bool
+		d                    locks.Driver
+		watch, claims, inOne bool
 	}{
-		{plainDriver{}, false, false},
-		{locks.NewInProcessDriver(), true, true},
-		{claimingDriver{}, false, true},
-		{bothDriver{}, true, true},
+		{plainDriver{}, false, false, false},
+		{locks.NewInProcessDriver(), true, true, true},
+		{claimingDriver{}, false, true, false},
+		{bothDriver{}, true, true, false},
 	} {
 		got := m.InstrumentDriver(c.d)
 		_, w := locks.As[locks.Watcher](got)
 		_, cl := locks.As[locks.Claimer](got)
-		if w != c.watch || cl != c.claims {
-			t.Errorf("%T wrapped: Watcher %v Claimer %v, want %v %v", c.d, w, cl, c.watch, c.claims)
+		_, one := got.(locks.ClaimAcquirer) // looked up on the driver itself, not through Unwrap
+		if w != c.watch || cl != c.claims || one != c.inOne {
+			t.Errorf("%T wrapped: Watcher %v Claimer %v ClaimAcquirer %v, want %v %v %v", c.d, w, cl, one, c.watch, c.claims, c.inOne)
+		}
+	}
+}
+
+// The fires of one AcquireClaims call are counted one by one, by outcome.
+func TestInstrumentDriverCountsFires(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner := locks.NewInProcessDriver()
+	ctx := context.Background()
+	if _, err := inner.Acquire(ctx, "held", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	fire := func(key string) locks.FireLock {
+		return locks.FireLock{Key: key, TTL: time.Minute, Claim: locks.FireClaim{Key: key + "@t", Seq: 1, TTL: time.Minute}}
+	}
+	out := locks.AcquireClaims(ctx, m.InstrumentDriver(inner), []locks.FireLock{fire("a"), fire("b"), fire("held"), {}})
+	if out[0].Err != nil || out[1].Err != nil || !errors.Is(out[2].Err, locks.ErrNotAcquired) || !errors.Is(out[3].Err, locks.ErrInvalid) {
+		t.Fatalf("AcquireClaims through the instrumented driver: %+v", out)
+	}
+	for outcome, want := range map[string]float64{"acquired": 2, "held": 1, "error": 1} {
+		if got := sample(t, reg, LockAttempts, "outcome", outcome); got != want {
+			t.Errorf("%s attempts %v, want %v", outcome, got, want)
 		}
 	}
 }

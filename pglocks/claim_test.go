@@ -92,44 +92,57 @@ func TestRowsAreBounded(t *testing.T) {
 }
 
 // TestAcquireClaimOnAnEarlierSchema: on tables whose CreateSchema predates
-// the acquire-and-claim function (a node of this version started before the
-// schema was upgraded), AcquireClaim still acquires and claims, in two
-// statements, with the same answers.
+// the acquire-and-claim functions (a node of this version started before
+// the schema was upgraded), AcquireClaims still acquires and claims, with
+// the same answers: by the one-fire function when only the many-fire one
+// is missing, in two statements (Acquire, then Claim) when both are.
 func TestAcquireClaimOnAnEarlierSchema(t *testing.T) {
 	p := pool(t)
 	ctx := context.Background()
-	schema := newSchema(t, p, "earlier")
-	d, err := pglocks.New(pglocks.Options{Pool: p, Namespace: "earlier", Table: schema + ".locks"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = d.Close() })
-	if err := d.CreateSchema(ctx); err != nil {
-		t.Fatal(err)
-	}
-	var dropped int
-	if err := p.QueryRow(ctx, `WITH f AS (SELECT p.oid::regprocedure AS fn FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-		WHERE n.nspname = $1 AND p.proname LIKE 'ndigo_acquire_claim_%') SELECT count(*) FROM f`, schema).Scan(&dropped); err != nil || dropped != 1 {
-		t.Fatalf("acquire-and-claim functions in %s: %d, %v; want 1", schema, dropped, err)
-	}
-	if _, err := p.Exec(ctx, `DO $$ DECLARE f regprocedure; BEGIN
-		SELECT p.oid::regprocedure INTO f FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-		WHERE n.nspname = '`+schema+`' AND p.proname LIKE 'ndigo_acquire_claim_%';
-		EXECUTE 'DROP FUNCTION ' || f; END $$`); err != nil {
-		t.Fatal(err)
-	}
-	fire := locks.FireClaim{Key: "k@task", Seq: 10, TTL: time.Minute}
-	l, err := d.AcquireClaim(ctx, "k", time.Minute, fire)
-	if err != nil {
-		t.Fatalf("AcquireClaim without the function: %v, want the lease", err)
-	}
-	if _, err := d.AcquireClaim(ctx, "k", time.Minute, locks.FireClaim{Key: "k@task", Seq: 11, TTL: time.Minute}); !errors.Is(err, locks.ErrNotAcquired) {
-		t.Fatalf("AcquireClaim of a held key: %v, want ErrNotAcquired", err)
-	}
-	if err := l.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := d.AcquireClaim(ctx, "k", time.Minute, fire); !errors.Is(err, locks.ErrClaimed) {
-		t.Fatalf("AcquireClaim of a claimed fire: %v, want ErrClaimed", err)
+	for _, c := range []struct{ name, drop string }{
+		{"without acquire_claims", "ndigo_acquire_claims_%"},
+		{"without either", "ndigo_acquire_claim%"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			schema := newSchema(t, p, "earlier")
+			d, err := pglocks.New(pglocks.Options{Pool: p, Namespace: "earlier", Table: schema + ".locks"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = d.Close() })
+			if err := d.CreateSchema(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := p.Exec(ctx, `DO $$ DECLARE f regprocedure; BEGIN
+				FOR f IN SELECT p.oid::regprocedure FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+				WHERE n.nspname = '`+schema+`' AND p.proname LIKE '`+c.drop+`' LOOP
+					EXECUTE 'DROP FUNCTION ' || f;
+				END LOOP; END $$`); err != nil {
+				t.Fatal(err)
+			}
+			var left int
+			if err := p.QueryRow(ctx, `SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+				WHERE n.nspname = $1 AND p.proname LIKE $2`, schema, c.drop).Scan(&left); err != nil || left != 0 {
+				t.Fatalf("functions %s left in %s: %d, %v; want none", c.drop, schema, left, err)
+			}
+			fire := locks.FireClaim{Key: "k@task", Seq: 10, TTL: time.Minute}
+			got := locks.AcquireClaims(ctx, d, []locks.FireLock{
+				{Key: "k", TTL: time.Minute, Claim: fire},
+				{Key: "k", TTL: time.Minute, Claim: locks.FireClaim{Key: "k@task", Seq: 11, TTL: time.Minute}},
+				{Key: "other", TTL: time.Minute, Claim: locks.FireClaim{Key: "other@task", Seq: 10, TTL: time.Minute}},
+			})
+			if got[0].Err != nil || got[2].Err != nil {
+				t.Fatalf("AcquireClaims without the functions: %v, %v; want the leases of k and other", got[0].Err, got[2].Err)
+			}
+			if !errors.Is(got[1].Err, locks.ErrNotAcquired) {
+				t.Fatalf("AcquireClaims of k, held by the fire before it: %v, want ErrNotAcquired", got[1].Err)
+			}
+			if err := got[0].Lease.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := locks.AcquireClaim(ctx, d, "k", time.Minute, fire); !errors.Is(err, locks.ErrClaimed) {
+				t.Fatalf("AcquireClaim of a claimed fire: %v, want ErrClaimed", err)
+			}
+		})
 	}
 }

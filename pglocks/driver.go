@@ -62,10 +62,12 @@
 // > clock_timestamp(). Claim is INSERT … ON CONFLICT (ns, digest) DO UPDATE
 // … WHERE seq < the new seq OR expires_at <= clock_timestamp(). An Acquire
 // that inserts a row, and every Claim, also reclaim free rows in the same
-// round trip (see Reclamation). AcquireClaim (locks.ClaimAcquirer: how the
-// scheduler takes a locked fire) is one function that calls Acquire's and
-// Claim's, one round trip; a claim refused gives back the lease just
-// acquired in the same statement. Keys, namespaces, tokens and TTLs are always bind
+// round trip (see Reclamation). AcquireClaims (locks.ClaimAcquirer: how
+// the scheduler takes the locked fires due at one instant) is one function
+// that calls Acquire's and Claim's for each fire, in the order of their
+// keys (so that racing calls cannot deadlock), one round trip for up to 256
+// fires; a claim refused gives back the lease just acquired in the same
+// statement. Keys, namespaces, tokens and TTLs are always bind
 // parameters; only the validated, quoted table names are part of the SQL
 // text. Each operation's statements (Acquire's and Guard's: a few steps) are
 // the body of a PL/pgSQL function, and the driver calls the function: PostgreSQL then plans the statement once per session
@@ -493,42 +495,102 @@ func (d *Driver) Acquire(ctx context.Context, key string, ttl time.Duration) (lo
 	return &handle{remotelease.New("pglocks", key, uint64(token), d.clock, d.margin, sent, ttl), d}, nil
 }
 
-// AcquireClaim implements locks.ClaimAcquirer in one statement, a function
-// that CreateSchema creates and that calls Acquire's and Claim's. On a
+// maxFiresPerCall bounds the fires of one AcquireClaims statement: its
+// transaction keeps the rows it locks until the last fire is taken.
+const maxFiresPerCall = 256
+
+// AcquireClaims implements locks.ClaimAcquirer in one statement for up to
+// 256 fires (more take one more per 256), a function that CreateSchema
+// creates and that calls, for each fire, Acquire's and Claim's. Its fires
+// are one transaction: an error in one fails them all and takes none. On a
 // schema that CreateSchema of an earlier version made, without that
-// function, it is Acquire, then Claim (locks.AcquireThenClaim) until
-// CreateSchema runs again.
-func (d *Driver) AcquireClaim(ctx context.Context, key string, ttl time.Duration, c locks.FireClaim) (locks.Lease, error) {
-	if err := locks.Check(ctx, key, ttl); err != nil {
-		return nil, err
+// function, each fire is taken on its own (Acquire, then Claim, for a
+// schema without acquire_claim either) until CreateSchema runs again.
+func (d *Driver) AcquireClaims(ctx context.Context, fires []locks.FireLock) []locks.FireLease {
+	out := make([]locks.FireLease, len(fires))
+	var batch []int // the fires with valid input
+	for i, f := range fires {
+		err := locks.Check(ctx, f.Key, f.TTL)
+		if err == nil {
+			err = locks.CheckClaim(ctx, f.Claim.Key, f.Claim.Seq, f.Claim.TTL)
+		}
+		if err == nil {
+			err = d.margin.Check("pglocks", f.Key, f.TTL)
+		}
+		if err == nil {
+			err = checkKey(f.Key)
+		}
+		if err == nil {
+			err = checkKey(f.Claim.Key)
+		}
+		if out[i].Err = err; err == nil {
+			batch = append(batch, i)
+		}
 	}
-	if err := locks.CheckClaim(ctx, c.Key, c.Seq, c.TTL); err != nil {
-		return nil, err
+	for len(batch) > 0 {
+		n := min(len(batch), maxFiresPerCall)
+		d.acquireClaims(ctx, fires, batch[:n], out)
+		batch = batch[n:]
 	}
-	if err := d.margin.Check("pglocks", key, ttl); err != nil {
-		return nil, err
-	}
-	if err := checkKey(key); err != nil {
-		return nil, err
-	}
-	if err := checkKey(c.Key); err != nil {
-		return nil, err
-	}
+	return out
+}
+
+// acquireClaims takes the fires of batch (indexes into fires, whose input
+// is valid) in one statement and sets their results in out.
+func (d *Driver) acquireClaims(ctx context.Context, fires []locks.FireLock, batch []int, out []locks.FireLease) {
 	sent := d.clock.Now()
-	var token int64
-	err := d.pool.QueryRow(ctx, d.sql.acquireClaim, pgx.QueryExecModeExec, d.ns, key, micros(ttl), c.Key, c.Seq, micros(c.TTL), c.EvenIfHeld).Scan(&token)
-	var pgErr *pgconn.PgError
-	switch {
-	case errors.As(err, &pgErr) && pgErr.Code == "42883": // undefined_function
-		return locks.AcquireThenClaim(ctx, d, key, ttl, c)
-	case err != nil:
-		return nil, fmt.Errorf("%w: acquire key %q and claim %q: %w", ErrDatabase, key, c.Key, err)
-	case token < 0:
-		return nil, fmt.Errorf("%w: claim key %q of %d", locks.ErrClaimed, c.Key, c.Seq)
-	case token == 0:
-		return nil, fmt.Errorf("%w: key %q is held", locks.ErrNotAcquired, key)
+	replies, err := d.acquireClaimsCall(ctx, fires, batch)
+	if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == "42883" { // undefined_function: an earlier schema
+		for _, i := range batch {
+			if f := fires[i]; len(batch) == 1 {
+				out[i].Lease, out[i].Err = locks.AcquireThenClaim(ctx, d, f.Key, f.TTL, f.Claim)
+			} else {
+				d.acquireClaims(ctx, fires, []int{i}, out)
+			}
+		}
+		return
 	}
-	return &handle{remotelease.New("pglocks", key, uint64(token), d.clock, d.margin, sent, ttl), d}, nil
+	for j, i := range batch {
+		f := fires[i]
+		c := f.Claim
+		switch {
+		case err != nil:
+			out[i].Err = fmt.Errorf("%w: acquire key %q and claim %q: %w", ErrDatabase, f.Key, c.Key, err)
+		case replies[j] < 0:
+			out[i].Err = fmt.Errorf("%w: claim key %q of %d", locks.ErrClaimed, c.Key, c.Seq)
+		case replies[j] == 0:
+			out[i].Err = fmt.Errorf("%w: key %q is held", locks.ErrNotAcquired, f.Key)
+		default:
+			out[i].Lease = &handle{remotelease.New("pglocks", f.Key, uint64(replies[j]), d.clock, d.margin, sent, f.TTL), d}
+		}
+	}
+}
+
+// acquireClaimsCall runs the fires of batch through the acquire_claim
+// function (one fire) or acquire_claims (more), and returns their replies.
+func (d *Driver) acquireClaimsCall(ctx context.Context, fires []locks.FireLock, batch []int) ([]int64, error) {
+	if len(batch) == 1 {
+		f := fires[batch[0]]
+		var reply int64
+		err := d.pool.QueryRow(ctx, d.sql.acquireClaim, pgx.QueryExecModeExec, d.ns, f.Key, micros(f.TTL),
+			f.Claim.Key, f.Claim.Seq, micros(f.Claim.TTL), f.Claim.EvenIfHeld).Scan(&reply)
+		return []int64{reply}, err
+	}
+	n := len(batch)
+	keys, ttls, claimKeys, seqs, claimTTLs, evenIfHeld := make([]string, n), make([]int64, n), make([]string, n), make([]int64, n), make([]int64, n), make([]bool, n)
+	for j, i := range batch {
+		f := fires[i]
+		keys[j], ttls[j], claimKeys[j], seqs[j], claimTTLs[j], evenIfHeld[j] = f.Key, micros(f.TTL), f.Claim.Key, f.Claim.Seq, micros(f.Claim.TTL), f.Claim.EvenIfHeld
+	}
+	rows, err := d.pool.Query(ctx, d.sql.acquireClaims, pgx.QueryExecModeExec, d.ns, keys, ttls, claimKeys, seqs, claimTTLs, evenIfHeld)
+	if err != nil {
+		return nil, err
+	}
+	replies, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err == nil && len(replies) != n {
+		err = fmt.Errorf("the statement answered %d rows for %d fires", len(replies), n)
+	}
+	return replies, err
 }
 
 // Watch implements locks.Watcher. The first Watch of an idle driver opens

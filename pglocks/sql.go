@@ -12,8 +12,8 @@ import (
 
 // The statements, with $LOCKS and $CLAIMS standing for the quoted table
 // names, $TOKENS for the token sequence, $EXPIRY for the claim table's
-// expiry index, and $ACQUIRE and $CLAIM for the functions of acquire.sql
-// and claim.sql. Keys, namespaces, tokens and TTLs are always bind
+// expiry index, and $ACQUIRE, $CLAIM and $ACQUIRE_CLAIM for the functions
+// of acquire.sql, claim.sql and acquire_claim.sql. Keys, namespaces, tokens and TTLs are always bind
 // parameters.
 var (
 	//go:embed schema.sql
@@ -30,6 +30,8 @@ var (
 	claimSQL string
 	//go:embed acquire_claim.sql
 	acquireClaimSQL string
+	//go:embed acquire_claims.sql
+	acquireClaimsSQL string
 	//go:embed members_schema.sql
 	membersSchemaSQL string
 	//go:embed heartbeat.sql
@@ -41,7 +43,7 @@ var (
 // statements are the driver's SQL with its table names filled in.
 type statements struct {
 	schema, acquire, extend, release, guard, claim string
-	acquireClaim                                   string
+	acquireClaim, acquireClaims                    string
 	tokens                                         string // the token sequence, quoted
 	heartbeat, leave                               string // locks.Membership, sent as they are: a heartbeat a second
 }
@@ -67,6 +69,7 @@ var functions = []function{
 	{"claim", "text, text, bigint, bigint", "boolean", claimSQL, false},
 	{"guard", "text, text, bigint", "boolean", guardSQL, true},
 	{"acquire_claim", "text, text, bigint, text, bigint, bigint, boolean", "bigint", acquireClaimSQL, true},
+	{"acquire_claims", "text, text[], bigint[], text[], bigint[], bigint[], boolean[]", "bigint", acquireClaimsSQL, true},
 }
 
 // layout names the table layout the functions are written for. It is part
@@ -90,10 +93,10 @@ func newStatements(locks, claims []string) statements {
 	}
 	r := strings.NewReplacer("$LOCKS", pgx.Identifier(locks).Sanitize(), "$CLAIMS", pgx.Identifier(claims).Sanitize(),
 		"$TOKENS", s.tokens, "$EXPIRY", pgx.Identifier{objectName("ndigo_claims_expiry_", claims)}.Sanitize(),
-		"$MEMBERS", pgx.Identifier(members).Sanitize(), "$ACQUIRE", fnName("acquire"), "$CLAIM", fnName("claim"))
+		"$MEMBERS", pgx.Identifier(members).Sanitize(), "$ACQUIRE_CLAIM", fnName("acquire_claim"), "$ACQUIRE", fnName("acquire"), "$CLAIM", fnName("claim"))
 	s.heartbeat, s.leave = r.Replace(heartbeatSQL), r.Replace(leaveSQL)
 	calls := map[string]*string{"acquire": &s.acquire, "extend": &s.extend, "release": &s.release, "claim": &s.claim, "guard": &s.guard,
-		"acquire_claim": &s.acquireClaim}
+		"acquire_claim": &s.acquireClaim, "acquire_claims": &s.acquireClaims}
 	var schema strings.Builder
 	fmt.Fprintf(&schema, "SELECT pg_advisory_xact_lock(%d);\n%s\n%s", schemaLock(locks), r.Replace(schemaSQL), r.Replace(membersSchemaSQL))
 	for _, f := range functions {

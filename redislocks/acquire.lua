@@ -3,7 +3,9 @@
 -- ARGV[1] the lease TTL in ms, ARGV[2] the counter's TTL in ms, ARGV[3] the
 -- calling Acquire's nonce, the same across the client's retries of it,
 -- ARGV[4] the caller: '0' a plain Acquire, '1' an Acquire of locks.Wait that
--- has not waited yet, '2' one that has waited.
+-- has not waited yet, '2' one that has waited; ARGV[5], when acquireclaim.lua
+-- calls this as a function, the server's TIME that it read once for all its
+-- fires (a script runs alone, and each fire's key has a counter of its own).
 -- Returns the token (> 0); 0 when a lease holds the key; -1 when a handoff
 -- reservation holds it.
 --
@@ -59,7 +61,7 @@ if held then
     return 0
   end
 end
-local now = redis.call('TIME')
+local now = ARGV[5] or redis.call('TIME')
 local token = tonumber(now[1]) * 1000000 + tonumber(now[2])
 local s = string.format('%d', token)
 local prev = tonumber(redis.call('SET', KEYS[2], s, 'PX', ARGV[2], 'GET'))

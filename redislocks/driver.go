@@ -16,11 +16,13 @@
 // PEXPIRE. An uncontended Acquire and Release cost 10 server commands in
 // all, the two scripts included (INFO commandstats counts both). A NOSCRIPT
 // reply (the script cache was emptied) costs one more round trip, once.
-// AcquireClaim (locks.ClaimAcquirer: how the scheduler takes a locked fire)
-// is Acquire's script preceded by GET of the claim key and followed by SET
-// PX of the claim, one script: one round trip on a *redis.Client. On a
-// Cluster or a Ring the claim key and the lock key may live on different
-// servers, so there it is Acquire, then Claim (locks.AcquireThenClaim).
+// AcquireClaims (locks.ClaimAcquirer: how the scheduler takes the locked
+// fires due at one instant) is Acquire's script preceded by GET of the
+// claim key and followed by SET PX of the claim, for each fire, in one
+// script: one round trip for up to 256 fires on a *redis.Client (one per
+// fire with Options.MinReplicas, each followed by WAIT). On a Cluster or a
+// Ring the claim key and the lock key may live on different servers, so
+// there each fire is Acquire, then Claim (locks.AcquireThenClaim).
 //
 // # Retries
 //
@@ -41,7 +43,8 @@
 //     Redis's expiry further past the local deadline (measured from before
 //     the first attempt).
 //   - Claim sends a nonce made for the call, kept in the claim record;
-//     AcquireClaim one nonce for both, its lease's and its claim's.
+//     AcquireClaims one nonce per fire for both, its lease's and its
+//     claim's.
 //
 // # Key layout
 //
@@ -388,26 +391,6 @@ func counterMillis(ttl time.Duration) int64 { return millis(max(ttl, counterTTL)
 // Acquire implements locks.Driver in one round trip. With
 // Options.MinReplicas it grants a lease only once that many replicas have it.
 func (d *Driver) Acquire(ctx context.Context, key string, ttl time.Duration) (locks.Lease, error) {
-	return d.acquireClaim(ctx, key, ttl, nil)
-}
-
-// AcquireClaim implements locks.ClaimAcquirer. On a *redis.Client (a single
-// server, or a Sentinel-managed master through NewFailoverClient) it is one
-// script, one round trip. Other clients (a Cluster, a Ring) may keep the
-// claim key and the lock key on different servers, and get
-// locks.AcquireThenClaim: two round trips.
-func (d *Driver) AcquireClaim(ctx context.Context, key string, ttl time.Duration, c locks.FireClaim) (locks.Lease, error) {
-	if !d.single {
-		return locks.AcquireThenClaim(ctx, d, key, ttl, c)
-	}
-	if err := locks.CheckClaim(ctx, c.Key, c.Seq, c.TTL); err != nil {
-		return nil, err
-	}
-	return d.acquireClaim(ctx, key, ttl, &c)
-}
-
-// acquireClaim acquires key and, with c, claims c in the same script.
-func (d *Driver) acquireClaim(ctx context.Context, key string, ttl time.Duration, c *locks.FireClaim) (locks.Lease, error) {
 	if err := locks.Check(ctx, key, ttl); err != nil {
 		return nil, err
 	}
@@ -422,19 +405,104 @@ func (d *Driver) acquireClaim(ctx context.Context, key string, ttl time.Duration
 	} else if waiting {
 		caller = "1"
 	}
-	script, keys, args := acquireScript, []string{tag + "lock", tag + "token"}, []any{millis(ttl), counterMillis(ttl), nonce, caller}
-	if c != nil {
-		held := "0"
-		if c.EvenIfHeld {
-			held = "1"
-		}
-		script, keys, args = acquireClaimScript, append(keys, d.tag(c.Key)+"claim"), append(args, c.Seq, millis(c.TTL), held)
-	}
 	sent := d.clock.Now()
-	n, err := d.acquire(ctx, script, key, ttl, nonce, keys, args...)
+	n, err := d.acquire(ctx, acquireScript, key, ttl, nonce, []string{tag + "lock", tag + "token"}, millis(ttl), counterMillis(ttl), nonce, caller)
 	if err != nil {
 		return nil, fmt.Errorf("%w: acquire key %q: %w", ErrRedis, key, err)
 	}
+	return d.leaseFor(key, ttl, nonce, sent, nil, n)
+}
+
+// maxFiresPerScript bounds the fires of one acquire-and-claim script: the
+// server runs nothing else while a script runs, and 256 fires take it
+// about a millisecond.
+const maxFiresPerScript = 256
+
+// AcquireClaims implements locks.ClaimAcquirer. On a *redis.Client (a
+// single server, or a Sentinel-managed master through NewFailoverClient) it
+// is one script, one round trip, for up to 256 fires (more take one more
+// per 256); with Options.MinReplicas, one per fire, each followed by WAIT.
+// Other clients (a Cluster, a Ring) may keep the claim key and the lock key
+// on different servers, and take each fire with locks.AcquireThenClaim: two
+// round trips.
+func (d *Driver) AcquireClaims(ctx context.Context, fires []locks.FireLock) []locks.FireLease {
+	out := make([]locks.FireLease, len(fires))
+	if !d.single {
+		for i, f := range fires {
+			out[i].Lease, out[i].Err = locks.AcquireThenClaim(ctx, d, f.Key, f.TTL, f.Claim)
+		}
+		return out
+	}
+	var batch []int // the fires with valid input
+	for i, f := range fires {
+		err := locks.Check(ctx, f.Key, f.TTL)
+		if err == nil {
+			err = d.margin.Check("redislocks", f.Key, f.TTL)
+		}
+		if err == nil {
+			err = locks.CheckClaim(ctx, f.Claim.Key, f.Claim.Seq, f.Claim.TTL)
+		}
+		if out[i].Err = err; err == nil {
+			batch = append(batch, i)
+		}
+	}
+	per := maxFiresPerScript
+	if d.replicas != nil {
+		per = 1
+	}
+	for len(batch) > 0 {
+		n := min(len(batch), per)
+		d.acquireClaims(ctx, fires, batch[:n], out)
+		batch = batch[n:]
+	}
+	return out
+}
+
+// acquireClaims takes the fires of batch (indexes into fires, whose input
+// is valid) in one acquire-and-claim script and sets their results in out.
+func (d *Driver) acquireClaims(ctx context.Context, fires []locks.FireLock, batch []int, out []locks.FireLease) {
+	keys := make([]string, 0, 3*len(batch))
+	args := make([]any, 0, 7*len(batch))
+	nonces := make([]string, len(batch))
+	for j, i := range batch {
+		f := fires[i]
+		tag := d.tag(f.Key)
+		nonces[j] = d.newNonce()
+		held := "0"
+		if f.Claim.EvenIfHeld {
+			held = "1"
+		}
+		keys = append(keys, tag+"lock", tag+"token", d.tag(f.Claim.Key)+"claim")
+		args = append(args, millis(f.TTL), counterMillis(f.TTL), nonces[j], "0", f.Claim.Seq, millis(f.Claim.TTL), held)
+	}
+	sent := d.clock.Now()
+	var replies []int64
+	var err error
+	if len(batch) == 1 {
+		var n int64
+		f := fires[batch[0]]
+		n, err = d.acquire(ctx, acquireClaimScript, f.Key, f.TTL, nonces[0], keys, args...)
+		replies = []int64{n}
+	} else {
+		replies, err = acquireClaimScript.Run(ctx, d.client, keys, args...).Int64Slice()
+		if err == nil && len(replies) != len(batch) {
+			err = fmt.Errorf("the script answered %d replies for %d fires", len(replies), len(batch))
+		}
+	}
+	for j, i := range batch {
+		f := fires[i]
+		if err != nil {
+			out[i].Err = fmt.Errorf("%w: acquire key %q: %w", ErrRedis, f.Key, err)
+			continue
+		}
+		out[i].Lease, out[i].Err = d.leaseFor(f.Key, f.TTL, nonces[j], sent, &f.Claim, replies[j])
+	}
+}
+
+// leaseFor turns the reply n of an acquire script (or of one fire of the
+// acquire-and-claim script, whose claim is c) sent at sent into the lease
+// or the error.
+func (d *Driver) leaseFor(key string, ttl time.Duration, nonce string, sent time.Time, c *locks.FireClaim, n int64) (locks.Lease, error) {
 	switch {
 	case n == -2:
 		return nil, fmt.Errorf("%w: claim key %q of %d", locks.ErrClaimed, c.Key, c.Seq)

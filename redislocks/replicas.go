@@ -72,8 +72,8 @@ func (r *replicaSync) waitMillis(ctx context.Context, c *redis.Client, ttl time.
 	return max(w.Milliseconds(), 1)
 }
 
-// acquire runs script (the acquire script, or the acquire-and-claim one)
-// with keys and args and returns its reply: the token, or 0 or less when
+// acquire runs script (the acquire script, or the acquire-and-claim one
+// for one fire) with keys and args and returns its reply: the token, or 0 or less when
 // the key is held (or the claim refused). With Options.MinReplicas set, a
 // token is returned only once that many replicas acknowledged the lease;
 // otherwise the lease is released and the error wraps ErrNotReplicated.
@@ -88,7 +88,7 @@ func (r *replicaSync) waitMillis(ctx context.Context, c *redis.Client, ttl time.
 // pipeline runs on the client of the master that owns the key's slot.
 func (d *Driver) acquire(ctx context.Context, script *redis.Script, key string, ttl time.Duration, nonce string, keys []string, args ...any) (int64, error) {
 	if d.replicas == nil {
-		return script.Run(ctx, d.client, keys, args...).Int64()
+		return firstReply(script.Run(ctx, d.client, keys, args...))
 	}
 	c, err := d.connFor(ctx, key)
 	if err != nil {
@@ -96,7 +96,7 @@ func (d *Driver) acquire(ctx context.Context, script *redis.Script, key string, 
 	}
 	wait := d.replicas.waitMillis(ctx, c, ttl)
 	sc, wc := evalWait(ctx, c, script, wait, d.replicas.n, keys, args...)
-	reply, err := sc.Int64()
+	reply, err := firstReply(sc)
 	if err != nil || reply <= 0 {
 		return reply, err
 	}
@@ -120,6 +120,23 @@ func (d *Driver) acquire(ctx context.Context, script *redis.Script, key string, 
 		err = fmt.Errorf("%w; releasing it failed, so the key stays held by nobody until its TTL: %w", err, rerr)
 	}
 	return 0, err
+}
+
+// firstReply is the number a script answered: the acquire script's reply,
+// or the first of the acquire-and-claim script's.
+func firstReply(c *redis.Cmd) (int64, error) {
+	v, err := c.Result()
+	if err != nil {
+		return 0, err
+	}
+	if a, ok := v.([]any); ok && len(a) > 0 {
+		v = a[0]
+	}
+	n, ok := v.(int64)
+	if !ok {
+		return 0, fmt.Errorf("redislocks: unexpected script reply %T", v)
+	}
+	return n, nil
 }
 
 // extend runs the extend script with keys and args and returns its reply: 1

@@ -196,6 +196,42 @@ func TestClaimRetriedAfterLostReply(t *testing.T) {
 	}
 }
 
+// A retried AcquireClaims of many fires (one script) answers what its first
+// attempt did for each: the leases it took, and the fires it found held or
+// claimed as such, not the retry's view of its own leases and claims.
+func TestAcquireClaimsRetriedAfterLostReply(t *testing.T) {
+	s := newLossy(t)
+	ctx := context.Background()
+	if _, err := s.other.Acquire(ctx, "held", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.other.Claim(ctx, "claimed@task", 10, time.Minute); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	m := s.dropFirstReply(redislocks.AcquireClaimSHA, "ndigo:{retry:a}:lock")
+	fire := func(key string) locks.FireLock {
+		return locks.FireLock{Key: key, TTL: time.Minute, Claim: locks.FireClaim{Key: key + "@task", Seq: 10, TTL: time.Minute}}
+	}
+	got := locks.AcquireClaims(ctx, s.d, []locks.FireLock{fire("a"), fire("held"), fire("claimed"), fire("b")})
+	s.retried(t, m)
+	for i, key := range []string{"a", "b"} {
+		r := got[3*i]
+		if r.Err != nil {
+			t.Fatalf("fire on %s whose reply was lost: %v, want the lease", key, r.Err)
+		}
+		v, err := s.direct.Get(ctx, "ndigo:{retry:"+key+"}:lock").Result()
+		if err != nil || !strings.HasPrefix(v, strconv.FormatUint(r.Lease.Token(), 10)+":") {
+			t.Fatalf("lock value of %s = %q, %v; want the returned token %d", key, v, err, r.Lease.Token())
+		}
+	}
+	if !errors.Is(got[1].Err, locks.ErrNotAcquired) || !errors.Is(got[2].Err, locks.ErrClaimed) {
+		t.Fatalf("fires on a held key and a claimed fire: %v, %v; want ErrNotAcquired and ErrClaimed", got[1].Err, got[2].Err)
+	}
+	if l, err := locks.AcquireClaim(ctx, s.other, "a", time.Minute, fire("a").Claim); !errors.Is(err, locks.ErrClaimed) {
+		t.Fatalf("another claimant of a's fire = %v, %v; want ErrClaimed", l, err)
+	}
+}
+
 // A retried AcquireClaim gets the lease and the claim its first attempt
 // took, instead of ErrClaimed from its own claim: another claimant of the
 // fire is refused, and the lease is the one the lock key holds.
@@ -204,7 +240,7 @@ func TestAcquireClaimRetriedAfterLostReply(t *testing.T) {
 	ctx := context.Background()
 	m := s.dropFirstReply(redislocks.AcquireClaimSHA, "ndigo:{retry:k}:lock")
 	fire := locks.FireClaim{Key: "k@task", Seq: 10, TTL: time.Minute}
-	l, err := s.d.AcquireClaim(ctx, "k", time.Minute, fire)
+	l, err := locks.AcquireClaim(ctx, s.d, "k", time.Minute, fire)
 	if err != nil {
 		t.Fatalf("AcquireClaim whose first reply was lost: %v, want the lease", err)
 	}
@@ -216,7 +252,7 @@ func TestAcquireClaimRetriedAfterLostReply(t *testing.T) {
 	if err := l.Release(ctx); err != nil {
 		t.Fatalf("Release of the retried AcquireClaim's lease: %v", err)
 	}
-	if l, err := s.other.AcquireClaim(ctx, "k", time.Minute, fire); !errors.Is(err, locks.ErrClaimed) {
+	if l, err := locks.AcquireClaim(ctx, s.other, "k", time.Minute, fire); !errors.Is(err, locks.ErrClaimed) {
 		t.Fatalf("another claimant of the same fire = %v, %v; want ErrClaimed", l, err)
 	}
 	if ok, err := s.other.Claim(ctx, "k@task", 10, time.Minute); ok || err != nil {

@@ -3,7 +3,10 @@ package scheduling
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -100,9 +103,10 @@ func TestManualRunNeverStartsOnAnEndedLease(t *testing.T) {
 }
 
 // stallKey is a driver whose Acquire of one key waits until the test lets
-// it go: a slow lock step.
+// it go: a slow lock step. It takes one fire per call (it is no
+// locks.ClaimAcquirer; Unwrap gives its claims).
 type stallKey struct {
-	*locks.InProcessDriver
+	inner   *locks.InProcessDriver
 	key     string
 	entered chan struct{}
 	release chan struct{}
@@ -113,26 +117,17 @@ func (d *stallKey) Acquire(ctx context.Context, key string, ttl time.Duration) (
 		close(d.entered)
 		<-d.release
 	}
-	return d.InProcessDriver.Acquire(ctx, key, ttl)
+	return d.inner.Acquire(ctx, key, ttl)
 }
 
-// AcquireClaim stalls as Acquire does: it is how the scheduler takes a
-// scheduled fire's lease.
-func (d *stallKey) AcquireClaim(ctx context.Context, key string, ttl time.Duration, c locks.FireClaim) (locks.Lease, error) {
-	if key == d.key {
-		close(d.entered)
-		<-d.release
-	}
-	return d.InProcessDriver.AcquireClaim(ctx, key, ttl, c)
-}
-
-func (d *stallKey) Unwrap() locks.Driver { return d.InProcessDriver }
+func (d *stallKey) Unwrap() locks.Driver { return d.inner }
 
 // Fires due together on different lock keys do not queue behind each
-// other's lock steps: only fires sharing a key take turns.
+// other's lock steps, on a driver that takes one fire per call: only fires
+// sharing a key take turns.
 func TestFiresOnOtherKeysDoNotWaitForASlowLockStep(t *testing.T) {
 	fc := clockwork.NewFakeClockAt(epoch)
-	d := &stallKey{InProcessDriver: locks.NewInProcessDriver(locks.WithClock(fc)), key: "slow",
+	d := &stallKey{inner: locks.NewInProcessDriver(locks.WithClock(fc)), key: "slow",
 		entered: make(chan struct{}), release: make(chan struct{})}
 	s := New(Config{Clock: fc, Logger: slog.New(slog.DiscardHandler), Driver: d})
 	ran := make(chan string, 2)
@@ -158,5 +153,70 @@ func TestFiresOnOtherKeysDoNotWaitForASlowLockStep(t *testing.T) {
 	close(d.release)
 	if got := <-ran; got != "first" {
 		t.Fatalf("then %s, want first", got)
+	}
+}
+
+// batchCounter counts the fires of each AcquireClaims call.
+type batchCounter struct {
+	*locks.InProcessDriver
+	mu    sync.Mutex
+	calls [][]string // the lock keys of each call
+}
+
+func (d *batchCounter) AcquireClaims(ctx context.Context, fires []locks.FireLock) []locks.FireLease {
+	keys := make([]string, len(fires))
+	for i, f := range fires {
+		keys[i] = f.Key
+	}
+	d.mu.Lock()
+	d.calls = append(d.calls, keys)
+	d.mu.Unlock()
+	return d.InProcessDriver.AcquireClaims(ctx, fires)
+}
+
+// The locked fires of one instant on keys of their own make their lock
+// steps in one driver call; fires sharing a key take turns in calls of
+// their own, in registration order; unlocked tasks make none.
+func TestFiresOfOneInstantTakeTheirLocksInOneCall(t *testing.T) {
+	fc := clockwork.NewFakeClockAt(epoch)
+	d := &batchCounter{InProcessDriver: locks.NewInProcessDriver(locks.WithClock(fc))}
+	s := New(Config{Clock: fc, Logger: slog.New(slog.DiscardHandler), Driver: d})
+	var ran atomic.Int32
+	run := func(context.Context) error { ran.Add(1); return nil }
+	const own = 50
+	var tasks []Task
+	for i := range own {
+		tasks = append(tasks, NewTask(run, Cron("@every 1m"), Lock(fmt.Sprint("own-", i)), Name(fmt.Sprint("own-", i))))
+	}
+	tasks = append(tasks, NewTask(run, Cron("@every 1m"), Lock("shared"), Name("shared-1")),
+		NewTask(run, Cron("@every 1m"), Lock("shared"), Name("shared-2")),
+		NewTask(run, Cron("@every 1m"), Name("unlocked")))
+	mustAdd(t, s, tasks...)
+	mustStart(t, s)
+	defer s.Stop(context.Background())
+	waitIdle(t, s)
+	fc.Advance(time.Minute)
+	waitIdle(t, s)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var batches, shared []int
+	for _, keys := range d.calls {
+		if len(keys) == 1 && keys[0] == "shared" {
+			shared = append(shared, 1)
+			continue
+		}
+		batches = append(batches, len(keys))
+	}
+	if len(batches) != 1 || batches[0] != own || len(shared) != 2 {
+		t.Fatalf("AcquireClaims calls %v: want one of the %d fires on keys of their own, and one for each fire on the shared key", d.calls, own)
+	}
+	// 50 own + the shared key's first (the second finds it held) + unlocked.
+	if got := ran.Load(); got != own+2 {
+		t.Fatalf("%d runs, want %d", got, own+2)
+	}
+	for _, info := range s.Tasks() {
+		if info.Name == "shared-2" && info.Last.Outcome != OutcomeLockHeld {
+			t.Fatalf("shared-2's fire: %+v, want it skipped on the key shared-1 holds", info.Last)
+		}
 	}
 }

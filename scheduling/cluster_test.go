@@ -92,10 +92,10 @@ type claimRecorder struct {
 	claims []claimCall
 }
 
-// AcquireClaim goes through Claim, so that the claims made with an
+// AcquireClaims goes through Claim, so that the claims made with an
 // acquisition are recorded too.
-func (r *claimRecorder) AcquireClaim(ctx context.Context, key string, ttl time.Duration, c locks.FireClaim) (locks.Lease, error) {
-	return locks.AcquireThenClaim(ctx, r, key, ttl, c)
+func (r *claimRecorder) AcquireClaims(ctx context.Context, fires []locks.FireLock) []locks.FireLease {
+	return inTwoSteps(ctx, r, fires)
 }
 
 type claimCall struct {

@@ -91,6 +91,9 @@ type firing struct {
 	fire  time.Time
 	kind  runKind
 	taken bool // a manual fire whose request this node took from the store
+	// member is the fire's place in the lock batch of the fires dispatched
+	// with it; nil outside one.
+	member *batchMember
 }
 
 // notRecorded is the outcome of a fire that is neither recorded nor told to
@@ -130,8 +133,10 @@ func (t *turn) pass() {
 // (and claim) one after another in batch order, and start their runs only
 // when all of them have made it, so that among tasks sharing a lock the
 // earlier-registered one holds it while the others try: it wins and they
-// skip. Fires on keys of their own do not wait for any other: a thousand
-// tasks on a thousand locks make their lock steps at once.
+// skip. Fires on keys of their own wait for no other's turn: on a driver
+// that takes many fires in one call (a locks.ClaimAcquirer), a thousand
+// tasks on a thousand locks make their lock steps in one call (a
+// lockBatch); on another, each makes its own at once.
 func (s *Scheduler) dispatch(batch []firing) {
 	s.takeoff(len(batch))
 	var perKey map[string]int // locked fires per key
@@ -159,6 +164,19 @@ func (s *Scheduler) dispatch(batch []firing) {
 		}
 		tail[k], turns[i] = t, t
 	}
+	var batched []int // by batch index: the fires that make their lock steps in one call
+	if _, ok := s.driver.(locks.ClaimAcquirer); ok {
+		for i, f := range batch {
+			if f.e.spec.Lock != "" && f.kind != kindManual && perKey[f.e.spec.Lock] < 2 {
+				batched = append(batched, i)
+			}
+		}
+	}
+	if len(batched) > 1 {
+		for j, m := range newLockBatch(len(batched)) {
+			batch[batched[j]].member = m
+		}
+	}
 	for i, f := range batch {
 		var t *turn
 		if turns != nil {
@@ -177,6 +195,7 @@ func (s *Scheduler) dispatch(batch []firing) {
 // dispatched in a batch with others on its key, nil otherwise.
 func (s *Scheduler) fire(f firing, t *turn) {
 	defer s.land()
+	defer f.member.leave(s) // a fire that made no lock step does not hold up its batch
 	e := f.e
 	if !e.busy.CompareAndSwap(false, true) {
 		t.pass()
@@ -438,8 +457,12 @@ func (s *Scheduler) lock(f *firing, t *turn) (locks.Lease, Outcome, error) {
 func (s *Scheduler) acquire(ctx context.Context, f *firing, wait bool) (locks.Lease, error) {
 	e := f.e
 	if f.kind != kindManual {
-		return locks.AcquireClaim(ctx, s.driver, e.spec.Lock, e.spec.LockTTL,
-			locks.FireClaim{Key: e.claimKey, Seq: f.fire.UnixMilli(), TTL: ClaimTTL, EvenIfHeld: wait})
+		fl := locks.FireLock{Key: e.spec.Lock, TTL: e.spec.LockTTL,
+			Claim: locks.FireClaim{Key: e.claimKey, Seq: f.fire.UnixMilli(), TTL: ClaimTTL, EvenIfHeld: wait}}
+		if f.member != nil {
+			return f.member.join(s, fl)
+		}
+		return locks.AcquireClaim(ctx, s.driver, fl.Key, fl.TTL, fl.Claim)
 	}
 	lease, err := s.driver.Acquire(ctx, e.spec.Lock, e.spec.LockTTL)
 	if err != nil {
@@ -500,6 +523,7 @@ func (s *Scheduler) failed() Outcome {
 // stays for a later poll (lock held, a fire in flight here), or another
 // node took it.
 func (s *Scheduler) skip(f firing, o Outcome, err error) {
+	f.member.leave(s)
 	e := f.e
 	if f.kind == kindManual && !f.taken && o != OutcomeLockFailed {
 		o = notRecorded

@@ -148,3 +148,14 @@ func mustStart(t testing.TB, s *Scheduler) {
 		t.Fatalf("Start: %v", err)
 	}
 }
+
+// inTwoSteps takes fires through d's own Acquire and Claim
+// (locks.AcquireThenClaim): the AcquireClaims of a test driver that embeds
+// one and overrides Acquire or Claim.
+func inTwoSteps(ctx context.Context, d locks.Driver, fires []locks.FireLock) []locks.FireLease {
+	out := make([]locks.FireLease, len(fires))
+	for i, f := range fires {
+		out[i].Lease, out[i].Err = locks.AcquireThenClaim(ctx, d, f.Key, f.TTL, f.Claim)
+	}
+	return out
+}

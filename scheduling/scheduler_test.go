@@ -529,9 +529,9 @@ func (d extendSignal) Acquire(ctx context.Context, key string, ttl time.Duration
 	return signalLease{l, d.extended}, nil
 }
 
-// AcquireClaim goes through Acquire, whose leases signal.
-func (d extendSignal) AcquireClaim(ctx context.Context, key string, ttl time.Duration, c locks.FireClaim) (locks.Lease, error) {
-	return locks.AcquireThenClaim(ctx, d, key, ttl, c)
+// AcquireClaims goes through Acquire, whose leases signal.
+func (d extendSignal) AcquireClaims(ctx context.Context, fires []locks.FireLock) []locks.FireLease {
+	return inTwoSteps(ctx, d, fires)
 }
 
 type signalLease struct {

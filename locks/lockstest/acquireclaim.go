@@ -153,3 +153,128 @@ func (s *suite) acquireClaim(t *testing.T) {
 	}
 	mustAcquire(t, d, key, long) // bad input took nothing
 }
+
+// acquireClaims checks locks.AcquireClaims: each fire of a call answers as
+// locks.AcquireClaim would alone, in the order given (a second fire on a key
+// finds it held by the first), bad input fails only its own fire, an empty
+// call answers nothing, a call of more fires than a driver takes at once
+// takes them all, and of calls racing for the same fires (in opposite
+// orders), each fire is leased once.
+func (s *suite) acquireClaims(t *testing.T) {
+	d := s.h.NewDriver(t)
+	c, ok := d.(locks.Claimer)
+	if !ok {
+		t.Fatalf("%T does not implement locks.Claimer", d)
+	}
+	ctx := context.Background()
+	if got := locks.AcquireClaims(ctx, d, nil); len(got) != 0 {
+		t.Fatalf("AcquireClaims of no fires = %v, want none", got)
+	}
+	free, held, claimed, heldEvenIf := s.key(t), s.key(t), s.key(t), s.key(t)
+	mustAcquire(t, d, held, long)
+	mustAcquire(t, d, heldEvenIf, long)
+	if ok, err := c.Claim(ctx, claimed+"@c", 7, s.h.TTL); !ok || err != nil {
+		t.Fatalf("Claim = %v, %v", ok, err)
+	}
+	fl := func(key string, seq int64, evenIfHeld bool) locks.FireLock {
+		return locks.FireLock{Key: key, TTL: long, Claim: locks.FireClaim{Key: key + "@c", Seq: seq, TTL: s.h.TTL, EvenIfHeld: evenIfHeld}}
+	}
+	second := fl(free, 5, false)
+	second.Claim.Key = free + "@other"
+	got := locks.AcquireClaims(ctx, d, []locks.FireLock{
+		fl(free, 5, false),
+		fl(held, 5, false),
+		fl(claimed, 7, false),
+		{Key: "", TTL: long, Claim: locks.FireClaim{Key: "x", Seq: 1, TTL: long}},
+		second,
+		fl(heldEvenIf, 3, true),
+	})
+	if len(got) != 6 {
+		t.Fatalf("AcquireClaims of 6 fires answered %d", len(got))
+	}
+	want := []error{nil, locks.ErrNotAcquired, locks.ErrClaimed, locks.ErrInvalid, locks.ErrNotAcquired, locks.ErrNotAcquired}
+	for i, w := range want {
+		switch {
+		case w == nil && (got[i].Err != nil || got[i].Lease == nil):
+			t.Errorf("fire %d: %v, %v; want a lease", i, got[i].Lease, got[i].Err)
+		case w != nil && (!errors.Is(got[i].Err, w) || got[i].Lease != nil):
+			t.Errorf("fire %d: %v, %v; want %v", i, got[i].Lease, got[i].Err, w)
+		}
+	}
+	for _, cl := range []struct {
+		key  string
+		seq  int64
+		want bool
+	}{
+		{free + "@c", 5, false},       // claimed with the lease
+		{free + "@other", 5, true},    // the key was held: not claimed
+		{held + "@c", 5, true},        // held, without EvenIfHeld: not claimed
+		{heldEvenIf + "@c", 3, false}, // held, with EvenIfHeld: claimed
+	} {
+		if ok, err := c.Claim(ctx, cl.key, cl.seq, s.h.TTL); ok != cl.want || err != nil {
+			t.Errorf("Claim(%q, %d) after the call = %v, %v; want %v", cl.key, cl.seq, ok, err, cl.want)
+		}
+	}
+	mustAcquire(t, d, claimed, long) // a refused claim took no lease
+	if got[0].Lease != nil {
+		if err := got[0].Lease.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// More fires than one call of a driver may take: every one is leased.
+	const many = 600
+	fires := make([]locks.FireLock, many)
+	for i := range fires {
+		fires[i] = fl(s.key(t), 1, false)
+	}
+	for i, r := range locks.AcquireClaims(ctx, d, fires) {
+		if r.Err != nil {
+			t.Fatalf("fire %d of %d: %v", i, many, r.Err)
+		}
+		if _, err := d.Acquire(ctx, fires[i].Key, long); !errors.Is(err, locks.ErrNotAcquired) {
+			t.Fatalf("Acquire of fire %d's key after the call: %v, want ErrNotAcquired", i, err)
+		}
+		if err := r.Lease.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Calls racing for the same fires, half in the opposite order: each
+	// fire is leased once.
+	const racers, keys = 6, 20
+	race := make([]locks.FireLock, keys)
+	for i := range race {
+		race[i] = fl(s.key(t), 100, false)
+	}
+	var mu sync.Mutex
+	leased := map[string]int{}
+	var wg sync.WaitGroup
+	for r := range racers {
+		other := s.h.NewDriver(t)
+		mine := append([]locks.FireLock(nil), race...)
+		if r%2 == 1 {
+			for i, j := 0, len(mine)-1; i < j; i, j = i+1, j-1 {
+				mine[i], mine[j] = mine[j], mine[i]
+			}
+		}
+		wg.Go(func() {
+			for i, res := range locks.AcquireClaims(ctx, other, mine) {
+				switch {
+				case res.Err == nil:
+					mu.Lock()
+					leased[mine[i].Key]++
+					mu.Unlock()
+				case !errors.Is(res.Err, locks.ErrClaimed) && !errors.Is(res.Err, locks.ErrNotAcquired):
+					t.Errorf("racing AcquireClaims: %v", res.Err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, f := range race {
+		if leased[f.Key] != 1 {
+			t.Errorf("key %q leased %d times by %d racing calls, want once", f.Key, leased[f.Key], racers)
+		}
+	}
+}

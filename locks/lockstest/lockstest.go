@@ -68,6 +68,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("LeaseContext", s.leaseContext)
 	t.Run("Claim", s.claim)
 	t.Run("AcquireClaim", s.acquireClaim)
+	t.Run("AcquireClaims", s.acquireClaims)
 	t.Run("LongestKey", s.longestKey)
 	t.Run("Membership", s.membership)
 }

@@ -197,23 +197,31 @@ func (d *Driver) Claim(ctx context.Context, key string, seq int64, ttl time.Dura
 	return r.OK && r.Err == nil, r.Err
 }
 
-// AcquireClaim implements locks.ClaimAcquirer: one call, OpAcquireClaim,
-// that the wrapped driver makes in one step if it is a ClaimAcquirer and
-// in two otherwise (locks.AcquireClaim).
-func (d *Driver) AcquireClaim(ctx context.Context, key string, ttl time.Duration, c locks.FireClaim) (locks.Lease, error) {
-	var l locks.Lease
-	r := d.do(ctx, Call{Op: OpAcquireClaim, Key: key, TTL: ttl, Seq: c.Seq, Claim: c.Key}, func() Result {
-		var err error
-		l, err = locks.AcquireClaim(ctx, d.inner, key, ttl, c)
-		if err != nil {
-			return Result{Err: err}
-		}
-		return Result{Token: l.Token(), OK: true}
-	})
-	if r.Err != nil {
-		return nil, r.Err
+// AcquireClaims implements locks.ClaimAcquirer: one call, OpAcquireClaim,
+// per fire, each with its own fault, made at once; the wrapped driver
+// takes each fire in one step if it is a ClaimAcquirer and in two
+// otherwise (locks.AcquireClaim).
+func (d *Driver) AcquireClaims(ctx context.Context, fires []locks.FireLock) []locks.FireLease {
+	out := make([]locks.FireLease, len(fires))
+	var wg sync.WaitGroup
+	for i, f := range fires {
+		wg.Go(func() {
+			var l locks.Lease
+			r := d.do(ctx, Call{Op: OpAcquireClaim, Key: f.Key, TTL: f.TTL, Seq: f.Claim.Seq, Claim: f.Claim.Key}, func() Result {
+				var err error
+				l, err = locks.AcquireClaim(ctx, d.inner, f.Key, f.TTL, f.Claim)
+				if err != nil {
+					return Result{Err: err}
+				}
+				return Result{Token: l.Token(), OK: true}
+			})
+			if out[i].Err = r.Err; r.Err == nil {
+				out[i].Lease = &lease{Lease: l, d: d}
+			}
+		})
 	}
-	return &lease{Lease: l, d: d}, nil
+	wg.Wait()
+	return out
 }
 
 // Heartbeat implements locks.Membership when the wrapped driver does;

@@ -1,0 +1,109 @@
+package scheduling
+
+import (
+	"sync"
+	"time"
+
+	"github.com/ndigo/ndigo/locks"
+)
+
+// A lockBatch makes the lock steps of the locked fires dispatched together
+// (one instant's, on keys no other fire of the instant shares) one driver
+// call, [locks.AcquireClaims]: one round trip for them all on Redis and
+// PostgreSQL, where a call per fire would queue them at the server one
+// after another. Each fire joins it at its lock step, or leaves it on the
+// way to a skip (not owned, paused, busy, stopping, too late); the fire
+// that makes the last of them join or leave sends the call for those that
+// joined, and the others wait for its answer. Fires that share a key take
+// turns instead (see [turn]) and are not in a batch.
+type lockBatch struct {
+	mu      sync.Mutex
+	pending int // members that have neither joined nor left
+	fires   []locks.FireLock
+	out     []locks.FireLease // the call's answer, set before done closes
+	done    chan struct{}
+}
+
+// A batchMember is one fire's place in a lockBatch. A nil member is a fire
+// outside any batch: leave does nothing, and join is not called.
+type batchMember struct {
+	b     *lockBatch
+	state uint8 // memberPending, memberJoined or memberLeft, under b.mu
+	index int   // in b.fires, once joined
+}
+
+const (
+	memberPending uint8 = iota
+	memberJoined
+	memberLeft
+)
+
+// newLockBatch returns a batch of n members.
+func newLockBatch(n int) []*batchMember {
+	b := &lockBatch{pending: n, done: make(chan struct{})}
+	members := make([]*batchMember, n)
+	for i := range members {
+		members[i] = &batchMember{b: b}
+	}
+	return members
+}
+
+// leave takes m out of its batch: its fire makes no lock step. It sends the
+// batch's call if m was the last member it waited for. Calling it again,
+// or after join, does nothing.
+func (m *batchMember) leave(s *Scheduler) {
+	if m == nil {
+		return
+	}
+	b := m.b
+	b.mu.Lock()
+	if m.state != memberPending {
+		b.mu.Unlock()
+		return
+	}
+	m.state = memberLeft
+	b.pending--
+	last := b.pending == 0
+	b.mu.Unlock()
+	if last {
+		b.send(s)
+	}
+}
+
+// join makes fire m's lock step and answers it as locks.AcquireClaim
+// would: it sends the batch's call if m was the last member it waited for,
+// and waits for the call's answer otherwise.
+func (m *batchMember) join(s *Scheduler, fire locks.FireLock) (locks.Lease, error) {
+	b := m.b
+	b.mu.Lock()
+	m.state, m.index = memberJoined, len(b.fires)
+	b.fires = append(b.fires, fire)
+	b.pending--
+	last := b.pending == 0
+	b.mu.Unlock()
+	if last {
+		b.send(s)
+	} else {
+		<-b.done
+	}
+	r := b.out[m.index]
+	return r.Lease, r.Err
+}
+
+// send makes the batch's call for the fires that joined, bounded by the
+// shortest of their lock TTLs (a call slower than a lease it is for is of
+// no use), and wakes the members waiting for it. Every member has joined or
+// left, so b.fires no longer changes.
+func (b *lockBatch) send(s *Scheduler) {
+	defer close(b.done)
+	if len(b.fires) == 0 {
+		return
+	}
+	bound := time.Duration(1<<63 - 1)
+	for _, f := range b.fires {
+		bound = min(bound, f.TTL)
+	}
+	ctx, cancel := withTimeout(s.acquireCtx, s.clock, bound)
+	defer cancel()
+	b.out = locks.AcquireClaims(ctx, s.driver, b.fires)
+}
