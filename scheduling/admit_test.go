@@ -220,3 +220,80 @@ func TestFiresOfOneInstantTakeTheirLocksInOneCall(t *testing.T) {
 		}
 	}
 }
+
+// startOrder is a driver whose lease of key "b" is slow to start its run:
+// its first Done waits until the lease of "a" is released, or 100ms.
+type startOrder struct {
+	*locks.InProcessDriver
+	aReleased chan struct{}
+	early     atomic.Bool // "a" was released before "b" started
+}
+
+func (d *startOrder) AcquireClaims(ctx context.Context, fires []locks.FireLock) []locks.FireLease {
+	out := d.InProcessDriver.AcquireClaims(ctx, fires)
+	for i, f := range fires {
+		switch {
+		case out[i].Err != nil:
+		case f.Key == "a":
+			out[i].Lease = &releaseSignal{Lease: out[i].Lease, released: d.aReleased}
+		case f.Key == "b":
+			out[i].Lease = &slowStart{Lease: out[i].Lease, d: d}
+		}
+	}
+	return out
+}
+
+type releaseSignal struct {
+	locks.Lease
+	released chan struct{}
+}
+
+func (l *releaseSignal) Release(ctx context.Context) error {
+	close(l.released)
+	return l.Lease.Release(ctx)
+}
+
+type slowStart struct {
+	locks.Lease
+	d    *startOrder
+	once sync.Once
+}
+
+func (l *slowStart) Done() <-chan struct{} {
+	l.once.Do(func() {
+		select {
+		case <-l.d.aReleased:
+			l.d.early.Store(true)
+		case <-time.After(100 * time.Millisecond): // time for a release that would come early to come
+		}
+	})
+	return l.Lease.Done()
+}
+
+// A run of a lock batch releases its lease only once the other runs of the
+// batch have started: "a" returns at once, "b" is slow to start, and "a"'s
+// lease is released after "b" started, not before.
+func TestBatchReleasesAfterItsRunsStart(t *testing.T) {
+	fc := clockwork.NewFakeClockAt(epoch)
+	d := &startOrder{InProcessDriver: locks.NewInProcessDriver(locks.WithClock(fc)), aReleased: make(chan struct{})}
+	s := New(Config{Clock: fc, Logger: slog.New(slog.DiscardHandler), Driver: d})
+	var ran atomic.Int32
+	run := func(context.Context) error { ran.Add(1); return nil }
+	mustAdd(t, s, NewTask(run, Cron("@every 1m"), Lock("a"), Name("a")), NewTask(run, Cron("@every 1m"), Lock("b"), Name("b")))
+	mustStart(t, s)
+	defer s.Stop(context.Background())
+	waitIdle(t, s)
+	fc.Advance(time.Minute)
+	waitIdle(t, s)
+	if ran.Load() != 2 {
+		t.Fatalf("%d runs, want 2", ran.Load())
+	}
+	if d.early.Load() {
+		t.Fatal(`"a" released its lease before "b", of the same batch, started its run`)
+	}
+	select {
+	case <-d.aReleased:
+	default:
+		t.Fatal(`"a" never released its lease`)
+	}
+}

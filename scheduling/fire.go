@@ -195,7 +195,10 @@ func (s *Scheduler) dispatch(batch []firing) {
 // dispatched in a batch with others on its key, nil otherwise.
 func (s *Scheduler) fire(f firing, t *turn) {
 	defer s.land()
-	defer f.member.leave(s) // a fire that made no lock step does not hold up its batch
+	// A fire that made no lock step, or did not run, holds up nothing of
+	// its batch.
+	defer f.member.started()
+	defer f.member.leave(s)
 	e := f.e
 	if !e.busy.CompareAndSwap(false, true) {
 		t.pass()
@@ -348,9 +351,17 @@ func (s *Scheduler) admit(f *firing, t *turn) (locks.Lease, Outcome, error) {
 // lock most likely is, and a paused task must not run because the flag
 // could not be read.
 func (s *Scheduler) pauseRule(f *firing) (Outcome, error) {
-	ctx, cancel := withTimeout(s.acquireCtx, s.clock, s.callBound(f.e))
-	defer cancel()
-	paused, err := s.pauses.paused(ctx, f.e.name, s.clock.Now(), s.state.Paused)
+	// The store's calls are bounded as every driver and store call of the
+	// fire; the usual fire, whose flag is known, makes none (and sets no
+	// timer).
+	call := func() (context.Context, context.CancelFunc) {
+		return withTimeout(s.acquireCtx, s.clock, s.callBound(f.e))
+	}
+	paused, err := s.pauses.paused(f.e.name, s.clock.Now(), func(task string) (bool, error) {
+		ctx, cancel := call()
+		defer cancel()
+		return s.state.Paused(ctx, task)
+	})
 	switch {
 	case err != nil && s.stopping():
 		return notRecorded, nil
@@ -362,6 +373,8 @@ func (s *Scheduler) pauseRule(f *firing) (Outcome, error) {
 	if s.claims != nil && f.e.spec.Lock != "" && s.clock.Since(f.fire) <= MaxClaimLateness {
 		// A fire skipped while paused is claimed, so that a catch-up after
 		// the resume finds it had its turn.
+		ctx, cancel := call()
+		defer cancel()
 		if err := s.claim(ctx, f); err != nil && !errors.Is(err, locks.ErrClaimed) && !s.stopping() {
 			s.log.Warn("claiming a paused fire failed; a catch-up may run it after the resume", "task", f.e.name, "fire", f.fire, "err", err)
 		}
@@ -410,14 +423,19 @@ func (s *Scheduler) lock(f *firing, t *turn) (locks.Lease, Outcome, error) {
 	if f.kind != kindManual && s.clock.Since(f.fire) > MaxClaimLateness {
 		return nil, OutcomeMissed, nil
 	}
-	ctx, cancel := withTimeout(s.acquireCtx, s.clock, e.spec.LockTTL)
+	// A fire in a lock batch makes its step in the batch's call, which has
+	// its own bound.
+	ctx, cancel := s.acquireCtx, context.CancelFunc(func() {})
+	if f.member == nil {
+		ctx, cancel = withTimeout(s.acquireCtx, s.clock, e.spec.LockTTL)
+	}
 	defer cancel()
 	wait := e.spec.LockWait > 0 && f.kind != kindManual
 	lease, err := s.acquire(ctx, f, wait)
 	if err == nil {
 		return lease, "", nil
 	}
-	if ctx.Err() != nil && !s.stopping() {
+	if (ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded)) && !s.stopping() {
 		err = fmt.Errorf("%w (the driver did not answer within the lock TTL, %v)", err, e.spec.LockTTL)
 	}
 	switch {
@@ -524,6 +542,7 @@ func (s *Scheduler) failed() Outcome {
 // node took it.
 func (s *Scheduler) skip(f firing, o Outcome, err error) {
 	f.member.leave(s)
+	f.member.started()
 	e := f.e
 	if f.kind == kindManual && !f.taken && o != OutcomeLockFailed {
 		o = notRecorded
@@ -588,6 +607,7 @@ func (s *Scheduler) runLocked(f firing, lease locks.Lease) {
 	s.mu.Unlock()
 	ctx, cancel := context.WithCancelCause(locks.NewContext(s.runCtx, lease))
 	k := s.keep(ctx, f.e, lease, cancel)
+	f.member.started()
 	if s.observed {
 		s.executeObserved(ctx, f, lease, k)
 	} else {
@@ -597,6 +617,9 @@ func (s *Scheduler) runLocked(f firing, lease locks.Lease) {
 	s.mu.Lock()
 	delete(s.held, h)
 	s.mu.Unlock()
+	// The runs of the fire's batch start before its lease is released: a
+	// release is housework, and those runs are late by what it costs.
+	f.member.awaitStarts()
 	rctx, rcancel := withTimeout(context.Background(), s.clock, f.e.spec.LockTTL)
 	defer rcancel()
 	if err := h.release(rctx); err != nil {

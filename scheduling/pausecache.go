@@ -1,7 +1,6 @@
 package scheduling
 
 import (
-	"context"
 	"sync"
 	"time"
 )
@@ -52,7 +51,7 @@ func (c *pauseCache) forget(keepGen bool) {
 // paused returns task's flag, from the cache while the generation it was
 // read in holds and it is younger than PauseFlagAge, else from read (and
 // keeps it, unless a poll moved the generation on during the read).
-func (c *pauseCache) paused(ctx context.Context, task string, now time.Time, read func(context.Context, string) (bool, error)) (bool, error) {
+func (c *pauseCache) paused(task string, now time.Time, read func(string) (bool, error)) (bool, error) {
 	c.mu.Lock()
 	f, ok := c.flags[task]
 	gen, known := c.gen, c.known
@@ -60,7 +59,7 @@ func (c *pauseCache) paused(ctx context.Context, task string, now time.Time, rea
 	if ok && now.Sub(f.read) < PauseFlagAge {
 		return f.paused, nil
 	}
-	p, err := read(ctx, task)
+	p, err := read(task)
 	if err != nil || !known {
 		return p, err
 	}
