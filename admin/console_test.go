@@ -2,7 +2,9 @@ package admin
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,9 +12,12 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/jonboulle/clockwork"
 
 	"github.com/ndigo/ndigo/internal/admintest"
 	"github.com/ndigo/ndigo/internal/browsertest"
+	"github.com/ndigo/ndigo/internal/redistest"
+	"github.com/ndigo/ndigo/redislocks"
 	"github.com/ndigo/ndigo/scheduling"
 	"github.com/ndigo/ndigo/scheduling/schedulingtest"
 )
@@ -51,11 +56,27 @@ func TestConsolePageHeaders(t *testing.T) {
 			t.Errorf("Content-Security-Policy %q lacks %q", csp, want)
 		}
 	}
-	// Only / is the page: other paths stay 404.
-	rec = httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/nothing-here", nil))
-	if rec.Code != http.StatusNotFound {
-		t.Errorf("GET /nothing-here: %d, want 404", rec.Code)
+	// Only / is the page: other paths stay 404, and a path no route takes
+	// answers JSON, as the API does (405 keeping Allow).
+	for _, c := range []struct {
+		method, path string
+		code         int
+		want         string
+	}{
+		{http.MethodGet, "/nothing-here", http.StatusNotFound, "no route for GET /nothing-here"},
+		{http.MethodPost, "/locks", http.StatusMethodNotAllowed, "POST is not allowed on /locks (allowed: GET, HEAD)"},
+	} {
+		rec = httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(c.method, c.path, nil))
+		var body ErrorJSON
+		err := json.Unmarshal(rec.Body.Bytes(), &body)
+		if rec.Code != c.code || rec.Header().Get("Content-Type") != "application/json" || err != nil || body.Error != c.want {
+			t.Errorf("%s %s: %d %q %q, %v; want %d with the JSON error %q", c.method, c.path, rec.Code,
+				rec.Header().Get("Content-Type"), rec.Body.String(), err, c.code, c.want)
+		}
+		if c.code == http.StatusMethodNotAllowed && rec.Header().Get("Allow") == "" {
+			t.Errorf("%s %s: no Allow header", c.method, c.path)
+		}
 	}
 }
 
@@ -236,4 +257,59 @@ func TestConsoleShowsForbidden(t *testing.T) {
 	page := browsertest.OpenConsole(t, browsertest.New(t), consoleOn(t, cluster.Node("a")).URL)
 	page.Act("Payroll.Close", "pause", "anything")
 	wantMessage(t, page, "pause Payroll.Close: 403 Forbidden: "+admintest.NoTokenMessage, true)
+}
+
+// With the Redis of the lock driver and the store killed, the page shows a
+// banner naming both failing checks within a refresh, and the fire that
+// failed in the task's row with the node's counts; before, neither.
+func TestConsoleShowsAFailingBackend(t *testing.T) {
+	server := redistest.Start(t)
+	client := server.Client()
+	d, err := redislocks.New(redislocks.Options{Client: client, Namespace: "console"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	st, err := redislocks.NewStore(redislocks.StoreOptions{Client: client, Namespace: "console"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc := clockwork.NewFakeClockAt(epoch)
+	s := scheduling.New(scheduling.Config{Clock: fc, Node: "node-a", Logger: slog.New(slog.DiscardHandler), Driver: d, State: st})
+	if err := s.Add(scheduling.NewTask(func(context.Context) error { return nil }, scheduling.Cron("@every 1s"),
+		scheduling.Lock("payroll"), scheduling.LockTTL(5*time.Second), scheduling.Name("Payroll.Close"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop(context.Background()) })
+	ctx := context.Background()
+	if err := schedulingtest.Step(ctx, fc, time.Second, 0, s); err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(Options{Scheduler: s, Checks: BackendChecks(d, st)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	page := browsertest.OpenConsole(t, browsertest.New(t), srv.URL+"/")
+	if got := page.Cell("Payroll.Close", browsertest.ColLastFire); !strings.HasPrefix(got, "ok on node-a") || !strings.Contains(got, "runs 1 · skips 0 · failures 0") {
+		t.Fatalf("last fire with Redis up: %q, want the run and its counts", got)
+	}
+	if hidden := browsertest.Eval[bool](page, `document.getElementById("health").hidden`); !hidden {
+		t.Fatal("the health banner shows while every check passes")
+	}
+
+	server.Kill()
+	if err := schedulingtest.Step(ctx, fc, time.Second, 0, s); err != nil {
+		t.Fatal(err)
+	}
+	page.WaitFor("the banner naming both backends", `(() => { const b = document.getElementById("health");
+		return !b.hidden && b.textContent.startsWith("This node cannot reach locks (") && b.textContent.includes("taskstate (") })()`)
+	page.WaitFor("the failed fire in its row", page.CellExpr("Payroll.Close", browsertest.ColLastFire)+`.startsWith("failed: lock on node-a")`)
+	if got := page.Cell("Payroll.Close", browsertest.ColLastFire); !strings.Contains(got, "failures 1") {
+		t.Fatalf("last fire with Redis down: %q, want one failure counted", got)
+	}
 }

@@ -159,7 +159,41 @@ func register(mux *http.ServeMux, r Route) (err error) {
 }
 
 // ServeHTTP serves the endpoints.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if _, pattern := h.mux.Handler(r); pattern == "" {
+		// No route: the mux's own 404 or 405 (Allow kept), as JSON.
+		w = &jsonError{ResponseWriter: w, method: r.Method, path: r.URL.Path}
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+// jsonError turns the plain-text error that the mux writes for a request no
+// route takes into an ErrorJSON.
+type jsonError struct {
+	http.ResponseWriter
+	method, path string
+	wrote        bool
+}
+
+func (j *jsonError) WriteHeader(code int) {
+	if j.wrote {
+		return
+	}
+	j.wrote = true
+	j.Header().Del("X-Content-Type-Options")
+	msg := fmt.Sprintf("no route for %s %s", j.method, j.path)
+	if code == http.StatusMethodNotAllowed {
+		msg = fmt.Sprintf("%s is not allowed on %s (allowed: %s)", j.method, j.path, j.Header().Get("Allow"))
+	}
+	writeError(j.ResponseWriter, code, msg)
+}
+
+func (j *jsonError) Write(b []byte) (int, error) {
+	if !j.wrote {
+		j.WriteHeader(http.StatusOK)
+	}
+	return len(b), nil // the mux's text: the JSON is written instead
+}
 
 // TaskJSON is one task in GET /scheduledtasks. Every field is always
 // present: "" or null where it does not apply.

@@ -25,6 +25,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -124,7 +125,11 @@ func Run(ctx context.Context, opts ...fx.Option) error {
 	if err := a.Err(); err != nil {
 		// The root cause is the message a user acts on (an invalid spec,
 		// a bad setting); fx's wrapping only names the constructors.
-		return fmt.Errorf("app: %w", dig.RootCause(err))
+		cause := dig.RootCause(err)
+		if strings.HasPrefix(cause.Error(), "app: ") { // an error of this package's own
+			return cause
+		}
+		return fmt.Errorf("app: %w", cause)
 	}
 	if err := ctx.Err(); err != nil {
 		return err

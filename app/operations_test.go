@@ -225,6 +225,11 @@ func TestStoreURLWithoutDriverFails(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), fix) || strings.Contains(err.Error(), "hunter2") {
 			t.Errorf("app.New = %v; want an error naming the fix (%s), without the password", err, fix)
 		}
+		// app.Run answers the root cause, with one prefix.
+		err = app.Run(context.Background(), logTo(io.Discard), fx.Supply(fw))
+		if err == nil || !strings.HasPrefix(err.Error(), "app: the configuration names") || strings.Contains(err.Error(), "app: app:") {
+			t.Errorf("app.Run = %v; want the root cause with one prefix", err)
+		}
 	}
 }
 

@@ -1,4 +1,5 @@
--- $1 namespace, $2 key, $3 ttl in microseconds. Returns the new token, or no
+-- $1 namespace, $2 key, $3 ttl in microseconds, $4 whether a key without a
+-- row reclaims free rows of others first (see below). Returns the new token, or no
 -- row when the key is held. Never waits on a row lock: a row that another
 -- transaction locks (a guarded transaction, see Guard, or a concurrent
 -- operation on the key) is skipped, and the key answers as held, after up
@@ -56,6 +57,14 @@ BEGIN
 	-- from the sequence, above the deleted one's. A row that another
 	-- transaction locks (a guarded transaction, an Acquire taking it) is
 	-- skipped, and one changed since the statement's snapshot is kept.
+	--
+	-- The fires of an AcquireClaims call do not reclaim ($4 false): they
+	-- are one transaction, which would keep the rows it deletes locked
+	-- until the last fire is taken, and another node's Acquire of such a
+	-- row's key, finding it locked, answers held (a fire nobody runs). The
+	-- scheduler's keys are its tasks', a row each; one-off keys' Acquires
+	-- reclaim.
+	IF $4 THEN
 	DELETE FROM $LOCKS AS r
 	WHERE r.ctid = ANY (ARRAY(
 		SELECT e.ctid FROM $LOCKS AS e
@@ -68,6 +77,7 @@ BEGIN
 		LIMIT 8
 		FOR UPDATE SKIP LOCKED
 	));
+	END IF;
 	-- Two Acquires of the key may race here: the second waits for the
 	-- first's statement to commit, then inserts nothing (held). The token is
 	-- drawn only once the row is in: drawn before, it could be older than a

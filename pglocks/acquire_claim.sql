@@ -1,6 +1,6 @@
 -- $1 namespace, $2 key, $3 ttl in microseconds, $4 the claim's key, $5 its
 -- seq, $6 its ttl in microseconds, $7 whether to claim when the key is held
--- too. Acquires and claims in one statement (locks.ClaimAcquirer), through
+-- too, $8 whether a key without a row reclaims others' free rows (acquire.sql). Acquires and claims in one statement (locks.ClaimAcquirer), through
 -- the acquire and claim functions, so the rules are theirs. Returns the
 -- token when the key was acquired and the claim recorded; 0 when the key is
 -- held (and, with $7, the claim recorded); -1 when the claim was refused,
@@ -10,7 +10,7 @@
 DECLARE
 	minted bigint;
 BEGIN
-	SELECT a INTO minted FROM $ACQUIRE($1, $2, $3) AS a;
+	SELECT a INTO minted FROM $ACQUIRE($1, $2, $3, $8) AS a;
 	IF minted IS NULL AND NOT $7 THEN
 		RETURN NEXT 0;
 		RETURN;

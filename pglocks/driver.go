@@ -104,7 +104,13 @@
 // (wrapping around; all the other rows, if there are fewer) and deletes the
 // free ones among them, up to 8, skipping rows another transaction locks (a
 // guarded one included), in the same round trip and with bounded work.
-// Only those Acquires reclaim: they are the only calls that add a row, and
+// Only those Acquires reclaim, and not the fires of an AcquireClaims call,
+// whose statement is one transaction: it would keep the rows it deletes
+// locked until its last fire is taken, and an Acquire of such a row's key
+// on another node, finding it locked, answers held, so a fire nobody runs
+// (AcquireClaims is how the scheduler takes its fires, whose keys are its
+// tasks', a row each; TestFreeKeysAreNeverHeldByBatches). Those Acquires
+// are the only calls that add a row, and
 // the usual call (a key whose row exists) examines nothing, so its writes
 // stay HOT updates (no index covers a column they change); a released row
 // stays until then, so that a Release whose reply was lost can be called
@@ -485,7 +491,7 @@ func (d *Driver) Acquire(ctx context.Context, key string, ttl time.Duration) (lo
 	}
 	sent := d.clock.Now()
 	var token int64
-	err := d.pool.QueryRow(ctx, d.sql.acquire, pgx.QueryExecModeExec, d.ns, key, micros(ttl)).Scan(&token)
+	err := d.pool.QueryRow(ctx, d.sql.acquire, pgx.QueryExecModeExec, d.ns, key, micros(ttl), true).Scan(&token)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%w: key %q is held", locks.ErrNotAcquired, key)
 	}
@@ -573,7 +579,7 @@ func (d *Driver) acquireClaimsCall(ctx context.Context, fires []locks.FireLock, 
 		f := fires[batch[0]]
 		var reply int64
 		err := d.pool.QueryRow(ctx, d.sql.acquireClaim, pgx.QueryExecModeExec, d.ns, f.Key, micros(f.TTL),
-			f.Claim.Key, f.Claim.Seq, micros(f.Claim.TTL), f.Claim.EvenIfHeld).Scan(&reply)
+			f.Claim.Key, f.Claim.Seq, micros(f.Claim.TTL), f.Claim.EvenIfHeld, true).Scan(&reply)
 		return []int64{reply}, err
 	}
 	n := len(batch)

@@ -63,12 +63,12 @@ type function struct {
 }
 
 var functions = []function{
-	{"acquire", "text, text, bigint", "bigint", acquireSQL, true},
+	{"acquire", "text, text, bigint, boolean", "bigint", acquireSQL, true},
 	{"extend", "text, text, bigint, bigint", "boolean", extendSQL, false},
 	{"release", "text, text, bigint, text", "boolean", releaseSQL, false},
 	{"claim", "text, text, bigint, bigint", "boolean", claimSQL, false},
 	{"guard", "text, text, bigint", "boolean", guardSQL, true},
-	{"acquire_claim", "text, text, bigint, text, bigint, bigint, boolean", "bigint", acquireClaimSQL, true},
+	{"acquire_claim", "text, text, bigint, text, bigint, bigint, boolean, boolean", "bigint", acquireClaimSQL, true},
 	{"acquire_claims", "text, text[], bigint[], text[], bigint[], bigint[], boolean[]", "bigint", acquireClaimsSQL, true},
 }
 
@@ -77,7 +77,7 @@ var functions = []function{
 // the previous version, which may still run on some nodes during an
 // upgrade, and recreates them when it starts) and these never replace each
 // other.
-const layout = "v3"
+const layout = "v4"
 
 // newStatements fills in the tables named by locks and claims, each a table
 // name optionally preceded by its schema. The schema script takes a

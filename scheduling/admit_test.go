@@ -297,3 +297,27 @@ func TestBatchReleasesAfterItsRunsStart(t *testing.T) {
 		t.Fatal(`"a" never released its lease`)
 	}
 }
+
+// A fire of a lock batch that waits for its lock (LockWait) does not hold
+// up the release of the others' leases: "a" is released while "b" still
+// waits for the key another holder keeps.
+func TestBatchReleaseDoesNotWaitForALockWait(t *testing.T) {
+	fc := clockwork.NewFakeClockAt(epoch)
+	d := &startOrder{InProcessDriver: locks.NewInProcessDriver(locks.WithClock(fc)), aReleased: make(chan struct{})}
+	if _, err := d.InProcessDriver.Acquire(context.Background(), "b", 3*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	s := New(Config{Clock: fc, Logger: slog.New(slog.DiscardHandler), Driver: d})
+	run := func(context.Context) error { return nil }
+	mustAdd(t, s, NewTask(run, Cron("@every 1h"), Lock("a"), Name("a")),
+		NewTask(run, Cron("@every 1h"), Lock("b"), LockWait(30*time.Minute), Name("b")))
+	mustStart(t, s)
+	defer s.Stop(context.Background())
+	waitIdle(t, s)
+	fc.Advance(time.Hour)
+	select {
+	case <-d.aReleased:
+	case <-time.After(10 * time.Second): // a guard against a hang, not a wait for a race
+		t.Fatal(`"a" kept its lease while "b", of the same batch, waited for its lock`)
+	}
+}

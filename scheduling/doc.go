@@ -163,14 +163,19 @@
 //
 // What one locked fire costs, on N nodes spreading F locked fires a second
 // of T tasks, with a task state store (a driver and a store on one server,
-// as the modules give them):
-//   - the owner's AcquireClaim ([locks.ClaimAcquirer]: the lease and the
-//     fire's claim in one round trip) and Release: 2 round trips, whatever N
-//     and T (a Redis Cluster or Ring: 3, the claim key being elsewhere);
+// as the modules give them), a node owning F/N fires a second, k of them
+// due at each instant:
+//   - the owner's lock step: the lease and the fire's claim of all k fires
+//     in one call ([locks.AcquireClaims], a lock batch: one round trip for
+//     up to 256 fires on a single Redis and on PostgreSQL; on a Redis
+//     Cluster or Ring two round trips per fire, the claim key being
+//     elsewhere), 1/k round trips per fire; fires that share a lock key
+//     take turns in calls of their own;
+//   - the owner's Release: 1 round trip, made once every run of the batch
+//     has started;
 //   - its record in the shared history: one Record call per node for the
-//     runs that end together, about N/F per fire once a node owns more than
-//     one fire per tick (the recorder waits up to 2ms for the runs going on
-//     its node);
+//     runs that end together, 1/k per fire (the recorder waits up to 2ms
+//     for the runs going on its node);
 //   - the paused flag: no call, a node keeping the flags it read until the
 //     store's pause generation moves on (see Control and history);
 //   - per node, one heartbeat per [Config.Heartbeat] and one poll (manual
@@ -178,15 +183,19 @@
 //     N·(1/Heartbeat + 1/RequestPoll)/F per fire;
 //   - the other nodes: nothing.
 //
-// That is 2 + about N/F + N·(1/Heartbeat + 1/RequestPoll)/F round trips
-// per fire: 2.1 at 10 nodes and 1,000 fires a second, 2.9 at 30 nodes and
-// 100 (bench/cmd/scalebench measures it, beside gocron's per-job locker at
-// N+1 and leader election at N/F). Without spreading every node tries
-// every fire: 2 for the winner plus 1 per other node, 1+N. On Redis the
-// owner's calls are 20 server commands (scripts included); on PostgreSQL,
-// one function call each. A membership change costs each node one Info
-// line and, for each task it takes over from a node that left, one
-// catch-up try of that task's last fire.
+// That is 1 + 2/k + N·(1/Heartbeat + 1/RequestPoll)/F round trips per
+// fire, k being about F/N fires per instant: 1.05 at 1 node and 100 fires a
+// second, 1.2 at 10 nodes and 100, 1.1 at 10 nodes and 1,000
+// (bench/cmd/scalebench measures it, beside gocron's per-job locker at N+1
+// and leader election at N/F). Without spreading every node tries every
+// fire: 1 + 2/k for the winner plus 1/k per other node. On Redis the
+// owner's commands are 16 per fire (scripts included): GET of the claim
+// and the lock, SET of the token counter, the lease and the claim in the
+// lock step (one TIME per batch); GET, DEL, GET and SET of the tombstone in
+// the release; the record. On PostgreSQL, one function call per batch and
+// one per release. A membership change costs each node one Info line and,
+// for each task it takes over from a node that left, one catch-up try of
+// that task's last fire.
 //
 // # Leases
 //

@@ -95,6 +95,11 @@ func (m *batchMember) join(s *Scheduler, fire locks.FireLock) (locks.Lease, erro
 		<-b.done
 	}
 	r := b.out[m.index]
+	if r.Err != nil {
+		// No lease from the batch's step: what the fire does next (a lock
+		// wait, a skip) is its own, and holds up no release of the others.
+		m.started()
+	}
 	return r.Lease, r.Err
 }
 

@@ -286,17 +286,28 @@ func (s *Scheduler) Start() error {
 	return nil
 }
 
+// zoneName names loc (nil: the local zone) for the startup line: its name,
+// and for the local zone, whose name is "Local", also its abbreviation and
+// offset at now, e.g. "Local (CET, UTC+01:00)".
+func zoneName(loc *time.Location, now time.Time) string {
+	if loc != nil && loc != time.Local {
+		return loc.String()
+	}
+	abbr, offset := now.In(time.Local).Zone()
+	sign := '+'
+	if offset < 0 {
+		sign, offset = '-', -offset
+	}
+	return fmt.Sprintf("Local (%s, UTC%c%02d:%02d)", abbr, sign, offset/3600, offset%3600/60)
+}
+
 // logStarted says at Info what the scheduler runs: node, driver and zone, then
 // one line per task with its schedule, lock and next fire. s.mu is held.
 func (s *Scheduler) logStarted() {
 	if !s.log.Enabled(context.Background(), slog.LevelInfo) {
 		return
 	}
-	loc := s.loc
-	if loc == nil {
-		loc = time.Local
-	}
-	s.log.Info("scheduler started", "node", s.node, "driver", s.DriverName(), "zone", loc.String(), "tasks", len(s.entries))
+	s.log.Info("scheduler started", "node", s.node, "driver", s.DriverName(), "zone", zoneName(s.loc, s.clock.Now()), "tasks", len(s.entries))
 	for _, e := range s.entries {
 		args := []any{"task", e.name, "cron", e.spec.Cron}
 		if e.spec.Lock != "" {

@@ -591,3 +591,38 @@ func TestSkipLevel(t *testing.T) {
 		t.Fatalf("skip logs %+v, want one at Debug", logs)
 	}
 }
+
+// The startup line names the zone of the cron expressions: its name, and
+// for the local zone ("Local") its abbreviation and offset too.
+func TestStartupLineNamesTheZone(t *testing.T) {
+	tokyo, err := time.LoadLocation("Asia/Tokyo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		loc  *time.Location
+		want string
+	}{
+		{tokyo, "Asia/Tokyo"},
+		{nil, zoneName(nil, epoch)},
+	} {
+		rec := &logRecorder{}
+		s := New(Config{Clock: clockwork.NewFakeClockAt(epoch), Logger: slog.New(rec), Location: c.loc})
+		mustStart(t, s)
+		if err := s.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		lines := rec.find("scheduler started")
+		if len(lines) != 1 || lines[0].attrs["zone"] != c.want {
+			t.Fatalf("startup lines %+v, want one with zone %q", lines, c.want)
+		}
+	}
+	abbr, _ := epoch.In(time.Local).Zone()
+	if got := zoneName(nil, epoch); !strings.HasPrefix(got, "Local ("+abbr+", UTC") {
+		t.Fatalf("zoneName(local) = %q, want Local, its abbreviation and offset", got)
+	}
+	if got := zoneName(time.FixedZone("", -(5*3600 + 30*60)), epoch); got != "" {
+		// A fixed zone is named as it is (here without a name).
+		t.Fatalf("zoneName(fixed zone without a name) = %q", got)
+	}
+}

@@ -22,6 +22,7 @@ const (
 	ColPaused
 	ColLastRun
 	ColClusterLastRun
+	ColLastFire // the last fire on this node, run or not, and the node's counts
 )
 
 // waitTimeout bounds every wait for the page: its refresh is every 2s.
@@ -83,7 +84,7 @@ func (c *Console) WaitFor(what, cond string) {
 	ctx, cancel := context.WithTimeout(c.tab, waitTimeout)
 	defer cancel()
 	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](cond, chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
-		shown, _ := chromedp.Run(c.tab, chromedp.Evaluate[string](`["message", "updated", "tasks"].map(id => document.getElementById(id).innerText).join(" | ")`))
+		shown, _ := chromedp.Run(c.tab, chromedp.Evaluate[string](`["health", "message", "updated", "tasks"].map(id => document.getElementById(id).innerText).join(" | ")`))
 		c.t.Fatalf("waiting for %s: %v; the page shows: %s", what, err, shown)
 	}
 }
