@@ -184,10 +184,10 @@
 //   - the other nodes: nothing.
 //
 // That is 1 + 2/k + N·(1/Heartbeat + 1/RequestPoll)/F round trips per
-// fire, k being about F/N fires per instant: 1.05 at 1 node and 100 fires a
-// second, 1.2 at 10 nodes and 100, 1.1 at 10 nodes and 1,000
-// (bench/cmd/scalebench measures it, beside gocron's per-job locker at N+1
-// and leader election at N/F). Without spreading every node tries every
+// fire, k being about F/N fires per instant: 1.04 at 1 node and 100 fires
+// a second, 1.4 at 10 nodes and 100, 2.2 at 30 and 100, 1.05 at 10 and
+// 1,000 (bench/cmd/scalebench measures these, beside gocron's per-job
+// locker at N+1 and leader election at N/F). Without spreading every node tries every
 // fire: 1 + 2/k for the winner plus 1/k per other node. On Redis the
 // owner's commands are 16 per fire (scripts included): GET of the claim
 // and the lock, SET of the token counter, the lease and the claim in the
