@@ -269,6 +269,15 @@ func As[T any](d Driver) (T, bool) {
 	return zero, false
 }
 
+// CheckFireLock validates one fire of an AcquireClaims call: its lease's
+// arguments as [Check] does, its claim's as [CheckClaim] does.
+func CheckFireLock(ctx context.Context, f FireLock) error {
+	if err := Check(ctx, f.Key, f.TTL); err != nil {
+		return err
+	}
+	return CheckClaim(ctx, f.Claim.Key, f.Claim.Seq, f.Claim.TTL)
+}
+
 // CheckClaim validates the arguments of a Claim call, as [Check] does for
 // Acquire.
 func CheckClaim(ctx context.Context, key string, seq int64, ttl time.Duration) error {

@@ -111,11 +111,7 @@ func (d *InProcessDriver) Claim(ctx context.Context, key string, seq int64, ttl 
 func (d *InProcessDriver) AcquireClaims(ctx context.Context, fires []FireLock) []FireLease {
 	out := make([]FireLease, len(fires))
 	for i, f := range fires {
-		if err := Check(ctx, f.Key, f.TTL); err != nil {
-			out[i].Err = err
-		} else if err := CheckClaim(ctx, f.Claim.Key, f.Claim.Seq, f.Claim.TTL); err != nil {
-			out[i].Err = err
-		} else {
+		if out[i].Err = CheckFireLock(ctx, f); out[i].Err == nil {
 			out[i].Lease, out[i].Err = d.acquireClaim(f.Key, f.TTL, &f.Claim)
 		}
 	}

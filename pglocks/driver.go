@@ -516,10 +516,7 @@ func (d *Driver) AcquireClaims(ctx context.Context, fires []locks.FireLock) []lo
 	out := make([]locks.FireLease, len(fires))
 	var batch []int // the fires with valid input
 	for i, f := range fires {
-		err := locks.Check(ctx, f.Key, f.TTL)
-		if err == nil {
-			err = locks.CheckClaim(ctx, f.Claim.Key, f.Claim.Seq, f.Claim.TTL)
-		}
+		err := locks.CheckFireLock(ctx, f)
 		if err == nil {
 			err = d.margin.Check("pglocks", f.Key, f.TTL)
 		}

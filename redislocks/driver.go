@@ -435,12 +435,9 @@ func (d *Driver) AcquireClaims(ctx context.Context, fires []locks.FireLock) []lo
 	}
 	var batch []int // the fires with valid input
 	for i, f := range fires {
-		err := locks.Check(ctx, f.Key, f.TTL)
+		err := locks.CheckFireLock(ctx, f)
 		if err == nil {
 			err = d.margin.Check("redislocks", f.Key, f.TTL)
-		}
-		if err == nil {
-			err = locks.CheckClaim(ctx, f.Claim.Key, f.Claim.Seq, f.Claim.TTL)
 		}
 		if out[i].Err = err; err == nil {
 			batch = append(batch, i)
