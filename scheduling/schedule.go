@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
+
+	"github.com/ndigo/ndigo/internal/didyoumean"
 )
 
 // A schedule computes fire instants. Next returns the first instant strictly
@@ -22,6 +24,28 @@ const allHours = 1<<24 - 1
 
 // parseSchedule parses a cron expression. loc is the zone of an expression
 // without a TZ= or CRON_TZ= prefix; nil means time.Local.
+// descriptors are the named schedules an expression may start with.
+var descriptors = []string{"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly", "@every"}
+
+// descriptorHint returns body with its first word replaced by the
+// descriptor it most likely misspells ("every 5s": "@every 5s"; "@dayly":
+// "@daily"), or "" when it is no near miss of one.
+func descriptorHint(body string) string {
+	first, rest, _ := strings.Cut(body, " ")
+	word := first
+	if !strings.HasPrefix(word, "@") {
+		word = "@" + word
+	}
+	best := didyoumean.Closest(word, descriptors)
+	if best == "" || best == first {
+		return ""
+	}
+	if rest = strings.TrimSpace(rest); rest != "" {
+		return best + " " + rest
+	}
+	return best
+}
+
 func parseSchedule(expr string, loc *time.Location) (s schedule, err error) {
 	defer func() {
 		// robfig/cron has panicked on malformed input before; a bad spec
@@ -57,6 +81,9 @@ func parseSchedule(expr string, loc *time.Location) (s schedule, err error) {
 	}
 	parsed, err := cronParser.Parse(expr)
 	if err != nil {
+		if hint := descriptorHint(body); hint != "" {
+			return nil, fmt.Errorf("%w; did you mean %q?", err, hint)
+		}
 		return nil, err
 	}
 	spec, ok := parsed.(*cron.SpecSchedule)

@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -175,5 +176,29 @@ func TestSpringForwardFiresAtEndOfGap(t *testing.T) {
 	got = mustParse(t, "*/30 * * * *", paris).Next(time.Date(2026, 3, 29, 1, 40, 0, 0, paris))
 	if want := time.Date(2026, 3, 29, 1, 0, 0, 0, time.UTC); !got.Equal(want) {
 		t.Errorf("*/30 across the gap: %v, want %v", got.UTC(), want)
+	}
+}
+
+// A near miss of a descriptor gets a "did you mean" with the expression as
+// meant; an expression that is no near miss gets none.
+func TestDescriptorNearMisses(t *testing.T) {
+	for expr, want := range map[string]string{
+		"every 5s":     `did you mean "@every 5s"?`,
+		"@evry 1m":     `did you mean "@every 1m"?`,
+		"daily":        `did you mean "@daily"?`,
+		"@dayly":       `did you mean "@daily"?`,
+		"@Hourly":      `did you mean "@hourly"?`,
+		"61 * * * *":   "",
+		"@fortnightly": "",
+	} {
+		_, err := parseSchedule(expr, nil)
+		switch {
+		case err == nil:
+			t.Errorf("parseSchedule(%q) accepted it", expr)
+		case want == "" && strings.Contains(err.Error(), "did you mean"):
+			t.Errorf("parseSchedule(%q): %v, want no hint", expr, err)
+		case want != "" && !strings.HasSuffix(err.Error(), want):
+			t.Errorf("parseSchedule(%q): %v, want it to end %s", expr, err, want)
+		}
 	}
 }

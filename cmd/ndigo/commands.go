@@ -27,6 +27,7 @@ var commands = map[string]command{
 // server's body as it came.
 type output struct {
 	w    io.Writer
+	errw io.Writer // warnings
 	json bool
 }
 
@@ -41,10 +42,16 @@ func (o output) raw(body []byte) (bool, error) {
 
 func listTasks(ctx context.Context, c *client, _ []string, out output) error {
 	var res struct {
-		Tasks []task `json:"tasks"`
+		Tasks      []task `json:"tasks"`
+		StateError string `json:"stateError"`
 	}
 	if printed, err := getJSON(ctx, c, c.endpoint("", ""), out, "the task list", &res); printed || err != nil {
 		return err
+	}
+	if res.StateError != "" && out.errw != nil {
+		// The node answered from its own view: the cluster's columns may be
+		// stale, and fires that need the store fail.
+		fmt.Fprintf(out.errw, "ndigo: warning: the node cannot read the cluster's task state, so PAUSED and LAST RUN (CLUSTER) are its own view: %s\n", res.StateError)
 	}
 	return writeTasks(out.w, res.Tasks)
 }

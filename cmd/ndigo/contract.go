@@ -12,6 +12,8 @@ type task struct {
 	Paused         *bool      `json:"paused"`
 	LastRun        *taskRun   `json:"lastRun"`
 	ClusterLastRun *taskRun   `json:"clusterLastRun"`
+	LastFire       *taskRun   `json:"lastFire"` // this node's last fire, run or not
+	Failures       uint64     `json:"failures"` // this node's failed fires
 }
 
 // taskRun is one run of a task in the cluster.

@@ -19,7 +19,7 @@ func writeTasks(w io.Writer, tasks []task) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tCRON\tLOCK\tNEXT\tPAUSED\tLAST RUN (CLUSTER)\tOUTCOME\tNODE\tTOKEN")
+	fmt.Fprintln(tw, "NAME\tCRON\tLOCK\tNEXT\tPAUSED\tLAST RUN (CLUSTER)\tOUTCOME\tNODE\tTOKEN\tLAST FIRE HERE\tFAILURES HERE")
 	for _, t := range tasks {
 		paused := "unknown" // a handler without the control API
 		if t.Paused != nil {
@@ -29,8 +29,12 @@ func writeTasks(w io.Writer, tasks []task) error {
 		if r := t.ClusterLastRun; r != nil {
 			last = []string{stamp(&r.Fire), r.Outcome, r.Node, token(r.Token)}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cell(t.Name), cell(t.Cron), cell(t.Lock), stamp(t.Next), paused,
-			strings.Join(cells(last), "\t"))
+		here := none
+		if t.LastFire != nil {
+			here = t.LastFire.Outcome
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", cell(t.Name), cell(t.Cron), cell(t.Lock), stamp(t.Next), paused,
+			strings.Join(cells(last), "\t"), cell(here), t.Failures)
 	}
 	return tw.Flush()
 }
