@@ -159,8 +159,8 @@ func TestPauseSkipsOnEveryNodeUntilResume(t *testing.T) {
 	if n := c.skips.count(OutcomePaused); n != 9 {
 		t.Errorf("%d fires skipped as paused, want 9: 3 fires on each of 3 nodes", n)
 	}
-	if n := len(c.logs.find("task paused; fire skipped")); n != 9 {
-		t.Errorf("%d 'task paused' lines, want 9", n)
+	if n := len(c.logs.find("task paused; fire skipped")); n != 3 {
+		t.Errorf("%d 'task paused' lines, want 3: one per node for the 9 paused fires", n)
 	}
 	infos, err := c.nodes[2].ClusterTasks(ctx)
 	if err != nil || !infos[0].Paused || infos[0].Last.Outcome != OutcomePaused || infos[0].ClusterLast == nil ||
@@ -183,6 +183,14 @@ func TestPauseSkipsOnEveryNodeUntilResume(t *testing.T) {
 	}
 	if m := x.most.Load(); m != 1 {
 		t.Errorf("%d runs overlapped, want 1", m)
+	}
+	// A second pause logs again, once per node.
+	if err := c.nodes[2].Pause(ctx, "report"); err != nil {
+		t.Fatal(err)
+	}
+	c.step(2*time.Minute, time.Second)
+	if n := len(c.logs.find("task paused; fire skipped")); n != 6 {
+		t.Errorf("%d 'task paused' lines after a second pause, want 6: one more per node", n)
 	}
 }
 

@@ -554,7 +554,7 @@ func (s *Scheduler) skip(f firing, o Outcome, err error) {
 		s.record(f, &LastRun{Fire: f.fire, Outcome: o, Err: err, Node: s.node, Manual: f.kind == kindManual}, counts{failures: 1})
 		s.log.Error("lock failed; fire not run", "task", e.name, "fire", f.fire, "lock", e.spec.Lock, "manual", f.kind == kindManual, "err", err)
 	default:
-		s.record(f, &LastRun{Fire: f.fire, Outcome: o, Node: s.node, Manual: f.kind == kindManual}, counts{skips: 1})
+		prev := s.record(f, &LastRun{Fire: f.fire, Outcome: o, Node: s.node, Manual: f.kind == kindManual}, counts{skips: 1})
 		ctx := context.Background()
 		switch o {
 		case OutcomeLockHeld:
@@ -564,7 +564,11 @@ func (s *Scheduler) skip(f firing, o Outcome, err error) {
 		case OutcomeMissed:
 			s.log.Warn("fire reached too late to claim; skipped", "task", e.name, "fire", f.fire, "lateness", s.clock.Since(f.fire))
 		case OutcomePaused:
-			s.log.Log(ctx, s.skipAt, "task paused; fire skipped", "task", e.name, "fire", f.fire)
+			// Once per stretch of paused fires on this node, not at every
+			// fire: the task's last fire and the skip metric count the others.
+			if prev != OutcomePaused {
+				s.log.Log(ctx, s.skipAt, "task paused; fire skipped", "task", e.name, "fire", f.fire)
+			}
 		case OutcomeNotOwner: // every node but one, every fire: not worth a line
 		case OutcomeRunning:
 			if e.waiting.Load() {
@@ -584,11 +588,12 @@ func (s *Scheduler) skip(f firing, o Outcome, err error) {
 // node's registry, and in the shared history for a run, or for a manual
 // run's request that this node took (so that a taken request always ends
 // with an outcome there).
-func (s *Scheduler) record(f firing, last *LastRun, c counts) {
-	f.e.record(*last, c)
+func (s *Scheduler) record(f firing, last *LastRun, c counts) (prev Outcome) {
+	prev = f.e.record(*last, c)
 	if s.state != nil && (c.runs > 0 || f.taken) {
 		s.recordShared(f.e, last)
 	}
+	return prev
 }
 
 // releaseLease releases l, logging a failure.

@@ -104,12 +104,14 @@ type entry struct {
 
 type counts struct{ runs, skips, failures uint64 }
 
-// record stores the outcome of a fire.
-func (e *entry) record(r LastRun, c counts) {
+// record stores the outcome of a fire and returns the previous fire's
+// ("" before the first).
+func (e *entry) record(r LastRun, c counts) (prev Outcome) {
 	e.mu.Lock()
 	if e.last == nil {
 		e.last = new(LastRun)
 	}
+	prev = e.last.Outcome
 	*e.last = r
 	if c.runs > 0 {
 		if e.ran == nil {
@@ -121,6 +123,7 @@ func (e *entry) record(r LastRun, c counts) {
 	e.stats.skips += c.skips
 	e.stats.failures += c.failures
 	e.mu.Unlock()
+	return prev
 }
 
 // Tasks returns the registry: every task in registration order, with its

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
-	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -18,7 +18,6 @@ import (
 const (
 	closed    = "payroll closed"
 	closeTask = "PayrollController.CloseBooks"
-	pausedMsg = "task paused; fire skipped"
 )
 
 // call sends method url with the bearer token ("" for none) and decodes
@@ -41,17 +40,36 @@ func adminURL(p *nodetest.Procs, node string) string {
 	return "http://" + l.Addr + "/scheduledtasks/" + url.PathEscape(closeTask)
 }
 
-// waitPausedSkips waits until the nodes logged n more paused skips of the
-// close-books task after line skip: the nodes spread their tasks, so one
-// node (the task's owner) reads the flag and skips each fire.
-func waitPausedSkips(p *nodetest.Procs, nodes []string, skip, n int) {
-	from := skip
-	for range n {
-		_, i := p.WaitLine("a paused skip", from, 30*time.Second, func(l nodetest.Line) bool {
-			return slices.Contains(nodes, l.Proc) && l.Msg == pausedMsg && l.Task == closeTask
-		})
-		from = i + 1
+// waitPausedFire waits until a node's last fire of the close-books task
+// is a paused skip of a fire at or after from (the nodes spread their
+// tasks, so the task's owner skips each fire; it logs only the first of a
+// pause), as the nodes' task lists say.
+func waitPausedFire(t *testing.T, base map[string]string, from time.Time) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, u := range base {
+			var body struct {
+				Tasks []struct {
+					Name     string `json:"name"`
+					LastFire *struct {
+						Fire    time.Time `json:"fire"`
+						Outcome string    `json:"outcome"`
+					} `json:"lastFire"`
+				} `json:"tasks"`
+			}
+			if call(t, http.MethodGet, strings.TrimSuffix(u, "/"+url.PathEscape(closeTask)), "", &body) != http.StatusOK {
+				continue
+			}
+			for _, task := range body.Tasks {
+				if f := task.LastFire; task.Name == closeTask && f != nil && f.Outcome == "skipped: paused" && !f.Fire.Before(from) {
+					return
+				}
+			}
+		}
+		time.Sleep(100 * time.Millisecond) // the nodes' lists are polled, not pushed
 	}
+	t.Fatalf("no node skipped a paused fire of %s at or after %s within 30s", closeTask, from.Format(time.RFC3339))
 }
 
 type runsBody struct {
@@ -95,7 +113,7 @@ func TestControlAcrossThreeNodes(t *testing.T) {
 	}
 	paused := time.Now()
 	mark := len(p.All())
-	waitPausedSkips(p, nodes, mark, 2)
+	waitPausedFire(t, base, paused.Add(2*period))
 	limit := nodetest.FireString(paused.Add(period))
 	var maxToken uint64
 	for _, l := range p.All() {
@@ -112,7 +130,7 @@ func TestControlAcrossThreeNodes(t *testing.T) {
 	}
 	manual, _ := p.WaitLine("manual run", mark, 30*time.Second, func(l nodetest.Line) bool { return l.Msg == closed && l.Manual })
 	// Every node polls the requests at least twice in two more periods.
-	waitPausedSkips(p, nodes, len(p.All()), 2)
+	waitPausedFire(t, base, time.Now().Add(2*period))
 	var manuals []nodetest.Line
 	for _, l := range p.All() {
 		if l.Msg == closed && l.Manual {
