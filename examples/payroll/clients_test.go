@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -76,14 +75,15 @@ func clientsFire(l nodetest.Line) time.Time {
 	return f
 }
 
-// clientsPassFires waits until a node has logged a fire of the task at or
-// after at: the cluster has reached that fire, run or skipped.
-func clientsPassFires(t *testing.T, p *nodetest.Procs, nodes []string, at time.Time) {
+// clientsPassFires waits until a node's last fire of the task, run or
+// skipped, is at or after at, as the nodes' task lists say.
+func clientsPassFires(t *testing.T, admins map[string]string, nodes []string, at time.Time) {
 	t.Helper()
-	// The nodes spread their tasks: the task's owner logs each fire.
-	p.WaitLine("a node past "+at.Format(time.RFC3339), 0, 30*time.Second, func(l nodetest.Line) bool {
-		return slices.Contains(nodes, l.Proc) && l.Task == clientsTask && !clientsFire(l).Before(at)
-	})
+	var lists []string
+	for _, n := range nodes {
+		lists = append(lists, "http://"+admins[n]+"/scheduledtasks")
+	}
+	waitLastFire(t, lists, clientsTask, at, "")
 }
 
 // clientsRunsAfter returns the payroll runs logged after line index mark.
@@ -126,7 +126,7 @@ func TestCLIControlsTheCluster(t *testing.T) {
 	}
 	// The fire in flight at the pause may still run; none after it.
 	quiet := pausedAt.Truncate(time.Second).Add(2 * time.Second)
-	clientsPassFires(t, p, nodes, quiet.Add(3*time.Second))
+	clientsPassFires(t, admins, nodes, quiet.Add(3*time.Second))
 	for _, l := range p.All() {
 		if l.Msg == clientsRun && !clientsFire(l).Before(quiet) {
 			t.Errorf("%s ran fire %s while paused", l.Proc, l.Fire)
@@ -142,7 +142,7 @@ func TestCLIControlsTheCluster(t *testing.T) {
 	mark := len(p.All())
 	ndigo("n1", "run", clientsTask) // paused, yet run by hand
 	manual, _ := p.WaitLine("the manual run", mark, 30*time.Second, func(l nodetest.Line) bool { return l.Msg == clientsRun && l.Manual })
-	clientsPassFires(t, p, nodes, time.Now().UTC().Truncate(time.Second).Add(3*time.Second))
+	clientsPassFires(t, admins, nodes, time.Now().UTC().Truncate(time.Second).Add(3*time.Second))
 	if runs := clientsRunsAfter(p, mark); len(runs) != 1 {
 		t.Errorf("run now ran %d times: %+v", len(runs), runs)
 	}

@@ -40,15 +40,16 @@ func adminURL(p *nodetest.Procs, node string) string {
 	return "http://" + l.Addr + "/scheduledtasks/" + url.PathEscape(closeTask)
 }
 
-// waitPausedFire waits until a node's last fire of the close-books task
-// is a paused skip of a fire at or after from (the nodes spread their
-// tasks, so the task's owner skips each fire; it logs only the first of a
-// pause), as the nodes' task lists say.
-func waitPausedFire(t *testing.T, base map[string]string, from time.Time) {
+// waitLastFire waits until a node's last fire of task, as the task lists
+// at lists (GET /scheduledtasks of each node) say, is one at or after from,
+// with outcome unless that is "". The nodes spread their tasks, so the
+// task's owner takes each fire; a paused task logs only the first of a
+// pause, so lines cannot tell when the fires went by.
+func waitLastFire(t *testing.T, lists []string, task string, from time.Time, outcome string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		for _, u := range base {
+		for _, u := range lists {
 			var body struct {
 				Tasks []struct {
 					Name     string `json:"name"`
@@ -58,18 +59,29 @@ func waitPausedFire(t *testing.T, base map[string]string, from time.Time) {
 					} `json:"lastFire"`
 				} `json:"tasks"`
 			}
-			if call(t, http.MethodGet, strings.TrimSuffix(u, "/"+url.PathEscape(closeTask)), "", &body) != http.StatusOK {
+			if call(t, http.MethodGet, u, "", &body) != http.StatusOK {
 				continue
 			}
-			for _, task := range body.Tasks {
-				if f := task.LastFire; task.Name == closeTask && f != nil && f.Outcome == "skipped: paused" && !f.Fire.Before(from) {
+			for _, tk := range body.Tasks {
+				if f := tk.LastFire; tk.Name == task && f != nil && !f.Fire.Before(from) && (outcome == "" || f.Outcome == outcome) {
 					return
 				}
 			}
 		}
 		time.Sleep(100 * time.Millisecond) // the nodes' lists are polled, not pushed
 	}
-	t.Fatalf("no node skipped a paused fire of %s at or after %s within 30s", closeTask, from.Format(time.RFC3339))
+	t.Fatalf("no node's last fire of %s was at or after %s (outcome %q) within 30s", task, from.Format(time.RFC3339), outcome)
+}
+
+// waitPausedFire waits until a node skipped a paused fire of the
+// close-books task at or after from; base holds each node's task URL.
+func waitPausedFire(t *testing.T, base map[string]string, from time.Time) {
+	t.Helper()
+	var lists []string
+	for _, u := range base {
+		lists = append(lists, strings.TrimSuffix(u, "/"+url.PathEscape(closeTask)))
+	}
+	waitLastFire(t, lists, closeTask, from, "skipped: paused")
 }
 
 type runsBody struct {
