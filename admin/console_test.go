@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,12 +11,10 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/jonboulle/clockwork"
 
 	"github.com/ndigo/ndigo/internal/admintest"
 	"github.com/ndigo/ndigo/internal/browsertest"
-	"github.com/ndigo/ndigo/internal/redistest"
-	"github.com/ndigo/ndigo/redislocks"
+	"github.com/ndigo/ndigo/internal/redisnode"
 	"github.com/ndigo/ndigo/scheduling"
 	"github.com/ndigo/ndigo/scheduling/schedulingtest"
 )
@@ -263,53 +260,28 @@ func TestConsoleShowsForbidden(t *testing.T) {
 // banner naming both failing checks within a refresh, and the fire that
 // failed in the task's row with the node's counts; before, neither.
 func TestConsoleShowsAFailingBackend(t *testing.T) {
-	server := redistest.Start(t)
-	client := server.Client()
-	d, err := redislocks.New(redislocks.Options{Client: client, Namespace: "console"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = d.Close() })
-	st, err := redislocks.NewStore(redislocks.StoreOptions{Client: client, Namespace: "console"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fc := clockwork.NewFakeClockAt(epoch)
-	s := scheduling.New(scheduling.Config{Clock: fc, Node: "node-a", Logger: slog.New(slog.DiscardHandler), Driver: d, State: st})
-	if err := s.Add(scheduling.NewTask(func(context.Context) error { return nil }, scheduling.Cron("@every 1s"),
-		scheduling.Lock("payroll"), scheduling.LockTTL(5*time.Second), scheduling.Name("Payroll.Close"))); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Stop(context.Background()) })
-	ctx := context.Background()
-	if err := schedulingtest.Step(ctx, fc, time.Second, 0, s); err != nil {
-		t.Fatal(err)
-	}
-	h, err := New(Options{Scheduler: s, Checks: BackendChecks(d, st)})
+	n := redisnode.Start(t, "console", epoch)
+	n.Step(t)
+	h, err := New(Options{Scheduler: n.S, Checks: BackendChecks(n.Driver, n.Store)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	page := browsertest.OpenConsole(t, browsertest.New(t), srv.URL+"/")
-	if got := page.Cell("Payroll.Close", browsertest.ColLastFire); !strings.HasPrefix(got, "ok on node-a") || !strings.Contains(got, "runs 1 · skips 0 · failures 0") {
+	if got := page.Cell(redisnode.Task, browsertest.ColLastFire); !strings.HasPrefix(got, "ok on node-a") || !strings.Contains(got, "runs 1 · skips 0 · failures 0") {
 		t.Fatalf("last fire with Redis up: %q, want the run and its counts", got)
 	}
 	if hidden := browsertest.Eval[bool](page, `document.getElementById("health").hidden`); !hidden {
 		t.Fatal("the health banner shows while every check passes")
 	}
 
-	server.Kill()
-	if err := schedulingtest.Step(ctx, fc, time.Second, 0, s); err != nil {
-		t.Fatal(err)
-	}
+	n.Server.Kill()
+	n.Step(t)
 	page.WaitFor("the banner naming both backends", `(() => { const b = document.getElementById("health");
 		return !b.hidden && b.textContent.startsWith("This node cannot reach locks (") && b.textContent.includes("taskstate (") })()`)
-	page.WaitFor("the failed fire in its row", page.CellExpr("Payroll.Close", browsertest.ColLastFire)+`.startsWith("failed: lock on node-a")`)
-	if got := page.Cell("Payroll.Close", browsertest.ColLastFire); !strings.Contains(got, "failures 1") {
+	page.WaitFor("the failed fire in its row", page.CellExpr(redisnode.Task, browsertest.ColLastFire)+`.startsWith("failed: lock on node-a")`)
+	if got := page.Cell(redisnode.Task, browsertest.ColLastFire); !strings.Contains(got, "failures 1") {
 		t.Fatalf("last fire with Redis down: %q, want one failure counted", got)
 	}
 }

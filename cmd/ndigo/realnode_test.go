@@ -10,14 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jonboulle/clockwork"
-
 	"github.com/ndigo/ndigo/admin"
-	"github.com/ndigo/ndigo/internal/redistest"
+	"github.com/ndigo/ndigo/internal/redisnode"
 	"github.com/ndigo/ndigo/locks"
-	"github.com/ndigo/ndigo/redislocks"
 	"github.com/ndigo/ndigo/scheduling"
-	"github.com/ndigo/ndigo/scheduling/schedulingtest"
 	"github.com/ndigo/ndigo/taskstate"
 )
 
@@ -141,51 +137,26 @@ func TestTokenWhitespaceOnARealNode(t *testing.T) {
 // stderr that the cluster's state cannot be read, and the task's row shows
 // the fire that failed on this node and counts it.
 func TestTasksShowsAFailingBackend(t *testing.T) {
-	server := redistest.Start(t)
-	client := server.Client()
-	d, err := redislocks.New(redislocks.Options{Client: client, Namespace: "cli"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = d.Close() })
-	st, err := redislocks.NewStore(redislocks.StoreOptions{Client: client, Namespace: "cli"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fc := clockwork.NewFakeClockAt(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	s := scheduling.New(scheduling.Config{Clock: fc, Node: "node-a", Logger: slog.New(slog.DiscardHandler), Driver: d, State: st})
-	if err := s.Add(scheduling.NewTask(func(context.Context) error { return nil }, scheduling.Cron("@every 1s"),
-		scheduling.Lock("payroll"), scheduling.LockTTL(5*time.Second), scheduling.Name("Payroll.Close"))); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Stop(context.Background()) })
-	h, err := admin.New(admin.Options{Scheduler: s, Logger: slog.New(slog.DiscardHandler)})
+	n := redisnode.Start(t, "cli", time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	h, err := admin.New(admin.Options{Scheduler: n.S, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	ctx := context.Background()
-	if err := schedulingtest.Step(ctx, fc, time.Second, 0, s); err != nil {
-		t.Fatal(err)
-	}
+	n.Step(t)
 	res := ndigo(t, nil, "--admin", srv.URL, "tasks")
-	if got := row(t, rows(t, res.stdout), "Payroll.Close"); res.code != 0 || res.stderr != "" || got[9] != "ok" || got[10] != "0" {
+	if got := row(t, rows(t, res.stdout), redisnode.Task); res.code != 0 || res.stderr != "" || got[9] != "ok" || got[10] != "0" {
 		t.Fatalf("with Redis up: exit %d, stderr %q, row %q; want the run, no failure, no warning", res.code, res.stderr, got)
 	}
 
-	server.Kill()
-	if err := schedulingtest.Step(ctx, fc, time.Second, 0, s); err != nil {
-		t.Fatal(err)
-	}
+	n.Server.Kill()
+	n.Step(t)
 	res = ndigo(t, nil, "--admin", srv.URL, "tasks")
 	if !strings.Contains(res.stderr, "ndigo: warning: the node cannot read the cluster's task state") || res.code != 0 {
 		t.Errorf("with Redis down: exit %d, stderr %q; want the warning", res.code, res.stderr)
 	}
-	if got := row(t, rows(t, res.stdout), "Payroll.Close"); got[9] != "failed: lock" || got[10] != "1" {
+	if got := row(t, rows(t, res.stdout), redisnode.Task); got[9] != "failed: lock" || got[10] != "1" {
 		t.Errorf("with Redis down: row %q; want the failed fire and one failure", got)
 	}
 }
