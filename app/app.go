@@ -124,10 +124,14 @@ func Run(ctx context.Context, opts ...fx.Option) error {
 	a := New(append(opts, fx.Invoke(func(p frameworkParams) { fw = p.Framework }))...)
 	if err := a.Err(); err != nil {
 		// The root cause is the message a user acts on (an invalid spec,
-		// a bad setting); fx's wrapping only names the constructors.
+		// a bad setting); fx's wrapping only names the constructors, of
+		// which a missing type keeps the one that needs it.
 		cause := dig.RootCause(err)
 		if strings.HasPrefix(cause.Error(), "app: ") { // an error of this package's own
 			return cause
+		}
+		if needer := missingFor(err); needer != "" {
+			return fmt.Errorf("app: %w, which %s needs: provide it (fx.Provide or fx.Supply), or remove what needs it", cause, needer)
 		}
 		return fmt.Errorf("app: %w", cause)
 	}
@@ -200,6 +204,23 @@ func NewLogger(w io.Writer, cfg Log) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// missingFor names the constructor whose dependency is missing, with its
+// file and line, when err (fx's) is about a missing type: the root cause
+// alone names only the type. It returns "" otherwise.
+func missingFor(err error) string {
+	const marker = "missing dependencies for function "
+	full := err.Error()
+	i := strings.LastIndex(full, marker)
+	if i < 0 {
+		return ""
+	}
+	fn := full[i+len(marker):]
+	if j := strings.Index(fn, ": missing type"); j >= 0 {
+		return fn[:j]
+	}
+	return ""
 }
 
 // zone gives the scheduler the configured zone of cron expressions; nil,

@@ -145,6 +145,26 @@ func TestRunFailsOnInvalidSpecs(t *testing.T) {
 	}
 }
 
+// Mailer is a dependency that no one provides in TestRunNamesWhoNeedsAMissingType.
+type Mailer interface{ Send() }
+
+// newPayroll needs a Mailer.
+func newPayroll(Mailer) int { return 1 }
+
+// A missing type names the constructor that needs it, with its file and
+// line, not only the type.
+func TestRunNamesWhoNeedsAMissingType(t *testing.T) {
+	err := app.Run(context.Background(), logTo(io.Discard), fx.Provide(newPayroll), fx.Invoke(func(int) {}))
+	for _, want := range []string{"app: missing type: app_test.Mailer, which ", `".newPayroll (`, "app_test.go:", "provide it (fx.Provide or fx.Supply)"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Run = %v; want it to say %q", err, want)
+		}
+	}
+	if err != nil && strings.Contains(err.Error(), "app: app:") {
+		t.Errorf("Run = %v; two prefixes", err)
+	}
+}
+
 // app.Framework's zone sets the scheduler's zone; its stop-timeout bounds
 // Run's stop: a run that ignores cancellation is cut when it passes.
 func TestFrameworkZoneAndStopTimeout(t *testing.T) {
