@@ -475,7 +475,7 @@ func (d *Driver) acquireClaims(ctx context.Context, fires []locks.FireLock, batc
 	sent := d.clock.Now()
 	var replies []int64
 	var err error
-	if len(batch) == 1 {
+	if d.replicas != nil { // one fire per call: the script, then WAIT
 		var n int64
 		f := fires[batch[0]]
 		n, err = d.acquire(ctx, acquireClaimScript, f.Key, f.TTL, nonces[0], keys, args...)

@@ -20,7 +20,8 @@ import (
 // The fires that joined release their leases only once every one of them
 // has started its run or given up: a hundred releases made while the last
 // runs of the instant are starting delay them by what the releases cost
-// the node (at 1 node × 100 tasks on Redis, they doubled the p99 lateness).
+// the node (at 1 node × 100 tasks on Redis, the p99 lateness went from
+// 14.8 ms to 8.8 ms when they waited).
 type lockBatch struct {
 	mu        sync.Mutex
 	pending   int // members that have neither joined nor left

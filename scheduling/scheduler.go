@@ -286,19 +286,27 @@ func (s *Scheduler) Start() error {
 	return nil
 }
 
-// zoneName names loc (nil: the local zone) for the startup line: its name,
-// and for the local zone, whose name is "Local", also its abbreviation and
-// offset at now, e.g. "Local (CET, UTC+01:00)".
+// zoneName names loc (nil: the local zone) for the startup line: its name;
+// for the local zone, whose name is "Local", also its abbreviation and
+// offset at now, e.g. "Local (CET, UTC+01:00)"; for a fixed zone without a
+// name, its offset.
 func zoneName(loc *time.Location, now time.Time) string {
-	if loc != nil && loc != time.Local {
-		return loc.String()
+	if loc == nil {
+		loc = time.Local
 	}
-	abbr, offset := now.In(time.Local).Zone()
+	abbr, offset := now.In(loc).Zone()
 	sign := '+'
 	if offset < 0 {
 		sign, offset = '-', -offset
 	}
-	return fmt.Sprintf("Local (%s, UTC%c%02d:%02d)", abbr, sign, offset/3600, offset%3600/60)
+	utc := fmt.Sprintf("UTC%c%02d:%02d", sign, offset/3600, offset%3600/60)
+	switch {
+	case loc == time.Local:
+		return "Local (" + abbr + ", " + utc + ")"
+	case loc.String() == "":
+		return utc
+	}
+	return loc.String()
 }
 
 // logStarted says at Info what the scheduler runs: node, driver and zone, then

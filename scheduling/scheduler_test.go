@@ -621,8 +621,7 @@ func TestStartupLineNamesTheZone(t *testing.T) {
 	if got := zoneName(nil, epoch); !strings.HasPrefix(got, "Local ("+abbr+", UTC") {
 		t.Fatalf("zoneName(local) = %q, want Local, its abbreviation and offset", got)
 	}
-	if got := zoneName(time.FixedZone("", -(5*3600+30*60)), epoch); got != "" {
-		// A fixed zone is named as it is (here without a name).
-		t.Fatalf("zoneName(fixed zone without a name) = %q", got)
+	if got := zoneName(time.FixedZone("", -(5*3600+30*60)), epoch); got != "UTC-05:30" {
+		t.Fatalf("zoneName(fixed zone without a name) = %q, want its offset", got)
 	}
 }
