@@ -55,7 +55,7 @@ type RunJSON struct {
 	Start           time.Time `json:"start"`
 	Duration        string    `json:"duration"`
 	DurationSeconds float64   `json:"durationSeconds"`
-	Outcome         string    `json:"outcome"` // ok, error, panic, cancelled
+	Outcome         string    `json:"outcome"` // ok, error, panic, cancelled; skipped: paused, skipped: missed, failed: lock (Start zero)
 	Error           string    `json:"error,omitempty"`
 }
 

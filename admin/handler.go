@@ -217,7 +217,8 @@ type TaskJSON struct {
 	LastFire   *LastRunJSON `json:"lastFire"` // the last fire, run or skipped; null before the first
 	LastRun    *LastRunJSON `json:"lastRun"`  // the last fire that ran; null before the first run
 	Paused     bool         `json:"paused"`   // paused cluster-wide
-	// ClusterLastRun is the last run on any node; null before the first.
+	// ClusterLastRun is the newest fire recorded on any node (a run, or a
+	// paused, failed or missed fire); null before the first.
 	ClusterLastRun *RunJSON `json:"clusterLastRun"`
 }
 

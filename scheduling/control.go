@@ -88,8 +88,10 @@ func (s *Scheduler) RunNow(ctx context.Context, name string) error {
 	return nil
 }
 
-// History returns the last runs of the task named name on every node that
-// shares the scheduler's task state, newest first.
+// History returns the last recorded fires of the task named name on every
+// node that shares the scheduler's task state, newest first: its runs, and
+// the fires that did not run for a reason the cluster must see (see
+// [Scheduler.Audit] for the others).
 func (s *Scheduler) History(ctx context.Context, name string) ([]taskstate.Run, error) {
 	e, err := s.lookup(name)
 	if err != nil {
@@ -99,8 +101,8 @@ func (s *Scheduler) History(ctx context.Context, name string) ([]taskstate.Run, 
 }
 
 // ClusterTasks returns [Scheduler.Tasks] with each task's paused flag and
-// last run on any node read from the task state (two reads per task: the
-// flag and the newest run, not the history).
+// the newest fire recorded on any node, read from the task state (two reads
+// per task: the flag and the newest record, not the history).
 // Without a task state store it is Tasks.
 func (s *Scheduler) ClusterTasks(ctx context.Context) ([]TaskInfo, error) {
 	infos := s.Tasks()
@@ -151,6 +153,8 @@ func (s *Scheduler) startRequested() {
 	if s.pollFailing.Swap(false) {
 		s.log.Info("reading manual-run requests works again")
 	}
+	s.flush() // the records that the store refused while it was down
+
 	reqs := p.Requests
 	if len(reqs) == 0 || s.stopping() {
 		return

@@ -164,8 +164,19 @@ func TestPauseSkipsOnEveryNodeUntilResume(t *testing.T) {
 	}
 	infos, err := c.nodes[2].ClusterTasks(ctx)
 	if err != nil || !infos[0].Paused || infos[0].Last.Outcome != OutcomePaused || infos[0].ClusterLast == nil ||
-		!infos[0].ClusterLast.Fire.Equal(epoch.Add(3*time.Minute)) {
-		t.Fatalf("node-2 ClusterTasks = %+v, %v; want paused, its last fire skipped as paused, and the cluster's last run at 00:03", infos, err)
+		!infos[0].ClusterLast.Fire.Equal(epoch.Add(6*time.Minute)) || infos[0].ClusterLast.Outcome != string(OutcomePaused) {
+		t.Fatalf("node-2 ClusterTasks = %+v, %v; want paused, its last fire skipped as paused, and the cluster's last fire the paused one at 00:06", infos, err)
+	}
+	// Each paused fire is in the shared history once, recorded by the node
+	// that claimed it, not once per node.
+	runs, err := c.nodes[0].History(ctx, "report")
+	if err != nil || len(runs) != 6 {
+		t.Fatalf("History = %+v, %v; want 6 records: 3 runs, 3 paused fires", runs, err)
+	}
+	for i, r := range runs[:3] {
+		if want := epoch.Add(time.Duration(6-i) * time.Minute); r.Outcome != string(OutcomePaused) || !r.Fire.Equal(want) || r.Node == "" {
+			t.Errorf("record %d = %+v, want the paused fire at %v, with the node that claimed it", i, r, want)
+		}
 	}
 	if err := c.nodes[1].Resume(ctx, "report"); err != nil {
 		t.Fatal(err)
@@ -174,9 +185,9 @@ func TestPauseSkipsOnEveryNodeUntilResume(t *testing.T) {
 	if n := x.count(); n != 4 {
 		t.Fatalf("%d runs after resuming, want 4: the next fire runs", n)
 	}
-	runs, err := c.nodes[2].History(ctx, "report")
-	if err != nil || len(runs) != 4 {
-		t.Fatalf("History = %d runs, %v; want the 4 runs of every node", len(runs), err)
+	runs, err = c.nodes[2].History(ctx, "report")
+	if err != nil || len(runs) != 7 {
+		t.Fatalf("History = %d records, %v; want the 4 runs of every node and the 3 paused fires", len(runs), err)
 	}
 	if want := epoch.Add(7 * time.Minute); !runs[0].Fire.Equal(want) || runs[0].Outcome != "ok" || runs[0].Token == 0 || runs[0].Manual {
 		t.Errorf("newest run %+v, want the scheduled fire at %v, ok, with a token", runs[0], want)

@@ -229,13 +229,30 @@
 // so a manual run is fenced, checked against its lease's end like any fire,
 // and never overlaps another run of the lock. A request that a node took is
 // recorded in the store's history with the outcome of its run, or of the
-// lock step that failed after the take. Every run is recorded in the store,
-// so [Scheduler.History] and [Scheduler.ClusterTasks] answer for the whole
-// cluster; a node records the runs that end together in one call. A locked
-// task with a [CatchUp] window runs, when a node starts, its most recent
-// fire within the window if no node claimed it. Each store call of a fire is
-// bounded by the task's lock TTL (5s for an unlocked task, and for a
-// record).
+// lock step that failed after the take. A locked task with a [CatchUp]
+// window runs, when a node starts, its most recent fire within the window
+// if no node claimed it. Each store call of a fire is bounded by the task's
+// lock TTL (5s for an unlocked task, and for a record).
+//
+// # History and audit
+//
+// Every run is recorded in the store, and so is every fire that did not
+// run for a reason an operator must see: paused (by the node that claimed
+// it), a lock or store failure (by each node that had one), reached too
+// late. [Scheduler.History] and [Scheduler.ClusterTasks] thus answer for
+// the whole cluster. A fire that another holder of its lock, another
+// node's claim, a run still going or another node's ownership kept from
+// running costs no record: the record of what ran stands for it, and
+// [Scheduler.Audit] derives it. A node records the fires that end together
+// in one call; records that the store refuses (it is down) wait, up to
+// 10,000, for the next call that gets through, so that the fires that
+// failed during an outage appear in the history once it is over.
+//
+// [Scheduler.Audit] compares the instants a task's schedule produced over
+// the history's span with what the nodes recorded, and names each instant
+// ran, skipped, failed, missed or pending ([FireStatus]): a missed instant
+// is one that no node recorded and no recorded run held the lock over,
+// older than the time its run could still be going.
 //
 // # Stopping
 //

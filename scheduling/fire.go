@@ -91,6 +91,9 @@ type firing struct {
 	fire  time.Time
 	kind  runKind
 	taken bool // a manual fire whose request this node took from the store
+	// claimedElsewhere reports a paused fire that another node claimed
+	// first: that node's record of it stands for the cluster's.
+	claimedElsewhere bool
 	// member is the fire's place in the lock batch of the fires dispatched
 	// with it; nil outside one.
 	member *batchMember
@@ -205,7 +208,8 @@ func (s *Scheduler) fire(f firing, t *turn) {
 		if s.spread != nil {
 			s.tried(&f)
 		}
-		s.skip(f, s.busyOutcome(&f), nil)
+		o := s.busyOutcome(&f) // before f is copied: it may claim the fire
+		s.skip(f, o, nil)
 		return
 	}
 	defer e.busy.Store(false) // after the lease is released
@@ -375,7 +379,9 @@ func (s *Scheduler) pauseRule(f *firing) (Outcome, error) {
 		// the resume finds it had its turn.
 		ctx, cancel := call()
 		defer cancel()
-		if err := s.claim(ctx, f); err != nil && !errors.Is(err, locks.ErrClaimed) && !s.stopping() {
+		err := s.claim(ctx, f)
+		f.claimedElsewhere = errors.Is(err, locks.ErrClaimed)
+		if err != nil && !f.claimedElsewhere && !s.stopping() {
 			s.log.Warn("claiming a paused fire failed; a catch-up may run it after the resume", "task", f.e.name, "fire", f.fire, "err", err)
 		}
 	}
@@ -585,15 +591,44 @@ func (s *Scheduler) skip(f firing, o Outcome, err error) {
 }
 
 // record is where every fire that ran or was skipped is recorded: in this
-// node's registry, and in the shared history for a run, or for a manual
-// run's request that this node took (so that a taken request always ends
-// with an outcome there).
+// node's registry, and in the shared history when shared says so.
 func (s *Scheduler) record(f firing, last *LastRun, c counts) (prev Outcome) {
 	prev = f.e.record(*last, c)
-	if s.state != nil && (c.runs > 0 || f.taken) {
+	if s.state != nil && shared(&f, last.Outcome, c) {
 		s.recordShared(f.e, last)
 	}
 	return prev
+}
+
+// shared reports whether a fire's outcome on this node goes into the
+// history the nodes share. What it leaves out, the audit derives
+// ([Scheduler.Audit]), so that a fire costs one record in the cluster,
+// not one per node:
+//
+//   - a run, whatever it returned, and a manual run's request that this
+//     node took (so that a taken request always ends with an outcome);
+//   - a lock failure, on every node that had it, but not that of a manual
+//     run whose request stays pending for the next poll;
+//   - a fire reached too late to claim (OutcomeMissed);
+//   - a paused fire, by the node that claimed it (every node, for an
+//     unlocked task, as every node runs it);
+//   - not a fire that another holder of the lock, another node's claim, a
+//     run in flight or another node's ownership kept from running here:
+//     the record of whatever ran stands for it.
+func shared(f *firing, o Outcome, c counts) bool {
+	switch {
+	case c.runs > 0 || f.taken:
+		return true
+	case f.kind == kindManual:
+		return false
+	}
+	switch o {
+	case OutcomeLockFailed, OutcomeMissed:
+		return true
+	case OutcomePaused:
+		return !f.claimedElsewhere
+	}
+	return false
 }
 
 // releaseLease releases l, logging a failure.

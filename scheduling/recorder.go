@@ -8,9 +8,9 @@ import (
 	"github.com/ndigo/ndigo/taskstate"
 )
 
-// recordShared adds a run to the history the nodes share, through the
-// node's recorder; a failure is logged, the run having happened whatever its
-// record says.
+// recordShared adds a fire to the history the nodes share, through the
+// node's recorder. A record that the store refuses (it is down) is kept for
+// the next flush (see recorder).
 //
 //go:noinline
 func (s *Scheduler) recordShared(e *entry, last *LastRun) {
@@ -21,8 +21,17 @@ func (s *Scheduler) recordShared(e *entry, last *LastRun) {
 	}
 	s.records.mu.Lock()
 	s.records.pending = append(s.records.pending, taskstate.TaskRun{Task: e.name, Run: r})
-	start := !s.records.busy
-	s.records.busy = true
+	s.records.mu.Unlock()
+	s.flush()
+}
+
+// flush starts a flushRecords unless one runs or nothing is pending.
+func (s *Scheduler) flush() {
+	s.records.mu.Lock()
+	start := !s.records.busy && len(s.records.pending) > 0
+	if start {
+		s.records.busy = true
+	}
 	s.records.mu.Unlock()
 	if start {
 		s.takeoff(1) // Stop and the test kit wait for the records too
@@ -36,10 +45,18 @@ func (s *Scheduler) recordShared(e *entry, last *LastRun) {
 // (whose records are to come, and whose lock calls it would otherwise
 // queue behind). The runs of one tick thus cost about one call per node,
 // whatever their number.
+//
+// A Record call that fails (the store is down) keeps its records, up to
+// maxBacklog of them: they go with the next flush, which the next record
+// or the next poll that reaches the store starts. The fires that failed
+// while the store was down thus appear in the history once it is back, on
+// every node that saw them fail (a node that stops or dies before then
+// loses its own; Stop logs how many).
 type recorder struct {
 	mu      sync.Mutex
 	pending []taskstate.TaskRun
-	busy    bool // a flushRecords runs
+	busy    bool   // a flushRecords runs
+	dropped uint64 // records dropped from a full backlog
 
 	wake chan struct{} // a fire landed; capacity 1
 }
@@ -74,7 +91,13 @@ func (s *Scheduler) linger() {
 	}
 }
 
-// flushRecords records the pending runs until none is left.
+// maxBacklog bounds the records a node keeps while the store refuses them:
+// at a thousand fires a second, a few seconds of an outage; at one a
+// minute, a week. The oldest go first.
+const maxBacklog = 10_000
+
+// flushRecords records the pending runs until none is left, or until a call
+// fails: the batch then waits for the next flush.
 func (s *Scheduler) flushRecords() {
 	defer s.land()
 	for {
@@ -89,9 +112,55 @@ func (s *Scheduler) flushRecords() {
 		}
 		s.records.mu.Unlock()
 		ctx, cancel := withTimeout(context.Background(), s.clock, storeTimeout)
-		if err := s.state.Record(ctx, batch...); err != nil {
-			s.log.Warn("runs not recorded in the shared history", "runs", len(batch), "task", batch[0].Task, "fire", batch[0].Fire, "err", err)
-		}
+		err := s.state.Record(ctx, batch...)
 		cancel()
+		if err != nil {
+			s.requeue(batch, err)
+			return
+		}
+		if s.recordFailing.Swap(false) {
+			s.log.Info("fires recorded in the shared history again", "records", len(batch))
+		}
+	}
+}
+
+// requeue puts back a batch that a failed Record call did not record, ahead of
+// the records that came since, dropping the oldest beyond maxBacklog.
+func (s *Scheduler) requeue(batch []taskstate.TaskRun, err error) {
+	s.records.mu.Lock()
+	all := append(batch, s.records.pending...)
+	var dropped int
+	if len(all) > maxBacklog {
+		dropped = len(all) - maxBacklog
+		all = all[dropped:]
+		s.records.dropped += uint64(dropped)
+	}
+	s.records.pending = all
+	s.records.busy = false
+	kept := len(all)
+	s.records.mu.Unlock()
+	switch {
+	case dropped > 0:
+		s.log.Error("fire records dropped: the shared history is unreachable and the backlog is full",
+			"dropped", dropped, "kept", kept, "err", err)
+	case !s.recordFailing.Swap(true):
+		// Once per outage: every fire retries.
+		s.log.Warn("fires not recorded in the shared history; kept for the next try", "records", kept,
+			"task", batch[0].Task, "fire", batch[0].Fire.UTC(), "err", err)
+	}
+}
+
+// backlog returns how many records wait for the store.
+func (s *Scheduler) backlog() int {
+	s.records.mu.Lock()
+	defer s.records.mu.Unlock()
+	return len(s.records.pending)
+}
+
+// logLostRecords logs, when Stop returns, the records that the store did
+// not take: they are lost with the process.
+func (s *Scheduler) logLostRecords() {
+	if n := s.backlog(); n > 0 {
+		s.log.Error("fire records lost at stop: the shared history did not take them", "records", n)
 	}
 }

@@ -65,7 +65,7 @@ type TaskInfo struct {
 	// Paused and ClusterLast come from the task state the nodes share;
 	// only [Scheduler.ClusterTasks] fills them.
 	Paused      bool           // the task is paused cluster-wide
-	ClusterLast *taskstate.Run // the last run on any node; nil if none is recorded
+	ClusterLast *taskstate.Run // the newest fire recorded on any node (a run, or a paused, failed or missed fire); nil if none
 }
 
 // A LeaseInfo describes a lease this node holds for a locked run in flight.

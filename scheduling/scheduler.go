@@ -96,11 +96,13 @@ type Scheduler struct {
 	spread    *spread // nil unless Config.Spread
 	configErr error   // what Start returns: a Config that New could not use
 
-	state       taskstate.Store // nil without one: no pause, manual runs or shared history
-	poll        time.Duration   // Config.RequestPoll
-	pollFailing atomic.Bool     // the last look for requests failed
-	pauses      pauseCache      // the paused flags read, kept while the store's pause generation holds
-	records     recorder        // the runs on their way to the shared history
+	state         taskstate.Store // nil without one: no pause, manual runs or shared history
+	poll          time.Duration   // Config.RequestPoll
+	pollFailing   atomic.Bool     // the last look for requests failed
+	recordFailing atomic.Bool     // the last Record call failed
+	startedAt     time.Time       // when Start ran; guarded by mu
+	pauses        pauseCache      // the paused flags read, kept while the store's pause generation holds
+	records       recorder        // the runs on their way to the shared history
 
 	runCtx        context.Context // parent of every run; cancelled at the stop deadline
 	cancelRuns    context.CancelCauseFunc
@@ -263,6 +265,7 @@ func (s *Scheduler) Start() error {
 		return s.configErr
 	}
 	s.status = started
+	s.startedAt = s.clock.Now()
 	// Fires that fell due between Add and Start are not run late: the
 	// schedule starts now.
 	now := s.clock.Now()
@@ -354,6 +357,7 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	case stopped:
 		return nil
 	case started:
+		defer s.logLostRecords()
 		close(s.stop)
 		s.cancelAcquire() // fires waiting for a lock give up: no new runs
 		<-s.loopDone

@@ -141,8 +141,12 @@ const OutcomeTaken = "taken"
 // say.
 const MaxErrorLen = 1024
 
-// A Run is one run of a task on some node of the cluster, as the node that
-// ran it recorded it when the task returned.
+// A Run is one fire of a task on some node of the cluster, as that node
+// recorded it: a run, when the task returned, or a fire that did not run
+// for a reason the cluster must see (the task was paused, the lock or the
+// store failed, the node reached the fire too late), with a zero Start and
+// Duration. The scheduler package says which fires are recorded and by
+// which node.
 type Run struct {
 	// Fire is the scheduled instant; for a manual run, the instant the run
 	// was requested.
@@ -157,9 +161,10 @@ type Run struct {
 	Start time.Time `json:"start"`
 	// Duration is how long the task ran.
 	Duration time.Duration `json:"duration"`
-	// Outcome is how the run ended, as the scheduler names it: "ok",
-	// "error", "panic", "cancelled"; [OutcomeTaken] for a taken request
-	// whose run is not recorded.
+	// Outcome is how the fire ended, as the scheduler names it: "ok",
+	// "error", "panic", "cancelled" for a run; "skipped: paused",
+	// "skipped: missed", "failed: lock" for a fire that did not run;
+	// [OutcomeTaken] for a taken request whose run is not recorded.
 	Outcome string `json:"outcome"`
 	// Error is the task's error or panic; "" if it returned nil. Stores
 	// keep at most MaxErrorLen bytes of it (see [CutError]).

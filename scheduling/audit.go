@@ -1,0 +1,308 @@
+package scheduling
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ndigo/ndigo/taskstate"
+)
+
+// A FireStatus is what became of one scheduled instant of a task in the
+// cluster, as [Scheduler.Audit] finds it.
+type FireStatus string
+
+// The statuses of an audited instant.
+const (
+	// FireRan: a node ran it (whatever the task returned: Outcome says).
+	FireRan FireStatus = "ran"
+	// FireSkipped: it did not run, for a reason that is part of the
+	// design: the task was paused, or a run held its lock (another task's
+	// on the same key, a manual run, or the task's previous run, still
+	// going).
+	FireSkipped FireStatus = "skipped"
+	// FireFailed: the nodes that reached it failed to take its lock or
+	// read the store, or reached it too late to claim it.
+	FireFailed FireStatus = "failed"
+	// FireMissed: no node recorded anything for it, and no recorded run
+	// held its lock then. The nodes were down, stuck, or could not record
+	// it (a node that dies with records kept for the store loses them),
+	// or a lease of a dead node held the lock until its TTL ran out.
+	FireMissed FireStatus = "missed"
+	// FirePending: no record yet, but a run of it may still be going, or
+	// its record on the way: it is younger than the audit's horizon.
+	FirePending FireStatus = "pending"
+)
+
+// An AuditedFire is one scheduled instant of an audit.
+type AuditedFire struct {
+	Fire   time.Time
+	Status FireStatus
+	// Outcome is the outcome of the record that decided the status, such
+	// as "ok" or "skipped: paused", or the one the audit derived:
+	// OutcomeLockHeld, OutcomeRunning. "" for a missed or pending instant.
+	Outcome Outcome
+	Node    string // the node of that record; "" if derived or missed
+	// Detail is the record's error, or what held the lock: "run of
+	// TASK at FIRE on NODE".
+	Detail string
+}
+
+// An Audit compares the instants a task's schedule produced with the fires
+// the cluster recorded (see [Scheduler.Audit]).
+type Audit struct {
+	Task string
+	// From and To bound the instants audited, both included; To is the
+	// horizon: later instants are pending. From is zero, and Fires empty,
+	// when no instant could be audited yet.
+	From, To time.Time
+	// Fires are the audited instants, newest first, pending ones included,
+	// at most MaxAuditFires of them (the newest).
+	Fires []AuditedFire
+	// The number of instants in [From, To] of each status, over every
+	// instant, listed or not.
+	Ran, Skipped, Failed, Missed int
+	// LastMissed is the newest missed instant; zero if none.
+	LastMissed time.Time
+}
+
+// AuditWindow is the longest span an audit looks back over.
+const AuditWindow = 24 * time.Hour
+
+// MaxAuditFires bounds the instants an Audit lists.
+const MaxAuditFires = 1000
+
+// auditGrace is how long after a run's end its record may take to land:
+// the recorder's linger, a store call, a retry.
+const auditGrace = time.Minute
+
+// heldSlack is how far apart in time a fire and a run that held its lock
+// may be for the audit to take the run to have kept the fire from running:
+// the fire's lateness, the lock step, the nodes' clock skew.
+const heldSlack = time.Second
+
+// Audit compares the instants the schedule of the task named name produced
+// with the fires that every node recorded in the shared history, and says
+// what became of each (a [FireStatus]).
+//
+// The instants audited are those of the history's span: from the fire of
+// its oldest kept record (or, with no record, this scheduler's start), at
+// most AuditWindow back, to the horizon: now, less the longest a run of
+// the task can take unrecorded (its MaxRunTime; its lock TTL for a locked
+// task that does not renew, as the run is cancelled when its lease ends;
+// else the longest run in its history), less a minute for the record to
+// land. Manual runs are not instants of the schedule: they are left out,
+// but may hold the lock over one.
+//
+// An instant is, in this order: ran, if some node recorded a run of it;
+// skipped, if a node recorded it paused, or a recorded run of a task on the
+// same lock key (this one's previous run included; for an unlocked task,
+// only that) covered it; failed, if a node recorded a lock or store failure
+// or reached it too late; missed otherwise. Only what a node records is
+// known: a fire whose record a node could not write and lost (it died with
+// the store down) is missed, as the cluster cannot tell it from one that
+// nobody reached. A record that a node wrote late (its backlog after an
+// outage) can push out of a full history the record of a later fire, which
+// the audit then finds missed: keep the history (the store's length) longer
+// than the fires of an outage.
+//
+// It reads the task's history, and that of each task on the same lock key.
+// Without a task state store it fails with [ErrNoState].
+func (s *Scheduler) Audit(ctx context.Context, name string) (Audit, error) {
+	e, err := s.lookup(name)
+	if err != nil {
+		return Audit{}, err
+	}
+	runs, err := s.state.Runs(ctx, e.name, 0)
+	if err != nil {
+		return Audit{}, fmt.Errorf("scheduling: audit of %s: %w", e.name, err)
+	}
+	holders := make([]holder, len(runs)) // the runs that may have held the task's lock
+	for i, r := range runs {
+		holders[i] = holder{e.name, r}
+	}
+	if e.spec.Lock != "" {
+		for _, o := range s.sharing(e) {
+			more, err := s.state.Runs(ctx, o, 0)
+			if err != nil {
+				return Audit{}, fmt.Errorf("scheduling: audit of %s: the runs of %s, on the same lock: %w", e.name, o, err)
+			}
+			for _, r := range more {
+				holders = append(holders, holder{o, r})
+			}
+		}
+	}
+	s.mu.Lock()
+	start := s.startedAt
+	s.mu.Unlock()
+	return audit(e, runs, holders, s.clock.Now(), start), nil
+}
+
+// A holder is a recorded run that may have held an audited task's lock.
+type holder struct {
+	task string
+	taskstate.Run
+}
+
+// sharing names the other tasks of the scheduler on e's lock key.
+func (s *Scheduler) sharing(e *entry) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, o := range s.entries {
+		if o != e && o.spec.Lock == e.spec.Lock {
+			out = append(out, o.name)
+		}
+	}
+	return out
+}
+
+// audit is Audit on what it read.
+func audit(e *entry, runs []taskstate.Run, holders []holder, now, start time.Time) Audit {
+	a := Audit{Task: e.name}
+	var longest time.Duration
+	for _, r := range runs {
+		longest = max(longest, r.Duration)
+	}
+	switch {
+	case e.spec.MaxRunTime > 0:
+		longest = e.spec.MaxRunTime
+	case e.spec.Lock != "" && !e.spec.Renew:
+		longest = e.spec.LockTTL
+	}
+	a.To = now.Add(-longest - auditGrace)
+	from := start.Add(time.Nanosecond) // a scheduler's first fire follows its start
+	if start.IsZero() {
+		from = start
+	}
+	if len(runs) > 0 {
+		from = runs[len(runs)-1].Fire // the oldest kept
+	}
+	if from.IsZero() {
+		return a // not started, nothing recorded
+	}
+	from = maxTime(from, now.Add(-AuditWindow))
+	byFire := map[int64]taskstate.Run{}
+	for _, r := range runs {
+		if r.Manual {
+			continue
+		}
+		k := r.Fire.UnixNano()
+		if prev, ok := byFire[k]; !ok || rank(r.Outcome) < rank(prev.Outcome) {
+			byFire[k] = r
+		}
+	}
+	from = walkable(e.sched, from, now)
+	a.From = from
+	for t := e.sched.Next(from.Add(-time.Nanosecond)); !t.IsZero() && !t.After(now); t = e.sched.Next(t) {
+		f := judge(t, byFire, holders, e)
+		if f.Status == FireMissed && t.After(a.To) {
+			f.Status = FirePending
+		}
+		switch f.Status {
+		case FireRan:
+			a.Ran++
+		case FireSkipped:
+			a.Skipped++
+		case FireFailed:
+			a.Failed++
+		case FireMissed:
+			a.Missed++
+			a.LastMissed = t
+		}
+		a.Fires = append(a.Fires, f)
+		if len(a.Fires) > 2*MaxAuditFires {
+			a.Fires = append(a.Fires[:0], a.Fires[len(a.Fires)-MaxAuditFires:]...)
+		}
+	}
+	if len(a.Fires) > MaxAuditFires {
+		a.Fires = a.Fires[len(a.Fires)-MaxAuditFires:]
+	}
+	for i, j := 0, len(a.Fires)-1; i < j; i, j = i+1, j-1 {
+		a.Fires[i], a.Fires[j] = a.Fires[j], a.Fires[i]
+	}
+	return a
+}
+
+// maxAuditWalk bounds the instants an audit walks: a millisecond schedule
+// without a record since a start a day ago would have 86 million.
+const maxAuditWalk = 1_000_000
+
+// walkable returns from, or a later instant from which sched has at most
+// about maxAuditWalk instants up to now, judged by its first interval.
+func walkable(sched schedule, from, now time.Time) time.Time {
+	a := sched.Next(from.Add(-time.Nanosecond))
+	b := sched.Next(a)
+	if a.IsZero() || b.IsZero() || !b.After(a) {
+		return from
+	}
+	if span := b.Sub(a) * maxAuditWalk; now.Sub(from) > span {
+		return now.Add(-span)
+	}
+	return from
+}
+
+// rank orders the records of one instant: the best explains it.
+func rank(o string) int {
+	switch Outcome(o) {
+	case OutcomeOK, OutcomeError, OutcomePanic, OutcomeCancelled:
+		return 0
+	case OutcomePaused:
+		return 1
+	case OutcomeLockFailed, OutcomeMissed:
+		return 2
+	}
+	return 3 // a placeholder of a taken request, or an outcome unknown here
+}
+
+// judge finds what became of instant t.
+func judge(t time.Time, byFire map[int64]taskstate.Run, holders []holder, e *entry) AuditedFire {
+	f := AuditedFire{Fire: t}
+	if r, ok := byFire[t.UnixNano()]; ok {
+		f.Outcome, f.Node, f.Detail = Outcome(r.Outcome), r.Node, r.Error
+		switch rank(r.Outcome) {
+		case 0:
+			f.Status = FireRan
+			return f
+		case 1:
+			f.Status = FireSkipped
+			return f
+		case 2:
+			f.Status = FireFailed
+		}
+	}
+	for _, h := range holders {
+		if h.Start.IsZero() || h.Outcome == taskstate.OutcomeTaken {
+			continue
+		}
+		node, task := h.Node, h.task
+		if task == e.name && !h.Manual && !h.Fire.Before(t) {
+			continue // this instant's own run, or a later one
+		}
+		if h.Start.After(t.Add(heldSlack)) || h.Start.Add(h.Duration).Before(t.Add(-heldSlack)) {
+			continue
+		}
+		f.Status, f.Node = FireSkipped, ""
+		f.Outcome = OutcomeLockHeld
+		if task == e.name && !h.Manual {
+			f.Outcome = OutcomeRunning
+		}
+		kind := "run"
+		if h.Manual {
+			kind = "manual run"
+		}
+		f.Detail = fmt.Sprintf("%s of %s at %s on %s", kind, task, h.Fire.UTC().Format(time.RFC3339Nano), node)
+		return f
+	}
+	if f.Status == "" {
+		f.Status = FireMissed
+	}
+	return f
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
