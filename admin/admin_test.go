@@ -18,7 +18,7 @@ import (
 	"go.uber.org/fx/fxtest"
 	"go.uber.org/goleak"
 
-	"github.com/ndigo/ndigo/internal/redisnode"
+	"github.com/ndigo/ndigo/internal/backendnode"
 
 	"github.com/ndigo/ndigo/locks"
 	"github.com/ndigo/ndigo/scheduling"
@@ -26,7 +26,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, redisnode.DialProbe)
+	goleak.VerifyTestMain(m, backendnode.DialProbe)
 }
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/ndigo/ndigo/internal/admintest"
 	"github.com/ndigo/ndigo/internal/browsertest"
-	"github.com/ndigo/ndigo/internal/redisnode"
+	"github.com/ndigo/ndigo/internal/backendnode"
 	"github.com/ndigo/ndigo/scheduling"
 	"github.com/ndigo/ndigo/scheduling/schedulingtest"
 )
@@ -256,32 +256,141 @@ func TestConsoleShowsForbidden(t *testing.T) {
 	wantMessage(t, page, "pause Payroll.Close: 403 Forbidden: "+admintest.NoTokenMessage, true)
 }
 
-// With the Redis of the lock driver and the store killed, the page shows a
-// banner naming both failing checks within a refresh, and the fire that
-// failed in the task's row with the node's counts; before, neither.
-func TestConsoleShowsAFailingBackend(t *testing.T) {
-	n := redisnode.Start(t, "console", epoch)
-	n.Step(t)
-	h, err := New(Options{Scheduler: n.S, Checks: BackendChecks(n.Driver, n.Store)})
-	if err != nil {
-		t.Fatal(err)
+// With the server of the lock driver and the store killed under 2 nodes
+// (Redis, then PostgreSQL), each node's /healthz answers 503 naming both
+// backends, node-a's page shows a banner naming them within a refresh, and
+// the fire that failed in the task's row with the node's counts; once the
+// server is back, the fires that failed on both nodes are in the shared
+// history and the audit finds them failed, none missed.
+func TestConsoleShowsAnOutage(t *testing.T) {
+	for _, backend := range []string{"redis", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			c := backendnode.Redis
+			if backend == "postgres" {
+				c = backendnode.Postgres
+			}
+			consoleOutage(t, c(t, "console", epoch, 2))
+		})
 	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	page := browsertest.OpenConsole(t, browsertest.New(t), srv.URL+"/")
-	if got := page.Cell(redisnode.Task, browsertest.ColLastFire); !strings.HasPrefix(got, "ok on node-a") || !strings.Contains(got, "runs 1 · skips 0 · failures 0") {
-		t.Fatalf("last fire with Redis up: %q, want the run and its counts", got)
+}
+
+// waitHealthy waits until the node at u answers /healthz with 200, for 10s
+// at most.
+func waitHealthy(t *testing.T, u string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, body := admintest.Send(t, "GET", u+"/healthz", "")
+		switch {
+		case code == http.StatusOK:
+			return
+		case time.Now().After(deadline):
+			t.Fatalf("healthz 10s after the server's restart: %d %s", code, body)
+		}
+		time.Sleep(50 * time.Millisecond) // polling a real server's reconnection, not a race
+	}
+}
+
+func consoleOutage(t *testing.T, c *backendnode.Cluster) {
+	var urls []string
+	for _, n := range c.Nodes {
+		h, err := New(Options{Scheduler: n.S, Checks: BackendChecks(n.Driver, n.Store)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(h)
+		t.Cleanup(srv.Close)
+		urls = append(urls, srv.URL)
+	}
+	c.Step(t)
+	for _, u := range urls {
+		if code, body := admintest.Send(t, "GET", u+"/healthz", ""); code != http.StatusOK {
+			t.Fatalf("healthz with the server up: %d %s", code, body)
+		}
+	}
+	page := browsertest.OpenConsole(t, browsertest.New(t), urls[0]+"/")
+	if got := page.Cell(backendnode.Task, browsertest.ColLastFire); !strings.Contains(got, " on node-") || !strings.Contains(got, "failures 0") {
+		t.Fatalf("last fire with the server up: %q, want the fire and its counts", got)
 	}
 	if hidden := browsertest.Eval[bool](page, `document.getElementById("health").hidden`); !hidden {
 		t.Fatal("the health banner shows while every check passes")
 	}
 
-	n.Server.Kill()
-	n.Step(t)
+	c.Server.Kill()
+	const outage = 3
+	var outageFires []time.Time
+	for range outage {
+		c.Step(t)
+		outageFires = append(outageFires, c.Clock.Now())
+	}
+	for i, u := range urls {
+		code, body := admintest.Send(t, "GET", u+"/healthz", "")
+		var h HealthJSON
+		if err := json.Unmarshal(body, &h); err != nil || code != http.StatusServiceUnavailable || h.Status != "unavailable" ||
+			h.Checks[LocksCheck] == "ok" || h.Checks[TaskStateCheck] == "ok" || h.Checks[LocksCheck] == "" {
+			t.Fatalf("node %d healthz with the server down: %d %s, want 503 naming locks and taskstate", i, code, body)
+		}
+	}
 	page.WaitFor("the banner naming both backends", `(() => { const b = document.getElementById("health");
 		return !b.hidden && b.textContent.startsWith("This node cannot reach locks (") && b.textContent.includes("taskstate (") })()`)
-	page.WaitFor("the failed fire in its row", page.CellExpr(redisnode.Task, browsertest.ColLastFire)+`.startsWith("failed: lock on node-a")`)
-	if got := page.Cell(redisnode.Task, browsertest.ColLastFire); !strings.Contains(got, "failures 1") {
-		t.Fatalf("last fire with Redis down: %q, want one failure counted", got)
+	// The page may have shown the first failures during the steps: it is
+	// the count of all of them that it must come to.
+	page.WaitFor("the failed fires in the task's row", fmt.Sprintf(`(() => { const c = %s;
+		return c.startsWith("failed: lock on node-a") && c.includes("failures %d") })()`, page.CellExpr(backendnode.Task, browsertest.ColLastFire), outage))
+
+	c.Server.Restart()
+	// go-redis answers its last dial error until its probe, once a second,
+	// finds the server back: the nodes come back when their checks pass.
+	for _, u := range urls {
+		waitHealthy(t, u)
 	}
+	// Past the audit's horizon (the lock TTL and a minute), stepping: the
+	// first poll that gets through makes each node record what it kept.
+	for range 70 {
+		c.Step(t)
+	}
+	var runs RunsJSON
+	_, body := admintest.Send(t, "GET", urls[1]+"/scheduledtasks/"+backendnode.Task+"/runs", "")
+	if err := json.Unmarshal(body, &runs); err != nil {
+		t.Fatal(err)
+	}
+	failed := map[string]map[time.Time]bool{}
+	for _, r := range runs.Runs {
+		if r.Outcome == string(scheduling.OutcomeLockFailed) {
+			if failed[r.Node] == nil {
+				failed[r.Node] = map[time.Time]bool{}
+			}
+			failed[r.Node][r.Fire] = true
+			if r.Start != nil || r.Error == "" {
+				t.Errorf("failed fire %+v, want no start and the error", r)
+			}
+		}
+	}
+	// A node may fail a fire or two more as its client reconnects, while
+	// the other runs them.
+	for _, n := range c.Nodes {
+		for _, f := range outageFires {
+			if !failed[n.Name][f] {
+				t.Errorf("history %s: no failed fire of %s at %v, in the outage", body, n.Name, f)
+			}
+		}
+	}
+	var a AuditJSON
+	_, body = admintest.Send(t, "GET", urls[0]+"/scheduledtasks/"+backendnode.Task+"/audit", "")
+	if err := json.Unmarshal(body, &a); err != nil {
+		t.Fatal(err)
+	}
+	statuses := map[time.Time]string{}
+	for _, f := range a.Fires {
+		statuses[f.Fire] = f.Status
+	}
+	for _, fire := range outageFires {
+		if statuses[fire] != string(scheduling.FireFailed) {
+			t.Errorf("audit %s: the fire at %v is %q, want failed", body, fire, statuses[fire])
+		}
+	}
+	if a.Failed < outage || a.Missed != 0 {
+		t.Errorf("audit %s: %d failed, %d missed; want the %d of the outage at least, and none missed", body, a.Failed, a.Missed, outage)
+	}
+	page.WaitFor("no banner once the server is back", `document.getElementById("health").hidden`)
 }

@@ -48,20 +48,68 @@ func (t Token) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
 // RunJSON is one run of a task on any node, in GET
 // /scheduledtasks/{name}/runs and as a task's clusterLastRun.
 type RunJSON struct {
-	Fire            time.Time `json:"fire"`   // the scheduled instant; for a manual run, when it was requested
-	Manual          bool      `json:"manual"` // an operator asked for it (POST .../run)
-	Node            string    `json:"node"`
-	Token           uint64    `json:"token"` // the lease's fencing token; 0 if unlocked
-	Start           time.Time `json:"start"`
-	Duration        string    `json:"duration"`
-	DurationSeconds float64   `json:"durationSeconds"`
-	Outcome         string    `json:"outcome"` // ok, error, panic, cancelled; skipped: paused, skipped: missed, failed: lock (Start zero)
-	Error           string    `json:"error,omitempty"`
+	Fire            time.Time  `json:"fire"`   // the scheduled instant; for a manual run, when it was requested
+	Manual          bool       `json:"manual"` // an operator asked for it (POST .../run)
+	Node            string     `json:"node"`
+	Token           uint64     `json:"token"` // the lease's fencing token; 0 if unlocked
+	Start           *time.Time `json:"start"` // null for a fire that did not run
+	Duration        string     `json:"duration"`
+	DurationSeconds float64    `json:"durationSeconds"`
+	Outcome         string     `json:"outcome"` // ok, error, panic, cancelled; skipped: paused, skipped: missed, failed: lock (Start zero)
+	Error           string     `json:"error,omitempty"`
 }
 
 func runJSON(r taskstate.Run) RunJSON {
-	return RunJSON{Fire: r.Fire.UTC(), Manual: r.Manual, Node: r.Node, Token: r.Token, Start: r.Start.UTC(),
+	j := RunJSON{Fire: r.Fire.UTC(), Manual: r.Manual, Node: r.Node, Token: r.Token,
 		Duration: r.Duration.String(), DurationSeconds: r.Duration.Seconds(), Outcome: r.Outcome, Error: r.Error}
+	if !r.Start.IsZero() {
+		j.Start = utc(r.Start)
+	}
+	return j
+}
+
+// AuditJSON is the body of GET /scheduledtasks/{name}/audit: what became of
+// each instant of the task's schedule over the history's span (see
+// scheduling.Scheduler.Audit).
+type AuditJSON struct {
+	Task string `json:"task"`
+	// From and To bound the instants audited; From is null when none
+	// could be yet. Later instants are pending.
+	From *time.Time `json:"from"`
+	To   time.Time  `json:"to"`
+	// The instants of each status in [From, To].
+	Ran        int        `json:"ran"`
+	Skipped    int        `json:"skipped"`
+	Failed     int        `json:"failed"`
+	Missed     int        `json:"missed"`
+	LastMissed *time.Time `json:"lastMissed"` // null if none
+	// Fires are the instants, newest first, at most
+	// scheduling.MaxAuditFires.
+	Fires []AuditFireJSON `json:"fires"`
+}
+
+// AuditFireJSON is one instant of an audit.
+type AuditFireJSON struct {
+	Fire    time.Time `json:"fire"`
+	Status  string    `json:"status"`            // ran, skipped, failed, missed, pending
+	Outcome string    `json:"outcome,omitempty"` // the record's, or "skipped: lock held" / "skipped: still running"
+	Node    string    `json:"node,omitempty"`
+	Detail  string    `json:"detail,omitempty"` // the error, or the run that held the lock
+}
+
+func auditJSON(a scheduling.Audit) AuditJSON {
+	j := AuditJSON{Task: a.Task, To: a.To.UTC(), Ran: a.Ran, Skipped: a.Skipped, Failed: a.Failed, Missed: a.Missed,
+		Fires: make([]AuditFireJSON, len(a.Fires))}
+	if !a.From.IsZero() {
+		j.From = utc(a.From)
+	}
+	if !a.LastMissed.IsZero() {
+		j.LastMissed = utc(a.LastMissed)
+	}
+	for i, f := range a.Fires {
+		j.Fires[i] = AuditFireJSON{Fire: f.Fire.UTC(), Status: string(f.Status), Outcome: string(f.Outcome), Node: f.Node, Detail: f.Detail}
+	}
+	return j
 }
 
 // RunsJSON is the body of GET /scheduledtasks/{name}/runs.
@@ -104,7 +152,7 @@ func (h *Handler) scheduledTaskByPath(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) scheduledTaskByQuery(w http.ResponseWriter, r *http.Request) {
 	action := r.PathValue("action")
 	if !taskActions[action] {
-		writeError(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path+"; a task has runs (GET), run, pause and resume (POST)")
+		writeError(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path+noEndpoint)
 		return
 	}
 	names := r.URL.Query()[nameParam]
@@ -117,10 +165,13 @@ func (h *Handler) scheduledTaskByQuery(w http.ResponseWriter, r *http.Request) {
 }
 
 // taskActions are the {action} values of a task's endpoints.
-var taskActions = map[string]bool{"runs": true, "run": true, "pause": true, "resume": true}
+var taskActions = map[string]bool{"runs": true, "audit": true, "run": true, "pause": true, "resume": true}
 
-// scheduledTask serves a task's endpoints: runs (GET), and run, pause and
-// resume (POST, with the bearer token).
+// noEndpoint is the 404 message of a task path with an unknown action.
+const noEndpoint = "; a task has runs and audit (GET), run, pause and resume (POST)"
+
+// scheduledTask serves a task's endpoints: runs and audit (GET), and run,
+// pause and resume (POST, with the bearer token).
 func (h *Handler) scheduledTask(w http.ResponseWriter, r *http.Request, name, action string) {
 	switch action {
 	case "runs":
@@ -137,13 +188,23 @@ func (h *Handler) scheduledTask(w http.ResponseWriter, r *http.Request, name, ac
 			out.Runs[i] = runJSON(run)
 		}
 		writeJSON(w, http.StatusOK, out)
+	case "audit":
+		if !allow(w, r, http.MethodGet) {
+			return
+		}
+		a, err := h.s.Audit(r.Context(), name)
+		if err != nil {
+			writeError(w, errorCode(err), err.Error())
+			return
+		}
+		writeJSON(w, http.StatusOK, auditJSON(a))
 	case "run", "pause", "resume":
 		if !allow(w, r, http.MethodPost) || !h.authorized(w, r, name, action) {
 			return
 		}
 		h.mutate(w, r, name, action)
 	default:
-		writeError(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path+"; a task has runs (GET), run, pause and resume (POST)")
+		writeError(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path+noEndpoint)
 	}
 }
 

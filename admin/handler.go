@@ -50,11 +50,12 @@ type Route struct {
 // A Handler serves the introspection and control endpoints:
 //
 //	GET  /scheduledtasks               every task: name, spec, next fire, last run here and in the cluster, paused
-//	GET  /scheduledtasks/{name}/runs   the task's last runs on any node, newest first
+//	GET  /scheduledtasks/{name}/runs   the task's last recorded fires on any node, newest first
+//	GET  /scheduledtasks/{name}/audit  each instant of its schedule: ran, skipped, failed, missed, pending
 //	POST /scheduledtasks/{name}/run    one run of the task in the cluster, as soon as a node can (202)
 //	POST /scheduledtasks/{name}/pause  pause the task on every node
 //	POST /scheduledtasks/{name}/resume resume it
-//	     /scheduledtasks/{action}?name=N  the same four, with the name in the query (for "." and "..")
+//	     /scheduledtasks/{action}?name=N  the same five, with the name in the query (for "." and "..")
 //	GET  /locks                        the leases this node holds for runs in flight
 //	GET  /healthz                      200 if every check passes, 503 naming the failing ones (run at once)
 //

@@ -77,8 +77,10 @@ const MaxAuditFires = 1000
 const auditGrace = time.Minute
 
 // heldSlack is how far apart in time a fire and a run that held its lock
-// may be for the audit to take the run to have kept the fire from running:
-// the fire's lateness, the lock step, the nodes' clock skew.
+// may be for the audit to take the run to have kept the fire from running
+// (the fire's lateness, the lock step, the nodes' clock skew): a second, or
+// a tenth of the schedule's interval if that is less, so that a run that
+// ended just before the next instant does not cover it.
 const heldSlack = time.Second
 
 // Audit compares the instants the schedule of the task named name produced
@@ -194,8 +196,13 @@ func audit(e *entry, runs []taskstate.Run, holders []holder, now, start time.Tim
 	}
 	from = walkable(e.sched, from, now)
 	a.From = from
-	for t := e.sched.Next(from.Add(-time.Nanosecond)); !t.IsZero() && !t.After(now); t = e.sched.Next(t) {
-		f := judge(t, byFire, holders, e)
+	prev := time.Time{}
+	for t := e.sched.Next(from.Add(-time.Nanosecond)); !t.IsZero() && !t.After(now); prev, t = t, e.sched.Next(t) {
+		gap := t.Sub(prev)
+		if prev.IsZero() {
+			gap = e.sched.Next(t).Sub(t)
+		}
+		f := judge(t, byFire, holders, e, min(heldSlack, gap/10))
 		if f.Status == FireMissed && t.After(a.To) {
 			f.Status = FirePending
 		}
@@ -256,7 +263,7 @@ func rank(o string) int {
 }
 
 // judge finds what became of instant t.
-func judge(t time.Time, byFire map[int64]taskstate.Run, holders []holder, e *entry) AuditedFire {
+func judge(t time.Time, byFire map[int64]taskstate.Run, holders []holder, e *entry, slack time.Duration) AuditedFire {
 	f := AuditedFire{Fire: t}
 	if r, ok := byFire[t.UnixNano()]; ok {
 		f.Outcome, f.Node, f.Detail = Outcome(r.Outcome), r.Node, r.Error
@@ -279,7 +286,7 @@ func judge(t time.Time, byFire map[int64]taskstate.Run, holders []holder, e *ent
 		if task == e.name && !h.Manual && !h.Fire.Before(t) {
 			continue // this instant's own run, or a later one
 		}
-		if h.Start.After(t.Add(heldSlack)) || h.Start.Add(h.Duration).Before(t.Add(-heldSlack)) {
+		if h.Start.After(t.Add(slack)) || h.Start.Add(h.Duration).Before(t.Add(-slack)) {
 			continue
 		}
 		f.Status, f.Node = FireSkipped, ""

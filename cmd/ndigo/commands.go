@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"strconv"
 )
 
 // A command is one subcommand: how many arguments it takes, whether it
@@ -18,6 +20,7 @@ type command struct {
 var commands = map[string]command{
 	"tasks":  {0, false, listTasks},
 	"runs":   {1, false, listRuns},
+	"audit":  {1, false, showAudit},
 	"run":    {1, true, mutate("run")},
 	"pause":  {1, true, mutate("pause")},
 	"resume": {1, true, mutate("resume")},
@@ -66,14 +69,43 @@ func listRuns(ctx context.Context, c *client, args []string, out output) error {
 	return writeRuns(out.w, args[0], res.Runs)
 }
 
+// errMissed is the error of an audit that found missed fires: the command
+// exits with exitMissed.
+var errMissed = errors.New("missed fires")
+
+func showAudit(ctx context.Context, c *client, args []string, out output) error {
+	var res audit
+	printed, err := getJSON(ctx, c, c.endpoint(args[0], "/audit"), out, "an audit", &res)
+	if err != nil {
+		return err
+	}
+	// With --json the body went out as it came; the exit status still
+	// tells of missed fires.
+	if !printed {
+		if err := writeAudit(out.w, args[0], res); err != nil {
+			return err
+		}
+	}
+	if res.Missed > 0 {
+		last := ""
+		if res.LastMissed != nil {
+			last = ", the last at " + stamp(res.LastMissed)
+		}
+		return fmt.Errorf("%w: %d fires of %s ran nowhere%s", errMissed, res.Missed, strconv.Quote(args[0]), last)
+	}
+	return nil
+}
+
 // getJSON GETs u and, unless --json printed the body as it came, decodes
-// it into v, which is what the answer should be.
+// it into v, which is what the answer should be. When it printed the body,
+// it decodes what it can into v all the same.
 func getJSON(ctx context.Context, c *client, u string, out output, what string, v any) (printed bool, err error) {
 	body, err := c.get(ctx, u)
 	if err != nil {
 		return false, err
 	}
 	if printed, err := out.raw(body); printed {
+		_ = json.Unmarshal(body, v)
 		return true, err
 	}
 	if err := json.Unmarshal(body, v); err != nil {

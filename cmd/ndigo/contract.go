@@ -36,3 +36,24 @@ type action struct {
 	Status string `json:"status"`
 	Paused *bool  `json:"paused"`
 }
+
+// audit is the answer to GET /scheduledtasks/{name}/audit.
+type audit struct {
+	From       *time.Time  `json:"from"`
+	To         time.Time   `json:"to"`
+	Ran        int         `json:"ran"`
+	Skipped    int         `json:"skipped"`
+	Failed     int         `json:"failed"`
+	Missed     int         `json:"missed"`
+	LastMissed *time.Time  `json:"lastMissed"`
+	Fires      []auditFire `json:"fires"`
+}
+
+// auditFire is one instant of an audit.
+type auditFire struct {
+	Fire    time.Time `json:"fire"`
+	Status  string    `json:"status"`
+	Outcome string    `json:"outcome"`
+	Node    string    `json:"node"`
+	Detail  string    `json:"detail"`
+}

@@ -2,7 +2,8 @@
 // through any one node's admin endpoints:
 //
 //	ndigo tasks          every task: cron, lock, next fire, paused, the last run in the cluster
-//	ndigo runs NAME      the task's last runs, cluster-wide, newest first
+//	ndigo runs NAME      the task's last recorded fires, cluster-wide, newest first
+//	ndigo audit NAME     each instant of the task's schedule: ran, skipped, failed, missed
 //	ndigo run NAME       one node runs the task once, as soon as it can, under its lock
 //	ndigo pause NAME     every node skips the task's fires until it is resumed
 //	ndigo resume NAME    the task runs again from its next fire
@@ -14,7 +15,8 @@
 // trailing whitespace is dropped, as the node drops its own (a token read
 // from a file works for both). --json prints the
 // server's JSON instead of a table. A failure exits with status 1 and the
-// server's message; a usage error with status 2.
+// server's message; a usage error with status 2; an audit that found a
+// missed fire with status 3, so that a cron job or a probe can alert on it.
 //
 // Install or run it with
 //
@@ -34,10 +36,11 @@ import (
 	"time"
 )
 
-// Exit statuses: a failure of the request and a usage error.
+// Exit statuses: a failure of the request, a usage error, missed fires.
 const (
 	exitFailure = 1
 	exitUsage   = 2
+	exitMissed  = 3
 )
 
 func main() {
@@ -111,6 +114,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	c := &client{base: base, token: token, http: &http.Client{Transport: tr, Timeout: *timeout}}
 	if err := cmd.do(ctx, c, pos[1:], output{w: stdout, errw: stderr, json: *asJSON}); err != nil {
 		fmt.Fprintf(stderr, "ndigo: %v\n", err)
+		if errors.Is(err, errMissed) {
+			return exitMissed
+		}
 		return exitFailure
 	}
 	return 0

@@ -5,9 +5,9 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/ndigo/ndigo/internal/redisnode"
+	"github.com/ndigo/ndigo/internal/backendnode"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, redisnode.DialProbe)
+	goleak.VerifyTestMain(m, backendnode.DialProbe)
 }

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/ndigo/ndigo/admin"
-	"github.com/ndigo/ndigo/internal/redisnode"
+	"github.com/ndigo/ndigo/internal/backendnode"
 	"github.com/ndigo/ndigo/locks"
 	"github.com/ndigo/ndigo/scheduling"
 	"github.com/ndigo/ndigo/taskstate"
@@ -135,28 +135,58 @@ func TestTokenWhitespaceOnARealNode(t *testing.T) {
 
 // With the node's Redis (locks and task state) killed, ndigo tasks warns on
 // stderr that the cluster's state cannot be read, and the task's row shows
-// the fire that failed on this node and counts it.
+// the fire that failed on this node and counts it. Once Redis is back,
+// ndigo runs lists the failed fire and ndigo audit finds it failed, none
+// missed, and exits 0; with the node stopped for two minutes, the audit
+// finds the fires that ran nowhere and exits 3.
 func TestTasksShowsAFailingBackend(t *testing.T) {
-	n := redisnode.Start(t, "cli", time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	c := backendnode.Redis(t, "cli", time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 1)
+	n := c.Nodes[0]
 	h, err := admin.New(admin.Options{Scheduler: n.S, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	n.Step(t)
+	c.Step(t)
 	res := ndigo(t, nil, "--admin", srv.URL, "tasks")
-	if got := row(t, rows(t, res.stdout), redisnode.Task); res.code != 0 || res.stderr != "" || got[9] != "ok" || got[10] != "0" {
+	if got := row(t, rows(t, res.stdout), backendnode.Task); res.code != 0 || res.stderr != "" || got[9] != "ok" || got[10] != "0" {
 		t.Fatalf("with Redis up: exit %d, stderr %q, row %q; want the run, no failure, no warning", res.code, res.stderr, got)
 	}
 
-	n.Server.Kill()
-	n.Step(t)
+	c.Server.Kill()
+	c.Step(t)
 	res = ndigo(t, nil, "--admin", srv.URL, "tasks")
 	if !strings.Contains(res.stderr, "ndigo: warning: the node cannot read the cluster's task state") || res.code != 0 {
 		t.Errorf("with Redis down: exit %d, stderr %q; want the warning", res.code, res.stderr)
 	}
-	if got := row(t, rows(t, res.stdout), redisnode.Task); got[9] != "failed: lock" || got[10] != "1" {
+	if got := row(t, rows(t, res.stdout), backendnode.Task); got[9] != "failed: lock" || got[10] != "1" {
 		t.Errorf("with Redis down: row %q; want the failed fire and one failure", got)
+	}
+
+	c.Server.Restart() // empty: persistence is off
+	c.Step(t)
+	res = ndigo(t, nil, "--admin", srv.URL, "runs", backendnode.Task)
+	failed := row(t, rows(t, res.stdout), "2026-01-01T00:00:02Z")
+	if res.code != 0 || failed[6] != "failed: lock" || failed[4] != "-" || failed[7] == "-" {
+		t.Errorf("runs after the outage: exit %d, %q; want the fire at 00:00:02 failed, no start, the error", res.code, res.stdout)
+	}
+	res = ndigo(t, nil, "--admin", srv.URL, "audit", backendnode.Task)
+	if res.code != 0 || !strings.Contains(res.stdout, "1 ran, 0 skipped, 1 failed, 0 missed") ||
+		row(t, rows(t, res.stdout)[1:], "2026-01-01T00:00:02Z")[1] != "failed" {
+		t.Errorf("audit after the outage: exit %d, stdout %q, stderr %q; want the fire failed, none missed", res.code, res.stdout, res.stderr)
+	}
+
+	if err := n.S.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c.Clock.Advance(2 * time.Minute) // the horizon: 65s back (the lock TTL and a minute)
+	res = ndigo(t, nil, "--admin", srv.URL, "audit", backendnode.Task)
+	if res.code != exitMissed || !strings.Contains(res.stderr, "fires of \"Payroll.Close\" ran nowhere, the last at 2026-01-01T00:00:58Z") {
+		t.Errorf("audit with the node stopped: exit %d, stderr %q; want %d and the missed fires", res.code, res.stderr, exitMissed)
+	}
+	res = ndigo(t, nil, "--admin", srv.URL, "--json", "audit", backendnode.Task)
+	if res.code != exitMissed || !strings.Contains(res.stdout, `"missed": 55,`) {
+		t.Errorf("audit --json with the node stopped: exit %d, stdout of %d bytes; want %d and the JSON with 55 missed (00:00:04 to 00:00:58)", res.code, len(res.stdout), exitMissed)
 	}
 }

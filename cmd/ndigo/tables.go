@@ -57,6 +57,21 @@ func writeRuns(w io.Writer, name string, runs []taskRun) error {
 	return tw.Flush()
 }
 
+func writeAudit(w io.Writer, name string, a audit) error {
+	if a.From == nil {
+		_, err := fmt.Fprintf(w, "nothing to audit for %s yet: no fire recorded, no node started\n", strconv.Quote(name))
+		return err
+	}
+	fmt.Fprintf(w, "%s from %s to %s: %d ran, %d skipped, %d failed, %d missed\n", strconv.Quote(name),
+		stamp(a.From), stamp(&a.To), a.Ran, a.Skipped, a.Failed, a.Missed)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "FIRE\tSTATUS\tOUTCOME\tNODE\tDETAIL")
+	for _, f := range a.Fires {
+		fmt.Fprintf(tw, "%s\t%s\n", stamp(&f.Fire), strings.Join(cells([]string{f.Status, f.Outcome, f.Node, f.Detail}), "\t"))
+	}
+	return tw.Flush()
+}
+
 func writeAction(w io.Writer, verb string, a action) error {
 	name := strconv.Quote(a.Task)
 	var msg string

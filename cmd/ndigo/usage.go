@@ -5,13 +5,15 @@ package main
 const defaultAdmin = "http://127.0.0.1:8081"
 
 // unknownCommand follows an unknown command's name in its error.
-const unknownCommand = "the commands are tasks, runs, run, pause, resume and help"
+const unknownCommand = "the commands are tasks, runs, audit, run, pause, resume and help"
 
 const usage = `Usage: ndigo [flags] COMMAND [NAME]
 
 Commands:
   tasks          list every task: cron, lock, next fire, paused, the last run in the cluster
-  runs NAME      list the task's last runs in the cluster, newest first
+  runs NAME      list the task's last recorded fires in the cluster, newest first
+  audit NAME     what became of each instant of the task's schedule: ran, skipped,
+                 failed, missed (no node ran it) or pending; exits 3 if any was missed
   run NAME       have one node run the task once, as soon as it can, under its lock
   pause NAME     make every node skip the task's fires until it is resumed
   resume NAME    let the task run again from its next fire
@@ -25,5 +27,6 @@ Flags (before or after the command):
 run, pause and resume send the token in the environment variable
 NDIGO_ADMIN_TOKEN as a bearer token (the node's admin.token), without
 leading or trailing whitespace. The task names . and .. go in the query.
-Exit status: 0 done, 1 the request failed, 2 a usage error.
+Exit status: 0 done, 1 the request failed, 2 a usage error, 3 an audit found
+missed fires.
 `
