@@ -18,6 +18,15 @@
 //	ndigo_leases_lost_total{task}                the lease ended before the task returned
 //	ndigo_lease_renewals_failed_total{task}
 //
+// What the cluster's audit of each task finds ([AuditCollector], at
+// scrape time, each task's audit kept a minute): alert on a schedule that
+// falls silent with ndigo_task_missed_fires > 0, and on the store itself
+// with ndigo_audit_up == 0:
+//
+//	ndigo_task_missed_fires{task}                          fires that ran nowhere, over the history's span
+//	ndigo_task_last_missed_fire_timestamp_seconds{task}    the newest of them; absent while none
+//	ndigo_audit_up                                         0 when some task's history could not be read
+//
 // Lock keys are not labels: fire claims name their instant, so keys are
 // unbounded. Task names are bounded by the application's code.
 //

@@ -1,6 +1,9 @@
 package metrics
 
 import (
+	"errors"
+	"fmt"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/fx"
 
@@ -18,6 +21,8 @@ import (
 // may sit anywhere in the application.
 //
 // Every task's counters exist at zero from the start ([Metrics.Init]).
+// With a scheduler in the graph, an [AuditCollector] of it is registered
+// while the application runs (registered at start, unregistered at stop).
 var Module = fx.Module("metrics",
 	fx.Provide(newModuleMetrics),
 	fx.Invoke(initTasks),
@@ -38,8 +43,10 @@ func newModuleMetrics(p moduleParams) (*Metrics, error) {
 
 type initParams struct {
 	fx.In
-	Metrics   *Metrics
-	Scheduler *scheduling.Scheduler `optional:"true"`
+	Metrics    *Metrics
+	Scheduler  *scheduling.Scheduler `optional:"true"`
+	Registerer prometheus.Registerer `optional:"true"`
+	Lifecycle  fx.Lifecycle
 }
 
 func initTasks(p initParams) {
@@ -49,4 +56,19 @@ func initTasks(p initParams) {
 	for _, t := range p.Scheduler.Tasks() {
 		p.Metrics.Init(t.Name)
 	}
+	reg := p.Registerer
+	if reg == nil {
+		reg = prometheus.DefaultRegisterer
+	}
+	audits := NewAuditCollector(p.Scheduler, 0)
+	p.Lifecycle.Append(fx.StartStopHook(
+		func() error {
+			// Another application of the process, on the same registry,
+			// serves its own: as with the other collectors, not an error.
+			if err := reg.Register(audits); err != nil && !errors.As(err, &prometheus.AlreadyRegisteredError{}) {
+				return fmt.Errorf("metrics: register the audit collector: %w", err)
+			}
+			return nil
+		},
+		func() { reg.Unregister(audits) }))
 }

@@ -181,7 +181,13 @@
 //   - per node, one heartbeat per [Config.Heartbeat] and one poll (manual
 //     requests and the pause generation, one call) per [Config.RequestPoll]:
 //     N·(1/Heartbeat + 1/RequestPoll)/F per fire;
-//   - the other nodes: nothing.
+//   - the other nodes: nothing, not even a record: the audit derives a
+//     fire lost to another holder (see History and audit); a paused fire
+//     costs one record (its claimer's), a failed one a record per node that
+//     had the failure;
+//   - an audit (on demand, or per task per minute per node that
+//     metrics.AuditCollector is scraped on): one history read per task on
+//     the lock key, not per fire.
 //
 // That is 1 + 2/k + N·(1/Heartbeat + 1/RequestPoll)/F round trips per
 // fire, k being about F/N fires per instant: 1.04 at 1 node and 100 fires
