@@ -108,10 +108,10 @@ func TestConsoleShowsTheHandlersTasks(t *testing.T) {
 		{"Payroll.Close", browsertest.ColName, "Payroll.Close"},
 		{"Payroll.Close", browsertest.ColCron, "@every 1s"},
 		{"Payroll.Close", browsertest.ColLock, "payroll-window"},
-		{"Payroll.Close", browsertest.ColNext, "2026-01-01T00:00:02Z"},
+		{"Payroll.Close", browsertest.ColNext, "2026-01-01 00:00:02 UTC"},
 		{hostile, browsertest.ColName, hostile},
 		{hostile, browsertest.ColLock, "-"},
-		{hostile, browsertest.ColLastRun, "error on node-a2026-01-01T00:00:01Z<script>window.pwned=2</script>"},
+		{hostile, browsertest.ColLastRun, "error on node-a2026-01-01 00:00:01 UTC · 0 s<script>window.pwned=2</script>"},
 	} {
 		if got := page.Cell(c.task, c.col); got != c.want {
 			t.Errorf("%s, column %d: %q, want %q", c.task, c.col, got, c.want)
@@ -178,10 +178,10 @@ func TestConsolePauseShowsOnAnotherNode(t *testing.T) {
 	for _, page := range []*browsertest.Console{pageA, pageB} {
 		page.WaitCell("Payroll.Close not paused", "Payroll.Close", browsertest.ColPaused, "no")
 	}
-	if got, want := pageA.Cell("Payroll.Close", browsertest.ColClusterLastRun), "ok on b, token 72026-01-01T01:00:00Z"; got != want {
+	if got, want := pageA.Cell("Payroll.Close", browsertest.ColClusterLastRun), "ok on b, token 72026-01-01 01:00:00 UTC · 1.5 s"; got != want {
 		t.Errorf("node a's page: the cluster's last run %q, want %q", got, want)
 	}
-	if got, want := pageA.Cell("Payroll.Close", browsertest.ColLastRun), "error on a, token 6, manual2026-01-01T00:59:59Zbooks do not balance"; got != want {
+	if got, want := pageA.Cell("Payroll.Close", browsertest.ColLastRun), "error on a, token 6, manual2026-01-01 00:59:59 UTC · 1 msbooks do not balance"; got != want {
 		t.Errorf("node a's page: its own last run %q, want %q", got, want)
 	}
 
@@ -234,7 +234,7 @@ func TestConsoleHistory(t *testing.T) {
 		Duration: 2 * time.Second, Outcome: "error", Error: "export <failed>"})
 	rows := `[...document.querySelectorAll("#runs tbody tr")].map(r => [...r.cells].map(c => c.textContent).join("|"))`
 	page.WaitFor("the new run", rows+`.length === 1`)
-	want := "2026-01-01T01:00:00Z|manual|c|12|2026-01-01T01:00:00.001Z|2s|error|export <failed>"
+	want := "2026-01-01 01:00:00 UTC|manual|c|12|2026-01-01 01:00:00.001 UTC|2 s|error|export <failed>"
 	if got := browsertest.Eval[[]string](page, rows); len(got) != 1 || got[0] != want {
 		t.Errorf("history rows %q, want [%q]", got, want)
 	}

@@ -49,7 +49,7 @@ type Route struct {
 
 // A Handler serves the introspection and control endpoints:
 //
-//	GET  /scheduledtasks               every task: name, spec, next fire, last run here and in the cluster, paused
+//	GET  /scheduledtasks               the node, its driver and zone; every task: spec, next fire, last fires here and in the cluster, paused
 //	GET  /scheduledtasks/{name}/runs   the task's last recorded fires on any node, newest first
 //	GET  /scheduledtasks/{name}/audit  each instant of its schedule: ran, skipped, failed, missed, pending
 //	POST /scheduledtasks/{name}/run    one run of the task in the cluster, as soon as a node can (202)
@@ -221,6 +221,20 @@ type TaskJSON struct {
 	// ClusterLastRun is the newest fire recorded on any node (a run, or a
 	// paused, failed or missed fire); null before the first.
 	ClusterLastRun *RunJSON `json:"clusterLastRun"`
+	// RecentFires are the newest fires recorded on any node, newest first,
+	// at most scheduling.RecentFires; [] without the shared state.
+	RecentFires []RunJSON `json:"recentFires"`
+}
+
+// TasksJSON is the body of GET /scheduledtasks.
+type TasksJSON struct {
+	Node   string     `json:"node"`   // the node answering
+	Driver string     `json:"driver"` // its lock driver, as /healthz names it
+	Zone   string     `json:"zone"`   // the zone its schedules are evaluated in
+	Tasks  []TaskJSON `json:"tasks"`
+	// StateError is why the shared state could not be read: paused and
+	// the cluster's fires are then this node's view. Absent otherwise.
+	StateError string `json:"stateError,omitempty"`
 }
 
 // LastRunJSON is one fire of a task on this node.
@@ -262,6 +276,10 @@ func (h *Handler) tasks(w http.ResponseWriter, r *http.Request) {
 			r := runJSON(*ti.ClusterLast)
 			t.ClusterLastRun = &r
 		}
+		t.RecentFires = make([]RunJSON, len(ti.ClusterRecent))
+		for j, r := range ti.ClusterRecent {
+			t.RecentFires[j] = runJSON(r)
+		}
 		if ti.Spec.Lock != "" {
 			t.LockTTL = ti.Spec.LockTTL.String()
 			if ti.Spec.LockWait > 0 {
@@ -276,10 +294,7 @@ func (h *Handler) tasks(w http.ResponseWriter, r *http.Request) {
 		}
 		out[i] = t
 	}
-	writeJSON(w, http.StatusOK, struct {
-		Tasks      []TaskJSON `json:"tasks"`
-		StateError string     `json:"stateError,omitempty"`
-	}{out, stateErr})
+	writeJSON(w, http.StatusOK, TasksJSON{Node: h.s.Node(), Driver: h.s.DriverName(), Zone: h.s.Zone(), Tasks: out, StateError: stateErr})
 }
 
 // fireJSON returns l as JSON, nil for a zero LastRun.

@@ -100,9 +100,13 @@ func (s *Scheduler) History(ctx context.Context, name string) ([]taskstate.Run, 
 	return s.state.Runs(ctx, e.name, 0)
 }
 
+// RecentFires is how many of each task's newest records
+// [Scheduler.ClusterTasks] reads.
+const RecentFires = 20
+
 // ClusterTasks returns [Scheduler.Tasks] with each task's paused flag and
-// the newest fire recorded on any node, read from the task state (two reads
-// per task: the flag and the newest record, not the history).
+// its newest fires recorded on any node (at most RecentFires), read from
+// the task state: two reads per task, the flag and the newest records.
 // Without a task state store it is Tasks.
 func (s *Scheduler) ClusterTasks(ctx context.Context) ([]TaskInfo, error) {
 	infos := s.Tasks()
@@ -115,13 +119,13 @@ func (s *Scheduler) ClusterTasks(ctx context.Context) ([]TaskInfo, error) {
 		if err != nil {
 			return nil, err
 		}
-		runs, err := s.state.Runs(ctx, ti.Name, 1)
+		runs, err := s.state.Runs(ctx, ti.Name, RecentFires)
 		if err != nil {
 			return nil, err
 		}
 		ti.Paused = paused
 		if len(runs) > 0 {
-			ti.ClusterLast = &runs[0]
+			ti.ClusterLast, ti.ClusterRecent = &runs[0], runs
 		}
 	}
 	return infos, nil

@@ -66,6 +66,9 @@ type TaskInfo struct {
 	// only [Scheduler.ClusterTasks] fills them.
 	Paused      bool           // the task is paused cluster-wide
 	ClusterLast *taskstate.Run // the newest fire recorded on any node (a run, or a paused, failed or missed fire); nil if none
+	// ClusterRecent are the newest fires recorded on any node, newest
+	// first, at most RecentFires; ClusterLast is the first.
+	ClusterRecent []taskstate.Run
 }
 
 // A LeaseInfo describes a lease this node holds for a locked run in flight.

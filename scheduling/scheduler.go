@@ -312,6 +312,14 @@ func zoneName(loc *time.Location, now time.Time) string {
 	return loc.String()
 }
 
+// Node returns the scheduler's node name (Config.Node, or the one it made).
+func (s *Scheduler) Node() string { return s.node }
+
+// Zone names the zone the schedules are evaluated in, as the startup line
+// does: "Europe/Paris", "UTC", "Local (CET, UTC+01:00)", or an offset for
+// an unnamed fixed zone.
+func (s *Scheduler) Zone() string { return zoneName(s.loc, s.clock.Now()) }
+
 // logStarted says at Info what the scheduler runs: node, driver and zone, then
 // one line per task with its schedule, lock and next fire. s.mu is held.
 func (s *Scheduler) logStarted() {

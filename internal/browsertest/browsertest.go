@@ -31,16 +31,23 @@ func ExecPath() (string, error) {
 	return "", ErrNoChromium
 }
 
-// New starts a headless chromium for t and returns the context of its
-// first tab, for chromedp.Run. The browser stops, and its goroutines end,
-// at t's cleanup, so that goleak finds none of them.
+// New starts a headless chromium for t, in the zone UTC, and returns the
+// context of its first tab, for chromedp.Run. The browser stops, and its
+// goroutines end, at t's cleanup, so that goleak finds none of them.
 func New(t testing.TB) context.Context {
+	t.Helper()
+	return NewInZone(t, "UTC")
+}
+
+// NewInZone is New with the browser in the time zone zone, an IANA name
+// such as "Asia/Kolkata": the zone its pages show local times in.
+func NewInZone(t testing.TB, zone string) context.Context {
 	t.Helper()
 	path, err := ExecPath()
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path))
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.Env("TZ="+zone))
 	if os.Geteuid() == 0 {
 		// chromium refuses to start its sandbox as root.
 		opts = append(opts, chromedp.NoSandbox)
