@@ -5,7 +5,7 @@ GO          ?= go
 STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 PKGS        := ./...
 
-.PHONY: test fmt vet staticcheck unit redis-server postgresql chromium bench chaos fuzz fuzz-short
+.PHONY: test fmt vet staticcheck unit redis-server postgresql chromium bench chaos fuzz fuzz-short screenshots
 
 test: fmt vet staticcheck redis-server postgresql chromium unit fuzz-short
 
@@ -97,6 +97,13 @@ chaos: redis-server postgresql
 	$(GO) test -race -count=1 -timeout 60m -run '^TestDayOfFiresLeavesBoundedRows$$' -v ./pglocks -pg.fires 86400
 	$(GO) test -race -count=1 -run '^TestLinearizable$$' -v ./internal/chaos -lin.ops 100000
 	$(GO) test -race -count=3 ./internal/chaos
+
+# screenshots: renders the web console of a live 3-node payroll cluster on
+# Redis in chromium (the task list, a task's page with its audit and
+# history) into docs/console-tasks.png and docs/console-task.png, which the
+# README shows. make test renders them too, into a temporary directory.
+screenshots: redis-server chromium
+	$(GO) test -count=1 -run '^TestConsoleScreenshots$$' ./examples/payroll -args -screenshots=$(CURDIR)/docs
 
 # bench: runs bench/ (scheduler vs gocron v2 and robfig/cron, the Redis driver
 # vs bsm/redislock, redsync and raw loops, the PostgreSQL driver vs advisory

@@ -271,14 +271,20 @@ func unixNano(v string) time.Time {
 // one record script per run, each with its call's nonce, in one pipeline
 // (one round trip; the runs' keys are all in the namespace's slot, so one
 // Cluster node serves them). go-redis resends a pipeline whose replies
-// were lost whole, and each script's nonce keeps it from recording twice.
+// were lost whole, and each script's nonce keeps it from recording twice;
+// a run with an ID has it for its nonce, so that a caller's resend within
+// the nonce's minute records nothing again either.
 func (s *Store) Record(ctx context.Context, runs ...taskstate.TaskRun) error {
 	if err := taskstate.CheckRecord(ctx, runs); err != nil || len(runs) == 0 {
 		return err
 	}
 	args, keys := make([][]any, len(runs)), make([][]string, len(runs))
 	for i, tr := range runs {
-		keys[i] = []string{s.runs(tr.Task), s.call()} // one nonce per run, for every attempt
+		nonce := s.call() // one nonce per run, for every attempt
+		if tr.ID != "" {
+			nonce = "ndigo:{" + s.ns + "}:call:record:" + tr.ID // and for the caller's resends
+		}
+		keys[i] = []string{s.runs(tr.Task), nonce}
 		r := tr.Run
 		r.Error = taskstate.CutError(r.Error)
 		b, err := json.Marshal(r)

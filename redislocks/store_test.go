@@ -3,6 +3,7 @@ package redislocks_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -244,5 +245,30 @@ func TestStoreRunsReadsOnlyTheLimit(t *testing.T) {
 	}
 	if n, all := s.proxy.Count(one), s.proxy.Count(lrange); n != 1 || all != 1 {
 		t.Fatalf("Runs(limit 1) sent %d LRANGE commands, %d of them LRANGE key 0 0; want one, of one element", all, n)
+	}
+}
+
+// A record sent again with its ID, as the scheduler resends a batch whose
+// Record call failed, is kept once; records with other IDs, or none, each.
+func TestStoreRecordsAnIDOnce(t *testing.T) {
+	st := newStore(t, redistest.Start(t).Client(), 0)
+	ctx := context.Background()
+	run := func(token uint64) taskstate.Run { return taskstate.Run{Token: token, Outcome: "ok"} }
+	for _, batch := range [][]taskstate.TaskRun{
+		{{Task: "t", ID: "a.1", Run: run(1)}},
+		{{Task: "t", ID: "a.1", Run: run(1)}, {Task: "t", ID: "a.2", Run: run(2)}}, // the first again, with a newer
+		{{Task: "t", Run: run(3)}, {Task: "t", Run: run(3)}},                       // no ID: each kept
+	} {
+		if err := st.Record(ctx, batch...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runs, err := st.Runs(ctx, "t", 0)
+	var tokens []uint64
+	for _, r := range runs {
+		tokens = append(tokens, r.Token)
+	}
+	if err != nil || !slices.Equal(tokens, []uint64{3, 3, 2, 1}) {
+		t.Fatalf("kept tokens %v, %v; want 3 3 2 1: the resent record once", tokens, err)
 	}
 }

@@ -59,8 +59,9 @@ type Audit struct {
 	// Fires are the audited instants, newest first, pending ones included,
 	// at most MaxAuditFires of them (the newest).
 	Fires []AuditedFire
-	// The number of instants in [From, To] of each status, over every
-	// instant, listed or not.
+	// The number of instants of each status, over every instant from
+	// From, listed or not: those in [From, To], and the later ones that a
+	// record already explains (pending ones are not counted).
 	Ran, Skipped, Failed, Missed int
 	// LastMissed is the newest missed instant; zero if none.
 	LastMissed time.Time

@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"time"
 
@@ -20,7 +21,9 @@ func (s *Scheduler) recordShared(e *entry, last *LastRun) {
 		r.Error = last.Err.Error()
 	}
 	s.records.mu.Lock()
-	s.records.pending = append(s.records.pending, taskstate.TaskRun{Task: e.name, Run: r})
+	s.records.seq++
+	id := s.records.prefix + strconv.FormatUint(s.records.seq, 36)
+	s.records.pending = append(s.records.pending, taskstate.TaskRun{Task: e.name, ID: id, Run: r})
 	s.records.mu.Unlock()
 	s.flush()
 }
@@ -57,6 +60,10 @@ type recorder struct {
 	pending []taskstate.TaskRun
 	busy    bool   // a flushRecords runs
 	dropped uint64 // records dropped from a full backlog
+	// prefix and seq make each record's ID (taskstate.TaskRun.ID), so that
+	// a batch sent again after a failed call is recorded once.
+	prefix string
+	seq    uint64
 
 	wake chan struct{} // a fire landed; capacity 1
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"strconv"
@@ -180,6 +181,8 @@ func New(cfg Config) *Scheduler {
 	s.observed = s.notify != nil || s.debugOn()
 	s.idle = sync.NewCond(&s.mu)
 	s.records.wake = make(chan struct{}, 1)
+	// Unique among the nodes and their restarts: a node name need not be.
+	s.records.prefix = strconv.FormatUint(rand.Uint64(), 36) + "."
 	s.runCtx, s.cancelRuns = context.WithCancelCause(context.Background())
 	s.acquireCtx, s.cancelAcquire = context.WithCancel(s.runCtx)
 	return s

@@ -102,6 +102,12 @@ type Store interface {
 // A TaskRun is a run of a task, for [Store.Record].
 type TaskRun struct {
 	Task string // the task's name
+	// ID, if set, names the record across its caller's calls: a caller
+	// that sends a record again after a failed Record (whose reply may
+	// have been lost after the store kept it) sends the same ID, and a
+	// store that remembers its calls' nonces (redislocks, for a minute)
+	// keeps it once. It is not part of the kept run.
+	ID string
 	Run
 }
 

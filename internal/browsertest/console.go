@@ -130,3 +130,18 @@ func (c *Console) Message(prefix string) (string, bool) {
 	return Eval[string](c, `document.getElementById("message").textContent`),
 		Eval[bool](c, `document.getElementById("message").className === "error"`)
 }
+
+// Screenshot returns a PNG of the whole page, laid out width CSS pixels
+// wide.
+func (c *Console) Screenshot(width int64) []byte {
+	c.t.Helper()
+	c.Do("setting the viewport", chromedp.EmulateViewport(width, 800))
+	png, err := chromedp.Run(c.tab, chromedp.FullScreenshot(100))
+	if err != nil {
+		c.t.Fatalf("screenshot: %v", err)
+	}
+	return png
+}
+
+// Navigate is the action that loads url in the console's tab.
+func Navigate(url string) chromedp.Action[chromedp.Void] { return chromedp.Navigate(url) }
