@@ -189,7 +189,58 @@ func newLogger(p loggerParams) *slog.Logger {
 	if out == nil {
 		out = os.Stderr
 	}
-	return NewLogger(out, p.Framework.Log)
+	return WithNode(NewLogger(out, p.Framework.Log), nodeName(frameworkParams{Framework: p.Framework}))
+}
+
+// WithNode returns l with the attribute node=name on every record that
+// does not carry a node attribute of its own (a line about another node
+// keeps its own): in a cluster's merged logs, every line says which node
+// wrote it.
+func WithNode(l *slog.Logger, name string) *slog.Logger {
+	return slog.New(&nodeHandler{inner: l.Handler(), node: name})
+}
+
+// nodeHandler adds node to the records that lack one.
+type nodeHandler struct {
+	inner slog.Handler
+	node  string
+	has   bool // WithAttrs gave a node
+}
+
+func (h *nodeHandler) Enabled(ctx context.Context, level slog.Level) bool {
+	return h.inner.Enabled(ctx, level)
+}
+
+func (h *nodeHandler) Handle(ctx context.Context, r slog.Record) error {
+	if !h.has {
+		has := false
+		r.Attrs(func(a slog.Attr) bool {
+			has = a.Key == "node"
+			return !has
+		})
+		if !has {
+			r = r.Clone()
+			r.AddAttrs(slog.String("node", h.node))
+		}
+	}
+	return h.inner.Handle(ctx, r)
+}
+
+func (h *nodeHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	has := h.has
+	for _, a := range attrs {
+		has = has || a.Key == "node"
+	}
+	return &nodeHandler{inner: h.inner.WithAttrs(attrs), node: h.node, has: has}
+}
+
+func (h *nodeHandler) WithGroup(name string) slog.Handler {
+	// Attributes after a group are the group's: the node goes before it.
+	inner := h.inner
+	if !h.has {
+		inner = inner.WithAttrs([]slog.Attr{slog.String("node", h.node)})
+	}
+	return &nodeHandler{inner: inner.WithGroup(name), node: h.node, has: true}
 }
 
 // NewLogger returns a logger that writes to w in cfg's format ("json", or
@@ -303,6 +354,11 @@ func spreadMode(p frameworkParams) scheduling.SpreadMode {
 	return scheduling.SpreadMode(p.Framework.Spread)
 }
 
-// nodeName gives the scheduler the configured node name; empty lets it
-// choose "<hostname>-<pid>".
-func nodeName(p frameworkParams) string { return p.Framework.Node }
+// nodeName gives the scheduler, and every log line, the configured node
+// name, or scheduling.DefaultNodeName.
+func nodeName(p frameworkParams) string {
+	if p.Framework.Node != "" {
+		return p.Framework.Node
+	}
+	return scheduling.DefaultNodeName()
+}

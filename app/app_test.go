@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -101,8 +102,8 @@ func TestLoggerFollowsConfig(t *testing.T) {
 	if err := json.Unmarshal([]byte(strings.TrimSpace(out.String())), &line); err != nil {
 		t.Fatalf("log %q is not one JSON line: %v", out.String(), err)
 	}
-	if line["msg"] != "shown" || line["k"] != "v" {
-		t.Fatalf("logged %v", line)
+	if line["msg"] != "shown" || line["k"] != "v" || line["node"] != "node-a" {
+		t.Fatalf("logged %v, want the line with its node", line)
 	}
 	if node.Name != "node-a" {
 		t.Fatalf("node name %q, want node-a", node.Name)
@@ -205,5 +206,34 @@ func TestFrameworkZoneAndStopTimeout(t *testing.T) {
 	}
 	if took := time.Since(begin); took > 10*time.Second {
 		t.Fatalf("Run took %v to stop with a 1s stop-timeout", took)
+	}
+}
+
+// Every line of the application's logger names the node, once: a line
+// with a node of its own (about another node) keeps it, a group's
+// attributes do not take it, and a logger with a node attribute of its own
+// is not given a second.
+func TestEveryLogLineNamesTheNode(t *testing.T) {
+	var out syncbuf.Buffer
+	l := app.WithNode(app.NewLogger(&out, app.Log{Format: "json"}), "node-a")
+	l.Info("plain")
+	l.Info("about another", "node", "node-b")
+	l.WithGroup("g").Info("grouped", "k", "v")
+	l.With("node", "node-c").Info("with")
+	l.With("k", "v").Info("with other")
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		if strings.Count(line, `"node"`) != 1 {
+			t.Errorf("line %s: want one node", line)
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprint(m["msg"], "=", m["node"]))
+	}
+	want := []string{"plain=node-a", "about another=node-b", "grouped=node-a", "with=node-c", "with other=node-a"}
+	if !slices.Equal(got, want) {
+		t.Errorf("lines %q, want %q", got, want)
 	}
 }

@@ -172,8 +172,7 @@ func New(cfg Config) *Scheduler {
 		s.log = slog.Default()
 	}
 	if s.node == "" {
-		host, _ := os.Hostname()
-		s.node = host + "-" + strconv.Itoa(os.Getpid())
+		s.node = DefaultNodeName()
 	}
 	if ls := slices.DeleteFunc(slices.Clone(cfg.Listeners), func(l Listener) bool { return l == nil }); len(ls) > 0 {
 		s.notify = &notifier{listeners: ls, log: s.log}
@@ -313,6 +312,13 @@ func zoneName(loc *time.Location, now time.Time) string {
 		return utc
 	}
 	return loc.String()
+}
+
+// DefaultNodeName is the node name of a scheduler whose Config.Node is
+// empty: "<hostname>-<pid>".
+func DefaultNodeName() string {
+	host, _ := os.Hostname()
+	return host + "-" + strconv.Itoa(os.Getpid())
 }
 
 // Node returns the scheduler's node name (Config.Node, or the one it made).
