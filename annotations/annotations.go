@@ -44,6 +44,18 @@ type Resolver interface {
 	Lookup(path string) (string, bool)
 }
 
+// A SourceResolver is a Resolver that also says where each setting was
+// set, as a phrase for messages: "env APP_PAYROLL_CRON", "app.yaml:3". A
+// bad value that a placeholder supplied is then reported with its setting
+// and that source, e.g. option cron = "every 5s" (from ${payroll.cron},
+// set by env APP_PAYROLL_CRON). app.Module's Resolver is one, from
+// config.Module's Values and Sources; with a plain Resolver the message
+// names the setting alone.
+type SourceResolver interface {
+	Resolver
+	Source(path string) (string, bool)
+}
+
 // ResolverFunc is a function used as a [Resolver].
 type ResolverFunc func(path string) (string, bool)
 
@@ -54,6 +66,9 @@ func (f ResolverFunc) Lookup(path string) (string, bool) { return f(path) }
 // resolved by values, as [Controller] does with the Resolver in the graph.
 // A placeholder without a value, and without a default (${path:default}),
 // is a problem like any other; so is any placeholder when values is nil.
+// A problem with a value that placeholders supplied names them, the
+// settings they read and, if values is a [SourceResolver], where those
+// were set.
 func TasksWithValues(controller any, values Resolver) ([]scheduling.Task, error) {
 	tasks, err := declared(controller, values)
 	if err != nil {
@@ -98,11 +113,11 @@ func declared(controller any, values Resolver) ([]scheduling.Task, error) {
 // config.Module's values as one). Registration order is the order of Controller calls, then
 // field order.
 func Controller[T any]() fx.Option {
-	return scheduling.Provide(func(p controllerParams[T]) ([]scheduling.Task, error) {
+	return fx.Options(scheduling.Provide(func(p controllerParams[T]) ([]scheduling.Task, error) {
 		// Problems ride in the tasks; scheduling.Module validates and lists
 		// them all, once.
 		return declared(p.Controller, p.Values)
-	})
+	}), registers(reflect.TypeFor[T]()))
 }
 
 // Provide provides the controller that constructor returns to the fx graph,
@@ -138,7 +153,7 @@ func Provide(constructor any) fx.Option {
 			}
 			return []reflect.Value{reflect.ValueOf(tasks), errV}
 		})
-	return fx.Options(fx.Provide(constructor), scheduling.Provide(register.Interface()))
+	return fx.Options(fx.Provide(constructor), scheduling.Provide(register.Interface()), registers(ct.Out(0)))
 }
 
 var errorType = reflect.TypeFor[error]()
@@ -180,11 +195,17 @@ func fieldTask(v reflect.Value, st reflect.Type, f reflect.StructField, values R
 			continue
 		}
 		raw := p.value
-		if p.value, err = expand(p.value, values); err != nil {
+		var from string
+		if p.value, from, err = expand(p.value, values); err != nil {
 			// Validation reports this alone, not the rules that depend on
 			// the option (cron is required, lock options need a lock).
 			opts = append(opts, invalid(p.key, raw, err.Error()))
 			continue
+		}
+		if from != "" {
+			// Every problem with the value, here or in validation, says
+			// which settings supplied it.
+			opts = append(opts, declare.From(p.key, from).(scheduling.Option))
 		}
 		opts = append(opts, option(p))
 	}

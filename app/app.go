@@ -46,7 +46,8 @@ import (
 // Module holds the framework's own modules, each given its part of the
 // graph's [Framework] (when there is one): a *slog.Logger from its log
 // settings, the node name, zone and skip level of the scheduler, the
-// configuration's values as the annotations.Resolver of tag placeholders,
+// configuration's values (and where each was set, for errors) as the
+// annotations.Resolver of tag placeholders,
 // the redis section as redislocks.ModuleConfig, the default lock driver and
 // task state (taskstate.Module), the scheduler, and package admin's Module, which serves the admin
 // endpoints on admin.addr (and, with admin.metrics, the scheduler's
@@ -70,12 +71,16 @@ var Module = fx.Options(
 
 // New returns an fx application made of Module and opts, with fx's own
 // events, errors included, logged through the application's *slog.Logger
-// at debug level: [Run] returns the error that matters once.
+// at debug level: [Run] returns the error that matters once. A type among
+// opts that declares annotations.Scheduled fields but whose tasks are not
+// registered (given to fx.Provide instead of annotations.Provide) fails
+// startup (annotations.CheckRegistered).
 func New(opts ...fx.Option) *fx.App {
 	events := &fxEvents{}
 	return fx.New(
 		Module,
 		fx.Options(opts...),
+		annotations.CheckRegistered(opts...),
 		fx.WithLogger(func() fxevent.Logger { return events }),
 		fx.Invoke(events.attach),
 	)
@@ -333,17 +338,27 @@ func checkDriverWired(p wiringParams) error {
 
 type valuesParams struct {
 	fx.In
-	Values config.Values `optional:"true"`
+	Values  config.Values  `optional:"true"`
+	Sources config.Sources `optional:"true"`
 }
 
 // placeholders resolves the ${path} placeholders of annotations' tags from
 // the configuration's values, when the graph has them (config.Module
-// provides them).
+// provides them), and says where each was set (config.Sources), so that a
+// bad value in a tag is reported with its setting and that setting's
+// source.
 func placeholders(p valuesParams) annotations.Resolver {
 	if p.Values == nil {
 		return nil
 	}
-	return p.Values
+	return settings{p.Values, p.Sources}
+}
+
+// settings is an annotations.SourceResolver: Lookup from config.Values,
+// Source from config.Sources (none when nil).
+type settings struct {
+	config.Values
+	config.Sources
 }
 
 // skipLevel gives the scheduler the configured level of its skip lines.

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/goleak"
 
+	"github.com/ndigo/ndigo/annotations"
 	"github.com/ndigo/ndigo/app"
 	"github.com/ndigo/ndigo/internal/syncbuf"
 	"github.com/ndigo/ndigo/locks"
@@ -235,5 +236,21 @@ func TestEveryLogLineNamesTheNode(t *testing.T) {
 	want := []string{"plain=node-a", "about another=node-b", "grouped=node-a", "with=node-c", "with other=node-a"}
 	if !slices.Equal(got, want) {
 		t.Errorf("lines %q, want %q", got, want)
+	}
+}
+
+type forgotten struct {
+	_ annotations.Scheduled `method:"Run" cron:"@daily"`
+}
+
+func (forgotten) Run(context.Context) error { return nil }
+
+// A controller given to fx.Provide instead of annotations.Provide fails
+// Run, naming the type and the fix, instead of dropping its tasks.
+func TestRunRefusesAnUnregisteredController(t *testing.T) {
+	err := app.Run(context.Background(), logTo(io.Discard), fx.Provide(func() *forgotten { return &forgotten{} }))
+	if err == nil || !strings.Contains(err.Error(), "*app_test.forgotten declares scheduled tasks") ||
+		!strings.Contains(err.Error(), "annotations.Provide") || strings.Count(err.Error(), "app:") > 1 {
+		t.Fatalf("Run = %v, want the unregistered controller named, with the fix", err)
 	}
 }
