@@ -25,8 +25,11 @@
 // Values may hold ${path} placeholders, resolved from the configuration
 // (an annotations.Resolver; app.Module makes config.Module's values one) when the tasks are built, as
 // Spring's @Scheduled(cron = "${...}") does; ${path:default} gives a
-// default. Durations take two forms: a Go duration ("5s", "1m30s") or
-// a whole number of milliseconds ("500"). Any other key is an error, with a
+// default. A problem with a value read that way names the placeholder and,
+// when the Resolver is a [SourceResolver] (app.Module's is), where the
+// setting was set: (from ${payroll.cron}, set by env APP_PAYROLL_CRON).
+// Durations take two forms: a Go duration ("5s", "1m30s") or a whole
+// number of milliseconds ("500"). Any other key is an error, with a
 // suggestion when it looks like a known one (lockTTL: did you mean lockTtl?).
 //
 // [Controller] registers a controller's tasks with scheduling.Module; [Tasks]

@@ -83,9 +83,12 @@ func FuzzExpand(f *testing.F) {
 	}
 	values := ResolverFunc(func(path string) (string, bool) { return "<" + path + ">", path != "missing" })
 	f.Fuzz(func(t *testing.T, s string) {
-		got, err := expand(s, values)
-		if !strings.Contains(s, "${") && (err != nil || got != s) {
-			t.Fatalf("expand(%q) = %q, %v; want it unchanged", s, got, err)
+		got, from, err := expand(s, values)
+		if !strings.Contains(s, "${") && (err != nil || got != s || from != "") {
+			t.Fatalf("expand(%q) = %q, %q, %v; want it unchanged, from nowhere", s, got, from, err)
+		}
+		if err == nil && strings.Contains(s, "${") && !strings.HasPrefix(from, "${") {
+			t.Fatalf("expand(%q) = %q from %q: want the placeholders named", s, got, from)
 		}
 		if err == nil && strings.Contains(s, "${missing}") {
 			t.Fatalf("expand(%q) = %q: a missing setting without default resolved", s, got)

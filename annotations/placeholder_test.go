@@ -3,6 +3,7 @@ package annotations
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -47,13 +48,13 @@ func TestPlaceholders(t *testing.T) {
 		t.Fatalf("no configuration: %v", err)
 	}
 	for in, want := range map[string]string{"a${x}b${y:d}c": "a1bdc", "plain": "plain", "${x}": "1"} {
-		got, err := expand(in, settings(map[string]string{"x": "1"}))
+		got, _, err := expand(in, settings(map[string]string{"x": "1"}))
 		if err != nil || got != want {
 			t.Errorf("expand(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
 	for _, in := range []string{"${x", "${}", "${:d}"} {
-		if _, err := expand(in, settings(nil)); err == nil {
+		if _, _, err := expand(in, settings(nil)); err == nil {
 			t.Errorf("expand(%q) accepted it", in)
 		}
 	}
@@ -75,5 +76,62 @@ func TestControllerResolvesFromGraph(t *testing.T) {
 	defer app.RequireStop()
 	if sp := s.Tasks()[0].Spec; sp.Cron != "@hourly" || sp.LockTTL != 2*time.Second {
 		t.Fatalf("spec %+v", sp)
+	}
+}
+
+// sourced is a SourceResolver over settings and their sources.
+type sourced struct {
+	config.Values
+	sources map[string]string
+}
+
+func (s sourced) Source(path string) (string, bool) {
+	src, ok := s.sources[path]
+	return src, ok
+}
+
+type BadPlaceholders struct {
+	_ Scheduled `method:"Run" cron:"${payroll.cron}" lock:"${payroll.lock:payroll-window}" lockTtl:"${payroll.ttl}" maxRunTime:"${payroll.max:1m}${payroll.unit:x}"`
+}
+
+func (c *BadPlaceholders) Run(context.Context) error { return nil }
+
+// A bad value that placeholders supplied is reported with the settings
+// they read and, from a SourceResolver, where each was set; the rules
+// found by the tag reader (a duration) and by validation (a cron
+// expression) alike.
+func TestPlaceholderProblemsNameTheSetting(t *testing.T) {
+	values := settings(map[string]string{"payroll.cron": "every 5s", "payroll.ttl": "soon"})
+	_, err := TasksWithValues(&BadPlaceholders{}, sourced{values, map[string]string{
+		"payroll.cron": "env APP_PAYROLL_CRON",
+		"payroll.ttl":  "app.yaml:7",
+	}})
+	var ve *scheduling.ValidationError
+	if !errors.As(err, &ve) || len(ve.Problems) != 3 {
+		t.Fatalf("err = %v; want 3 problems", err)
+	}
+	for _, want := range []string{
+		`BadPlaceholders.Run: option cron = "every 5s" (from ${payroll.cron}, set by env APP_PAYROLL_CRON): must be a valid cron expression (`,
+		`; did you mean "@every 5s"?)`,
+		`BadPlaceholders.Run: option lockTtl = "soon" (from ${payroll.ttl}, set by app.yaml:7): duration "soon": want a Go duration`,
+		`BadPlaceholders.Run: option maxRunTime = "1mx" (from ${payroll.max:1m}, the placeholder's default: no setting payroll.max; ` +
+			`${payroll.unit:x}, the placeholder's default: no setting payroll.unit): duration "1mx"`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v\nwant it to contain %s", err, want)
+		}
+	}
+	if i := slices.IndexFunc(ve.Problems, func(p scheduling.Problem) bool { return p.Option == "cron" }); i < 0 ||
+		ve.Problems[i].From != "${payroll.cron}, set by env APP_PAYROLL_CRON" {
+		t.Errorf("Problems = %+v; want cron's From the placeholder and its source", ve.Problems)
+	}
+	// A plain Resolver names the setting alone.
+	_, err = TasksWithValues(&BadPlaceholders{}, values)
+	if want := `option cron = "every 5s" (from ${payroll.cron}): must be`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v\nwant it to contain %s", err, want)
+	}
+	// A good value says nothing of where it came from.
+	if _, err := TasksWithValues(&Configured{}, sourced{settings(map[string]string{"payroll.cron": "@hourly", "payroll.ttl": "45s"}), nil}); err != nil {
+		t.Errorf("good values: %v", err)
 	}
 }

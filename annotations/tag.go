@@ -62,42 +62,54 @@ func parseTag(tag string) ([]tagPair, error) {
 }
 
 // expand replaces each ${path} in s with values(path), or with the default
-// of ${path:default} when values has none.
-func expand(s string, values Resolver) (string, error) {
+// of ${path:default} when values has none. from says where the result came
+// from, for messages: each placeholder, the setting it read and, when
+// values is a [SourceResolver] that knows it, where that was set, e.g.
+// "${payroll.cron}, set by env APP_PAYROLL_CRON"; "" when s has none.
+func expand(s string, values Resolver) (string, string, error) {
 	if !strings.Contains(s, "${") {
-		return s, nil
+		return s, "", nil
 	}
 	var b strings.Builder
+	var froms []string
 	for {
 		i := strings.Index(s, "${")
 		if i < 0 {
 			b.WriteString(s)
-			return b.String(), nil
+			return b.String(), strings.Join(froms, "; "), nil
 		}
 		b.WriteString(s[:i])
 		end := strings.IndexByte(s[i:], '}')
 		if end < 0 {
-			return "", fmt.Errorf("unterminated placeholder %q: want ${path}", s[i:])
+			return "", "", fmt.Errorf("unterminated placeholder %q: want ${path}", s[i:])
 		}
 		inner := s[i+2 : i+end]
 		path, def, hasDef := strings.Cut(inner, ":")
 		if path == "" {
-			return "", fmt.Errorf("placeholder ${%s} names no setting", inner)
+			return "", "", fmt.Errorf("placeholder ${%s} names no setting", inner)
 		}
 		var v string
 		var ok bool
 		if values != nil {
 			v, ok = values.Lookup(path)
 		}
+		from := "${" + inner + "}"
 		switch {
 		case ok:
+			if sr, isSR := values.(SourceResolver); isSR {
+				if src, known := sr.Source(path); known && src != "" {
+					from += ", set by " + src
+				}
+			}
 		case hasDef:
 			v = def
+			from += fmt.Sprintf(", the placeholder's default: no setting %s", path)
 		case values == nil:
-			return "", fmt.Errorf("placeholder ${%s} needs configuration: provide an annotations.Resolver (app.Module does, from config.Module), or use TasksWithValues", path)
+			return "", "", fmt.Errorf("placeholder ${%s} needs configuration: provide an annotations.Resolver (app.Module does, from config.Module), or use TasksWithValues", path)
 		default:
-			return "", fmt.Errorf("placeholder ${%s}: no setting %s in the configuration (a default is written ${%s:value})", path, path, path)
+			return "", "", fmt.Errorf("placeholder ${%s}: no setting %s in the configuration (a default is written ${%s:value})", path, path, path)
 		}
+		froms = append(froms, from)
 		b.WriteString(v)
 		s = s[i+end+1:]
 	}

@@ -85,29 +85,36 @@ type loader struct {
 // returns the file system's error; a malformed T (a misused tag) returns an
 // error naming the field, which wraps neither.
 func Load[T any](opts LoadOptions) (T, error) {
-	var cfg T
-	if err := load(&cfg, opts); err != nil {
-		var zero T
-		return zero, err
-	}
-	return cfg, nil
+	cfg, _, err := loadSources[T](opts)
+	return cfg, err
 }
 
-func load(cfg any, opts LoadOptions) error {
+// loadSources is [Load], with the [Sources] of what it loaded.
+func loadSources[T any](opts LoadOptions) (T, Sources, error) {
+	var cfg T
+	src, err := load(&cfg, opts)
+	if err != nil {
+		var zero T
+		return zero, nil, err
+	}
+	return cfg, src, nil
+}
+
+func load(cfg any, opts LoadOptions) (Sources, error) {
 	root := reflect.ValueOf(cfg).Elem()
 	if root.Kind() != reflect.Struct {
-		return fmt.Errorf("config: Load[%s]: the configuration type must be a struct", root.Type())
+		return nil, fmt.Errorf("config: Load[%s]: the configuration type must be a struct", root.Type())
 	}
 	ls, err := leaves(root.Type(), opts.EnvPrefix)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, l := range ls {
 		if !l.hasDef {
 			continue // no struct pointer lies above a default (see readTags)
 		}
 		if v, _ := fieldAt(root, l.index, true); setText(v, l.def) != nil {
-			return fmt.Errorf("config: field %s: tag default:%q %s", l.goPath, l.def, typeRule(l.typ))
+			return nil, fmt.Errorf("config: field %s: tag default:%q %s", l.goPath, l.def, typeRule(l.typ))
 		}
 	}
 
@@ -116,12 +123,12 @@ func load(cfg any, opts LoadOptions) error {
 		if data, err = os.ReadFile(opts.Path); err != nil && !(opts.Optional && errors.Is(err, fs.ErrNotExist)) {
 			abs, _ := filepath.Abs(opts.Path)
 			wd, _ := os.Getwd()
-			return fmt.Errorf("config: reading %s (working directory %s): %w", abs, wd, err)
+			return nil, fmt.Errorf("config: reading %s (working directory %s): %w", abs, wd, err)
 		}
 	}
 	ld := &loader{file: opts.Path, sources: map[string]FieldError{}, seen: map[visit]bool{}}
 	if err := ld.decodeFile(data, root); err != nil {
-		return err
+		return nil, err
 	}
 
 	lookup := opts.Env
@@ -142,5 +149,8 @@ func load(cfg any, opts LoadOptions) error {
 	}
 	// The rules run even when some values did not decode, so that every
 	// problem is reported at once.
-	return errors.Join(append(ld.errs, ld.validate(cfg)...)...)
+	if err := errors.Join(append(ld.errs, ld.validate(cfg)...)...); err != nil {
+		return nil, err
+	}
+	return sourcesOf(ls, ld.sources), nil
 }

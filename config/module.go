@@ -7,17 +7,17 @@ import (
 )
 
 // Module loads a T with [Load] and provides it, its [Values] for
-// placeholders, and each struct T embeds (an anonymous field, usually
-// `yaml:",inline"`) as a value of its own type: modules that read one
-// section, such as app.Module reading app.Framework, depend on that type
-// without knowing T.
+// placeholders and the [Sources] of those values, and each struct T
+// embeds (an anonymous field, usually `yaml:",inline"`) as a value of its
+// own type: modules that read one section, such as app.Module reading
+// app.Framework, depend on that type without knowing T.
 //
 // Loading happens during fx.New, even when nothing asks for T yet, so a bad
 // file or variable fails fx.New with the load error rather than surfacing at
 // the first use.
 func Module[T any](opts LoadOptions) fx.Option {
 	provides := []any{
-		func() (T, error) { return Load[T](opts) },
+		func() (T, Sources, error) { return loadSources[T](opts) },
 		func(cfg T) Values { return ValuesOf(cfg) },
 	}
 	t := reflect.TypeFor[T]()

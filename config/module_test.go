@@ -93,3 +93,47 @@ func TestModuleFailsFxNewOnBadConfig(t *testing.T) {
 		t.Errorf("err shows the password: %v", err)
 	}
 }
+
+// Module's Sources say where each setting was set: the file and line, the
+// environment variable (over the file), the default tag, or nowhere.
+func TestModuleProvidesSources(t *testing.T) {
+	path := writeFile(t, "node: n1\npayroll:\n  retries: 4\n  owner: file\n")
+	var sources Sources
+	app := fx.New(fx.NopLogger,
+		Module[appConfig](LoadOptions{Path: path, EnvPrefix: "NDIGO_",
+			Env: env(map[string]string{"NDIGO_LOG_FORMAT": "json", "PAYROLL_OWNER": "env"})}),
+		fx.Populate(&sources),
+	)
+	if err := app.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]string{
+		"node":            path + ":1",
+		"payroll.retries": path + ":3",
+		"payroll.owner":   "env PAYROLL_OWNER",
+		"log.format":      "env NDIGO_LOG_FORMAT",
+		"payroll.window":  "the default tag of Payroll.Window",
+		"payroll.ratio":   "no file, variable or default: the zero value",
+		"payroll.api-key": "no file, variable or default: the zero value",
+	} {
+		if got, ok := sources.Source(key); !ok || got != want {
+			t.Errorf("Source(%q) = %q, %v; want %q", key, got, ok, want)
+		}
+	}
+	for _, key := range []string{"payroll", "payroll.bank", "nope"} {
+		if got, ok := sources.Source(key); ok {
+			t.Errorf("Source(%q) = %q; want no setting", key, got)
+		}
+	}
+	if _, ok := Sources(nil).Source("node"); ok {
+		t.Error("a nil Sources knows a setting")
+	}
+	// Without a file name, the line alone.
+	app = fx.New(fx.NopLogger, Module[appConfig](LoadOptions{Data: []byte("node: n1\n"), Env: noEnv()}), fx.Populate(&sources))
+	if err := app.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := sources.Source("node"); got != "line 1 of the YAML data" {
+		t.Errorf(`Source("node") = %q; want "line 1 of the YAML data"`, got)
+	}
+}

@@ -51,3 +51,44 @@ func ValuesOf(cfg any) Values {
 		return fmt.Sprint(fv.Interface()), true
 	}
 }
+
+// Sources says where a loaded setting's value came from, by its yaml path,
+// as a phrase for messages: "env APP_PAYROLL_CRON", "app.yaml:3" (the file
+// and line), "line 3 of the YAML data" (LoadOptions.Data without a Path),
+// "the default tag of Payroll.Cron", or "no file, variable or default: the
+// zero value". It names no value, so it answers for secret settings too.
+// [Module] provides it beside [Values]; package app uses it to say, when a
+// placeholder's value is bad, where that value was set.
+type Sources func(path string) (string, bool)
+
+// Source returns s(path); a nil Sources knows no setting. It makes Sources
+// the source half of a resolver of placeholders for package annotations.
+func (s Sources) Source(path string) (string, bool) {
+	if s == nil {
+		return "", false
+	}
+	return s(path)
+}
+
+// sourcesOf returns the Sources of a load of the settings ls, where set
+// holds the file's and the environment's.
+func sourcesOf(ls []*leaf, set map[string]FieldError) Sources {
+	return func(path string) (string, bool) {
+		i := slices.IndexFunc(ls, func(l *leaf) bool { return l.path == path })
+		if i < 0 {
+			return "", false
+		}
+		src, ok := set[path]
+		switch {
+		case ok && src.Env != "":
+			return "env " + src.Env, true
+		case ok && src.File != "":
+			return fmt.Sprintf("%s:%d", src.File, src.Line), true
+		case ok:
+			return fmt.Sprintf("line %d of the YAML data", src.Line), true
+		case ls[i].hasDef:
+			return "the default tag of " + ls[i].goPath, true
+		}
+		return "no file, variable or default: the zero value", true
+	}
+}

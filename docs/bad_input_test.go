@@ -5,12 +5,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.uber.org/fx"
 
 	"github.com/ndigo/ndigo/annotations"
 	"github.com/ndigo/ndigo/app"
@@ -53,6 +55,26 @@ func load(yaml string) func() error {
 		_, err := config.Load[appConfig](config.LoadOptions{Data: []byte(yaml), Path: "app.yaml",
 			Env: func(string) (string, bool) { return "", false }})
 		return err
+	}
+}
+
+type payrollConfig struct {
+	app.Framework `yaml:",inline"`
+	Payroll       struct {
+		Cron string `yaml:"cron"`
+	} `yaml:"payroll"`
+}
+
+// configured returns a call that starts an application whose configuration
+// (app.yaml holding data, and env) fills the placeholders of Placeholder's tag.
+func configured(data string, env map[string]string) func() error {
+	return func() error {
+		return app.Run(context.Background(),
+			fx.Supply(fx.Annotate(io.Discard, fx.As(new(io.Writer)), fx.ResultTags(`name:"`+app.LogOutputName+`"`))),
+			config.Module[payrollConfig](config.LoadOptions{Path: "app.yaml", Data: []byte(data), EnvPrefix: "APP_",
+				Env: func(name string) (string, bool) { v, ok := env[name]; return v, ok }}),
+			annotations.Provide(func() *Placeholder { return &Placeholder{} }),
+		)
 	}
 }
 
@@ -161,6 +183,10 @@ func badInputs() []badInput {
 		{"annotations.Tasks", "`catchUp:\"later\"`", scheduling.ErrInvalidSpec, tagged(&CatchUpLater{})},
 		{"annotations.Tasks", "`method:\"Open\"`", scheduling.ErrInvalidSpec, tagged(&NoMethod{})},
 		{"annotations.Tasks", "`cron:\"${payroll.cron}\"` without values", scheduling.ErrInvalidSpec, tagged(&Placeholder{})},
+		{"annotations.Provide (app.Run, config.Module)", "`cron:\"${payroll.cron}\"`, app.yaml holding `payroll: {cron: every 5s}`", scheduling.ErrInvalidSpec,
+			configured("node: n1\npayroll: {cron: every 5s}\n", nil)},
+		{"annotations.Provide (app.Run, config.Module)", "`cron:\"${payroll.cron}\"`, `APP_PAYROLL_CRON=\"0 2 * *\"`", scheduling.ErrInvalidSpec,
+			configured("", map[string]string{"APP_PAYROLL_CRON": "0 2 * *"})},
 		{"annotations.ParseDuration", `"5 s"`, nil, func() error { _, err := annotations.ParseDuration("5 s"); return err }},
 		{"annotations.ParseDuration", `""`, nil, func() error { _, err := annotations.ParseDuration(""); return err }},
 		{"annotations.ParseDuration", `"99999999999999999999"`, nil, func() error { _, err := annotations.ParseDuration("99999999999999999999"); return err }},

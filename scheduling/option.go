@@ -95,6 +95,14 @@ func init() {
 			t.problems = append(t.problems, Problem{Option: option, Value: value, Rule: rule})
 		})
 	}
+	declare.From = func(option, source string) any {
+		return Option(func(t *Task) {
+			if t.from == nil {
+				t.from = map[string]string{}
+			}
+			t.from[option] = source
+		})
+	}
 }
 
 // origin and invalid are declare's options, for this package's tests.

@@ -21,7 +21,8 @@ type Task struct {
 	decl     declared
 	typ      string // controller type, "" for a plain func
 	method   string
-	problems []Problem // recorded by Invalid, and for a nil func
+	problems []Problem         // recorded by Invalid, and for a nil func
+	from     map[string]string // where options' values came from, by option, recorded by From
 }
 
 // NewTask declares fn as a task with the given options. The controller type

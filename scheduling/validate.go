@@ -38,10 +38,12 @@ type Problem struct {
 	Method string // the method, or the function's name
 	Option string // the option, named as in struct tags: cron, lock, lockTtl, ...
 	Value  string // the option's value as given
+	From   string // where Value came from if a tag's placeholder supplied it: "${payroll.cron}, set by env APP_PAYROLL_CRON"
 	Rule   string // what the value breaks
 }
 
-// String formats p as one line naming the task, the option, the value and the rule.
+// String formats p as one line naming the task, the option, the value,
+// where the value came from if not from the tag itself, and the rule.
 func (p Problem) String() string {
 	var b strings.Builder
 	switch {
@@ -58,6 +60,9 @@ func (p Problem) String() string {
 	fmt.Fprintf(&b, ": option %s", p.Option)
 	if p.Value != "" {
 		fmt.Fprintf(&b, " = %q", p.Value)
+	}
+	if p.From != "" {
+		fmt.Fprintf(&b, " (from %s)", p.From)
 	}
 	fmt.Fprintf(&b, ": %s", p.Rule)
 	return b.String()
@@ -169,6 +174,9 @@ func validateTasks(tasks []Task, taken map[string]bool, rules lockRules, cache *
 	for _, t := range tasks {
 		add := func(p Problem) {
 			p.Task, p.Type, p.Method = t.Name(), t.typ, t.method
+			if p.From == "" {
+				p.From = t.from[p.Option]
+			}
 			problems = append(problems, p)
 		}
 		// An option the spec reader could not read is reported once, as

@@ -22,7 +22,7 @@ func TestStartFailuresExitNonZeroWithOneError(t *testing.T) {
 		env   []string
 		cause string
 	}{
-		{"bad spec", nil, []string{"PAYROLL_CRON=61 * * * *"}, `option cron = "61 * * * *"`},
+		{"bad spec", nil, []string{"PAYROLL_CRON=61 * * * *"}, `option cron = "61 * * * *" (from ${payroll.cron}, set by env PAYROLL_CRON)`},
 		{"bad setting", nil, []string{"PAYROLL_LOCK_TTL=-5s"}, `payroll.lock-ttl "-5s"`},
 		{"unreachable Redis", []string{"--redis", "redis://user:" + password + "@127.0.0.1:1"}, nil, "cannot reach Redis at 127.0.0.1:1"},
 		{"unreachable PostgreSQL", []string{"--postgres", "postgres://user:" + password + "@127.0.0.1:1/app"}, nil, "cannot reach PostgreSQL at 127.0.0.1"},
