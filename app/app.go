@@ -12,9 +12,12 @@
 // an fx shutdown, and stops it gracefully: no new fires, running tasks get
 // until the stop timeout, leases are released.
 //
-// The lock driver defaults to the in-process one (locks.Module). A
-// configuration module replaces it app-wide by decorating locks.Driver at the
-// root of the application, as redislocks.Module does.
+// The configuration chooses the lock driver and the task state in one
+// step: redis.url puts them in Redis, postgres.url in PostgreSQL, neither
+// keeps them in the process ([Backend]). A configuration module at the
+// root of the application (redislocks.Module, pglocks.Module, a driver of
+// your own through locks.Override) replaces them whatever the
+// configuration says.
 package app
 
 import (
@@ -36,11 +39,9 @@ import (
 
 	"github.com/ndigo/ndigo/annotations"
 	"github.com/ndigo/ndigo/config"
-	"github.com/ndigo/ndigo/locks"
 	"github.com/ndigo/ndigo/pglocks"
 	"github.com/ndigo/ndigo/redislocks"
 	"github.com/ndigo/ndigo/scheduling"
-	"github.com/ndigo/ndigo/taskstate"
 )
 
 // Module holds the framework's own modules, each given its part of the
@@ -48,8 +49,9 @@ import (
 // settings, the node name, zone and skip level of the scheduler, the
 // configuration's values (and where each was set, for errors) as the
 // annotations.Resolver of tag placeholders,
-// the redis section as redislocks.ModuleConfig, the default lock driver and
-// task state (taskstate.Module), the scheduler, and package admin's Module, which serves the admin
+// the redis and postgres sections as redislocks.ModuleConfig and
+// pglocks.ModuleConfig, the lock driver and task state they choose (a
+// [Backend]), the scheduler, and package admin's Module, which serves the admin
 // endpoints on admin.addr (and, with admin.metrics, the scheduler's
 // Prometheus metrics at /metrics there). [New] includes it; use it directly
 // to compose an fx.App by hand. Do not add admin.Module again.
@@ -61,10 +63,8 @@ var Module = fx.Options(
 		fx.Provide(fx.Annotate(zone, fx.ResultTags(`name:"`+scheduling.LocationName+`"`))),
 		fx.Provide(fx.Annotate(spreadMode, fx.ResultTags(`name:"`+scheduling.SpreadName+`"`))),
 		fx.Provide(placeholders, redisConfig, postgresConfig),
-		fx.Invoke(checkDriverWired),
 	),
-	locks.Module,
-	taskstate.Module,
+	fx.Module("backend", fx.Provide(newBackend)),
 	scheduling.Module,
 	operations,
 )
@@ -303,37 +303,6 @@ func redisConfig(p frameworkParams) redislocks.ModuleConfig {
 // pglocks.Module.
 func postgresConfig(p frameworkParams) pglocks.ModuleConfig {
 	return pglocks.ModuleConfig{URL: p.Framework.Postgres.URL.Reveal(), Namespace: p.Framework.Postgres.Namespace}
-}
-
-type wiringParams struct {
-	fx.In
-	Framework  Framework      `optional:"true"`
-	Configured []locks.Driver `group:"locks.configured"` // locks.ConfiguredGroup
-}
-
-// checkDriverWired fails startup when the configuration names a lock
-// store (redis.url, postgres.url) and no configured driver (redislocks or
-// pglocks Module) is in the application: the scheduler would run on
-// in-process locks, and in a cluster every node would run every locked
-// task.
-func checkDriverWired(p wiringParams) error {
-	if len(p.Configured) > 0 {
-		return nil
-	}
-	for _, c := range []struct {
-		url            config.SecretURL
-		key, what, mod string
-	}{
-		{p.Framework.Redis.URL, "redis.url", "Redis", "redislocks.Module"},
-		{p.Framework.Postgres.URL, "postgres.url", "PostgreSQL", "pglocks.Module"},
-	} {
-		if c.url != "" {
-			return fmt.Errorf("app: the configuration names a %s URL (%s %s) but no %s lock driver is in the application, "+
-				"so locks would stay in this process: add %s at the root (or put a driver of your own in the %s value group), "+
-				"or remove %s", c.what, c.key, c.url, c.what, c.mod, locks.ConfiguredGroup, c.key)
-		}
-	}
-	return nil
 }
 
 type valuesParams struct {

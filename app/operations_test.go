@@ -214,22 +214,49 @@ func TestHealthzInProcess(t *testing.T) {
 	}
 }
 
-// A Redis or PostgreSQL URL in the configuration without its module
-// fails startup, naming the fix: locks would silently stay in this process.
-func TestStoreURLWithoutDriverFails(t *testing.T) {
-	for fw, fix := range map[app.Framework]string{
-		{Redis: app.Redis{URL: "redis://:hunter2@127.0.0.1:1/0", Namespace: "prod"}}:            "add redislocks.Module at the root",
-		{Postgres: app.Postgres{URL: "postgres://u:hunter2@127.0.0.1:1/db", Namespace: "prod"}}: "add pglocks.Module at the root",
+// The configuration's redis.url or postgres.url alone chooses the lock
+// driver and the task state, with no module to add: on a live server the
+// scheduler runs on that driver and the Backend holds its client or pool;
+// on an unreachable one, start fails naming the address, never the
+// password; with both URLs, the app refuses to build, naming both.
+func TestStoreURLChoosesTheDriver(t *testing.T) {
+	rs, pg := redistest.Start(t), pgtest.Start(t)
+	for _, c := range []struct {
+		fw              app.Framework
+		driver, refused string
+	}{
+		{app.Framework{Redis: app.Redis{URL: config.SecretURL("redis://" + rs.Addr() + "/0"), Namespace: "chosen"}},
+			"redislocks (namespace chosen)", ""},
+		{app.Framework{Postgres: app.Postgres{URL: config.SecretURL(pg.URL()), Namespace: "chosen"}}, "pglocks (namespace chosen)", ""},
+		{app.Framework{Redis: app.Redis{URL: "redis://:hunter2@127.0.0.1:1/0", Namespace: "prod"}}, "", "cannot reach Redis at 127.0.0.1:1"},
+		{app.Framework{Postgres: app.Postgres{URL: "postgres://u:hunter2@127.0.0.1:1/db", Namespace: "prod"}}, "", "cannot reach PostgreSQL at 127.0.0.1"},
 	} {
-		err := app.New(logTo(io.Discard), fx.Supply(fw)).Err()
-		if err == nil || !strings.Contains(err.Error(), fix) || strings.Contains(err.Error(), "hunter2") {
-			t.Errorf("app.New = %v; want an error naming the fix (%s), without the password", err, fix)
+		var s *scheduling.Scheduler
+		var b app.Backend
+		a := app.New(logTo(io.Discard), fx.Supply(c.fw), fx.Populate(&s, &b))
+		err := a.Start(context.Background())
+		if c.refused != "" {
+			if err == nil || !strings.Contains(err.Error(), c.refused) || strings.Contains(err.Error(), "hunter2") {
+				t.Errorf("%s: start = %v; want %q, without the password", c.refused, err, c.refused)
+			}
+			continue
 		}
-		// app.Run answers the root cause, with one prefix.
-		err = app.Run(context.Background(), logTo(io.Discard), fx.Supply(fw))
-		if err == nil || !strings.HasPrefix(err.Error(), "app: the configuration names") || strings.Contains(err.Error(), "app: app:") {
-			t.Errorf("app.Run = %v; want the root cause with one prefix", err)
+		if err != nil {
+			t.Fatal(err)
 		}
+		if got := s.DriverName(); got != c.driver || (b.Redis == nil) == (c.fw.Redis.URL != "") || (b.Postgres == nil) == (c.fw.Postgres.URL != "") {
+			t.Errorf("driver %q, backend %+v; want %q and its client or pool", got, b, c.driver)
+		}
+		if err := a.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	both := app.Framework{Redis: app.Redis{URL: "redis://:hunter2@127.0.0.1:1/0", Namespace: "a"},
+		Postgres: app.Postgres{URL: "postgres://u:hunter2@127.0.0.1:1/db", Namespace: "a"}}
+	err := app.Run(context.Background(), logTo(io.Discard), fx.Supply(both))
+	if err == nil || !strings.HasPrefix(err.Error(), "app: the configuration names both redis.url") || strings.Contains(err.Error(), "hunter2") ||
+		strings.Contains(err.Error(), "app: app:") {
+		t.Errorf("Run with both URLs = %v; want the choice refused with one prefix, without the passwords", err)
 	}
 }
 

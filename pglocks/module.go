@@ -83,6 +83,28 @@ func CheckURL(u string) error {
 	return nil
 }
 
+// Open builds what [Module] provides, for a caller that decides at run
+// time whether PostgreSQL holds the locks (app.Module does, from the
+// configuration's postgres section): the pool, pinged on lc's start and
+// closed on its stop after the driver, and the driver and task state store
+// on it, their tables created on start. log, which may be nil, gets the
+// driver's warnings.
+func Open(lc fx.Lifecycle, cfg ModuleConfig, log *slog.Logger) (*pgxpool.Pool, locks.Driver, taskstate.Store, error) {
+	pool, err := newPool(poolParams{Lifecycle: lc, Config: cfg})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	d, err := newModuleDriver(moduleDriverParams{Lifecycle: lc, Pool: pool, Config: cfg, Logger: log})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	st, err := newModuleStore(moduleStoreParams{Lifecycle: lc, Pool: pool, Config: cfg})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return pool, d, st, nil
+}
+
 type poolParams struct {
 	fx.In
 	Lifecycle fx.Lifecycle

@@ -66,6 +66,27 @@ func (c ModuleConfig) LogValue() slog.Value {
 	return slog.GroupValue(slog.String("url", redact.URL(c.URL)), slog.String("namespace", c.Namespace))
 }
 
+// Open builds what [Module] provides, for a caller that decides at run
+// time whether Redis holds the locks (app.Module does, from the
+// configuration's redis section): the client, pinged on lc's start and
+// closed on its stop after the driver, and the driver and task state store
+// on it. log, which may be nil, gets go-redis's and the driver's warnings.
+func Open(lc fx.Lifecycle, cfg ModuleConfig, log *slog.Logger) (redis.UniversalClient, locks.Driver, taskstate.Store, error) {
+	c, err := newClient(clientParams{Lifecycle: lc, Config: cfg, Logger: log})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	d, err := newModuleDriver(moduleDriverParams{Lifecycle: lc, Client: c, Config: cfg, Logger: log})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	st, err := newModuleStore(moduleStoreParams{Client: c, Config: cfg})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return c, d, st, nil
+}
+
 type clientParams struct {
 	fx.In
 	Lifecycle fx.Lifecycle

@@ -27,7 +27,7 @@ func TestStartFailuresExitNonZeroWithOneError(t *testing.T) {
 		{"unreachable Redis", []string{"--redis", "redis://user:" + password + "@127.0.0.1:1"}, nil, "cannot reach Redis at 127.0.0.1:1"},
 		{"unreachable PostgreSQL", []string{"--postgres", "postgres://user:" + password + "@127.0.0.1:1/app"}, nil, "cannot reach PostgreSQL at 127.0.0.1"},
 		{"two stores", []string{"--postgres", "postgres://user:" + password + "@127.0.0.1:1/app"},
-			[]string{"PAYROLL_REDIS_URL=redis://user:" + password + "@127.0.0.1:1"}, "--redis ($PAYROLL_REDIS_URL) and --postgres ($PAYROLL_POSTGRES_URL) are both set"},
+			[]string{"PAYROLL_REDIS_URL=redis://user:" + password + "@127.0.0.1:1"}, "the configuration names both redis.url"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cmd := exec.Command(bin, c.args...)

@@ -30,14 +30,11 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
-	"github.com/redis/go-redis/v9"
 	"go.uber.org/fx"
 
 	"github.com/ndigo/ndigo/annotations"
 	"github.com/ndigo/ndigo/app"
 	"github.com/ndigo/ndigo/config"
-	"github.com/ndigo/ndigo/pglocks"
-	"github.com/ndigo/ndigo/redislocks"
 	"github.com/ndigo/ndigo/scheduling"
 	"github.com/ndigo/ndigo/scheduling/schedulingtest"
 )
@@ -71,10 +68,6 @@ const (
 	redisURLEnv    = "PAYROLL_REDIS_URL"
 	postgresURLEnv = "PAYROLL_POSTGRES_URL"
 )
-
-// errTwoStores reports both lock stores set: nodes coordinate through one.
-var errTwoStores = errors.New("payroll: --redis ($" + redisURLEnv + ") and --postgres ($" + postgresURLEnv +
-	") are both set: the nodes coordinate through one store, so set only one")
 
 // flags maps each command-line flag to the environment variables that
 // configuration reads; a flag given on the command line wins.
@@ -139,44 +132,38 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		return os.LookupEnv(name)
 	}
-	opts, err := options(env, stderr)
-	if err != nil {
-		return err
-	}
-	return app.Run(ctx, opts...)
+	return app.Run(ctx, options(env, stderr)...)
 }
 
-// options composes the example: its configuration, the lock driver and
-// ledger it chooses, its clock, and its controllers. Configuration loads
-// inside the graph (config.Module), so a bad setting fails startup like any
-// other error; only the choice of driver module is made before, from which
-// store's URL is set at all, since fx cannot include a module on a
-// condition.
-func options(env func(string) (string, bool), logOut io.Writer) ([]fx.Option, error) {
-	opts := []fx.Option{
+// options composes the example: its configuration, its ledger, its clock,
+// and its controllers. Configuration loads inside the graph
+// (config.Module), and its redis or postgres section chooses the lock
+// driver and task state there too (app.Backend): one load, and a bad
+// setting fails startup like any other error.
+func options(env func(string) (string, bool), logOut io.Writer) []fx.Option {
+	return []fx.Option{
 		config.Module[Config](config.LoadOptions{EnvPrefix: "PAYROLL_", Env: env}),
 		fx.Supply(fx.Annotate(logOut, fx.As(new(io.Writer)), fx.ResultTags(`name:"`+app.LogOutputName+`"`))),
 		fx.Provide(func(cfg Config) clockwork.Clock {
 			return schedulingtest.SkewedClock(clockwork.NewRealClock(), cfg.Payroll.ClockOffset)
 		}),
+		fx.Provide(newLedger),
 		fx.Invoke(stopAfter),
 		annotations.Provide(NewPayrollController),
 		scheduling.Provide(reconcile),
 	}
-	redisURL, _ := env(redisURLEnv)
-	postgresURL, _ := env(postgresURLEnv)
+}
+
+// newLedger keeps the ledger where the configuration put the locks: in
+// Redis, in PostgreSQL (its table created on start), or in memory.
+func newLedger(b app.Backend, cfg Config, lc fx.Lifecycle) ledger {
 	switch {
-	case redisURL != "" && postgresURL != "":
-		return nil, errTwoStores
-	case redisURL != "":
-		return append(opts,
-			redislocks.Module,
-			fx.Provide(func(c redis.UniversalClient, cfg Config) ledger { return newRedisLedger(c, cfg.Redis.Namespace) }),
-		), nil
-	case postgresURL != "":
-		return append(opts, pglocks.Module, fx.Provide(providePGLedger)), nil
+	case b.Redis != nil:
+		return newRedisLedger(b.Redis, cfg.Redis.Namespace)
+	case b.Postgres != nil:
+		return providePGLedger(b.Postgres, cfg, lc)
 	}
-	return append(opts, fx.Supply(fx.Annotate(&memoryLedger{}, fx.As(new(ledger))))), nil
+	return &memoryLedger{}
 }
 
 // stopAfter shuts the application down cleanly (exit code 0) once

@@ -1,0 +1,56 @@
+package app
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/fx"
+
+	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/pglocks"
+	"github.com/ndigo/ndigo/redislocks"
+	"github.com/ndigo/ndigo/taskstate"
+)
+
+// A Backend is where the configuration puts the locks and the task state
+// the nodes share, as [Module] provides it: the Redis client when
+// redis.url is set, the PostgreSQL pool when postgres.url is, neither for
+// the in-process default (one node only). The application may use the
+// client or the pool for its own data (the payroll example keeps its
+// ledger there); the framework closes them at stop, after the scheduler.
+type Backend struct {
+	Redis    redis.UniversalClient // nil unless redis.url is set
+	Postgres *pgxpool.Pool         // nil unless postgres.url is set
+}
+
+type backendParams struct {
+	fx.In
+	Framework Framework `optional:"true"`
+	Lifecycle fx.Lifecycle
+	Logger    *slog.Logger `optional:"true"`
+}
+
+// newBackend chooses the lock driver and the task state from the
+// configuration, in one step: the redis section's URL makes them
+// redislocks' (redislocks.Open), the postgres section's pglocks', neither
+// the in-process defaults. redislocks.Module or pglocks.Module, included
+// at the root, decorate both and win: this constructor is then not called
+// for them.
+func newBackend(p backendParams) (Backend, locks.Driver, taskstate.Store, error) {
+	fw := p.Framework
+	switch {
+	case fw.Redis.URL != "" && fw.Postgres.URL != "":
+		return Backend{}, nil, nil, fmt.Errorf("app: the configuration names both redis.url (%s) and postgres.url (%s): "+
+			"the locks and the task state live in one of them; remove the other", fw.Redis.URL, fw.Postgres.URL)
+	case fw.Redis.URL != "":
+		c, d, st, err := redislocks.Open(p.Lifecycle, redisConfig(frameworkParams{Framework: fw}), p.Logger)
+		return Backend{Redis: c}, d, st, err
+	case fw.Postgres.URL != "":
+		pool, d, st, err := pglocks.Open(p.Lifecycle, postgresConfig(frameworkParams{Framework: fw}), p.Logger)
+		return Backend{Postgres: pool}, d, st, err
+	}
+	st, err := taskstate.NewInProcess(0)
+	return Backend{}, locks.NewInProcessDriver(), st, err
+}
