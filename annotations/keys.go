@@ -11,7 +11,7 @@ import (
 )
 
 // A tagKey is one key of the Scheduled tag: the builder option it sets,
-// its default and meaning (the README's options table is checked against
+// its default and meaning (docs/TASKS.md's options table is checked against
 // them), and how its value becomes that option.
 type tagKey struct {
 	key, option, def, meaning string
@@ -107,7 +107,7 @@ func option(p tagPair) scheduling.Option {
 	return invalid(p.key, p.value, rule)
 }
 
-// optionsTable returns the Markdown table of the tag keys that the README
+// optionsTable returns the Markdown table of the tag keys that docs/TASKS.md
 // shows.
 func optionsTable() string {
 	var b strings.Builder

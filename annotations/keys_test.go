@@ -8,14 +8,15 @@ import (
 	"testing"
 )
 
-// The README's options table is the tag keys' table, as tagKeys states it.
+// docs/TASKS.md's options table is the tag keys' table, as tagKeys states
+// it.
 func TestReadmeOptionsTable(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/TASKS.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := optionsTable(); !strings.Contains(string(readme), want) {
-		t.Fatalf("README.md does not contain the options table as tagKeys states it; want:\n%s", want)
+		t.Fatalf("docs/TASKS.md does not contain the options table as tagKeys states it; want:\n%s", want)
 	}
 }
 

@@ -55,7 +55,7 @@ func TestDependenciesPointDown(t *testing.T) {
 	}
 }
 
-// TestLayoutIsDescribed checks that README's "Packages" table names every
+// TestLayoutIsDescribed checks that docs/PACKAGES.md's "Packages" table names every
 // package of the module, and docs/ARCHITECTURE.md every internal one, so
 // that neither falls behind the layout.
 func TestLayoutIsDescribed(t *testing.T) {
@@ -63,7 +63,7 @@ func TestLayoutIsDescribed(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("PACKAGES.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestLayoutIsDescribed(t *testing.T) {
 	for _, p := range strings.Fields(string(out)) {
 		p = strings.TrimPrefix(p, "github.com/ndigo/ndigo/")
 		if !strings.Contains(table, "`"+p+"`") && !strings.Contains(table, "`"+p+"/...`") {
-			t.Errorf("README's Packages table does not name package %s", p)
+			t.Errorf("docs/PACKAGES.md's Packages table does not name package %s", p)
 		}
 		if rest, ok := strings.CutPrefix(p, "internal/"); ok && !strings.Contains(string(arch), "`"+rest+"`") && !strings.Contains(string(arch), "`"+p+"`") {
 			t.Errorf("docs/ARCHITECTURE.md does not name internal package %s", p)

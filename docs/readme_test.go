@@ -1,11 +1,14 @@
 package docs_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"io"
 	"log"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,8 +32,9 @@ import (
 	"github.com/ndigo/ndigo/tracing"
 )
 
-// This file holds every Go block of README.md, so that each compiles;
-// TestReadmeBlocksCompile checks that the README shows them as they are here.
+// This file holds every Go block of README.md and the docs pages it links
+// (but the README's first program, built on its own), so that each compiles;
+// TestReadmeBlocksCompile checks that the pages show them as they are here.
 
 // The quick start.
 type PayrollController struct {
@@ -87,21 +91,6 @@ func manyNodes(ctx context.Context) error {
 
 	err := app.Run(ctx,
 		config.Module[Config](config.LoadOptions{Path: "app.yaml", EnvPrefix: "APP_"}),
-		redislocks.Module, // at the root, beside the framework's modules
-		annotations.Provide(NewPayrollController),
-	)
-	return err
-}
-
-// On PostgreSQL, the module.
-func manyNodesOnPostgres(ctx context.Context) error {
-	type Config struct {
-		app.Framework `yaml:",inline"` // node, postgres.url, postgres.namespace, log.format, log.level
-	}
-
-	err := app.Run(ctx,
-		config.Module[Config](config.LoadOptions{Path: "app.yaml", EnvPrefix: "APP_"}),
-		pglocks.Module, // at the root, in place of redislocks.Module
 		annotations.Provide(NewPayrollController),
 	)
 	return err
@@ -130,7 +119,7 @@ func directLock(ctx context.Context, driver locks.Driver) error {
 // Operating it.
 func operated(ctx context.Context) error {
 	err := app.Run(ctx,
-		// ... your configuration, redislocks.Module, controllers ...
+		// ... your configuration, controllers ...
 		tracing.Module, // uses a trace.TracerProvider from the graph, else the global one
 	)
 	return err
@@ -162,16 +151,18 @@ func (p *pager) Skipped(e scheduling.Event) {
 
 func page(string) {}
 
-var _ = []any{builderForm, manyNodes, manyNodesOnPostgres, ownClient, directLock, operated, kit, &pager{}}
+var _ = []any{builderForm, manyNodes, ownClient, directLock, operated, kit, &pager{}}
 
-// TestReadmeBlocksCompile checks that every Go block of README.md appears
-// in this file, line by line (each README line inside the matching line
-// here, leading whitespace aside), so that what users copy compiles.
+// pages are the documents whose Go blocks must compile: the README and the
+// reference pages it links.
+var pages = []string{"../README.md", "TASKS.md", "CLUSTER.md", "OPERATIONS.md", "PACKAGES.md"}
+
+// TestReadmeBlocksCompile checks that every Go block of the pages appears
+// in this file, line by line (each page line inside the matching line
+// here, leading whitespace aside), so that what users copy compiles. A
+// block that is a whole program (package main) is built on its own
+// instead, by TestFirstProgramBuilds.
 func TestReadmeBlocksCompile(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
 	here, err := os.ReadFile("readme_test.go")
 	if err != nil {
 		t.Fatal(err)
@@ -181,22 +172,101 @@ func TestReadmeBlocksCompile(t *testing.T) {
 		lines = append(lines, strings.TrimSpace(l))
 	}
 	blocks := 0
-	for _, part := range strings.Split(string(readme), "```go\n")[1:] {
-		block := strings.Split(strings.SplitN(part, "```", 2)[0], "\n")
-		var want []string
-		for _, l := range block {
-			if l = strings.TrimSpace(l); l != "" {
-				want = append(want, l)
-			}
+	for _, page := range pages {
+		text, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
 		}
-		blocks++
-		if !containsRun(lines, want) {
-			t.Errorf("README block %d is not in docs/readme_test.go as written:\n%s", blocks, strings.Join(want, "\n"))
+		for n, block := range goBlocks(string(text)) {
+			if strings.HasPrefix(block, "package main\n") {
+				continue
+			}
+			var want []string
+			for _, l := range strings.Split(block, "\n") {
+				if l = strings.TrimSpace(l); l != "" {
+					want = append(want, l)
+				}
+			}
+			blocks++
+			if !containsRun(lines, want) {
+				t.Errorf("%s block %d is not in docs/readme_test.go as written:\n%s", page, n+1, strings.Join(want, "\n"))
+			}
 		}
 	}
 	if blocks < 7 {
-		t.Fatalf("%d Go blocks found in README.md, want at least 7", blocks)
+		t.Fatalf("%d Go blocks found in the pages, want at least 7", blocks)
 	}
+}
+
+// goBlocks returns the Go code blocks of a Markdown text.
+func goBlocks(text string) []string {
+	var out []string
+	for _, part := range strings.Split(text, "```go\n")[1:] {
+		out = append(out, strings.SplitN(part, "```", 2)[0])
+	}
+	return out
+}
+
+// The README's first program, the one a new user copies into main.go,
+// builds as a module of its own, with the README's go.mod steps (the
+// module replaced by this checkout, offline), and runs: it says what it
+// schedules within seconds.
+func TestFirstProgramBuilds(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := goBlocks(string(readme))
+	if len(blocks) == 0 || !strings.HasPrefix(blocks[0], "package main\n") {
+		t.Fatal("the README's first Go block is not a whole program (package main)")
+	}
+	if !strings.Contains(string(readme), "go mod init example.com/payroll\ngo get github.com/ndigo/ndigo\n") {
+		t.Fatal("the README does not give the go mod init and go get steps before its first program")
+	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]string{
+		"main.go": blocks[0],
+		"go.mod":  "module example.com/payroll\n\ngo 1.26\n\nrequire github.com/ndigo/ndigo v0.0.0\n\nreplace github.com/ndigo/ndigo => " + root + "\n",
+		"go.sum":  string(sum),
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := filepath.Join(dir, "payroll")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Dir = dir
+	build.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build of the README's first program: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	run := exec.CommandContext(ctx, bin)
+	out, err := run.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	run.Stderr = run.Stdout
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = run.Process.Kill(); _ = run.Wait() }()
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), `msg="task scheduled" task=PayrollController.CloseBooks cron="0 2 * * *" lock=payroll-window`) {
+			return
+		}
+	}
+	t.Fatalf("the program ended without logging its task: %v", sc.Err())
 }
 
 // containsRun reports whether want appears in lines as a run of non-empty

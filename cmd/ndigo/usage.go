@@ -1,7 +1,7 @@
 package main
 
 // defaultAdmin is where the CLI looks without --admin or NDIGO_ADMIN: the
-// admin address the README's examples serve on.
+// admin address docs/OPERATIONS.md's examples serve on.
 const defaultAdmin = "http://127.0.0.1:8081"
 
 // unknownCommand follows an unknown command's name in its error.
