@@ -25,8 +25,10 @@ func (o outage) covers(t time.Time) bool { return t.After(o.start) && t.Before(o
 // The audit, over seeded histories of a 3-node cluster with the whole
 // cluster down, the store down and a task paused at random, finds every
 // fire that no node ran while the cluster was down missed, and no other;
-// every fire that ran ran; and says why each other one did not: paused,
-// lock held (task b shares a's lock and loses to it), or failed.
+// every fire that ran ran (task c catches up the last fire of a downtime
+// when the nodes come back: that one ran); and says why each other one
+// did not: paused, lock held (task b shares a's lock and loses to it), or
+// failed.
 func TestAuditFindsEveryMissedFireAndNoFalseOne(t *testing.T) {
 	for seed := range uint64(50) {
 		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) { auditSeed(t, seed) })
@@ -39,11 +41,12 @@ func auditSeed(t *testing.T, seed uint64) {
 	inner, _ := taskstate.NewInProcess(taskstate.MaxHistory)
 	store := &outageStore{Store: inner}
 	driver := locks.NewInProcessDriver(locks.WithClock(fc))
-	var a, b fires
+	var a, b, c fires
 	tasks := func() []Task {
 		return []Task{
 			NewTask(a.task, Cron("@every 1m"), Lock("k"), Name("a")),
 			NewTask(b.task, Cron("@every 1m"), Lock("k"), Name("b")),
+			NewTask(c.task, Cron("@every 1m"), Lock("c"), CatchUp(10*time.Minute), Name("c")),
 		}
 	}
 	var nodes []*Scheduler
@@ -104,8 +107,9 @@ func auditSeed(t *testing.T, seed uint64) {
 	}
 	step(t, fc, 5*time.Minute, 10*time.Second, nodes...)
 
-	ran := map[string]map[time.Time]bool{"a": set(a.list()), "b": set(b.list())}
-	for _, task := range []string{"a", "b"} {
+	ran := map[string]map[time.Time]bool{"a": set(a.list()), "b": set(b.list()), "c": set(c.list())}
+	caughtUp := 0
+	for _, task := range []string{"a", "b", "c"} {
 		au, err := nodes[2].Audit(ctx, task)
 		if err != nil {
 			t.Fatal(err)
@@ -129,6 +133,8 @@ func auditSeed(t *testing.T, seed uint64) {
 				want[FirePending], want[FireSkipped] = true, true
 			case in != nil && in.kind == "down":
 				want[FireMissed] = true
+			case task == "c" && in != nil && in.kind == "store":
+				want[FireFailed] = true
 			case task == "b":
 				want[FireSkipped] = true // a ran (or was paused, failed: it held the lock all the same)
 				if in != nil && in.kind == "store" {
@@ -160,7 +166,10 @@ func auditSeed(t *testing.T, seed uint64) {
 				continue
 			}
 			for m := o.start.Truncate(time.Minute).Add(time.Minute); m.Before(o.end); m = m.Add(time.Minute) {
-				if !m.Before(au.From) {
+				switch {
+				case ran[task][m]:
+					caughtUp++ // by a catch-up when the nodes came back
+				case !m.Before(au.From):
 					want++
 				}
 			}
@@ -168,6 +177,15 @@ func auditSeed(t *testing.T, seed uint64) {
 		if au.Missed != want {
 			t.Errorf("%s: %d missed fires, want %d: the minutes of %+v from %v", task, au.Missed, want, outages, au.From)
 		}
+	}
+	downs := 0
+	for _, o := range outages {
+		if o.kind == "down" {
+			downs++
+		}
+	}
+	if caughtUp != downs {
+		t.Errorf("%d fires of a downtime ran, want %d: task c's catch-up of the last fire of each", caughtUp, downs)
 	}
 }
 
