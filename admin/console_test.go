@@ -13,8 +13,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/ndigo/ndigo/internal/admintest"
-	"github.com/ndigo/ndigo/internal/browsertest"
 	"github.com/ndigo/ndigo/internal/backendnode"
+	"github.com/ndigo/ndigo/internal/browsertest"
 	"github.com/ndigo/ndigo/scheduling"
 	"github.com/ndigo/ndigo/scheduling/schedulingtest"
 )
