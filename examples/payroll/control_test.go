@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -47,30 +48,44 @@ func adminURL(p *nodetest.Procs, node string) string {
 // pause, so lines cannot tell when the fires went by.
 func waitLastFire(t *testing.T, lists []string, task string, from time.Time, outcome string) {
 	t.Helper()
+	waitTask(t, lists, task, fmt.Sprintf("a last fire at or after %s (outcome %q)", from.Format(time.RFC3339), outcome), func(tk listedTask) bool {
+		f := tk.LastFire
+		return f != nil && !f.Fire.Before(from) && (outcome == "" || f.Outcome == outcome)
+	})
+}
+
+// listedTask is what the waits read of a task in GET /scheduledtasks.
+type listedTask struct {
+	Name     string `json:"name"`
+	Failures int    `json:"failures"`
+	LastFire *struct {
+		Fire    time.Time `json:"fire"`
+		Outcome string    `json:"outcome"`
+	} `json:"lastFire"`
+}
+
+// waitTask waits until some node's task list at lists shows task as ok
+// says, for 30s at most.
+func waitTask(t *testing.T, lists []string, task, what string, ok func(listedTask) bool) {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		for _, u := range lists {
 			var body struct {
-				Tasks []struct {
-					Name     string `json:"name"`
-					LastFire *struct {
-						Fire    time.Time `json:"fire"`
-						Outcome string    `json:"outcome"`
-					} `json:"lastFire"`
-				} `json:"tasks"`
+				Tasks []listedTask `json:"tasks"`
 			}
 			if call(t, http.MethodGet, u, "", &body) != http.StatusOK {
 				continue
 			}
 			for _, tk := range body.Tasks {
-				if f := tk.LastFire; tk.Name == task && f != nil && !f.Fire.Before(from) && (outcome == "" || f.Outcome == outcome) {
+				if tk.Name == task && ok(tk) {
 					return
 				}
 			}
 		}
 		time.Sleep(100 * time.Millisecond) // the nodes' lists are polled, not pushed
 	}
-	t.Fatalf("no node's last fire of %s was at or after %s (outcome %q) within 30s", task, from.Format(time.RFC3339), outcome)
+	t.Fatalf("no node's list showed %s of %s within 30s", what, task)
 }
 
 // waitPausedFire waits until a node skipped a paused fire of the

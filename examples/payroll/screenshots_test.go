@@ -86,25 +86,5 @@ func shoot(t *testing.T, page *browsertest.Console, path string) {
 // counts a failed fire of task.
 func waitFailure(t *testing.T, lists []string, task string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		for _, u := range lists {
-			var body struct {
-				Tasks []struct {
-					Name     string `json:"name"`
-					Failures int    `json:"failures"`
-				} `json:"tasks"`
-			}
-			if call(t, http.MethodGet, u, "", &body) != http.StatusOK {
-				continue
-			}
-			for _, tk := range body.Tasks {
-				if tk.Name == task && tk.Failures > 0 {
-					return
-				}
-			}
-		}
-		time.Sleep(100 * time.Millisecond) // the nodes' lists are polled, not pushed
-	}
-	t.Fatalf("no node counted a failed fire of %s within 30s", task)
+	waitTask(t, lists, task, "a failed fire", func(tk listedTask) bool { return tk.Failures > 0 })
 }
