@@ -27,6 +27,8 @@ func TestCheckRegisteredFindsUnregisteredControllers(t *testing.T) {
 		{"annotated", []fx.Option{fx.Provide(fx.Annotate(newPayroll, fx.ResultTags(`name:"p"`)))}, true},
 		{"supplied", []fx.Option{fx.Supply(&PayrollController{})}, true},
 		{"annotations.Provide", []fx.Option{Provide(newPayroll)}, false},
+		{"annotations.Provide in a module", []fx.Option{fx.Module("billing", Provide(newPayroll))}, false},
+		{"Controller in another module", []fx.Option{fx.Provide(newPayroll), fx.Module("billing", Controller[*PayrollController]())}, false},
 		{"Controller", []fx.Option{fx.Provide(newPayroll), Controller[*PayrollController]()}, false},
 		{"no task", []fx.Option{fx.Provide(func() *ledgerRepo { return &ledgerRepo{} })}, false},
 	} {

@@ -20,6 +20,9 @@ import (
 // the in-process default (one node only). The application may use the
 // client or the pool for its own data (the payroll example keeps its
 // ledger there); the framework closes them at stop, after the scheduler.
+// With redislocks.Module or pglocks.Module in the application, which
+// provide their own, use theirs: asking for a Backend then opens a second
+// client or pool.
 type Backend struct {
 	Redis    redis.UniversalClient // nil unless redis.url is set
 	Postgres *pgxpool.Pool         // nil unless postgres.url is set

@@ -54,7 +54,7 @@ func listTasks(ctx context.Context, c *client, _ []string, out output) error {
 	if res.StateError != "" && out.errw != nil {
 		// The node answered from its own view: the cluster's columns may be
 		// stale, and fires that need the store fail.
-		fmt.Fprintf(out.errw, "ndigo: warning: the node cannot read the cluster's task state, so PAUSED and LAST RUN (CLUSTER) are its own view: %s\n", res.StateError)
+		fmt.Fprintf(out.errw, "ndigo: warning: the node cannot read the cluster's task state, so PAUSED and LAST FIRE (CLUSTER) are its own view: %s\n", res.StateError)
 	}
 	return writeTasks(out.w, res.Tasks)
 }

@@ -19,7 +19,7 @@ func writeTasks(w io.Writer, tasks []task) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tCRON\tLOCK\tNEXT\tPAUSED\tLAST RUN (CLUSTER)\tOUTCOME\tNODE\tTOKEN\tLAST FIRE HERE\tFAILURES HERE")
+	fmt.Fprintln(tw, "NAME\tCRON\tLOCK\tNEXT\tPAUSED\tLAST FIRE (CLUSTER)\tOUTCOME\tNODE\tTOKEN\tLAST FIRE HERE\tFAILURES HERE")
 	for _, t := range tasks {
 		paused := "unknown" // a handler without the control API
 		if t.Paused != nil {

@@ -37,7 +37,7 @@ func TestTasksTable(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", res.code, res.stderr)
 	}
 	rs := rows(t, res.stdout)
-	if want := []string{"NAME", "CRON", "LOCK", "NEXT", "PAUSED", "LAST RUN (CLUSTER)", "OUTCOME", "NODE", "TOKEN", "LAST FIRE HERE", "FAILURES HERE"}; !slices.Equal(rs[0], want) {
+	if want := []string{"NAME", "CRON", "LOCK", "NEXT", "PAUSED", "LAST FIRE (CLUSTER)", "OUTCOME", "NODE", "TOKEN", "LAST FIRE HERE", "FAILURES HERE"}; !slices.Equal(rs[0], want) {
 		t.Fatalf("header %q, want %q", rs[0], want)
 	}
 	for _, want := range [][]string{
