@@ -25,7 +25,7 @@ type tagKey struct {
 // derive from this one list.
 var tagKeys = []tagKey{
 	{"method", "(the func you pass)", "required", "the method to run: `func(context.Context) error`", nil},
-	{"cron", "Cron", "required", "5 fields, or 6 with seconds; `@hourly`-style descriptors; `@every 5m` on a grid of multiples since the Unix epoch, the same on every node; `CRON_TZ=Europe/Paris` prefix",
+	{"cron", "Cron", "required", "5 fields, or 6 with seconds; `@hourly`-style descriptors; `@every 5m` on a grid of multiples since the Unix epoch, the same on every node; `CRON_TZ=Europe/Paris` prefix; `H` in a field (`H`, `H(0-29)`, `H/15`) is a value a hash of the task's name picks, the same on every node, so that tasks on one schedule spread their fires",
 		text(scheduling.Cron)},
 	{"lock", "Lock", "none", "the lock key; the task runs only while its lease is held", text(scheduling.Lock)},
 	{"lockWait", "LockWait", "skip", "wait budget for a held lock before skipping the fire (`5s`, or milliseconds: `500`)",

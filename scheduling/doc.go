@@ -21,7 +21,11 @@
 // (or TZ=) prefix naming the zone; without one, [Config.Location] applies
 // (default time.Local). "@every D" fires on a grid of multiples of D since the
 // Unix epoch, so every node computes the same instants whatever its start
-// time; the grid is absolute, so "@every 24h" fires at 00:00 UTC.
+// time; the grid is absolute, so "@every 24h" fires at 00:00 UTC. H in a
+// field ("H * * * *", "H(0-29) 2 * * *", "H/15 * * * *") is a value that a
+// hash of the task's name picks in the field (see [Cron]): a hundred tasks
+// on "H * * * *" fire at their own minutes, the same on every node,
+// instead of all at :00.
 //
 // Daylight saving time: a spec whose hour field names particular hours (say
 // "30 2 * * *") follows the wall clock. When clocks fall back, a wall time

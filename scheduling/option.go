@@ -15,6 +15,14 @@ type Option func(*Task)
 // day of month, month, day of week) or six with a leading seconds field, a
 // descriptor (@yearly, @monthly, @weekly, @daily, @hourly), or "@every D"
 // with D a Go duration. A "CRON_TZ=Zone " prefix sets the zone. Required.
+//
+// H in a field stands for a value that a hash of the task's name picks, as
+// Jenkins' H does, so that many tasks on one schedule spread their fires
+// instead of all hitting the lock store at once: "H * * * *" fires hourly
+// at a minute of the task's own, "H(0-29) 2 * * *" once between 02:00 and
+// 02:29, "H/15 * * * *" every 15 minutes from an offset below 15. H in the
+// day of the month picks 1 to 28. Every node, and every restart, resolves
+// the same instants; Spec.Cron keeps the expression as written.
 func Cron(expr string) Option {
 	return func(t *Task) { t.decl.Cron = expr }
 }

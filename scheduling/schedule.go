@@ -79,6 +79,11 @@ func parseSchedule(expr string, loc *time.Location) (s schedule, err error) {
 	if body == "" {
 		return nil, fmt.Errorf("empty expression")
 	}
+	// H items are checked here with any seed: the task's own resolves
+	// them in parseFor.
+	if expr, err = resolveH(expr, ""); err != nil {
+		return nil, err
+	}
 	parsed, err := cronParser.Parse(expr)
 	if err != nil {
 		if hint := descriptorHint(body); hint != "" {

@@ -154,6 +154,19 @@ func (c *parseCache) parse(expr string) (schedule, error) {
 	return p.s, p.err
 }
 
+// parseFor is parse for the task named name: its H items resolved from a
+// hash of the name (see resolveH).
+func (c *parseCache) parseFor(expr, name string) (schedule, error) {
+	if !hasH(expr) {
+		return c.parse(expr)
+	}
+	resolved, err := resolveH(expr, name)
+	if err != nil {
+		return nil, err
+	}
+	return c.parse(resolved)
+}
+
 type cacheKey struct{}
 
 func cacheFrom(ctx context.Context) *parseCache {
