@@ -57,6 +57,8 @@ var tagKeys = []tagKey{
 			}
 			return scheduling.CatchUp(d), nil
 		}},
+	{"jitter", "Jitter", "none", "start each fire up to this long after its instant (`30s`), by an offset a hash of the task's name and the instant picks, the same on every node; below the schedule's shortest interval; the fire keeps its instant as its identity",
+		duration(scheduling.Jitter)},
 	{"name", "Name", "`Type.Method`", "the task's name in logs, metrics and the registry, and the key of its fire claims; `Type` is the type that declares the method (an embedded base for a promoted method); required for a func literal, whose generated name changes when code moves",
 		text(scheduling.Name)},
 }

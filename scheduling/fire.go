@@ -89,6 +89,7 @@ const (
 type firing struct {
 	e     *entry
 	fire  time.Time
+	at    time.Time // when it was due to start: fire, or later with Jitter; zero means fire
 	kind  runKind
 	taken bool // a manual fire whose request this node took from the store
 	// claimedElsewhere reports a paused fire that another node claimed
@@ -97,6 +98,14 @@ type firing struct {
 	// member is the fire's place in the lock batch of the fires dispatched
 	// with it; nil outside one.
 	member *batchMember
+}
+
+// due is when f was to start: its instant, shifted by its jitter.
+func (f *firing) due() time.Time {
+	if f.at.IsZero() {
+		return f.fire
+	}
+	return f.at
 }
 
 // notRecorded is the outcome of a fire that is neither recorded nor told to
@@ -714,7 +723,7 @@ func (s *Scheduler) executeObserved(ctx context.Context, f firing, lease locks.L
 func (s *Scheduler) started(ctx context.Context, f firing, lease locks.Lease, start time.Time, debug bool) (context.Context, *runEvent) {
 	ev := &runEvent{debug: debug}
 	ev.Event = Event{Task: f.e.name, Lock: f.e.spec.Lock, Fire: f.fire, Node: s.node, Start: start,
-		Lateness: start.Sub(f.fire), Manual: f.kind == kindManual}
+		Lateness: start.Sub(f.due()), Manual: f.kind == kindManual}
 	if lease != nil {
 		ev.Token = lease.Token()
 	}

@@ -5,6 +5,7 @@ import (
 	"hash/fnv"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // A cron field's name and the values it takes, for H. H in the day of the
@@ -123,4 +124,11 @@ func fieldHash(seed string, i int) uint64 {
 	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
 	z = (z ^ z>>27) * 0x94d049bb133111eb
 	return z ^ z>>31
+}
+
+// jitterOffset is the offset in [0, d) of the fire of task name at instant
+// fire: a hash of both, the same on every node.
+func jitterOffset(name string, fire time.Time, d time.Duration) time.Duration {
+	h := fieldHash(name+"@"+strconv.FormatInt(fire.UnixNano(), 10), 255)
+	return time.Duration(h % uint64(d))
 }

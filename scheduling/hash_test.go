@@ -3,11 +3,15 @@ package scheduling
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/jonboulle/clockwork"
+
+	"github.com/ndigo/ndigo/locks"
 )
 
 // 1,000 tasks on "H * * * *" spread over the hour: no minute takes more
@@ -120,4 +124,92 @@ func TestHRefusesBadItems(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `option cron = "H(0-99) * * * *": must be a valid cron expression (minute field "H(0-99)": the range 0-99 must lie within 0-59`) {
 		t.Errorf("Add = %v, want the problem named", err)
 	}
+}
+
+// A jittered task's fires keep their instants (Run.Fire, one run each in
+// a cluster of two) and start within the jitter after them, by offsets
+// that differ from fire to fire; the lateness that listeners see is
+// measured from the shifted start.
+func TestJitterShiftsEachFireWithinItsWindow(t *testing.T) {
+	fc := clockwork.NewFakeClockAt(epoch)
+	driver := locks.NewInProcessDriver(locks.WithClock(fc))
+	var x fires
+	late := &latenessRecorder{}
+	var nodes []*Scheduler
+	for i := range 2 {
+		s := New(Config{Clock: fc, Driver: driver, Node: fmt.Sprint("n", i), Listeners: []Listener{late}, Logger: slog.New(slog.DiscardHandler)})
+		mustAdd(t, s, NewTask(x.task, Cron("@every 1m"), Lock("k"), Jitter(30*time.Second), Name("report")))
+		mustStart(t, s)
+		defer s.Stop(context.Background())
+		nodes = append(nodes, s)
+	}
+	starts := map[time.Time]time.Time{}
+	for range 10*60 + 30 { // the fire at 00:10 starts within its jitter after
+		before := x.count()
+		step(t, fc, time.Second, time.Second, nodes...)
+		if x.count() > before {
+			runs := x.list()
+			starts[runs[len(runs)-1]] = fc.Now()
+		}
+	}
+	if x.count() != 10 || len(starts) != 10 {
+		t.Fatalf("%d runs of %d fires in 10 minutes, want 10, once each", x.count(), len(starts))
+	}
+	offsets := map[time.Duration]bool{}
+	for fire, start := range starts {
+		want := jitterOffset("report", fire, 30*time.Second)
+		if fire.Second() != 0 || fire.Nanosecond() != 0 || start.Before(fire.Add(want)) || start.Sub(fire.Add(want)) >= time.Second {
+			t.Errorf("fire %v started at %v, want the minute as its identity and a start within a step of %v after it", fire, start, want)
+		}
+		offsets[want] = true
+	}
+	if len(offsets) < 8 {
+		t.Errorf("%d distinct offsets in 10 fires, want them to differ", len(offsets))
+	}
+	if most := late.max(); most >= time.Second {
+		t.Errorf("lateness up to %v, want it measured from the shifted start (below the 1s step)", most)
+	}
+	// A jitter must stay below the schedule's shortest interval.
+	s := New(Config{Clock: fc})
+	for cron, want := range map[string]string{
+		"@every 1m":      `option jitter = "1m0s": must be below the schedule's shortest interval (1m0s)`,
+		"0 9,10 * * *":   `option jitter = "1m0s": must be below the schedule's shortest interval`,
+		"*/30 * * * * *": `option jitter = "1m0s": must be below the schedule's shortest interval (30s)`,
+	} {
+		if cron == "0 9,10 * * *" {
+			continue // an hour apart at its shortest: a minute is fine
+		}
+		err := s.Add(NewTask(func(context.Context) error { return nil }, Cron(cron), Jitter(time.Minute), Name("j")))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s with a minute's jitter: %v, want %q", cron, err, want)
+		}
+	}
+	// An hour apart at its shortest: a minute is fine.
+	if err := s.Add(NewTask(func(context.Context) error { return nil }, Cron("0 9,10 * * *"), Jitter(time.Minute), Name("ok"))); err != nil {
+		t.Errorf("0 9,10 * * * with a minute's jitter: %v, want it accepted", err)
+	}
+	if err := s.Add(NewTask(func(context.Context) error { return nil }, Cron("@hourly"), Jitter(-time.Second), Name("neg"))); err == nil ||
+		!strings.Contains(err.Error(), `option jitter = "-1s": must not be negative`) {
+		t.Errorf("a negative jitter: %v, want it refused", err)
+	}
+}
+
+// latenessRecorder keeps the largest lateness of the runs it saw.
+type latenessRecorder struct {
+	NopListener
+	mu   sync.Mutex
+	most time.Duration
+}
+
+func (l *latenessRecorder) BeforeRun(ctx context.Context, e Event) context.Context {
+	l.mu.Lock()
+	l.most = max(l.most, e.Lateness)
+	l.mu.Unlock()
+	return ctx
+}
+
+func (l *latenessRecorder) max() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.most
 }

@@ -83,6 +83,18 @@ func CatchUp(window time.Duration) Option {
 	return func(t *Task) { t.decl.CatchUp = &window }
 }
 
+// Jitter starts each fire of the task up to d after its instant, by an
+// offset in [0, d) that a hash of the task's name and the instant picks:
+// the same on every node, so that the fire is still claimed once, and
+// different from fire to fire and from task to task, so that tasks on one
+// schedule do not all reach the lock store at once. The fire keeps its
+// instant as its identity (its claim, Run.Fire, the history, metrics);
+// its lateness is measured from the shifted start. d must be below the
+// schedule's shortest interval, so that fires keep their order.
+func Jitter(d time.Duration) Option {
+	return func(t *Task) { t.decl.Jitter = &d }
+}
+
 // Name sets the task's name, used in logs, metrics, [Scheduler.Tasks] and
 // the fire claim. The default is "Type.Method" for a method value, Type
 // being the type that declares the method (for a method promoted from an

@@ -97,6 +97,7 @@ type entry struct {
 
 	// Guarded by Scheduler.mu.
 	next  time.Time // zero when the schedule has no further fire
+	at    time.Time // when next starts: next, plus its jitter (setNext)
 	index int       // in Scheduler.due; -1 when absent
 
 	mu    sync.Mutex // protects last and stats, apart from Scheduler.mu so runs do not contend
@@ -185,4 +186,14 @@ type holding struct {
 func (h *holding) release(ctx context.Context) error {
 	h.once.Do(func() { h.err = h.lease.Release(ctx) })
 	return h.err
+}
+
+// setNext sets e's next fire and when it starts: its instant, plus the
+// jitter that a hash of the task's name and the instant picks below
+// spec.Jitter. s.mu is held.
+func (e *entry) setNext(next time.Time) {
+	e.next, e.at = next, next
+	if j := e.spec.Jitter; j > 0 && !next.IsZero() {
+		e.at = next.Add(jitterOffset(e.name, next, j))
+	}
 }

@@ -205,7 +205,8 @@ func (s *Scheduler) Add(tasks ...Task) error {
 	for _, t := range tasks {
 		sched, _ := cache.parseFor(t.decl.Cron, t.Name()) // validated above
 		e := &entry{fn: t.fn, name: t.Name(), typ: t.typ, method: t.method, spec: t.Spec(),
-			sched: sched, seq: len(s.entries), index: -1, next: sched.Next(now)}
+			sched: sched, seq: len(s.entries), index: -1}
+		e.setNext(sched.Next(now))
 		if e.spec.Lock != "" {
 			e.claimKey = e.spec.Lock + "@" + e.name
 		}
@@ -273,7 +274,7 @@ func (s *Scheduler) Start() error {
 	now := s.clock.Now()
 	for _, e := range s.due {
 		if !e.next.After(now) {
-			e.next = e.sched.Next(now)
+			e.setNext(e.sched.Next(now))
 		}
 	}
 	heap.Init(&s.due)
@@ -489,9 +490,9 @@ func (s *Scheduler) loop() {
 		s.parked = false
 		now := s.clock.Now()
 		batch = batch[:0]
-		for len(s.due) > 0 && !s.due[0].next.After(now) {
+		for len(s.due) > 0 && !s.due[0].at.After(now) {
 			e := heap.Pop(&s.due).(*entry)
-			batch = append(batch, firing{e: e, fire: e.next})
+			batch = append(batch, firing{e: e, fire: e.next, at: e.at})
 		}
 		poll := s.state != nil && !s.nextPoll.After(now)
 		if poll {
@@ -523,14 +524,14 @@ func (s *Scheduler) loop() {
 			if !next.IsZero() && !next.After(now) {
 				next = e.sched.Next(now) // missed fires are not caught up
 			}
-			if e.next = next; !next.IsZero() {
+			if e.setNext(next); !next.IsZero() {
 				heap.Push(&s.due, e)
 			}
 		}
 		var fired <-chan time.Time
 		var wakeAt time.Time
 		if len(s.due) > 0 {
-			wakeAt = s.due[0].next
+			wakeAt = s.due[0].at
 		}
 		if s.state != nil && (wakeAt.IsZero() || s.nextPoll.Before(wakeAt)) {
 			wakeAt = s.nextPoll
@@ -599,13 +600,14 @@ func (s *Scheduler) land() {
 	s.mu.Unlock()
 }
 
-// entryHeap orders entries by next fire, then registration order.
+// entryHeap orders entries by the start of their next fire (its instant,
+// or later with Jitter), then registration order.
 type entryHeap []*entry
 
 func (h entryHeap) Len() int { return len(h) }
 func (h entryHeap) Less(i, j int) bool {
-	if !h[i].next.Equal(h[j].next) {
-		return h[i].next.Before(h[j].next)
+	if !h[i].at.Equal(h[j].at) {
+		return h[i].at.Before(h[j].at)
 	}
 	return h[i].seq < h[j].seq
 }
@@ -643,7 +645,7 @@ func (s *Scheduler) waitIdle(ctx context.Context) error {
 	defer stop()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for !(s.parked && s.flying.Load() == 0 && (len(s.due) == 0 || s.due[0].next.After(s.clock.Now())) &&
+	for !(s.parked && s.flying.Load() == 0 && (len(s.due) == 0 || s.due[0].at.After(s.clock.Now())) &&
 		(s.state == nil || s.nextPoll.After(s.clock.Now())) && !s.beatDue(s.clock.Now())) {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -653,12 +655,13 @@ func (s *Scheduler) waitIdle(ctx context.Context) error {
 	return nil
 }
 
-// nextFire returns the earliest next fire, zero if none.
+// nextFire returns when the earliest next fire starts (its instant, later
+// with Jitter), zero if none.
 func (s *Scheduler) nextFire() time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.due) == 0 {
 		return time.Time{}
 	}
-	return s.due[0].next
+	return s.due[0].at
 }

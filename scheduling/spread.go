@@ -290,7 +290,10 @@ func (s *Scheduler) takeovers(prev, v *view, now time.Time) []firing {
 		if was == s.node || slices.Contains(v.members, was) {
 			continue
 		}
-		if p := lastFireWithin(e.sched, now, 2*s.spread.every); !p.IsZero() && p.UnixNano() > e.tried.Load() {
+		// A fire at or after e.next is still this node's own to start
+		// (its jittered start has not come): the loop dispatches it.
+		if p := lastFireWithin(e.sched, now, 2*s.spread.every); !p.IsZero() && p.UnixNano() > e.tried.Load() &&
+			(e.next.IsZero() || p.Before(e.next)) {
 			out = append(out, firing{e: e, fire: p, kind: kindCatchUp})
 		}
 	}

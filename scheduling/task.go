@@ -72,6 +72,9 @@ func (t Task) Spec() Spec {
 	if t.decl.MaxRunTime != nil {
 		s.MaxRunTime = *t.decl.MaxRunTime
 	}
+	if t.decl.Jitter != nil {
+		s.Jitter = *t.decl.Jitter
+	}
 	if t.decl.CatchUp != nil {
 		s.CatchUp = *t.decl.CatchUp
 	}
@@ -89,6 +92,7 @@ type Spec struct {
 	MaxRunTime   time.Duration
 	Renew        bool
 	CatchUp      time.Duration // the catch-up window; zero skips missed fires
+	Jitter       time.Duration // each fire starts up to this much after its instant; zero starts it on time
 }
 
 // funcOrigin splits the runtime name of fn, such as

@@ -28,6 +28,7 @@ type declared struct {
 	MaxRunTime   *time.Duration `opt:"maxRunTime" validate:"omitempty,gt=0"`
 	Renew        bool           `opt:"renew" validate:"excluded_without=Lock"`
 	CatchUp      *time.Duration `opt:"catchUp" validate:"omitempty,gte=0"`
+	Jitter       *time.Duration `opt:"jitter" validate:"omitempty,gte=0"`
 	Name         *string        `opt:"name" validate:"omitempty,min=1"`
 }
 
@@ -248,6 +249,14 @@ func validateTasks(tasks []Task, taken map[string]bool, rules lockRules, cache *
 					"that claims it, and only a locked task's fires are claimed"})
 			}
 		}
+		if j := t.decl.Jitter; j != nil && *j > 0 && !unread["jitter"] && !unread["cron"] {
+			if sched, err := cache.parseFor(t.decl.Cron, t.Name()); err == nil {
+				if gap := shortestGap(sched, time.Now()); gap > 0 && *j >= gap {
+					add(Problem{Option: "jitter", Value: j.String(), Rule: fmt.Sprintf("must be below the schedule's shortest interval (%v): "+
+						"a fire must start before the next one is due", gap)})
+				}
+			}
+		}
 		if t.decl.Name == nil && t.fn != nil && t.typ == "" && funcLiteral.MatchString(t.method) {
 			add(Problem{Option: "name", Value: t.Name(), Rule: "must be set (Name option) for a func literal: its generated name changes when code moves, " +
 				"and it names the task in logs, metrics and the fire claims that nodes running different builds must share"})
@@ -330,4 +339,25 @@ func ruleText(cache *parseCache, s declared, fe validator.FieldError) string {
 		return "needs lock: it only applies to a locked task"
 	}
 	return fmt.Sprintf("breaks rule %q", fe.Tag())
+}
+
+// shortestGap returns the shortest interval between the next 256 instants
+// of sched after from; zero if it has fewer than two.
+func shortestGap(sched schedule, from time.Time) time.Duration {
+	var gap time.Duration
+	prev := sched.Next(from)
+	for range 256 {
+		if prev.IsZero() {
+			break
+		}
+		next := sched.Next(prev)
+		if next.IsZero() {
+			break
+		}
+		if d := next.Sub(prev); gap == 0 || d < gap {
+			gap = d
+		}
+		prev = next
+	}
+	return gap
 }

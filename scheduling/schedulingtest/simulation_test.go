@@ -116,6 +116,7 @@ type simTask struct {
 	renew      bool
 	maxRun     time.Duration
 	catchUp    time.Duration
+	jitter     time.Duration // each fire starts up to this much after its instant
 }
 
 type window struct{ from, to time.Time }
@@ -187,6 +188,9 @@ func simulate(t *testing.T, seed uint64, hist int) stats {
 			st.catchUp = time.Duration(1+rng.IntN(4)) * p
 		}
 		st.ttl = max(st.ttl, scheduling.MinRenewTTL)
+		if rng.IntN(3) == 0 {
+			st.jitter = time.Duration(rng.Int64N(int64(p / 2)))
+		}
 		w.tasks = append(w.tasks, st)
 	}
 	for i := range 3 + rng.IntN(3) {
@@ -250,6 +254,9 @@ func simulate(t *testing.T, seed uint64, hist int) stats {
 			}
 			if st.catchUp > 0 {
 				opts = append(opts, scheduling.CatchUp(st.catchUp))
+			}
+			if st.jitter > 0 {
+				opts = append(opts, scheduling.Jitter(st.jitter))
 			}
 			tasks = append(tasks, scheduling.NewTask(w.work(st), opts...))
 		}
