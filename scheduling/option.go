@@ -89,7 +89,8 @@ func CatchUp(window time.Duration) Option {
 // different from fire to fire and from task to task, so that tasks on one
 // schedule do not all reach the lock store at once. The fire keeps its
 // instant as its identity (its claim, Run.Fire, the history, metrics);
-// its lateness is measured from the shifted start. d must be below the
+// its lateness is measured from the shifted start, and the pause rule,
+// the lock and the claim apply when it starts. d must be below the
 // schedule's shortest interval, so that fires keep their order.
 func Jitter(d time.Duration) Option {
 	return func(t *Task) { t.decl.Jitter = &d }
