@@ -87,13 +87,13 @@ func resolveItem(item string, f cronField, h uint64) (string, error) {
 	if strings.HasPrefix(rest, "(") {
 		end := strings.IndexByte(rest, ')')
 		if end < 0 {
-			return "", fmt.Errorf("H( needs a closing parenthesis, as in H(0-29)")
+			return "", fmt.Errorf("a closing parenthesis must follow the range, as in H(0-29)")
 		}
 		a, b, ok := strings.Cut(rest[1:end], "-")
 		x, errA := strconv.Atoi(a)
 		y, errB := strconv.Atoi(b)
 		if !ok || errA != nil || errB != nil {
-			return "", fmt.Errorf("H(a-b) needs a range of two numbers, as in H(0-29)")
+			return "", fmt.Errorf("the range must be two numbers, as in H(0-29)")
 		}
 		if x > y || x < f.lo || y > f.hi {
 			return "", fmt.Errorf("the range %d-%d must lie within %d-%d, its start first", x, y, f.lo, f.hi)
@@ -110,7 +110,7 @@ func resolveItem(item string, f cronField, h uint64) (string, error) {
 		}
 		return strconv.Itoa(lo+int(h%uint64(n))) + "-" + strconv.Itoa(hi) + "/" + strconv.Itoa(n), nil
 	}
-	return "", fmt.Errorf("H takes the forms H, H(a-b), H/n and H(a-b)/n")
+	return "", fmt.Errorf("the forms of H are H, H(a-b), H/n and H(a-b)/n")
 }
 
 // fieldHash is the hash of seed for field i: FNV-1a of both, mixed by

@@ -110,7 +110,7 @@ func TestHRefusesBadItems(t *testing.T) {
 		"H(9-3) * * * *":   `minute field "H(9-3)": the range 9-3 must lie within 0-59, its start first`,
 		"H/0 * * * *":      `minute field "H/0": the step after H/ must be a whole number from 1 to 60`,
 		"0 H/25 * * *":     `hour field "H/25": the step after H/ must be a whole number from 1 to 24`,
-		"H(1-5 * * * *":    `minute field "H(1-5": H( needs a closing parenthesis`,
+		"H(1-5 * * * *":    `minute field "H(1-5": a closing parenthesis must follow the range`,
 		"0 0 H(1-31) * *":  `day of month field "H(1-31)": the range 1-31 must lie within 1-28`,
 		"Hx * * * *":       "", // not an H item: the parser refuses it
 	} {
