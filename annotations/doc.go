@@ -21,6 +21,7 @@
 //	renew         "true" to extend the lease while the run lasts
 //	catchUp       "skip" (default) or a window: run the last fire missed while no node ran
 //	jitter        start each fire up to this long after its instant, as scheduling.Jitter
+//	dst           daylight-saving policy, as scheduling.DST (default "once,shift")
 //	name          task name (default "Type.Method", Type declaring Method)
 //
 // Values may hold ${path} placeholders, resolved from the configuration

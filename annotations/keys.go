@@ -59,6 +59,8 @@ var tagKeys = []tagKey{
 		}},
 	{"jitter", "Jitter", "none", "start each fire up to this long after its instant (`30s`), by an offset a hash of the task's name and the instant picks, the same on every node; below the schedule's shortest interval; the fire keeps its instant as its identity",
 		duration(scheduling.Jitter)},
+	{"dst", "DST", "`once,shift`", "what a wall-clock schedule does when clocks change: a wall time they fall back over fires `once` (its first occurrence) or `twice`; one they spring forward over fires at the first instant after the gap (`shift`) or not (`skip`); `twice,skip` sets both",
+		text(scheduling.DST)},
 	{"name", "Name", "`Type.Method`", "the task's name in logs, metrics and the registry, and the key of its fire claims; `Type` is the type that declares the method (an embedded base for a promoted method); required for a func literal, whose generated name changes when code moves",
 		text(scheduling.Name)},
 }

@@ -28,11 +28,13 @@
 // instead of all at :00.
 //
 // Daylight saving time: a spec whose hour field names particular hours (say
-// "30 2 * * *") follows the wall clock. When clocks fall back, a wall time
-// that occurs twice fires once, at its first occurrence. When clocks spring
-// forward, a wall time inside the skipped gap fires once, at the first
-// instant after the gap (03:00 for a 02:30 job on a 02:00→03:00 jump), so a
-// daily job never loses a day. A spec that runs every hour ("*/15 * * * *",
+// "30 2 * * *") follows the wall clock, under the task's [DST] policy. By
+// default ("once,shift"), when clocks fall back, a wall time that occurs
+// twice fires once, at its first occurrence; when clocks spring forward, a
+// wall time inside the skipped gap fires once, at the first instant after
+// the gap (03:00 for a 02:30 job on a 02:00→03:00 jump), so a daily job
+// never loses a day. "twice" fires both occurrences of a repeated wall time,
+// "skip" does not fire a skipped one. A spec that runs every hour ("*/15 * * * *",
 // @hourly) follows elapsed time instead: it fires through the repeated hour
 // and has nothing to fire in the skipped one.
 //

@@ -83,6 +83,20 @@ func CatchUp(window time.Duration) Option {
 	return func(t *Task) { t.decl.CatchUp = &window }
 }
 
+// DST sets what a schedule on the wall clock (one whose hour field names
+// particular hours, in a zone with daylight saving) does when clocks
+// change: for a wall time that clocks fall back over, "once" fires at its
+// first occurrence (the default) and "twice" at both; for a wall time that
+// clocks spring forward over, "shift" fires at the first instant after the
+// gap (the default) and "skip" does not fire. policy names one of each or
+// either ("twice", "skip", "twice,skip"); what it leaves out keeps its
+// default. Every node resolves the same instants. A schedule that follows
+// elapsed time (every hour, "*/15 * * * *", @every, a fixed zone) has no
+// repeated or skipped wall time, and ignores the policy.
+func DST(policy string) Option {
+	return func(t *Task) { t.decl.DST = &policy }
+}
+
 // Jitter starts each fire of the task up to d after its instant, by an
 // offset in [0, d) that a hash of the task's name and the instant picks:
 // the same on every node, so that the fire is still claimed once, and

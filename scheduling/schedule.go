@@ -175,17 +175,26 @@ func (g gridSchedule) Next(t time.Time) time.Time {
 	return time.Unix(0, (q+1)*d).In(t.Location())
 }
 
-// wallSchedule evaluates a cron spec on the wall clock of loc, so that each
-// wall time fires once across DST changes: at its first occurrence when
-// clocks fall back, at the end of the gap when they spring forward.
+// wallSchedule evaluates a cron spec on the wall clock of loc. By default
+// each wall time fires once across DST changes: at its first occurrence
+// when clocks fall back, at the end of the gap when they spring forward
+// (the DST policy "once,shift"); twice and skip choose otherwise.
 type wallSchedule struct {
 	utc *cron.SpecSchedule // the spec evaluated in UTC, which has no DST
 	loc *time.Location
+	// twice fires a wall time that clocks fall back over at both of its
+	// occurrences; skip does not fire a wall time that a spring-forward
+	// gap skips.
+	twice, skip bool
 }
 
 func (w wallSchedule) Next(t time.Time) time.Time {
 	lt := t.In(w.loc)
 	wall := time.Date(lt.Year(), lt.Month(), lt.Day(), lt.Hour(), lt.Minute(), lt.Second(), lt.Nanosecond(), time.UTC)
+	if w.twice {
+		// The wall time t reads may have its second occurrence ahead.
+		wall = wall.Add(-time.Second)
+	}
 	// Candidates before t occur only for wall times repeated by a fall-back
 	// that already passed; an hour has at most 3600 of them.
 	for range 4000 {
@@ -193,11 +202,89 @@ func (w wallSchedule) Next(t time.Time) time.Time {
 		if wall.IsZero() {
 			return wall
 		}
-		if c := wallInstant(wall, w.loc); c.After(t) {
-			return c
+		if !w.twice && !w.skip {
+			if c := wallInstant(wall, w.loc); c.After(t) {
+				return c
+			}
+			continue
+		}
+		occ := wallOccurrences(wall, w.loc)
+		if len(occ) == 0 { // in a spring-forward gap
+			if c := wallInstant(wall, w.loc); !w.skip && c.After(t) {
+				return c
+			}
+			continue
+		}
+		if !w.twice {
+			occ = occ[:1]
+		}
+		for _, c := range occ {
+			if c.After(t) {
+				return c
+			}
 		}
 	}
 	return time.Time{}
+}
+
+// wallOccurrences returns the instants, earliest first, at which loc's
+// clocks read wall (whose fields are given in UTC): two in an hour that
+// clocks fall back over, none in a gap they spring forward over.
+func wallOccurrences(wall time.Time, loc *time.Location) []time.Time {
+	var out []time.Time
+	for _, probe := range [2]time.Time{wall.Add(-24 * time.Hour), wall.Add(24 * time.Hour)} {
+		_, off := probe.In(loc).Zone()
+		c := wall.Add(-time.Duration(off) * time.Second).In(loc)
+		if sameWall(c, wall) && (len(out) == 0 || !c.Equal(out[0])) {
+			out = append(out, c)
+		}
+	}
+	if len(out) == 2 && out[1].Before(out[0]) {
+		out[0], out[1] = out[1], out[0]
+	}
+	return out
+}
+
+// A DST policy says what a schedule on the wall clock does when clocks
+// change: Repeated, for a wall time that clocks fall back over, is "once"
+// (its first occurrence) or "twice"; Skipped, for a wall time that a
+// spring-forward gap skips, is "shift" (the first instant after the gap)
+// or "skip".
+type dstPolicy struct{ twice, skip bool }
+
+// DSTDefault is the DST policy of a task without one: once, shift.
+const DSTDefault = "once,shift"
+
+// parseDST reads a DST policy: "once" or "twice", "shift" or "skip", or
+// both, comma-separated; a part left out keeps its default.
+func parseDST(s string) (dstPolicy, error) {
+	var p dstPolicy
+	seen := map[string]bool{}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		kind := map[string]string{"once": "repeated", "twice": "repeated", "shift": "skipped", "skip": "skipped"}[part]
+		switch {
+		case kind == "":
+			return p, fmt.Errorf("%q is none of once, twice (a repeated wall time), shift, skip (a skipped one)", part)
+		case seen[kind]:
+			return p, fmt.Errorf("names the %s hour's policy twice", kind)
+		}
+		seen[kind] = true
+		p.twice = p.twice || part == "twice"
+		p.skip = p.skip || part == "skip"
+	}
+	return p, nil
+}
+
+// withDST returns s under policy p: a schedule on the wall clock takes it;
+// one that follows elapsed time (every hour, a fixed zone) has no wall
+// time that clocks repeat or skip.
+func withDST(s schedule, p dstPolicy) schedule {
+	if w, ok := s.(wallSchedule); ok {
+		w.twice, w.skip = p.twice, p.skip
+		return w
+	}
+	return s
 }
 
 // fixedZone reports whether loc has one offset for all time (UTC, a fixed
@@ -235,4 +322,16 @@ func sameWall(c, wall time.Time) bool {
 	wy, wmo, wd := wall.Date()
 	wh, wmi, ws := wall.Clock()
 	return y == wy && mo == wmo && d == wd && h == wh && mi == wmi && s == ws && c.Nanosecond() == wall.Nanosecond()
+}
+
+// String writes p as DST takes it: "once,shift", "twice,skip", ….
+func (p dstPolicy) String() string {
+	r, k := "once", "shift"
+	if p.twice {
+		r = "twice"
+	}
+	if p.skip {
+		k = "skip"
+	}
+	return r + "," + k
 }

@@ -203,7 +203,7 @@ func (s *Scheduler) Add(tasks ...Task) error {
 	}
 	now := s.clock.Now()
 	for _, t := range tasks {
-		sched, _ := cache.parseFor(t.decl.Cron, t.Name()) // validated above
+		sched, _ := cache.parseFor(t.decl.Cron, t.Name(), t.Spec().DST) // validated above
 		e := &entry{fn: t.fn, name: t.Name(), typ: t.typ, method: t.method, spec: t.Spec(),
 			sched: sched, seq: len(s.entries), index: -1}
 		e.setNext(sched.Next(now))

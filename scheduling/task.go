@@ -75,6 +75,11 @@ func (t Task) Spec() Spec {
 	if t.decl.Jitter != nil {
 		s.Jitter = *t.decl.Jitter
 	}
+	if t.decl.DST != nil {
+		if p, err := parseDST(*t.decl.DST); err == nil && p.String() != DSTDefault {
+			s.DST = p.String()
+		}
+	}
 	if t.decl.CatchUp != nil {
 		s.CatchUp = *t.decl.CatchUp
 	}
@@ -93,6 +98,7 @@ type Spec struct {
 	Renew        bool
 	CatchUp      time.Duration // the catch-up window; zero skips missed fires
 	Jitter       time.Duration // each fire starts up to this much after its instant; zero starts it on time
+	DST          string        // the daylight-saving policy, "twice,shift" and the like; "" for DSTDefault, "once,shift"
 }
 
 // funcOrigin splits the runtime name of fn, such as

@@ -29,6 +29,7 @@ type declared struct {
 	Renew        bool           `opt:"renew" validate:"excluded_without=Lock"`
 	CatchUp      *time.Duration `opt:"catchUp" validate:"omitempty,gte=0"`
 	Jitter       *time.Duration `opt:"jitter" validate:"omitempty,gte=0"`
+	DST          *string        `opt:"dst"`
 	Name         *string        `opt:"name" validate:"omitempty,min=1"`
 }
 
@@ -155,17 +156,25 @@ func (c *parseCache) parse(expr string) (schedule, error) {
 	return p.s, p.err
 }
 
-// parseFor is parse for the task named name: its H items resolved from a
-// hash of the name (see resolveH).
-func (c *parseCache) parseFor(expr, name string) (schedule, error) {
-	if !hasH(expr) {
-		return c.parse(expr)
+// parseFor is parse for the task named name with DST policy dst ("" for
+// the default): its H items resolved from a hash of the name (see
+// resolveH), the policy applied.
+func (c *parseCache) parseFor(expr, name, dst string) (schedule, error) {
+	if hasH(expr) {
+		var err error
+		if expr, err = resolveH(expr, name); err != nil {
+			return nil, err
+		}
 	}
-	resolved, err := resolveH(expr, name)
+	s, err := c.parse(expr)
+	if err != nil || dst == "" {
+		return s, err
+	}
+	p, err := parseDST(dst)
 	if err != nil {
 		return nil, err
 	}
-	return c.parse(resolved)
+	return withDST(s, p), nil
 }
 
 type cacheKey struct{}
@@ -249,8 +258,13 @@ func validateTasks(tasks []Task, taken map[string]bool, rules lockRules, cache *
 					"that claims it, and only a locked task's fires are claimed"})
 			}
 		}
+		if d := t.decl.DST; d != nil && !unread["dst"] {
+			if _, err := parseDST(*d); err != nil {
+				add(Problem{Option: "dst", Value: *d, Rule: "must be once or twice, shift or skip, or one of each (\"twice,skip\"): it " + err.Error()})
+			}
+		}
 		if j := t.decl.Jitter; j != nil && *j > 0 && !unread["jitter"] && !unread["cron"] {
-			if sched, err := cache.parseFor(t.decl.Cron, t.Name()); err == nil {
+			if sched, err := cache.parseFor(t.decl.Cron, t.Name(), ""); err == nil {
 				if gap := shortestGap(sched, time.Now()); gap > 0 && *j >= gap {
 					add(Problem{Option: "jitter", Value: j.String(), Rule: fmt.Sprintf("must be below the schedule's shortest interval (%v): "+
 						"a fire must start before the next one is due", gap)})
