@@ -90,8 +90,8 @@ const heldSlack = time.Second
 //
 // The instants audited are those of the history's span: from the fire of
 // its oldest kept record (or, with no record, this scheduler's start), at
-// most AuditWindow back, to the horizon: now, less the longest a run of
-// the task can take unrecorded (its MaxRunTime; its lock TTL for a locked
+// most AuditWindow back, to the horizon: now, less the task's jitter and
+// the longest a run of the task can take unrecorded (its MaxRunTime; its lock TTL for a locked
 // task that does not renew, as the run is cancelled when its lease ends;
 // else the longest run in its history), less a minute for the record to
 // land. Manual runs are not instants of the schedule: they are left out,
@@ -173,7 +173,7 @@ func audit(e *entry, runs []taskstate.Run, holders []holder, now, start time.Tim
 	case e.spec.Lock != "" && !e.spec.Renew:
 		longest = e.spec.LockTTL
 	}
-	a.To = now.Add(-longest - auditGrace)
+	a.To = now.Add(-e.spec.Jitter - longest - auditGrace) // a jittered fire starts up to Jitter late
 	from := start.Add(time.Nanosecond) // a scheduler's first fire follows its start
 	if start.IsZero() {
 		from = start

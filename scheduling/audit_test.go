@@ -291,3 +291,14 @@ func TestAuditBounds(t *testing.T) {
 		t.Errorf("a millisecond schedule walks from %v, want %d instants back", from, maxAuditWalk)
 	}
 }
+
+// A jittered task's horizon is later by its jitter: a fire whose shifted
+// start has not come, or whose run has not ended, is pending, not missed.
+func TestAuditWaitsForAJitteredStart(t *testing.T) {
+	e := auditEntry(t, "k", Spec{LockTTL: time.Minute, Jitter: 50 * time.Minute})
+	runs := []taskstate.Run{{Fire: at(0), Node: "n1", Start: at(0), Outcome: "ok"}}
+	a := audit(e, runs, []holder{{"a", runs[0]}}, at(10), time.Time{})
+	if a.Missed != 0 || !a.To.Equal(at(10).Add(-50*time.Minute-time.Minute-auditGrace)) {
+		t.Errorf("missed %d, horizon %v; want none missed, the horizon back by the jitter too", a.Missed, a.To)
+	}
+}
