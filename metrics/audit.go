@@ -25,6 +25,10 @@ const (
 	AuditUp = "ndigo_audit_up"
 )
 
+// auditBudget bounds the audits of one scrape, below Prometheus's default
+// scrape timeout (10s).
+const auditBudget = 5 * time.Second
+
 // DefaultAuditEvery is how long an [AuditCollector] keeps a task's audit
 // between scrapes when not told otherwise.
 const DefaultAuditEvery = time.Minute
@@ -85,12 +89,17 @@ func (c *AuditCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	up := 1.0
+	// One deadline for the scrape's audits, and none after the first
+	// failure: a store that is down must not hold /metrics past the
+	// scraper's timeout. The tasks left keep their last figures.
+	ctx, cancel := context.WithTimeout(context.Background(), auditBudget)
+	defer cancel()
+	down := false
 	for _, t := range c.s.Tasks() {
 		a, ok := c.cache[t.Name]
-		if now := c.now(); !ok || now.Sub(a.at) >= c.every {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if now := c.now(); !down && (!ok || now.Sub(a.at) >= c.every) {
 			au, err := c.s.Audit(ctx, t.Name)
-			cancel()
+			down = err != nil
 			if errors.Is(err, scheduling.ErrNoState) {
 				return // no shared history: nothing to audit, nothing down
 			}
@@ -100,7 +109,7 @@ func (c *AuditCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 			c.cache[t.Name] = a
 		}
-		if a.failed {
+		if a.failed || down {
 			up = 0
 		}
 		ch <- prometheus.MustNewConstMetric(c.missed, prometheus.GaugeValue, float64(a.audit.Missed), t.Name)

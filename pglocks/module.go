@@ -94,12 +94,16 @@ func Open(lc fx.Lifecycle, cfg ModuleConfig, log *slog.Logger) (*pgxpool.Pool, l
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	// An error after the pool is made fails the app before its hooks run:
+	// the pool, whose health checks already run, is closed here.
 	d, err := newModuleDriver(moduleDriverParams{Lifecycle: lc, Pool: pool, Config: cfg, Logger: log})
 	if err != nil {
+		pool.Close()
 		return nil, nil, nil, err
 	}
 	st, err := newModuleStore(moduleStoreParams{Lifecycle: lc, Pool: pool, Config: cfg})
 	if err != nil {
+		pool.Close()
 		return nil, nil, nil, err
 	}
 	return pool, d, st, nil

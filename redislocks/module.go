@@ -76,12 +76,16 @@ func Open(lc fx.Lifecycle, cfg ModuleConfig, log *slog.Logger) (redis.UniversalC
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	// An error after the client is made fails the app before its hooks
+	// run: the client is closed here.
 	d, err := newModuleDriver(moduleDriverParams{Lifecycle: lc, Client: c, Config: cfg, Logger: log})
 	if err != nil {
+		_ = c.Close()
 		return nil, nil, nil, err
 	}
 	st, err := newModuleStore(moduleStoreParams{Client: c, Config: cfg})
 	if err != nil {
+		_ = c.Close()
 		return nil, nil, nil, err
 	}
 	return c, d, st, nil

@@ -91,7 +91,7 @@ const heldSlack = time.Second
 // The instants audited are those of the history's span: from the fire of
 // its oldest kept record (or, with no record, this scheduler's start), at
 // most AuditWindow back, to the horizon: now, less the task's jitter and
-// the longest a run of the task can take unrecorded (its MaxRunTime; its lock TTL for a locked
+// lock wait and the longest a run of the task can take unrecorded (its MaxRunTime; its lock TTL for a locked
 // task that does not renew, as the run is cancelled when its lease ends;
 // else the longest run in its history), less a minute for the record to
 // land. Manual runs are not instants of the schedule: they are left out,
@@ -173,7 +173,9 @@ func audit(e *entry, runs []taskstate.Run, holders []holder, now, start time.Tim
 	case e.spec.Lock != "" && !e.spec.Renew:
 		longest = e.spec.LockTTL
 	}
-	a.To = now.Add(-e.spec.Jitter - longest - auditGrace) // a jittered fire starts up to Jitter late
+	// A jittered fire starts up to Jitter late, and may wait LockWait for
+	// its lock.
+	a.To = now.Add(-e.spec.Jitter - e.spec.LockWait - longest - auditGrace)
 	from := start.Add(time.Nanosecond) // a scheduler's first fire follows its start
 	if start.IsZero() {
 		from = start
@@ -244,8 +246,8 @@ func walkable(sched schedule, from, now time.Time) time.Time {
 	if a.IsZero() || b.IsZero() || !b.After(a) {
 		return from
 	}
-	if span := b.Sub(a) * maxAuditWalk; now.Sub(from) > span {
-		return now.Add(-span)
+	if gap := b.Sub(a); now.Sub(from)/gap > maxAuditWalk { // a product could overflow
+		return now.Add(-gap * maxAuditWalk)
 	}
 	return from
 }
@@ -279,6 +281,11 @@ func judge(t time.Time, byFire map[int64]taskstate.Run, holders []holder, e *ent
 			f.Status = FireFailed
 		}
 	}
+	// A jittered fire tried its lock at its shifted start.
+	tried := t
+	if e.spec.Jitter > 0 {
+		tried = t.Add(jitterOffset(e.name, t, e.spec.Jitter))
+	}
 	for _, h := range holders {
 		if h.Start.IsZero() || h.Outcome == taskstate.OutcomeTaken {
 			continue
@@ -287,7 +294,7 @@ func judge(t time.Time, byFire map[int64]taskstate.Run, holders []holder, e *ent
 		if task == e.name && !h.Manual && !h.Fire.Before(t) {
 			continue // this instant's own run, or a later one
 		}
-		if h.Start.After(t.Add(slack)) || h.Start.Add(h.Duration).Before(t.Add(-slack)) {
+		if h.Start.After(tried.Add(slack)) || h.Start.Add(h.Duration).Before(tried.Add(-slack)) {
 			continue
 		}
 		f.Status, f.Node = FireSkipped, ""

@@ -302,3 +302,28 @@ func TestAuditWaitsForAJitteredStart(t *testing.T) {
 		t.Errorf("missed %d, horizon %v; want none missed, the horizon back by the jitter too", a.Missed, a.To)
 	}
 }
+
+// A daily task's audit walks its days (the walk's bound must not overflow
+// on long intervals), and a jittered task's fire is judged lock held by a
+// run that held the lock at its shifted start.
+func TestAuditLongIntervalsAndJitteredHolds(t *testing.T) {
+	every3h, err := parseSchedule("0 */3 * * *", time.UTC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &entry{name: "nightly", spec: Spec{Lock: "k", LockTTL: time.Minute}, sched: every3h}
+	runs := []taskstate.Run{{Fire: epoch, Node: "n1", Start: epoch, Outcome: "ok"}}
+	a := audit(e, runs, []holder{{"nightly", runs[0]}}, epoch.Add(20*time.Hour), time.Time{})
+	if !a.From.Equal(epoch) || a.Missed != 6 || a.Ran != 1 {
+		t.Errorf("every 3h: from %v, ran %d, missed %d; want from the run, 1 ran, 6 missed (03:00 to 18:00)", a.From, a.Ran, a.Missed)
+	}
+	daily, _ := parseSchedule("0 0 * * *", time.UTC)
+	e = &entry{name: "b", spec: Spec{Lock: "k", LockTTL: time.Minute, Jitter: 30 * time.Minute}, sched: daily}
+	shifted := epoch.Add(24 * time.Hour).Add(jitterOffset("b", epoch.Add(24*time.Hour), 30*time.Minute))
+	own := taskstate.Run{Fire: epoch, Node: "n1", Start: epoch, Outcome: "ok"}
+	other := taskstate.Run{Fire: shifted.Add(-time.Minute), Node: "n2", Start: shifted.Add(-time.Minute), Duration: 2 * time.Minute, Outcome: "ok"}
+	a = audit(e, []taskstate.Run{own}, []holder{{"b", own}, {"a", other}}, epoch.Add(2*24*time.Hour-time.Hour), time.Time{})
+	if len(a.Fires) != 1 || a.Fires[0].Outcome != OutcomeLockHeld {
+		t.Errorf("jittered fire under a holder at its shifted start: %+v, want lock held", a.Fires)
+	}
+}

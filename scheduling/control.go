@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ndigo/ndigo/taskstate"
@@ -125,6 +126,9 @@ func (s *Scheduler) ClusterTasks(ctx context.Context) ([]TaskInfo, error) {
 		}
 		ti.Paused = paused
 		if len(runs) > 0 {
+			// By fire, not by when each was recorded: a node's records of
+			// an outage land after the runs that followed it.
+			slices.SortStableFunc(runs, func(a, b taskstate.Run) int { return b.Fire.Compare(a.Fire) })
 			ti.ClusterLast, ti.ClusterRecent = &runs[0], runs
 		}
 	}

@@ -27,6 +27,10 @@ const ClaimTTL = 24 * time.Hour
 // the record of a later claim could have expired.
 const MaxClaimLateness = ClaimTTL / 2
 
+// MaxJitter is the longest Jitter: a fire must start well before
+// MaxClaimLateness after its instant, when it could no longer be claimed.
+const MaxJitter = MaxClaimLateness / 2
+
 // MaxCatchUp is the longest catch-up window ([CatchUp]): a missed fire must
 // still be claimable when the cluster comes back.
 const MaxCatchUp = MaxClaimLateness

@@ -152,8 +152,10 @@ func TestJitterShiftsEachFireWithinItsWindow(t *testing.T) {
 			starts[runs[len(runs)-1]] = fc.Now()
 		}
 	}
-	if x.count() != 10 || len(starts) != 10 {
-		t.Fatalf("%d runs of %d fires in 10 minutes, want 10, once each", x.count(), len(starts))
+	// 00:00 to 00:10: the nodes started at 00:00, before that fire's
+	// shifted start.
+	if x.count() != 11 || len(starts) != 11 {
+		t.Fatalf("%d runs of %d fires in 10 minutes, want 11, once each", x.count(), len(starts))
 	}
 	offsets := map[time.Duration]bool{}
 	for fire, start := range starts {
@@ -163,8 +165,8 @@ func TestJitterShiftsEachFireWithinItsWindow(t *testing.T) {
 		}
 		offsets[want] = true
 	}
-	if len(offsets) < 8 {
-		t.Errorf("%d distinct offsets in 10 fires, want them to differ", len(offsets))
+	if len(offsets) < 9 {
+		t.Errorf("%d distinct offsets in 11 fires, want them to differ", len(offsets))
 	}
 	if most := late.max(); most >= time.Second {
 		t.Errorf("lateness up to %v, want it measured from the shifted start (below the 1s step)", most)
@@ -212,4 +214,33 @@ func (l *latenessRecorder) max() time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.most
+}
+
+// A node that starts between a jittered fire's instant and its shifted
+// start still runs that fire; a jitter above MaxJitter is refused.
+func TestJitteredFireSurvivesAStartInItsWindow(t *testing.T) {
+	fire := epoch.Add(time.Minute)
+	var offset time.Duration
+	name := ""
+	for i := 0; offset < 2*time.Second; i++ { // a name whose offset leaves room to start inside it
+		name = fmt.Sprint("report-", i)
+		offset = jitterOffset(name, fire, 30*time.Second)
+	}
+	fc := clockwork.NewFakeClockAt(fire.Add(offset / 2))
+	s := New(Config{Clock: fc, Driver: locks.NewInProcessDriver(locks.WithClock(fc)), Logger: slog.New(slog.DiscardHandler)})
+	var x fires
+	mustAdd(t, s, NewTask(x.task, Cron("@every 1m"), Lock("k"), Jitter(30*time.Second), Name(name)))
+	mustStart(t, s)
+	defer s.Stop(context.Background())
+	if next := s.Tasks()[0].Next; !next.Equal(fire) {
+		t.Fatalf("next fire %v after a start at %v, want %v, whose start (+%v) has not come", next, fc.Now(), fire, offset)
+	}
+	step(t, fc, offset, time.Second, s)
+	if got := x.list(); len(got) != 1 || !got[0].Equal(fire) {
+		t.Fatalf("runs %v, want the fire at %v", got, fire)
+	}
+	err := s.Add(NewTask(func(context.Context) error { return nil }, Cron("@daily"), Jitter(7*time.Hour), Name("late")))
+	if err == nil || !strings.Contains(err.Error(), `option jitter = "7h0m0s": must not exceed 6h0m0s (scheduling.MaxJitter)`) {
+		t.Errorf("a 7h jitter: %v, want it refused", err)
+	}
 }

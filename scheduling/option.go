@@ -105,7 +105,8 @@ func DST(policy string) Option {
 // instant as its identity (its claim, Run.Fire, the history, metrics);
 // its lateness is measured from the shifted start, and the pause rule,
 // the lock and the claim apply when it starts. d must be below the
-// schedule's shortest interval, so that fires keep their order.
+// schedule's shortest interval, so that fires keep their order, and at
+// most [MaxJitter].
 func Jitter(d time.Duration) Option {
 	return func(t *Task) { t.decl.Jitter = &d }
 }

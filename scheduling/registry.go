@@ -197,3 +197,16 @@ func (e *entry) setNext(next time.Time) {
 		e.at = next.Add(jitterOffset(e.name, next, j))
 	}
 }
+
+// nextAfter sets e's next fire to the first whose start is after now:
+// with Jitter, a fire whose instant has passed may not have started yet,
+// and a node that starts (or comes back) then must not drop it. s.mu is
+// held.
+func (e *entry) nextAfter(now time.Time) {
+	for t := e.sched.Next(now.Add(-e.spec.Jitter)); !t.IsZero(); t = e.sched.Next(t) {
+		if e.setNext(t); e.at.After(now) {
+			return
+		}
+	}
+	e.setNext(time.Time{})
+}

@@ -206,7 +206,7 @@ func (s *Scheduler) Add(tasks ...Task) error {
 		sched, _ := cache.parseFor(t.decl.Cron, t.Name(), t.Spec().DST) // validated above
 		e := &entry{fn: t.fn, name: t.Name(), typ: t.typ, method: t.method, spec: t.Spec(),
 			sched: sched, seq: len(s.entries), index: -1}
-		e.setNext(sched.Next(now))
+		e.nextAfter(now)
 		if e.spec.Lock != "" {
 			e.claimKey = e.spec.Lock + "@" + e.name
 		}
@@ -273,8 +273,8 @@ func (s *Scheduler) Start() error {
 	// schedule starts now.
 	now := s.clock.Now()
 	for _, e := range s.due {
-		if !e.next.After(now) {
-			e.setNext(e.sched.Next(now))
+		if !e.at.After(now) {
+			e.nextAfter(now)
 		}
 	}
 	heap.Init(&s.due)
@@ -520,11 +520,10 @@ func (s *Scheduler) loop() {
 		s.mu.Lock()
 		for _, f := range batch {
 			e := f.e
-			next := e.sched.Next(f.fire)
-			if !next.IsZero() && !next.After(now) {
-				next = e.sched.Next(now) // missed fires are not caught up
+			if e.setNext(e.sched.Next(f.fire)); !e.next.IsZero() && !e.at.After(now) {
+				e.nextAfter(now) // missed fires are not caught up
 			}
-			if e.setNext(next); !next.IsZero() {
+			if !e.next.IsZero() {
 				heap.Push(&s.due, e)
 			}
 		}

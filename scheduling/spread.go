@@ -290,10 +290,12 @@ func (s *Scheduler) takeovers(prev, v *view, now time.Time) []firing {
 		if was == s.node || slices.Contains(v.members, was) {
 			continue
 		}
-		// A fire at or after e.next is still this node's own to start
-		// (its jittered start has not come): the loop dispatches it.
+		// A fire at or after e.next, while e waits in the heap, is still
+		// this node's own to start (its jittered start has not come): the
+		// loop dispatches it. Out of the heap, e.next is the fire being
+		// dispatched, under the old view.
 		if p := lastFireWithin(e.sched, now, 2*s.spread.every); !p.IsZero() && p.UnixNano() > e.tried.Load() &&
-			(e.next.IsZero() || p.Before(e.next)) {
+			(e.index < 0 || e.next.IsZero() || p.Before(e.next)) {
 			out = append(out, firing{e: e, fire: p, kind: kindCatchUp})
 		}
 	}

@@ -265,7 +265,11 @@ func validateTasks(tasks []Task, taken map[string]bool, rules lockRules, cache *
 		}
 		if j := t.decl.Jitter; j != nil && *j > 0 && !unread["jitter"] && !unread["cron"] {
 			if sched, err := cache.parseFor(t.decl.Cron, t.Name(), ""); err == nil {
-				if gap := shortestGap(sched, time.Now()); gap > 0 && *j >= gap {
+				switch gap := shortestGap(sched, time.Now()); {
+				case *j > MaxJitter:
+					add(Problem{Option: "jitter", Value: j.String(), Rule: fmt.Sprintf("must not exceed %v (scheduling.MaxJitter): "+
+						"a fire must still be claimable when it starts", MaxJitter)})
+				case gap > 0 && *j >= gap:
 					add(Problem{Option: "jitter", Value: j.String(), Rule: fmt.Sprintf("must be below the schedule's shortest interval (%v): "+
 						"a fire must start before the next one is due", gap)})
 				}
