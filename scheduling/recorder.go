@@ -53,8 +53,9 @@ func (s *Scheduler) flush() {
 // maxBacklog of them: they go with the next flush, which the next record
 // or the next poll that reaches the store starts. The fires that failed
 // while the store was down thus appear in the history once it is back, on
-// every node that saw them fail (a node that stops or dies before then
-// loses its own; Stop logs how many).
+// every node that saw them fail. Stop tries once more, for up to two
+// seconds, and logs how many it could not record; a node that dies first
+// loses its own.
 type recorder struct {
 	mu      sync.Mutex
 	pending []taskstate.TaskRun
@@ -164,10 +165,26 @@ func (s *Scheduler) backlog() int {
 	return len(s.records.pending)
 }
 
-// logLostRecords logs, when Stop returns, the records that the store did
-// not take: they are lost with the process.
+// stopFlush is how long Stop's last try to record the backlog may take.
+const stopFlush = 2 * time.Second
+
+// logLostRecords tries, when Stop returns, once more to record what the
+// store refused (it may be back, with no poll since to say so), and logs
+// the records it still did not take: they are lost with the process.
 func (s *Scheduler) logLostRecords() {
-	if n := s.backlog(); n > 0 {
-		s.log.Error("fire records lost at stop: the shared history did not take them", "records", n)
+	s.records.mu.Lock()
+	batch := s.records.pending
+	s.records.pending = nil
+	s.records.mu.Unlock()
+	if len(batch) == 0 {
+		return
 	}
+	// Real time: a test's fake clock must not hold Stop.
+	ctx, cancel := context.WithTimeout(context.Background(), stopFlush)
+	defer cancel()
+	if err := s.state.Record(ctx, batch...); err != nil {
+		s.log.Error("fire records lost at stop: the shared history did not take them", "records", len(batch), "err", err)
+		return
+	}
+	s.log.Info("fires recorded in the shared history at stop", "records", len(batch))
 }

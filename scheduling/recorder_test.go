@@ -133,3 +133,37 @@ func TestFullBacklogDropsTheOldest(t *testing.T) {
 		t.Errorf("dropped %d, logged %d times; want 1 and 1", s.records.dropped, len(logs.find("fire records dropped")))
 	}
 }
+
+// Stop records what the store refused when the store is back by then,
+// even with no poll since to say so; with the store still down, it says
+// how many records are lost.
+func TestStopRecordsTheBacklog(t *testing.T) {
+	for _, back := range []bool{true, false} {
+		fc := clockwork.NewFakeClockAt(epoch)
+		inner, _ := taskstate.NewInProcess(0)
+		store := &outageStore{Store: inner}
+		logs := &logRecorder{}
+		s := New(Config{Clock: fc, Logger: slog.New(logs), State: store, Node: "n1",
+			Driver: locks.NewInProcessDriver(locks.WithClock(fc))})
+		var x exclusive
+		mustAdd(t, s, NewTask(x.task, Cron("@every 1m"), Lock("k"), Name("report")))
+		mustStart(t, s)
+		store.down.Store(true)
+		step(t, fc, 3*time.Minute, time.Second, s)
+		kept := s.backlog()
+		if kept == 0 {
+			t.Fatal("no record kept while the store was down")
+		}
+		store.down.Store(!back)
+		if err := s.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		runs, _ := inner.Runs(context.Background(), "report", 0)
+		switch {
+		case back && len(runs) != kept:
+			t.Errorf("store back at stop: %d records in the history, want the %d kept", len(runs), kept)
+		case !back && (len(runs) != 0 || len(logs.find("fire records lost at stop")) != 1):
+			t.Errorf("store down at stop: %d records, %d lines; want none recorded and the loss said once", len(runs), len(logs.find("fire records lost at stop")))
+		}
+	}
+}
