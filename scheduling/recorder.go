@@ -169,9 +169,10 @@ func (s *Scheduler) backlog() int {
 const stopFlush = 2 * time.Second
 
 // logLostRecords tries, when Stop returns, once more to record what the
-// store refused (it may be back, with no poll since to say so), and logs
-// the records it still did not take: they are lost with the process.
-func (s *Scheduler) logLostRecords() {
+// store refused (it may be back, with no poll since to say so), within
+// Stop's context, and logs the records it still did not take: they are
+// lost with the process.
+func (s *Scheduler) logLostRecords(stop context.Context) {
 	s.records.mu.Lock()
 	batch := s.records.pending
 	s.records.pending = nil
@@ -180,7 +181,7 @@ func (s *Scheduler) logLostRecords() {
 		return
 	}
 	// Real time: a test's fake clock must not hold Stop.
-	ctx, cancel := context.WithTimeout(context.Background(), stopFlush)
+	ctx, cancel := context.WithTimeout(stop, stopFlush)
 	defer cancel()
 	if err := s.state.Record(ctx, batch...); err != nil {
 		s.log.Error("fire records lost at stop: the shared history did not take them", "records", len(batch), "err", err)

@@ -375,7 +375,7 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	case stopped:
 		return nil
 	case started:
-		defer s.logLostRecords()
+		defer s.logLostRecords(ctx)
 		close(s.stop)
 		s.cancelAcquire() // fires waiting for a lock give up: no new runs
 		<-s.loopDone
