@@ -47,9 +47,15 @@ func CheckRegistered(opts ...fx.Option) fx.Option {
 		return fx.Options()
 	}
 	return fx.Invoke(func(p registeredParams) error {
+		// T and *T are one controller: a registration of either counts.
 		done := map[reflect.Type]bool{}
 		for _, r := range p.Registered {
 			done[r.t] = true
+			if r.t.Kind() == reflect.Pointer {
+				done[r.t.Elem()] = true
+			} else {
+				done[reflect.PointerTo(r.t)] = true
+			}
 		}
 		var missing []string
 		for _, t := range declaring {

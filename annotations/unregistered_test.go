@@ -31,6 +31,7 @@ func TestCheckRegisteredFindsUnregisteredControllers(t *testing.T) {
 		{"Controller in another module", []fx.Option{fx.Provide(newPayroll), fx.Module("billing", Controller[*PayrollController]())}, false},
 		{"Controller", []fx.Option{fx.Provide(newPayroll), Controller[*PayrollController]()}, false},
 		{"no task", []fx.Option{fx.Provide(func() *ledgerRepo { return &ledgerRepo{} })}, false},
+		{"provided as T, registered as *T", []fx.Option{fx.Supply(PayrollController{}), fx.Provide(newPayroll), Controller[*PayrollController]()}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			app := fx.New(fx.NopLogger, fx.Options(c.opts...), CheckRegistered(c.opts...))
