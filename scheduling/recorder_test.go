@@ -50,19 +50,35 @@ func (o *outageStore) Record(ctx context.Context, runs ...taskstate.TaskRun) err
 	return o.Store.Record(ctx, runs...)
 }
 
+// outageNode is node n1 on a fake clock, with task "report" every minute on
+// lock k, and a task state that the test takes down and brings back.
+type outageNode struct {
+	fc    *clockwork.FakeClock
+	inner *taskstate.InProcess
+	store *outageStore
+	logs  *logRecorder
+	s     *Scheduler
+	x     exclusive
+}
+
+func startOutageNode(t *testing.T) *outageNode {
+	t.Helper()
+	n := &outageNode{fc: clockwork.NewFakeClockAt(epoch), logs: &logRecorder{}}
+	n.inner, _ = taskstate.NewInProcess(0)
+	n.store = &outageStore{Store: n.inner}
+	n.s = New(Config{Clock: n.fc, Logger: slog.New(n.logs), State: n.store, Node: "n1",
+		Driver: locks.NewInProcessDriver(locks.WithClock(n.fc))})
+	mustAdd(t, n.s, NewTask(n.x.task, Cron("@every 1m"), Lock("k"), Name("report")))
+	mustStart(t, n.s)
+	return n
+}
+
 // The fires that fail while the store is down reach the shared history once
 // it is back, in order, with the error that failed them; the node logs the
 // outage once, and its end.
 func TestFiresFailedDuringAnOutageAreRecordedAfterIt(t *testing.T) {
-	fc := clockwork.NewFakeClockAt(epoch)
-	inner, _ := taskstate.NewInProcess(0)
-	store := &outageStore{Store: inner}
-	logs := &logRecorder{}
-	s := New(Config{Clock: fc, Logger: slog.New(logs), State: store, Node: "n1",
-		Driver: locks.NewInProcessDriver(locks.WithClock(fc))})
-	var x exclusive
-	mustAdd(t, s, NewTask(x.task, Cron("@every 1m"), Lock("k"), Name("report")))
-	mustStart(t, s)
+	n := startOutageNode(t)
+	fc, inner, store, logs, s, x := n.fc, n.inner, n.store, n.logs, n.s, &n.x
 	defer s.Stop(context.Background())
 	step(t, fc, 2*time.Minute, time.Second, s) // runs at 00:01, 00:02
 	store.down.Store(true)
@@ -139,15 +155,8 @@ func TestFullBacklogDropsTheOldest(t *testing.T) {
 // how many records are lost.
 func TestStopRecordsTheBacklog(t *testing.T) {
 	for _, back := range []bool{true, false} {
-		fc := clockwork.NewFakeClockAt(epoch)
-		inner, _ := taskstate.NewInProcess(0)
-		store := &outageStore{Store: inner}
-		logs := &logRecorder{}
-		s := New(Config{Clock: fc, Logger: slog.New(logs), State: store, Node: "n1",
-			Driver: locks.NewInProcessDriver(locks.WithClock(fc))})
-		var x exclusive
-		mustAdd(t, s, NewTask(x.task, Cron("@every 1m"), Lock("k"), Name("report")))
-		mustStart(t, s)
+		n := startOutageNode(t)
+		fc, inner, store, logs, s := n.fc, n.inner, n.store, n.logs, n.s
 		store.down.Store(true)
 		step(t, fc, 3*time.Minute, time.Second, s)
 		kept := s.backlog()
