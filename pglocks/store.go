@@ -24,6 +24,10 @@ var (
 	storeRecordSQL string
 	//go:embed store_take.sql
 	storeTakeSQL string
+	//go:embed store_takeretry.sql
+	storeTakeRetrySQL string
+	//go:embed store_retry.sql
+	storeRetrySQL string
 )
 
 const defaultStoreTable = "ndigo_tasks"
@@ -35,9 +39,10 @@ type StoreOptions struct {
 	// Namespace isolates this store's tasks from those of other
 	// environments sharing the database, with [CheckNamespace]'s rule.
 	Namespace string
-	// Table is the prefix of the store's three tables, "table" or
+	// Table is the prefix of the store's tables, "table" or
 	// "schema.table" as Options.Table; "" means ndigo_tasks (tables
-	// ndigo_tasks_paused, ndigo_tasks_requests and ndigo_tasks_runs).
+	// ndigo_tasks_paused, ndigo_tasks_requests, ndigo_tasks_retries and
+	// ndigo_tasks_runs).
 	Table string
 	// History is how many runs per task the store keeps; zero means
 	// taskstate.DefaultHistory.
@@ -50,9 +55,9 @@ type StoreOptions struct {
 // statement, with the namespace and task name as bind parameters, sent
 // unprepared (pgx.QueryExecModeExec, whatever the pool's default mode), as
 // the driver's: it works through PgBouncer in transaction mode. A take
-// deletes the request and inserts the placeholder run in one statement; a
-// manual run's record deletes its placeholder, inserts the run and trims
-// the history in one. A placeholder's JSON has "fire_ns", the request's
+// deletes the request or retry and inserts the placeholder run in one
+// statement; a manual run's or a retry's record deletes its placeholder,
+// inserts the run, trims the history and leaves the run's retry in one. A placeholder's JSON has "fire_ns", the request's
 // instant in Unix nanoseconds, in place of "fire".
 //
 // pgx never resends a query: a call whose reply was lost (the connection
@@ -68,7 +73,7 @@ type Store struct {
 }
 
 type storeStatements struct {
-	schema, pause, resume, paused, request, poll, take, record, records, runs string
+	schema, pause, resume, paused, request, poll, take, takeRetry, record, retry, records, runs string
 }
 
 var _ taskstate.Store = (*Store)(nil)
@@ -104,22 +109,25 @@ func NewStore(opts StoreOptions) (*Store, error) {
 		q[len(q)-1] += suffix
 		return pgx.Identifier(q).Sanitize()
 	}
-	r := strings.NewReplacer("$PAUSED", name("_paused"), "$REQUESTS", name("_requests"), "$RUNS", name("_runs"),
+	r := strings.NewReplacer("$PAUSED", name("_paused"), "$REQUESTS", name("_requests"), "$RUNS", name("_runs"), "$RETRIES", name("_retries"),
 		"$PAUSES", name("_pauses"), "$RECORD1", name("_record1"), "$RECORD", name("_record"))
 	s := &Store{pool: opts.Pool, ns: opts.Namespace, table: table, history: n, sql: storeStatements{
 		schema: fmt.Sprintf("SELECT pg_advisory_xact_lock(%d);\n", schemaLock([]string{"store", table})) +
-			r.Replace(storeSchemaSQL) + r.Replace(recordFunctionsSQL(storeRecordSQL)),
+			r.Replace(storeSchemaSQL) + r.Replace(recordFunctionsSQL(storeRecordSQL, storeRetrySQL)),
 		pause: r.Replace(`WITH g AS (SELECT nextval('$PAUSES'))
 			INSERT INTO $PAUSED (ns, task) SELECT $1::text, $2::text FROM g ON CONFLICT DO NOTHING`),
 		resume: r.Replace(`WITH g AS (SELECT nextval('$PAUSES'))
 			DELETE FROM $PAUSED WHERE ns = $1::text AND task = $2::text AND EXISTS (SELECT 1 FROM g)`),
 		paused:  r.Replace(`SELECT EXISTS (SELECT 1 FROM $PAUSED WHERE ns = $1::text AND task = $2::text)`),
 		request: r.Replace(`INSERT INTO $REQUESTS (ns, task, at) VALUES ($1::text, $2::text, $3::bigint) ON CONFLICT DO NOTHING`),
-		poll: r.Replace(`SELECT task, at FROM $REQUESTS WHERE ns = $1::text
-			UNION ALL SELECT NULL::text, last_value FROM $PAUSES`),
-		take:    r.Replace(storeTakeSQL),
-		record:  r.Replace(storeRecordSQL),
-		records: r.Replace(`SELECT $RECORD($1::text, $2::text[], $3::text[], $4::bigint, $5::text[])`),
+		poll: r.Replace(`SELECT 'request', task, at, 0, 0, false FROM $REQUESTS WHERE ns = $1::text
+			UNION ALL SELECT 'retry', task, fire, attempt, due, manual FROM $RETRIES WHERE ns = $1::text
+			UNION ALL SELECT 'pauses', NULL::text, CASE WHEN is_called THEN last_value ELSE 0 END, 0, 0, false FROM $PAUSES`),
+		take:      r.Replace(storeTakeSQL),
+		takeRetry: r.Replace(storeTakeRetrySQL),
+		record:    r.Replace(storeRecordSQL),
+		retry:     r.Replace(storeRetrySQL),
+		records:   r.Replace(`SELECT $RECORD($1::text, $2::text[], $3::text[], $4::bigint, $5::text[], $6::text[])`),
 		runs:    r.Replace(`SELECT run FROM $RUNS WHERE ns = $1::text AND task = $2::text ORDER BY id DESC LIMIT $3::bigint`),
 	}}
 	return s, nil
@@ -193,11 +201,12 @@ func (s *Store) RequestRun(ctx context.Context, task string, at time.Time) error
 	return nil
 }
 
-// Poll returns the pending requests and the pause generation, in one
-// statement: the generation is the last value of a sequence that SetPaused
-// draws from (of every namespace in the tables: a change in one namespace
-// makes the others' nodes read their flags again, which costs a read and
-// changes nothing).
+// Poll returns the pending requests and retries and the pause generation,
+// in one statement. The generation is the last value of a sequence that
+// SetPaused draws from, of every namespace in the tables (a change in one
+// namespace makes the others' nodes read their flags again, which costs a
+// read and changes nothing), and 0 before the first draw, whose value is
+// 1 too.
 func (s *Store) Poll(ctx context.Context) (taskstate.Poll, error) {
 	if err := taskstate.CheckContext(ctx); err != nil {
 		return taskstate.Poll{}, err
@@ -207,13 +216,22 @@ func (s *Store) Poll(ctx context.Context) (taskstate.Poll, error) {
 		return taskstate.Poll{}, fmt.Errorf("%w: Poll in namespace %q: %w", ErrDatabase, s.ns, err)
 	}
 	out := taskstate.Poll{Requests: map[string]time.Time{}}
+	var kind string
 	var task *string
-	var at int64
-	_, err = pgx.ForEachRow(rows, []any{&task, &at}, func() error {
-		if task == nil {
+	var at, due int64
+	var attempt int
+	var manual bool
+	_, err = pgx.ForEachRow(rows, []any{&kind, &task, &at, &attempt, &due, &manual}, func() error {
+		switch kind {
+		case "pauses":
 			out.Pauses = at
-		} else {
+		case "request":
 			out.Requests[*task] = time.Unix(0, at).UTC()
+		case "retry":
+			if out.Retries == nil {
+				out.Retries = map[string]taskstate.Retry{}
+			}
+			out.Retries[*task] = taskstate.Retry{Fire: time.Unix(0, at).UTC(), Manual: manual, Attempt: attempt, Due: time.Unix(0, due).UTC()}
 		}
 		return nil
 	})
@@ -243,12 +261,47 @@ func (s *Store) TakeRequest(ctx context.Context, task, node string) (time.Time, 
 	return time.Time{}, false, s.fail("TakeRequest", task, err)
 }
 
+// TakeRetry removes task's pending retry if it is r and adds node's
+// placeholder run, in one statement.
+func (s *Store) TakeRetry(ctx context.Context, task, node string, r taskstate.Retry) (bool, error) {
+	if err := taskstate.CheckTask(ctx, task); err != nil {
+		return false, err
+	}
+	if err := taskstate.CheckNode(node); err != nil {
+		return false, err
+	}
+	if err := taskstate.CheckRetry(task, r); err != nil {
+		return false, err
+	}
+	p, err := json.Marshal(placeholderOf{FireNano: r.Fire.UnixNano(), Node: node, Outcome: taskstate.OutcomeTaken,
+		Attempt: r.Attempt, Manual: r.Manual})
+	if err != nil {
+		return false, fmt.Errorf("pglocks: TakeRetry of task %q: %w", task, err)
+	}
+	var n int
+	err = s.pool.QueryRow(ctx, s.sql.takeRetry, pgx.QueryExecModeExec, s.ns, task, string(p), r.Fire.UnixNano(), r.Attempt).Scan(&n)
+	if err != nil {
+		return false, s.fail("TakeRetry", task, err)
+	}
+	return n == 1, nil
+}
+
 // placeholderOf is what the row of the placeholder that the take of r's
-// request added contains (store_take.sql writes it).
+// request or retry added contains (store_take.sql and TakeRetry write it).
 type placeholderOf struct {
 	FireNano int64  `json:"fire_ns"`
 	Node     string `json:"node"`
 	Outcome  string `json:"outcome"`
+	Attempt  int    `json:"attempt,omitempty"` // a retry's
+	Manual   bool   `json:"manual,omitempty"`  // a retry's of a manual run (a request's placeholder has it too, unread)
+}
+
+// retryRow is a retry as the record function reads it (store_retry.sql).
+type retryRow struct {
+	Fire    int64 `json:"fire"`
+	Attempt int   `json:"attempt"`
+	Due     int64 `json:"due"`
+	Manual  bool  `json:"manual"`
 }
 
 // storedRun is a run as the table keeps it: a Run's JSON, or a placeholder,
@@ -258,19 +311,23 @@ type storedRun struct {
 	FireNano *int64 `json:"fire_ns,omitempty"`
 }
 
-// recordFunctionsSQL makes the record statement a function, and the
-// function that calls it for each run of a Record, so that one statement
-// records them all.
-func recordFunctionsSQL(record string) string {
-	return `CREATE OR REPLACE FUNCTION $RECORD1(text, text, text, bigint, text) RETURNS void LANGUAGE plpgsql AS $ndigo$
+// recordFunctionsSQL makes the record statement and the retry statement a
+// function, and the function that calls it for each run of a Record, so
+// that one statement records them all. (The functions of five arguments
+// that earlier versions made are left in place, unused.)
+func recordFunctionsSQL(record, retry string) string {
+	return `CREATE OR REPLACE FUNCTION $RECORD1(text, text, text, bigint, text, text) RETURNS void LANGUAGE plpgsql AS $ndigo$
 BEGIN
 ` + strings.TrimSpace(record) + `;
+	IF $6 IS NOT NULL THEN
+		` + strings.ReplaceAll(strings.TrimSpace(retry), "$3::jsonb", "$6::jsonb") + `;
+	END IF;
 END
 $ndigo$;
-CREATE OR REPLACE FUNCTION $RECORD(text, text[], text[], bigint, text[]) RETURNS void LANGUAGE plpgsql AS $ndigo$
+CREATE OR REPLACE FUNCTION $RECORD(text, text[], text[], bigint, text[], text[]) RETURNS void LANGUAGE plpgsql AS $ndigo$
 BEGIN
 	FOR i IN 1 .. coalesce(array_length($2, 1), 0) LOOP
-		PERFORM $RECORD1($1, $2[i], $3[i], $4, $5[i]);
+		PERFORM $RECORD1($1, $2[i], $3[i], $4, $5[i], $6[i]);
 	END LOOP;
 END
 $ndigo$;
@@ -286,7 +343,8 @@ func (s *Store) Record(ctx context.Context, runs ...taskstate.TaskRun) error {
 	if err := taskstate.CheckRecord(ctx, runs); err != nil || len(runs) == 0 {
 		return err
 	}
-	tasks, texts, replaced := make([]string, len(runs)), make([]string, len(runs)), make([]*string, len(runs))
+	tasks, texts := make([]string, len(runs)), make([]string, len(runs))
+	replaced, retries := make([]*string, len(runs)), make([]*string, len(runs))
 	for i, tr := range runs {
 		r := tr.Run
 		r.Error = taskstate.CutError(r.Error)
@@ -295,21 +353,38 @@ func (s *Store) Record(ctx context.Context, runs ...taskstate.TaskRun) error {
 			return fmt.Errorf("pglocks: Record of task %q: %w", tr.Task, err)
 		}
 		tasks[i], texts[i] = tr.Task, string(b)
-		if r.Manual {
-			p, err := json.Marshal(placeholderOf{FireNano: r.Fire.UnixNano(), Node: r.Node, Outcome: taskstate.OutcomeTaken})
+		if r.Manual || r.Attempt > 1 {
+			p := placeholderOf{FireNano: r.Fire.UnixNano(), Node: r.Node, Outcome: taskstate.OutcomeTaken}
+			if r.Attempt > 1 {
+				p.Attempt = r.Attempt
+			}
+			b, err := json.Marshal(p)
 			if err != nil {
 				return fmt.Errorf("pglocks: Record of task %q: %w", tr.Task, err)
 			}
-			ps := string(p)
+			ps := string(b)
 			replaced[i] = &ps
 		}
+		if rt := tr.Retry; rt != nil {
+			b, err := json.Marshal(retryRow{Fire: rt.Fire.UnixNano(), Attempt: rt.Attempt, Due: rt.Due.UnixNano(), Manual: rt.Manual})
+			if err != nil {
+				return fmt.Errorf("pglocks: Record of task %q: %w", tr.Task, err)
+			}
+			rs := string(b)
+			retries[i] = &rs
+		}
 	}
-	_, err := s.pool.Exec(ctx, s.sql.records, pgx.QueryExecModeExec, s.ns, tasks, texts, s.history, replaced)
+	_, err := s.pool.Exec(ctx, s.sql.records, pgx.QueryExecModeExec, s.ns, tasks, texts, s.history, replaced, retries)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "42883" { // undefined_function
 		for i := range runs {
 			if _, err := s.pool.Exec(ctx, s.sql.record, pgx.QueryExecModeExec, s.ns, tasks[i], texts[i], s.history, replaced[i]); err != nil {
 				return s.fail("Record", tasks[i], err)
+			}
+			if retries[i] != nil {
+				if _, err := s.pool.Exec(ctx, s.sql.retry, pgx.QueryExecModeExec, s.ns, tasks[i], *retries[i]); err != nil {
+					return s.fail("Record", tasks[i], err)
+				}
 			}
 		}
 		return nil

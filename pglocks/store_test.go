@@ -163,12 +163,17 @@ func TestStoreRecordOnAnEarlierSchema(t *testing.T) {
 	if err := s.CreateSchema(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Exec(ctx, "DROP FUNCTION "+schema+".tasks_record(text, text[], text[], bigint, text[])"); err != nil {
+	if _, err := p.Exec(ctx, "DROP FUNCTION "+schema+".tasks_record(text, text[], text[], bigint, text[], text[])"); err != nil {
 		t.Fatal(err)
 	}
+	fire := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	retry := taskstate.Retry{Fire: fire, Attempt: 2, Due: fire.Add(time.Minute)}
 	if err := s.Record(ctx, taskstate.TaskRun{Task: "a", Run: taskstate.Run{Token: 1, Outcome: "ok"}},
-		taskstate.TaskRun{Task: "b", Run: taskstate.Run{Token: 2, Outcome: "ok"}}); err != nil {
+		taskstate.TaskRun{Task: "b", Run: taskstate.Run{Token: 2, Outcome: "error"}, Retry: &retry}); err != nil {
 		t.Fatalf("Record without the function: %v", err)
+	}
+	if p, err := s.Poll(ctx); err != nil || !p.Retries["b"].Due.Equal(retry.Due) {
+		t.Fatalf("Poll = %+v, %v; want b's retry %+v pending", p, err, retry)
 	}
 	for task, token := range map[string]uint64{"a": 1, "b": 2} {
 		if runs, err := s.Runs(ctx, task, 0); err != nil || len(runs) != 1 || runs[0].Token != token {

@@ -1,10 +1,12 @@
 -- Add a run to a task's history, in place of its placeholder for a manual
--- run, and keep only the newest.
+-- run or a retry, keep only the newest, and leave the run's retry pending.
 -- KEYS[1] the task's runs list, KEYS[2] the call's key (named after the
--- call's nonce, the same across the client's retries). ARGV[1] the run
--- (JSON), ARGV[2] how many runs to keep, ARGV[3] the list's TTL in ms after
--- this run, ARGV[4] the placeholder the run replaces (the JSON take.lua
--- wrote) or "" for none, ARGV[5] how long the call is remembered, in ms.
+-- call's nonce, the same across the client's retries), KEYS[3] the retries
+-- hash. ARGV[1] the run (JSON), ARGV[2] how many runs to keep, ARGV[3] the
+-- list's TTL in ms after this run, ARGV[4] the placeholder the run replaces
+-- (the JSON take.lua or takeretry.lua wrote) or "" for none, ARGV[5] how
+-- long the call is remembered, in ms, ARGV[6] the task's name, ARGV[7] the
+-- retry the run leaves pending (the retries hash's value) or "" for none.
 -- A retry whose first attempt recorded the run finds the call's key and
 -- adds nothing, whatever other nodes recorded in between.
 if redis.call('EXISTS', KEYS[2]) == 1 then
@@ -16,5 +18,8 @@ end
 redis.call('LPUSH', KEYS[1], ARGV[1])
 redis.call('LTRIM', KEYS[1], 0, tonumber(ARGV[2]) - 1)
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
+if ARGV[7] ~= '' then
+  redis.call('HSET', KEYS[3], ARGV[6], ARGV[7])
+end
 redis.call('SET', KEYS[2], '1', 'PX', ARGV[5])
 return 1

@@ -30,15 +30,18 @@ var (
 	recordSource string
 	//go:embed take.lua
 	takeSource string
+	//go:embed takeretry.lua
+	takeRetrySource string
 	//go:embed request.lua
 	requestSource string
 	//go:embed pause.lua
 	pauseSource string
 
 	recordScript  = redis.NewScript(recordSource)
-	takeScript    = redis.NewScript(takeSource)
-	requestScript = redis.NewScript(requestSource)
-	pauseScript   = redis.NewScript(pauseSource)
+	takeScript      = redis.NewScript(takeSource)
+	takeRetryScript = redis.NewScript(takeRetrySource)
+	requestScript   = redis.NewScript(requestSource)
+	pauseScript     = redis.NewScript(pauseSource)
 )
 
 // StoreOptions configures a Store made by NewStore.
@@ -61,12 +64,14 @@ type StoreOptions struct {
 //	ndigo:{ns:t}:task:paused     "1" while the task is paused; no expiry
 //	ndigo:{ns:t}:task:call:<n>   a SetPaused call's nonce n, for a minute
 //	ndigo:{ns}:requests          the pending manual-run requests: task name -> Unix nanoseconds
+//	ndigo:{ns}:retries           the pending retries: task name -> "<fire> <attempt> <due> <manual>" (Unix nanoseconds, 0 or 1)
 //	ndigo:{ns}:pauses            the pause generation (taskstate.Poll.Pauses): INCR after each SetPaused; no expiry
 //	ndigo:{ns}:runs:t            the newest runs, JSON each, newest first; it expires 90 days after the last
-//	ndigo:{ns}:call:<n>          a RequestRun, TakeRequest or Record call's nonce n (a take's: what it took), for a minute
+//	ndigo:{ns}:call:<n>          a RequestRun, TakeRequest, TakeRetry or Record call's nonce n (a take's: what it took), for a minute
 //
-// The runs are in the namespace's hash slot, with the requests, so that a
-// take removes the request and adds its placeholder run in one script on a
+// The runs are in the namespace's hash slot, with the requests and the
+// retries, so that a take removes the request or retry and adds its
+// placeholder run, and a record leaves its retry, in one script on a
 // Redis Cluster too; a namespace's requests and histories are thus on one
 // Cluster node, while its locks and paused flags spread by task. (Before,
 // the runs were at ndigo:{ns:t}:task:runs; runs recorded there are no
@@ -79,7 +84,7 @@ type StoreOptions struct {
 // operation is one round trip (a Record of many runs too: one pipeline),
 // but SetPaused, two (the flag and the pause generation are in different
 // Cluster slots). Every mutating call (SetPaused, RequestRun,
-// TakeRequest, Record) is a script that first looks for the key of the
+// TakeRequest, TakeRetry, Record) is a script that first looks for the key of the
 // call's nonce, made for the call and the same for go-redis's retries of it
 // (go-redis resends a command whose reply was lost, by default up to 3
 // times): a retry whose first attempt ran answers what that attempt did and
@@ -93,6 +98,7 @@ type Store struct {
 	ns       string
 	history  int
 	requests string
+	retries  string
 	pauses   string        // the pause generation's key
 	nonce    string        // random prefix of the nonces of this store's calls
 	calls    atomic.Uint64 // numbers the calls that carry a nonce
@@ -113,6 +119,7 @@ func NewStore(opts StoreOptions) (*Store, error) {
 		return nil, err
 	}
 	return &Store{client: opts.Client, ns: opts.Namespace, history: n, requests: "ndigo:{" + opts.Namespace + "}:requests",
+		retries: "ndigo:{" + opts.Namespace + "}:retries",
 		pauses: "ndigo:{" + opts.Namespace + "}:pauses",
 		nonce:  strconv.FormatUint(rand.Uint64(), 36) + "."}, nil
 }
@@ -197,17 +204,18 @@ func (s *Store) RequestRun(ctx context.Context, task string, at time.Time) error
 	return nil
 }
 
-// Poll returns the pending requests and the pause generation: HGETALL and
-// GET in one pipeline, one round trip (both keys are in the namespace's
-// slot).
+// Poll returns the pending requests and retries and the pause generation:
+// two HGETALLs and a GET in one pipeline, one round trip (the keys are in
+// the namespace's slot). A retry whose value does not read (written by
+// hand) is left out.
 func (s *Store) Poll(ctx context.Context) (taskstate.Poll, error) {
 	if err := taskstate.CheckContext(ctx); err != nil {
 		return taskstate.Poll{}, err
 	}
-	var reqs *redis.MapStringStringCmd
+	var reqs, retries *redis.MapStringStringCmd
 	var gen *redis.StringCmd
 	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		reqs, gen = p.HGetAll(ctx, s.requests), p.Get(ctx, s.pauses)
+		reqs, retries, gen = p.HGetAll(ctx, s.requests), p.HGetAll(ctx, s.retries), p.Get(ctx, s.pauses)
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
@@ -216,6 +224,14 @@ func (s *Store) Poll(ctx context.Context) (taskstate.Poll, error) {
 	out := taskstate.Poll{Requests: make(map[string]time.Time, len(reqs.Val()))}
 	for task, v := range reqs.Val() {
 		out.Requests[task] = unixNano(v)
+	}
+	for task, v := range retries.Val() {
+		if r, ok := readRetry(v); ok {
+			if out.Retries == nil {
+				out.Retries = make(map[string]taskstate.Retry)
+			}
+			out.Retries[task] = r
+		}
 	}
 	out.Pauses, _ = gen.Int64() // none yet: 0
 	return out, nil
@@ -240,6 +256,58 @@ func (s *Store) TakeRequest(ctx context.Context, task, node string) (time.Time, 
 		return time.Time{}, false, nil
 	}
 	return time.Time{}, false, fail("TakeRequest", task, err)
+}
+
+// TakeRetry removes task's pending retry if it is r and adds node's
+// placeholder run, in one script.
+func (s *Store) TakeRetry(ctx context.Context, task, node string, r taskstate.Retry) (bool, error) {
+	if err := taskstate.CheckTask(ctx, task); err != nil {
+		return false, err
+	}
+	if err := taskstate.CheckNode(node); err != nil {
+		return false, err
+	}
+	if err := taskstate.CheckRetry(task, r); err != nil {
+		return false, err
+	}
+	n, err := takeRetryScript.Run(ctx, s.client, []string{s.retries, s.call(), s.runs(task)}, task, callTTL.Milliseconds(),
+		retryName(r), retryPlaceholder(r.Fire, r.Manual, r.Attempt, node), s.history, historyTTL.Milliseconds()).Int()
+	if err != nil {
+		return false, fail("TakeRetry", task, err)
+	}
+	return n == 1, nil
+}
+
+// retryName is the start of r's value in the retries hash that names it:
+// its fire and attempt.
+func retryName(r taskstate.Retry) string {
+	return strconv.FormatInt(r.Fire.UnixNano(), 10) + " " + strconv.Itoa(r.Attempt) + " "
+}
+
+// retryValue is r's value in the retries hash.
+func retryValue(r taskstate.Retry) string {
+	manual := "0"
+	if r.Manual {
+		manual = "1"
+	}
+	return retryName(r) + strconv.FormatInt(r.Due.UnixNano(), 10) + " " + manual
+}
+
+// readRetry reads a value of the retries hash.
+func readRetry(v string) (taskstate.Retry, bool) {
+	var fire, due int64
+	var attempt, manual int
+	if _, err := fmt.Sscanf(v, "%d %d %d %d", &fire, &attempt, &due, &manual); err != nil {
+		return taskstate.Retry{}, false
+	}
+	return taskstate.Retry{Fire: time.Unix(0, fire).UTC(), Manual: manual == 1, Attempt: attempt, Due: time.Unix(0, due).UTC()}, true
+}
+
+// retryPlaceholder returns the JSON of node's placeholder run for its take
+// of a retry. Record builds the same text to find it.
+func retryPlaceholder(fire time.Time, manual bool, attempt int, node string) string {
+	b, _ := json.Marshal(taskstate.Run{Fire: fire.UTC(), Manual: manual, Attempt: attempt, Node: node, Outcome: taskstate.OutcomeTaken})
+	return string(b) // a Run always encodes
 }
 
 // placeholder returns the JSON of node's placeholder run before and after
@@ -267,7 +335,8 @@ func unixNano(v string) time.Time {
 	return time.Unix(0, n).UTC()
 }
 
-// Record adds the runs, each in place of its placeholder if it is manual:
+// Record adds the runs, each in place of its placeholder if it is manual or
+// a retry, and leaves their retries pending:
 // one record script per run, each with its call's nonce, in one pipeline
 // (one round trip; the runs' keys are all in the namespace's slot, so one
 // Cluster node serves them). go-redis resends a pipeline whose replies
@@ -284,19 +353,25 @@ func (s *Store) Record(ctx context.Context, runs ...taskstate.TaskRun) error {
 		if tr.ID != "" {
 			nonce = "ndigo:{" + s.ns + "}:call:record:" + tr.ID // and for the caller's resends
 		}
-		keys[i] = []string{s.runs(tr.Task), nonce}
+		keys[i] = []string{s.runs(tr.Task), nonce, s.retries}
 		r := tr.Run
 		r.Error = taskstate.CutError(r.Error)
 		b, err := json.Marshal(r)
 		if err != nil {
 			return fmt.Errorf("redislocks: Record of task %q: %w", tr.Task, err)
 		}
-		var replaced string
-		if r.Manual {
+		var replaced, retry string
+		switch {
+		case r.Attempt > 1:
+			replaced = retryPlaceholder(r.Fire, r.Manual, r.Attempt, r.Node)
+		case r.Manual:
 			before, after := placeholder(r.Node)
 			replaced = before + strconv.FormatInt(r.Fire.UnixNano(), 10) + after
 		}
-		args[i] = []any{b, s.history, historyTTL.Milliseconds(), replaced, callTTL.Milliseconds()}
+		if tr.Retry != nil {
+			retry = retryValue(*tr.Retry)
+		}
+		args[i] = []any{b, s.history, historyTTL.Milliseconds(), replaced, callTTL.Milliseconds(), tr.Task, retry}
 	}
 	if len(runs) == 1 {
 		if err := recordScript.Run(ctx, s.client, keys[0], args[0]...).Err(); err != nil {

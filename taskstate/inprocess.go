@@ -19,6 +19,7 @@ type InProcess struct {
 	paused   map[string]bool
 	pauses   int64 // Poll.Pauses
 	requests map[string]time.Time
+	retries  map[string]Retry
 	runs     map[string][]Run // oldest first, at most history each
 }
 
@@ -33,7 +34,7 @@ func NewInProcess(history int) (*InProcess, error) {
 		return nil, err
 	}
 	return &InProcess{history: n, paused: map[string]bool{}, requests: map[string]time.Time{},
-		runs: map[string][]Run{}}, nil
+		retries: map[string]Retry{}, runs: map[string][]Run{}}, nil
 }
 
 // SetPaused sets task's paused flag.
@@ -76,14 +77,14 @@ func (s *InProcess) RequestRun(ctx context.Context, task string, at time.Time) e
 	return nil
 }
 
-// Poll returns the pending requests and the pause generation.
+// Poll returns the pending requests and retries, and the pause generation.
 func (s *InProcess) Poll(ctx context.Context) (Poll, error) {
 	if err := CheckContext(ctx); err != nil {
 		return Poll{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Poll{Requests: maps.Clone(s.requests), Pauses: s.pauses}, nil
+	return Poll{Requests: maps.Clone(s.requests), Retries: maps.Clone(s.retries), Pauses: s.pauses}, nil
 }
 
 // TakeRequest removes task's pending request and adds node's placeholder
@@ -105,8 +106,31 @@ func (s *InProcess) TakeRequest(ctx context.Context, task, node string) (time.Ti
 	return at, ok, nil
 }
 
+// TakeRetry removes task's pending retry if it is r and adds node's
+// placeholder run.
+func (s *InProcess) TakeRetry(ctx context.Context, task, node string, r Retry) (bool, error) {
+	if err := CheckTask(ctx, task); err != nil {
+		return false, err
+	}
+	if err := CheckNode(node); err != nil {
+		return false, err
+	}
+	if err := CheckRetry(task, r); err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.retries[task]
+	if !ok || !p.Fire.Equal(r.Fire) || p.Attempt != r.Attempt {
+		return false, nil
+	}
+	delete(s.retries, task)
+	s.add(task, Run{Fire: p.Fire, Manual: p.Manual, Attempt: p.Attempt, Node: node, Outcome: OutcomeTaken})
+	return true, nil
+}
+
 // Record adds each run to its task's runs, in place of its placeholder if it
-// is manual.
+// is manual or a retry, and leaves the runs' retries pending.
 func (s *InProcess) Record(ctx context.Context, runs ...TaskRun) error {
 	if err := CheckRecord(ctx, runs); err != nil {
 		return err
@@ -116,7 +140,7 @@ func (s *InProcess) Record(ctx context.Context, runs ...TaskRun) error {
 	for _, tr := range runs {
 		task, r := tr.Task, tr.Run
 		r.Error = CutError(r.Error)
-		if r.Manual {
+		if r.Manual || r.Attempt > 1 {
 			runs := s.runs[task]
 			for i := len(runs) - 1; i >= 0; i-- { // the newest, as the other stores
 				if isPlaceholderOf(runs[i], r) {
@@ -126,14 +150,17 @@ func (s *InProcess) Record(ctx context.Context, runs ...TaskRun) error {
 			}
 		}
 		s.add(task, r)
+		if tr.Retry != nil {
+			s.retries[task] = *tr.Retry
+		}
 	}
 	return nil
 }
 
 // isPlaceholderOf reports whether p is the placeholder that the take of r's
-// request added.
+// request or retry added.
 func isPlaceholderOf(p, r Run) bool {
-	return p.Outcome == OutcomeTaken && p.Manual && p.Node == r.Node && p.Fire.Equal(r.Fire)
+	return p.Outcome == OutcomeTaken && p.Manual == r.Manual && p.Attempt == r.Attempt && p.Node == r.Node && p.Fire.Equal(r.Fire)
 }
 
 // add appends r to task's runs and drops the oldest beyond the history

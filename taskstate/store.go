@@ -36,6 +36,18 @@ var ErrInvalid = errors.New("taskstate: invalid argument")
 // it recorded the run stays in the history as taken by that node, with no
 // outcome: a request is run at most once, and never lost without a trace.
 //
+// # Retries
+//
+// A run that failed may leave a pending retry of its fire ([TaskRun].Retry),
+// which Record stores in the same step as the run: a retry is never pending
+// without the record of the failure it retries, nor lost once that record is
+// kept. Every node reads the pending retries at each poll ([Poll].Retries),
+// and one of them takes the retry ([Store.TakeRetry]) as it takes a manual
+// request: of the callers that race for one attempt, exactly one gets it,
+// and the store adds that taker's placeholder run {Fire, Manual, Attempt,
+// Node, Outcome [OutcomeTaken]}, which the record of the attempt replaces.
+// An attempt is thus run at most once, and never lost without a trace.
+//
 // # Error texts
 //
 // A store keeps at most [MaxErrorLen] bytes of a run's Error, cut by
@@ -46,7 +58,7 @@ var ErrInvalid = errors.New("taskstate: invalid argument")
 // A call to a store on a server can lose its reply after the server ran it
 // (a connection reset). What the caller then sees is each store's promise,
 // which the conformance suite checks for every mutating call (SetPaused,
-// RequestRun, TakeRequest, Record) with another node's call between the lost
+// RequestRun, TakeRequest, TakeRetry, Record) with another node's call between the lost
 // reply and what follows:
 //
 //   - a store whose client retries the call (redislocks: go-redis resends
@@ -54,8 +66,9 @@ var ErrInvalid = errors.New("taskstate: invalid argument")
 //     retry answers what the first attempt did and changes nothing again:
 //     a SetPaused does not undo a later one, a RequestRun makes at most one
 //     request (one call, at most one run), a TakeRequest returns the
-//     request its first attempt took and never a later one, a Record
-//     records once;
+//     request its first attempt took and never a later one, a TakeRetry
+//     answers what its first attempt did, a Record records once (and
+//     leaves its retry once);
 //   - a store whose client does not retry (pglocks: pgx never resends a
 //     query) returns an error, and the state is as if the call ran once or
 //     not at all, never twice;
@@ -84,14 +97,25 @@ type Store interface {
 	// the others, and every caller when none is pending, get false and add
 	// nothing. An empty node is an error wrapping ErrInvalid.
 	TakeRequest(ctx context.Context, task, node string) (at time.Time, ok bool, err error)
+	// TakeRetry removes task's pending retry if it is r (the same Fire and
+	// Attempt: a retry read from a Poll, which a later failure may have
+	// replaced since) and reports whether it did; in the same step it adds
+	// the placeholder run {Fire: r.Fire, Manual: r.Manual, Attempt:
+	// r.Attempt, Node: node, Outcome: OutcomeTaken}. Of the callers that
+	// race for one retry, exactly one gets true. An empty node, or a retry
+	// that [CheckRetry] refuses, is an error wrapping ErrInvalid.
+	TakeRetry(ctx context.Context, task, node string, r Retry) (ok bool, err error)
 	// Record adds each run to its task's runs, in order, in one call (one
 	// round trip on a server: the scheduler records the runs that end
 	// together at once). Each Run's Error is cut by [CutError]; the store
 	// keeps the newest runs of a task up to its history length and drops
-	// the older. For a manual run, the placeholder that TakeRequest added
-	// with the same Fire and Node, if still kept, is removed: the finished
-	// run is then the newest entry. A run with an empty Task is an error
-	// wrapping ErrInvalid, and nothing is recorded; no run records nothing.
+	// the older. For a manual run or a retry (Attempt above 1), the
+	// placeholder that TakeRequest or TakeRetry added with the same Fire,
+	// Attempt and Node, if still kept, is removed: the finished run is then
+	// the newest entry. A run with a Retry makes it the task's pending
+	// retry, in place of any pending one, in the same step. A run with an
+	// empty Task or a Retry that CheckRetry refuses is an error wrapping
+	// ErrInvalid, and nothing is recorded; no run records nothing.
 	Record(ctx context.Context, runs ...TaskRun) error
 	// Runs returns task's kept runs, newest first, at most limit of them;
 	// limit 0 means every kept run. It reads only the runs it returns. A
@@ -109,6 +133,34 @@ type TaskRun struct {
 	// keeps it once. It is not part of the kept run.
 	ID string
 	Run
+	// Retry, if set, is the retry of this run's fire that the run leaves
+	// pending (it failed, and its task retries): see [Store.Record]. It is
+	// not part of the kept run.
+	Retry *Retry
+}
+
+// A Retry is a pending retry of a fire whose run failed: another attempt
+// of the same fire, due at Due, that one node of the cluster takes
+// ([Store.TakeRetry]) and runs.
+type Retry struct {
+	Fire    time.Time // the fire's instant (a manual run's: its request's)
+	Manual  bool      // the failed run was a manual one
+	Attempt int       // the attempt that the retry runs: 2 for the first retry
+	Due     time.Time // when it is due to run
+}
+
+// CheckRetry validates a retry of TakeRetry or of a Record's run, and
+// returns an error wrapping ErrInvalid if its Attempt is below 2 (attempt 1
+// is the fire's first run) or its Fire or Due is zero.
+func CheckRetry(task string, r Retry) error {
+	switch {
+	case r.Attempt < 2:
+		return fmt.Errorf("%w: task %q: retry attempt %d must be 2 or more (attempt 1 is the fire's first run)", ErrInvalid, task, r.Attempt)
+	case r.Fire.IsZero() || r.Due.IsZero():
+		return fmt.Errorf("%w: task %q: retry of attempt %d must have a fire instant and a due time (fire %v, due %v)",
+			ErrInvalid, task, r.Attempt, r.Fire, r.Due)
+	}
+	return nil
 }
 
 // CheckRecord validates the arguments of a Record call, as CheckTask does
@@ -121,6 +173,11 @@ func CheckRecord(ctx context.Context, runs []TaskRun) error {
 		if err := CheckTask(ctx, r.Task); err != nil {
 			return err
 		}
+		if r.Retry != nil {
+			if err := CheckRetry(r.Task, *r.Retry); err != nil {
+				return err
+			}
+		}
 	}
 	return ctx.Err()
 }
@@ -130,6 +187,8 @@ type Poll struct {
 	// Requests are the pending manual-run requests: the instant each was
 	// made, by task name.
 	Requests map[string]time.Time
+	// Retries are the pending retries, by task name.
+	Retries map[string]Retry
 	// Pauses is the pause generation: it changes with each SetPaused of
 	// any task. A node that keeps the paused flags it read (the scheduler
 	// does) reads them again when Pauses changes, so that one read per
@@ -161,6 +220,9 @@ type Run struct {
 	Manual bool `json:"manual,omitempty"`
 	// Node names the node that ran it.
 	Node string `json:"node"`
+	// Attempt is the run's attempt at its fire: 2 or more for a retry, 0
+	// for the fire's first run.
+	Attempt int `json:"attempt,omitempty"`
 	// Token is the fencing token of the run's lease; 0 for an unlocked task.
 	Token uint64 `json:"token,omitempty"`
 	// Start is when the task was called, on the node's clock.

@@ -641,6 +641,16 @@ type simStore struct {
 	paused map[string][]pauseAt // by task, in call order
 	asked  []storeCall          // requests that took effect
 	takes  []storeCall          // takes that got a request
+	// retries are the takes that got a retry.
+	retries []retryTake
+}
+
+// retryTake is a take of a retry: its order, task, node and the retry.
+type retryTake struct {
+	seq   int
+	task  string
+	node  string
+	retry taskstate.Retry
 }
 
 type pauseAt struct {
@@ -757,6 +767,17 @@ func (n *nodeStore) TakeRequest(ctx context.Context, task, node string) (at time
 		return err
 	})
 	return at, ok, err
+}
+
+func (n *nodeStore) TakeRetry(ctx context.Context, task, node string, r taskstate.Retry) (ok bool, err error) {
+	err = n.call("TakeRetry", task, func() error {
+		ok, err = n.s.inner.TakeRetry(ctx, task, node, r)
+		if ok {
+			n.s.log(func(seq int) { n.s.retries = append(n.s.retries, retryTake{seq, task, n.node, r}) })
+		}
+		return err
+	})
+	return ok, err
 }
 
 func (n *nodeStore) Record(ctx context.Context, runs ...taskstate.TaskRun) error {

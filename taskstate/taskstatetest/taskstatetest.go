@@ -2,7 +2,8 @@
 // taskstate.Store must pass. A store's own tests call [Run] with a factory
 // of stores; the suite checks the paused flag, manual-run requests (merged,
 // taken exactly once under contention, the taker's placeholder run and its
-// replacement by the run), the bounded run history and its reads of the
+// replacement by the run), retries (left by a record, taken exactly once
+// per attempt, replaced by a later one), the bounded run history and its reads of the
 // newest runs, the cap on error texts, bad input, and every mutating call
 // across a lost reply with another node's calls before the retry, from two
 // stores on one backend, as two nodes see it.
@@ -90,6 +91,8 @@ func Run(t *testing.T, newStores NewStores) {
 	t.Run("Requests", s.requests)
 	t.Run("TakeRequestOnce", s.takeRequestOnce)
 	t.Run("TakenPlaceholder", s.takenPlaceholder)
+	t.Run("Retries", s.retries)
+	t.Run("TakeRetryOnce", s.takeRetryOnce)
 	t.Run("History", s.history)
 	t.Run("DefaultHistory", s.defaultHistory)
 	t.Run("RecordMany", s.recordMany)
@@ -103,6 +106,8 @@ func Run(t *testing.T, newStores NewStores) {
 		t.Run("TakeRequestThenAnotherTake", s.lostTakeRequestThenAnotherTake)
 		t.Run("Record", s.lostRecord)
 		t.Run("RecordManual", s.lostRecordManual)
+		t.Run("TakeRetry", s.lostTakeRetry)
+		t.Run("RecordRetry", s.lostRecordRetry)
 	})
 }
 
@@ -135,6 +140,7 @@ func (s *suite) badInput(t *testing.T) {
 		"Poll":        func() error { _, err := a.Poll(nilCtx); return err }(),
 		"Paused":      func() error { _, err := a.Paused(ctx, ""); return err }(),
 		"TakeRequest": func() error { _, _, err := a.TakeRequest(ctx, "", "node-a"); return err }(),
+		"TakeRetry":   func() error { _, err := a.TakeRetry(ctx, "", "node-a", retry(2)); return err }(),
 		"Runs":        func() error { _, err := a.Runs(ctx, "", 0); return err }(),
 	}
 	for op, err := range checks {
@@ -148,6 +154,10 @@ func (s *suite) badInput(t *testing.T) {
 	}{
 		"TakeRequest with an empty node": {func() error { _, _, err := a.TakeRequest(ctx, "Payroll.Close", ""); return err }(), "node"},
 		"Runs with limit -1":             {func() error { _, err := a.Runs(ctx, "Payroll.Close", -1); return err }(), "limit -1"},
+		"TakeRetry with an empty node":   {func() error { _, err := a.TakeRetry(ctx, "Payroll.Close", "", retry(2)); return err }(), "node"},
+		"TakeRetry of attempt 1":         {func() error { _, err := a.TakeRetry(ctx, "Payroll.Close", "node-a", retry(1)); return err }(), "attempt 1"},
+		"Record with a retry of attempt 0": {a.Record(ctx, taskstate.TaskRun{Task: "Payroll.Close", Run: run(1), Retry: new(retry(0))}),
+			"attempt 0"},
 	}
 	for op, c := range named {
 		if !errors.Is(c.err, taskstate.ErrInvalid) || !strings.Contains(c.err.Error(), c.want) {
@@ -349,8 +359,8 @@ func wantRuns(t *testing.T, st taskstate.Store, task string, want ...taskstate.R
 func format(runs []taskstate.Run) string {
 	var b strings.Builder
 	for _, r := range runs {
-		fmt.Fprintf(&b, "\n\t{fire %s manual %v node %q token %d outcome %q error %q}", r.Fire.Format(time.RFC3339Nano),
-			r.Manual, r.Node, r.Token, r.Outcome, r.Error)
+		fmt.Fprintf(&b, "\n\t{fire %s manual %v attempt %d node %q token %d outcome %q error %q}", r.Fire.Format(time.RFC3339Nano),
+			r.Manual, r.Attempt, r.Node, r.Token, r.Outcome, r.Error)
 	}
 	if b.Len() == 0 {
 		return "none"
@@ -440,7 +450,7 @@ func run(i int) taskstate.Run {
 }
 
 func equal(a, b taskstate.Run) bool {
-	return a.Fire.Equal(b.Fire) && a.Start.Equal(b.Start) && a.Manual == b.Manual && a.Node == b.Node &&
+	return a.Fire.Equal(b.Fire) && a.Start.Equal(b.Start) && a.Manual == b.Manual && a.Attempt == b.Attempt && a.Node == b.Node &&
 		a.Token == b.Token && a.Duration == b.Duration && a.Outcome == b.Outcome && a.Error == b.Error
 }
 
@@ -864,4 +874,205 @@ func (s *suite) lostRecordManual(t *testing.T) {
 		}
 	})
 	wantRuns(t, b, task, theirs, manual)
+}
+
+// retry returns a retry of attempt n of one fire, due a minute after it.
+func retry(n int) taskstate.Retry {
+	fire := time.Date(2026, 3, 1, 10, 0, 0, 123456789, time.UTC)
+	return taskstate.Retry{Fire: fire, Attempt: n, Due: fire.Add(time.Minute)}
+}
+
+// takenRetry returns the placeholder run that node's take of r adds.
+func takenRetry(r taskstate.Retry, node string) taskstate.Run {
+	return taskstate.Run{Fire: r.Fire, Manual: r.Manual, Attempt: r.Attempt, Node: node, Outcome: taskstate.OutcomeTaken}
+}
+
+// pendingRetry returns st's pending retry of task, from Poll.
+func pendingRetry(t *testing.T, st taskstate.Store, task string) (taskstate.Retry, bool) {
+	t.Helper()
+	p, err := st.Poll(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, ok := p.Retries[task]
+	return r, ok
+}
+
+// sameRetry reports whether a and b are the same retry, field by field.
+func sameRetry(a, b taskstate.Retry) bool {
+	return a.Fire.Equal(b.Fire) && a.Manual == b.Manual && a.Attempt == b.Attempt && a.Due.Equal(b.Due)
+}
+
+// retries: a failed run's record leaves its retry pending, which every
+// node polls; a take of another attempt or fire takes nothing; the take
+// adds the taker's placeholder, which the attempt's record replaces, and
+// that record's retry is pending next; a later record's retry replaces a
+// pending one; a retry of a manual run keeps Manual.
+func (s *suite) retries(t *testing.T) {
+	a, b := s.pair(t, 0)
+	ctx := context.Background()
+	task := s.task(t)
+	if _, ok := pendingRetry(t, b, task); ok {
+		t.Fatal("a retry is pending before any record")
+	}
+	second := retry(2)
+	failed := taskstate.Run{Fire: second.Fire, Node: "node-a", Token: 5, Start: second.Fire, Duration: time.Second,
+		Outcome: "error", Error: "boom"}
+	if err := a.Record(ctx, taskstate.TaskRun{Task: task, Run: failed, Retry: &second}); err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range []taskstate.Store{a, b} {
+		if got, ok := pendingRetry(t, st, task); !ok || !sameRetry(got, second) {
+			t.Fatalf("pending retry after the record = %+v, %v; want %+v", got, ok, second)
+		}
+	}
+	wantRuns(t, b, task, failed)
+	third := retry(3)
+	otherFire := second
+	otherFire.Fire = otherFire.Fire.Add(time.Hour)
+	for _, r := range []taskstate.Retry{third, otherFire} {
+		if ok, err := b.TakeRetry(ctx, task, "node-b", r); err != nil || ok {
+			t.Fatalf("TakeRetry of %+v while %+v is pending = %v, %v; want false, nil", r, second, ok, err)
+		}
+	}
+	if ok, err := b.TakeRetry(ctx, task, "node-b", second); err != nil || !ok {
+		t.Fatalf("TakeRetry = %v, %v; want true, nil", ok, err)
+	}
+	if ok, err := a.TakeRetry(ctx, task, "node-a", second); err != nil || ok {
+		t.Fatalf("second TakeRetry = %v, %v; want false, nil", ok, err)
+	}
+	if got, ok := pendingRetry(t, a, task); ok {
+		t.Fatalf("a retry %+v is pending after its take, want none", got)
+	}
+	wantRuns(t, a, task, takenRetry(second, "node-b"), failed)
+	again := taskstate.Run{Fire: second.Fire, Attempt: 2, Node: "node-b", Token: 6, Start: second.Due, Duration: time.Second,
+		Outcome: "panic", Error: "oops"}
+	if err := b.Record(ctx, taskstate.TaskRun{Task: task, Run: again, Retry: &third}); err != nil {
+		t.Fatal(err)
+	}
+	wantRuns(t, a, task, again, failed)
+	if got, ok := pendingRetry(t, a, task); !ok || !sameRetry(got, third) {
+		t.Fatalf("pending retry after attempt 2 failed = %+v, %v; want %+v", got, ok, third)
+	}
+
+	// A later fire's failure replaces the pending retry.
+	later := taskstate.Retry{Fire: second.Fire.Add(time.Hour), Manual: true, Attempt: 2, Due: second.Fire.Add(61 * time.Minute)}
+	manual := taskstate.Run{Fire: later.Fire, Manual: true, Node: "node-a", Token: 7, Start: later.Fire, Outcome: "error", Error: "again"}
+	if err := a.Record(ctx, taskstate.TaskRun{Task: task, Run: manual, Retry: &later}); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := pendingRetry(t, b, task); !ok || !sameRetry(got, later) {
+		t.Fatalf("pending retry after a later fire failed = %+v, %v; want it, %+v, in place of attempt 3", got, ok, later)
+	}
+	if ok, err := a.TakeRetry(ctx, task, "node-a", third); err != nil || ok {
+		t.Fatalf("TakeRetry of the replaced attempt 3 = %v, %v; want false, nil", ok, err)
+	}
+	if ok, err := a.TakeRetry(ctx, task, "node-a", later); err != nil || !ok {
+		t.Fatalf("TakeRetry of the manual run's retry = %v, %v; want true, nil", ok, err)
+	}
+	wantRuns(t, b, task, takenRetry(later, "node-a"), manual, again, failed)
+	ok := manual
+	ok.Attempt, ok.Start, ok.Outcome, ok.Error, ok.Token = 2, later.Due, "ok", "", 8
+	if err := a.Record(ctx, taskstate.TaskRun{Task: task, Run: ok}); err != nil {
+		t.Fatal(err)
+	}
+	wantRuns(t, b, task, ok, manual, again, failed)
+	if got, pending := pendingRetry(t, b, task); pending {
+		t.Fatalf("a retry %+v is pending after the last attempt succeeded, want none", got)
+	}
+}
+
+// takeRetryOnce: of 8 racing takers of one retry, exactly one takes it,
+// and only its placeholder is added.
+func (s *suite) takeRetryOnce(t *testing.T) {
+	a, b := s.pair(t, 0)
+	ctx := context.Background()
+	for round := range 20 {
+		task := s.task(t)
+		r := retry(2 + round)
+		if err := a.Record(ctx, taskstate.TaskRun{Task: task, Run: run(1), Retry: &r}); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var took, winner atomic.Int32
+		for i := range 8 {
+			st := a
+			if i%2 == 1 {
+				st = b
+			}
+			wg.Go(func() {
+				ok, err := st.TakeRetry(ctx, task, fmt.Sprintf("node-%d", i), r)
+				if err != nil {
+					t.Error(err)
+				}
+				if ok {
+					took.Add(1)
+					winner.Store(int32(i))
+				}
+			})
+		}
+		wg.Wait()
+		if n := took.Load(); n != 1 {
+			t.Fatalf("round %d: %d of 8 racing TakeRetry calls got the one retry, want exactly 1", round, n)
+		}
+		wantRuns(t, b, task, takenRetry(r, fmt.Sprintf("node-%d", winner.Load())), run(1))
+	}
+}
+
+// lostTakeRetry: a TakeRetry whose reply was lost, another node's take of
+// it and a later failure's record (a new retry of the same attempt number,
+// of a later fire) after it, then the resend: the call answers what its
+// first attempt did, and the later retry stays pending.
+func (s *suite) lostTakeRetry(t *testing.T) {
+	st := s.lossy(t)
+	a, b := st.A, st.B
+	ctx := context.Background()
+	task := s.task(t)
+	first := retry(2)
+	later := first
+	later.Fire, later.Due = first.Fire.Add(time.Hour), first.Due.Add(time.Hour)
+	if err := b.Record(ctx, taskstate.TaskRun{Task: task, Run: run(1), Retry: &first}); err != nil {
+		t.Fatal(err)
+	}
+	var ok bool
+	lose(t, st, "TakeRetry", func() error {
+		var err error
+		ok, err = a.TakeRetry(ctx, task, "node-a", first)
+		return err
+	}, func() {
+		if ok, err := b.TakeRetry(ctx, task, "node-b", first); err != nil || ok {
+			t.Errorf("another node's TakeRetry after the lost reply = %v, %v; want false, nil: the call took the retry", ok, err)
+		}
+		if err := b.Record(ctx, taskstate.TaskRun{Task: task, Run: run(2), Retry: &later}); err != nil {
+			t.Error(err)
+		}
+	})
+	if st.Loss != Failed && !ok {
+		t.Fatal("TakeRetry whose reply was lost = false; want true: its first attempt took the retry")
+	}
+	if got, ok := pendingRetry(t, b, task); !ok || !sameRetry(got, later) {
+		t.Fatalf("pending retry after the resend = %+v, %v; want the later one %+v", got, ok, later)
+	}
+	wantRuns(t, a, task, run(2), takenRetry(first, "node-a"), run(1))
+}
+
+// lostRecordRetry: the record of a failed run whose reply was lost, the
+// retry it left taken by another node, then the resend: the retry is not
+// left pending again, so the attempt runs at most once.
+func (s *suite) lostRecordRetry(t *testing.T) {
+	st := s.lossy(t)
+	a, b := st.A, st.B
+	ctx := context.Background()
+	task := s.task(t)
+	r := retry(2)
+	failed := run(1)
+	lose(t, st, "Record", func() error { return a.Record(ctx, taskstate.TaskRun{Task: task, Run: failed, Retry: &r}) }, func() {
+		if ok, err := b.TakeRetry(ctx, task, "node-b", r); err != nil || !ok {
+			t.Errorf("another node's TakeRetry after the lost reply = %v, %v; want true, nil: the record left the retry", ok, err)
+		}
+	})
+	if got, ok := pendingRetry(t, b, task); ok {
+		t.Fatalf("after the resend a retry %+v is pending again; want none: attempt %d would run twice", got, r.Attempt)
+	}
+	wantRuns(t, a, task, takenRetry(r, "node-b"), failed)
 }
