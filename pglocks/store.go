@@ -128,7 +128,7 @@ func NewStore(opts StoreOptions) (*Store, error) {
 		record:    r.Replace(storeRecordSQL),
 		retry:     r.Replace(storeRetrySQL),
 		records:   r.Replace(`SELECT $RECORD($1::text, $2::text[], $3::text[], $4::bigint, $5::text[], $6::text[])`),
-		runs:    r.Replace(`SELECT run FROM $RUNS WHERE ns = $1::text AND task = $2::text ORDER BY id DESC LIMIT $3::bigint`),
+		runs:      r.Replace(`SELECT run FROM $RUNS WHERE ns = $1::text AND task = $2::text ORDER BY id DESC LIMIT $3::bigint`),
 	}}
 	return s, nil
 }

@@ -37,7 +37,7 @@ var (
 	//go:embed pause.lua
 	pauseSource string
 
-	recordScript  = redis.NewScript(recordSource)
+	recordScript    = redis.NewScript(recordSource)
 	takeScript      = redis.NewScript(takeSource)
 	takeRetryScript = redis.NewScript(takeRetrySource)
 	requestScript   = redis.NewScript(requestSource)
@@ -120,8 +120,8 @@ func NewStore(opts StoreOptions) (*Store, error) {
 	}
 	return &Store{client: opts.Client, ns: opts.Namespace, history: n, requests: "ndigo:{" + opts.Namespace + "}:requests",
 		retries: "ndigo:{" + opts.Namespace + "}:retries",
-		pauses: "ndigo:{" + opts.Namespace + "}:pauses",
-		nonce:  strconv.FormatUint(rand.Uint64(), 36) + "."}, nil
+		pauses:  "ndigo:{" + opts.Namespace + "}:pauses",
+		nonce:   strconv.FormatUint(rand.Uint64(), 36) + "."}, nil
 }
 
 // callNonce returns a nonce for one call, the same for go-redis's retries
