@@ -22,6 +22,9 @@
 //	catchUp       "skip" (default) or a window: run the last fire missed while no node ran
 //	jitter        start each fire up to this long after its instant, as scheduling.Jitter
 //	dst           daylight-saving policy, as scheduling.DST (default "once,shift")
+//	retry         retries of a failed run per fire, as scheduling.Retry (needs lock)
+//	retryBackoff  backoff before the first retry, doubled for each next (default 10s)
+//	retryMaxBackoff  cap of that backoff (default 100 × retryBackoff, at most 24h)
 //	name          task name (default "Type.Method", Type declaring Method)
 //
 // Values may hold ${path} placeholders, resolved from the configuration

@@ -61,6 +61,18 @@ var tagKeys = []tagKey{
 		duration(scheduling.Jitter)},
 	{"dst", "DST", "`once,shift`", "what a wall-clock schedule does when clocks change: a wall time they fall back over fires `once` (its first occurrence) or `twice`; one they spring forward over fires at the first instant after the gap (`shift`) or not (`skip`); `twice,skip` sets both",
 		text(scheduling.DST)},
+	{"retry", "Retry", "none", "retry a run that fails (an error, a panic, or cut by Stop) up to this many times per fire, at most 100; each retry is a run of the same fire under the lock, taken by one node from the shared task state (another node runs it if this one dies); a fire due while a retry is pending is skipped; needs `lock`",
+		func(v string) (scheduling.Option, error) {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return nil, fmt.Errorf("must be a whole number of retries (`3`)")
+			}
+			return scheduling.Retry(n), nil
+		}},
+	{"retryBackoff", "RetryBackoff", "10s", "the backoff before the first retry, doubled for each next one up to `retryMaxBackoff`; each delay is drawn in [0, backoff) (full jitter) by a hash of the task, the fire and the attempt",
+		duration(scheduling.RetryBackoff)},
+	{"retryMaxBackoff", "RetryMaxBackoff", "100 × `retryBackoff`, at most 24h", "the cap of the doubling backoff; at least `retryBackoff`, at most 24h",
+		duration(scheduling.RetryMaxBackoff)},
 	{"name", "Name", "`Type.Method`", "the task's name in logs, metrics and the registry, and the key of its fire claims; `Type` is the type that declares the method (an embedded base for a promoted method); required for a func literal, whose generated name changes when code moves",
 		text(scheduling.Name)},
 }

@@ -142,9 +142,10 @@ func (s *Scheduler) pollRequests() {
 	s.startRequested()
 }
 
-// startRequested reads the pending requests and the pause generation
-// (one call), and starts a manual fire for each of this scheduler's tasks
-// among the requests.
+// startRequested reads the pending requests and retries and the pause
+// generation (one call), and starts a manual fire for each of this
+// scheduler's tasks among the requests, and a retry for each pending retry
+// that is due.
 func (s *Scheduler) startRequested() {
 	ctx, cancel := withTimeout(s.acquireCtx, s.clock, storeTimeout)
 	defer cancel()
@@ -164,10 +165,12 @@ func (s *Scheduler) startRequested() {
 	s.flush() // the records that the store refused while it was down
 
 	reqs := p.Requests
-	if len(reqs) == 0 || s.stopping() {
+	s.mu.Lock()
+	due := s.dueRetries(p.Retries, s.clock.Now())
+	s.mu.Unlock()
+	if (len(reqs) == 0 && len(due) == 0) || s.stopping() {
 		return
 	}
-	var due []firing
 	s.mu.Lock()
 	for _, e := range s.entries {
 		if at, ok := reqs[e.name]; ok && !e.busy.Load() {

@@ -13,6 +13,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/taskstate"
 )
 
 // ClaimTTL is how long a locked task's claim record lives after its latest
@@ -53,6 +54,9 @@ type Run struct {
 	// Manual reports a run an operator asked for ([Scheduler.RunNow]); Fire
 	// is then the instant it was asked for.
 	Manual bool
+	// Attempt is the run's attempt at its fire: 1 for the first run, k+1
+	// for its k-th retry ([Retry]).
+	Attempt int
 }
 
 type runKey struct{}
@@ -87,6 +91,7 @@ const (
 	kindScheduled runKind = iota // the schedule reached the instant
 	kindCatchUp                  // a node started after the instant, within the task's catch-up window
 	kindManual                   // an operator asked (RunNow); the fire is the request's instant
+	kindRetry                    // a failed run's retry, taken from the store; the fire is the failed run's
 )
 
 // firing is one due fire of one entry.
@@ -95,13 +100,29 @@ type firing struct {
 	fire  time.Time
 	at    time.Time // when it was due to start: fire, or later with Jitter; zero means fire
 	kind  runKind
-	taken bool // a manual fire whose request this node took from the store
+	retry taskstate.Retry // a retry's, as a poll read it
+	taken bool            // a manual run or retry that this node took from the store
 	// claimedElsewhere reports a paused fire that another node claimed
 	// first: that node's record of it stands for the cluster's.
 	claimedElsewhere bool
 	// member is the fire's place in the lock batch of the fires dispatched
 	// with it; nil outside one.
 	member *batchMember
+}
+
+// fromStore reports a run that a node takes from the store (a manual request,
+// a retry) rather than claims by its instant.
+func (f *firing) fromStore() bool { return f.kind == kindManual || f.kind == kindRetry }
+
+// manual reports a manual run, or a retry of one.
+func (f *firing) manual() bool { return f.kind == kindManual || (f.kind == kindRetry && f.retry.Manual) }
+
+// attempt is f's attempt at its fire, 1 for its first run.
+func (f *firing) attempt() int {
+	if f.kind == kindRetry {
+		return f.retry.Attempt
+	}
+	return 1
 }
 
 // due is when f was to start: its instant, shifted by its jitter.
@@ -183,7 +204,7 @@ func (s *Scheduler) dispatch(batch []firing) {
 	var batched []int // by batch index: the fires that make their lock steps in one call
 	if _, ok := s.driver.(locks.ClaimAcquirer); ok {
 		for i, f := range batch {
-			if f.e.spec.Lock != "" && f.kind != kindManual && perKey[f.e.spec.Lock] < 2 {
+			if f.e.spec.Lock != "" && !f.fromStore() && perKey[f.e.spec.Lock] < 2 {
 				batched = append(batched, i)
 			}
 		}
@@ -245,11 +266,11 @@ func (s *Scheduler) fire(f firing, t *turn) {
 //go:noinline
 func (s *Scheduler) busyOutcome(f *firing) Outcome {
 	e := f.e
-	if f.kind == kindManual || s.state == nil || e.spec.Lock == "" || (s.spread != nil && !s.owns(e.spec.Lock)) {
+	if f.fromStore() || s.state == nil || e.spec.Lock == "" || (s.spread != nil && !s.owns(e.spec.Lock)) {
 		return OutcomeRunning
 	}
-	if o, _ := s.pauseRule(f); o == OutcomePaused {
-		return OutcomePaused
+	if o, _ := s.holdRule(f); o == OutcomePaused || o == OutcomeRetrying {
+		return o
 	}
 	return OutcomeRunning
 }
@@ -265,8 +286,12 @@ func (s *Scheduler) fireAdmitted(f firing, t *turn) {
 		s.skip(f, o, err)
 		return
 	}
-	if f.kind == kindManual {
+	switch f.kind {
+	case kindManual:
 		s.log.Info("manual run", "task", f.e.name, "requested", f.fire, "lock", f.e.spec.Lock, "token", token(lease))
+	case kindRetry:
+		s.log.Info("retrying a failed run", "task", f.e.name, "fire", f.fire, "attempt", f.retry.Attempt,
+			"of", f.e.spec.Retries+1, "lock", f.e.spec.Lock, "token", token(lease))
 	}
 	switch {
 	case lease != nil:
@@ -291,16 +316,18 @@ func token(l locks.Lease) uint64 {
 //  0. Ownership, for a locked task of a spreading scheduler
 //     ([Config.Spread]): a node that does not own the task's lock key
 //     leaves the fire to the node that does, without a call.
-//  1. The pause rule: a scheduled or catch-up fire of a paused task does
-//     not run, and is claimed, so that no node catches it up after the
-//     resume. A manual run runs paused. A flag that cannot be read fails
-//     the fire rather than run it.
+//  1. The hold rules: a scheduled, catch-up or retry fire of a paused
+//     task does not run, and is claimed (a retry taken), so that no node
+//     catches it up after the resume; a manual run runs paused. A flag that
+//     cannot be read fails the fire rather than run it. A scheduled or
+//     catch-up fire of a task with a retry of an earlier fire pending does
+//     not run either, and is claimed: the retry is the run still going.
 //  2. The lease, for a locked task: Acquire, then [locks.Wait] within the
-//     task's LockWait (a manual run does not wait: its request stays for a
-//     later poll).
+//     task's LockWait (a manual run or a retry does not wait: it stays in
+//     the store for a later poll).
 //  3. The claim: a scheduled or catch-up fire claims its instant; a manual
-//     run takes its request from the store, which records it as taken by
-//     this node until the run is recorded.
+//     run takes its request from the store, a retry its attempt, which the
+//     store records as taken by this node until the run is recorded.
 //  4. The lease check: a lease that ended during the steps above (a slow
 //     driver or store, a paused process) does not run the task: another
 //     node may hold the key by now.
@@ -323,7 +350,7 @@ func (s *Scheduler) admit(f *firing, t *turn) (locks.Lease, Outcome, error) {
 		s.tried(f)
 	}
 	if f.kind != kindManual && s.state != nil {
-		if o, err := s.pauseRule(f); o != outcomeRun {
+		if o, err := s.holdRule(f); o != outcomeRun {
 			t.pass()
 			return nil, o, err
 		}
@@ -362,12 +389,14 @@ func (s *Scheduler) admit(f *firing, t *turn) (locks.Lease, Outcome, error) {
 	return lease, outcomeRun, nil
 }
 
-// pauseRule answers outcomeRun for a fire of a task that is not paused,
-// OutcomePaused for one that is (claiming a locked task's fire), and a lock
-// failure when the flag cannot be read: the store is as unreachable as the
-// lock most likely is, and a paused task must not run because the flag
-// could not be read.
-func (s *Scheduler) pauseRule(f *firing) (Outcome, error) {
+// holdRule answers outcomeRun for a fire of a task that is not paused and
+// has no retry of an earlier fire pending, OutcomePaused for one that is
+// paused (claiming a locked task's fire, taking a retry), OutcomeRetrying
+// for a scheduled or catch-up fire while a retry is pending (claiming it),
+// and a lock failure when the flag cannot be read: the store is as
+// unreachable as the lock most likely is, and a paused task must not run
+// because the flag could not be read.
+func (s *Scheduler) holdRule(f *firing) (Outcome, error) {
 	// The store's calls are bounded as every driver and store call of the
 	// fire; the usual fire, whose flag is known, makes none (and sets no
 	// timer).
@@ -384,21 +413,28 @@ func (s *Scheduler) pauseRule(f *firing) (Outcome, error) {
 		return notRecorded, nil
 	case err != nil:
 		return OutcomeLockFailed, fmt.Errorf("reading whether the task is paused: %w", err)
-	case !paused:
-		return outcomeRun, nil
 	}
-	if s.claims != nil && f.e.spec.Lock != "" && s.clock.Since(f.fire) <= MaxClaimLateness {
+	o := OutcomePaused
+	if !paused {
+		if f.kind == kindRetry || !s.retryPending(f.e, f.fire) {
+			return outcomeRun, nil
+		}
+		o = OutcomeRetrying
+	}
+	if f.kind == kindRetry || (s.claims != nil && f.e.spec.Lock != "" && s.clock.Since(f.fire) <= MaxClaimLateness) {
 		// A fire skipped while paused is claimed, so that a catch-up after
-		// the resume finds it had its turn.
+		// the resume finds it had its turn; a paused retry is taken, so
+		// that no node runs it after the resume.
 		ctx, cancel := call()
 		defer cancel()
 		err := s.claim(ctx, f)
 		f.claimedElsewhere = errors.Is(err, locks.ErrClaimed)
 		if err != nil && !f.claimedElsewhere && !s.stopping() {
-			s.log.Warn("claiming a paused fire failed; a catch-up may run it after the resume", "task", f.e.name, "fire", f.fire, "err", err)
+			s.log.Warn("claiming a skipped fire failed; another node may run it", "task", f.e.name, "fire", f.fire,
+				"attempt", f.attempt(), "outcome", string(o), "err", err)
 		}
 	}
-	return OutcomePaused, nil
+	return o, nil
 }
 
 // callBound bounds each driver and store call of e's fires: its lock TTL
@@ -439,7 +475,7 @@ func (s *Scheduler) lock(f *firing, t *turn) (locks.Lease, Outcome, error) {
 	if s.claims == nil { // Add refuses such tasks; this guards the run itself
 		return nil, OutcomeLockFailed, fmt.Errorf("%w: task %s needs lock %q", ErrNoDriver, e.name, e.spec.Lock)
 	}
-	if f.kind != kindManual && s.clock.Since(f.fire) > MaxClaimLateness {
+	if !f.fromStore() && s.clock.Since(f.fire) > MaxClaimLateness {
 		return nil, OutcomeMissed, nil
 	}
 	// A fire in a lock batch makes its step in the batch's call, which has
@@ -449,7 +485,7 @@ func (s *Scheduler) lock(f *firing, t *turn) (locks.Lease, Outcome, error) {
 		ctx, cancel = withTimeout(s.acquireCtx, s.clock, e.spec.LockTTL)
 	}
 	defer cancel()
-	wait := e.spec.LockWait > 0 && f.kind != kindManual
+	wait := e.spec.LockWait > 0 && !f.fromStore()
 	lease, err := s.acquire(ctx, f, wait)
 	if err == nil {
 		return lease, "", nil
@@ -487,13 +523,13 @@ func (s *Scheduler) lock(f *firing, t *turn) (locks.Lease, Outcome, error) {
 // ([locks.AcquireClaim]): a scheduled or catch-up fire claims its instant
 // under its task's claim key, the instant in Unix milliseconds being the
 // claim's sequence number; with wait, the fire is claimed even if the key
-// is held, as the caller waits for it next. A manual run takes the lease,
-// then its request from the store (see claim). A fire that another node
-// claimed first (or whose request it took) gets an error wrapping
-// locks.ErrClaimed, and no lease.
+// is held, as the caller waits for it next. A manual run or a retry takes
+// the lease, then its request or attempt from the store (see claim). A
+// fire that another node claimed first (or whose request or attempt it
+// took) gets an error wrapping locks.ErrClaimed, and no lease.
 func (s *Scheduler) acquire(ctx context.Context, f *firing, wait bool) (locks.Lease, error) {
 	e := f.e
-	if f.kind != kindManual {
+	if !f.fromStore() {
 		fl := locks.FireLock{Key: e.spec.Lock, TTL: e.spec.LockTTL,
 			Claim: locks.FireClaim{Key: e.claimKey, Seq: f.fire.UnixMilli(), TTL: ClaimTTL, EvenIfHeld: wait}}
 		if f.member != nil {
@@ -514,12 +550,25 @@ func (s *Scheduler) acquire(ctx context.Context, f *firing, wait bool) (locks.Le
 	return lease, nil
 }
 
-// claim claims f without a lease: a scheduled or catch-up fire (a paused
-// one, see pauseRule) as acquire does; a manual run by taking its request
-// from the store, f.fire becoming the instant the request was made. It
-// returns an error wrapping locks.ErrClaimed if another node was first.
+// claim claims f without a lease: a scheduled or catch-up fire (a skipped
+// one, see holdRule) as acquire does; a manual run by taking its request
+// from the store, f.fire becoming the instant the request was made; a
+// retry by taking its attempt. It returns an error wrapping
+// locks.ErrClaimed if another node was first.
 func (s *Scheduler) claim(ctx context.Context, f *firing) error {
-	if f.kind == kindManual {
+	switch f.kind {
+	case kindRetry:
+		ok, err := s.state.TakeRetry(ctx, f.e.name, s.node, f.retry)
+		switch {
+		case err != nil:
+			return fmt.Errorf("taking attempt %d of the retry: %w", f.retry.Attempt, err)
+		case !ok:
+			return fmt.Errorf("%w: attempt %d of %s at %v was taken", locks.ErrClaimed, f.retry.Attempt, f.e.name, f.fire)
+		}
+		f.taken = true
+		s.retryTaken(f.e, f.retry)
+		return nil
+	case kindManual:
 		at, ok, err := s.state.TakeRequest(ctx, f.e.name, s.node)
 		switch {
 		case err != nil:
@@ -556,24 +605,25 @@ func (s *Scheduler) failed() Outcome {
 }
 
 // skip records a fire that does not run, logs it and tells the listeners.
-// A manual run that did not take its request is not a skip: the request
-// stays for a later poll (lock held, a fire in flight here), or another
-// node took it.
+// A manual run or a retry that did not take its request or attempt is not
+// a skip: it stays for a later poll (lock held, a fire in flight here), or
+// another node took it.
 func (s *Scheduler) skip(f firing, o Outcome, err error) {
 	f.member.leave(s)
 	f.member.started()
 	e := f.e
-	if f.kind == kindManual && !f.taken && o != OutcomeLockFailed {
+	if f.fromStore() && !f.taken && o != OutcomeLockFailed {
 		o = notRecorded
 	}
 	switch o {
 	case notRecorded:
 		return
 	case OutcomeLockFailed:
-		s.record(f, &LastRun{Fire: f.fire, Outcome: o, Err: err, Node: s.node, Manual: f.kind == kindManual}, counts{failures: 1})
-		s.log.Error("lock failed; fire not run", "task", e.name, "fire", f.fire, "lock", e.spec.Lock, "manual", f.kind == kindManual, "err", err)
+		s.record(f, &LastRun{Fire: f.fire, Outcome: o, Err: err, Node: s.node, Manual: f.manual(), Attempt: f.attempt()}, counts{failures: 1}, nil)
+		s.log.Error("lock failed; fire not run", "task", e.name, "fire", f.fire, "lock", e.spec.Lock, "manual", f.manual(),
+			"attempt", f.attempt(), "err", err)
 	default:
-		prev := s.record(f, &LastRun{Fire: f.fire, Outcome: o, Node: s.node, Manual: f.kind == kindManual}, counts{skips: 1})
+		prev := s.record(f, &LastRun{Fire: f.fire, Outcome: o, Node: s.node, Manual: f.manual(), Attempt: f.attempt()}, counts{skips: 1}, nil)
 		ctx := context.Background()
 		switch o {
 		case OutcomeLockHeld:
@@ -586,7 +636,11 @@ func (s *Scheduler) skip(f firing, o Outcome, err error) {
 			// Once per stretch of paused fires on this node, not at every
 			// fire: the task's last fire and the skip metric count the others.
 			if prev != OutcomePaused {
-				s.log.Log(ctx, s.skipAt, "task paused; fire skipped", "task", e.name, "fire", f.fire)
+				s.log.Log(ctx, s.skipAt, "task paused; fire skipped", "task", e.name, "fire", f.fire, "attempt", f.attempt())
+			}
+		case OutcomeRetrying:
+			if prev != OutcomeRetrying { // once per stretch, as for a pause
+				s.log.Log(ctx, s.skipAt, "a retry of an earlier fire is pending; fire skipped", "task", e.name, "fire", f.fire)
 			}
 		case OutcomeNotOwner: // every node but one, every fire: not worth a line
 		case OutcomeRunning:
@@ -598,17 +652,18 @@ func (s *Scheduler) skip(f firing, o Outcome, err error) {
 		}
 	}
 	if s.notify != nil {
-		ev := Event{Task: e.name, Lock: e.spec.Lock, Fire: f.fire, Node: s.node, Outcome: o, Err: err, Manual: f.kind == kindManual}
+		ev := Event{Task: e.name, Lock: e.spec.Lock, Fire: f.fire, Node: s.node, Outcome: o, Err: err, Manual: f.manual(), Attempt: f.attempt()}
 		s.notify.skipped(&ev)
 	}
 }
 
 // record is where every fire that ran or was skipped is recorded: in this
-// node's registry, and in the shared history when shared says so.
-func (s *Scheduler) record(f firing, last *LastRun, c counts) (prev Outcome) {
+// node's registry, and in the shared history when shared says so, with the
+// retry that a failed run leaves (nil for none).
+func (s *Scheduler) record(f firing, last *LastRun, c counts, retry *taskstate.Retry) (prev Outcome) {
 	prev = f.e.record(*last, c)
 	if s.state != nil && shared(&f, last.Outcome, c) {
-		s.recordShared(f.e, last)
+		s.recordShared(f.e, last, retry)
 	}
 	return prev
 }
@@ -624,7 +679,8 @@ func (s *Scheduler) record(f firing, last *LastRun, c counts) (prev Outcome) {
 //     run whose request stays pending for the next poll;
 //   - a fire reached too late to claim (OutcomeMissed);
 //   - a paused fire, by the node that claimed it (every node, for an
-//     unlocked task, as every node runs it);
+//     unlocked task, as every node runs it), and a fire skipped while a
+//     retry was pending, by the node that claimed it;
 //   - not a fire that another holder of the lock, another node's claim, a
 //     run in flight or another node's ownership kept from running here:
 //     the record of whatever ran stands for it.
@@ -632,13 +688,13 @@ func shared(f *firing, o Outcome, c counts) bool {
 	switch {
 	case c.runs > 0 || f.taken:
 		return true
-	case f.kind == kindManual:
+	case f.fromStore():
 		return false
 	}
 	switch o {
 	case OutcomeLockFailed, OutcomeMissed:
 		return true
-	case OutcomePaused:
+	case OutcomePaused, OutcomeRetrying:
 		return !f.claimedElsewhere
 	}
 	return false
@@ -693,7 +749,7 @@ func (s *Scheduler) execute(ctx context.Context, f firing, lease locks.Lease, k 
 		ctx, cancel = withTimeout(ctx, s.clock, e.spec.MaxRunTime)
 		defer cancel()
 	}
-	ctx = &runContext{Context: ctx, run: Run{Task: e.name, Fire: f.fire, Node: s.node, Lease: lease, Manual: f.kind == kindManual}}
+	ctx = &runContext{Context: ctx, run: Run{Task: e.name, Fire: f.fire, Node: s.node, Lease: lease, Manual: f.manual(), Attempt: f.attempt()}}
 	start := s.clock.Now()
 	err, panicked := call(ctx, e.fn)
 	s.finish(f, lease, k, start, err, panicked, nil)
@@ -713,7 +769,7 @@ func (s *Scheduler) executeObserved(ctx context.Context, f firing, lease locks.L
 		ctx, cancel = withTimeout(ctx, s.clock, e.spec.MaxRunTime)
 		defer cancel()
 	}
-	ctx = &runContext{Context: ctx, run: Run{Task: e.name, Fire: f.fire, Node: s.node, Lease: lease, Manual: f.kind == kindManual}}
+	ctx = &runContext{Context: ctx, run: Run{Task: e.name, Fire: f.fire, Node: s.node, Lease: lease, Manual: f.manual(), Attempt: f.attempt()}}
 	start := s.clock.Now()
 	ctx, ev := s.started(ctx, f, lease, start, s.debugOn())
 	err, panicked := call(ctx, e.fn)
@@ -727,7 +783,7 @@ func (s *Scheduler) executeObserved(ctx context.Context, f firing, lease locks.L
 func (s *Scheduler) started(ctx context.Context, f firing, lease locks.Lease, start time.Time, debug bool) (context.Context, *runEvent) {
 	ev := &runEvent{debug: debug}
 	ev.Event = Event{Task: f.e.name, Lock: f.e.spec.Lock, Fire: f.fire, Node: s.node, Start: start,
-		Lateness: start.Sub(f.due()), Manual: f.kind == kindManual}
+		Lateness: start.Sub(f.due()), Manual: f.manual(), Attempt: f.attempt()}
 	if lease != nil {
 		ev.Token = lease.Token()
 	}
@@ -750,7 +806,7 @@ func (s *Scheduler) started(ctx context.Context, f firing, lease locks.Lease, st
 func (s *Scheduler) finish(f firing, lease locks.Lease, k *keeper, start time.Time,
 	err error, panicked bool, ev *runEvent) {
 	last := LastRun{Fire: f.fire, Start: start, Duration: s.clock.Since(start), Outcome: OutcomeOK,
-		Err: err, Node: s.node, Manual: f.kind == kindManual}
+		Err: err, Node: s.node, Manual: f.manual(), Attempt: f.attempt()}
 	var end leaseEnd
 	if lease != nil {
 		last.Token = lease.Token()
@@ -760,10 +816,12 @@ func (s *Scheduler) finish(f firing, lease locks.Lease, k *keeper, start time.Ti
 		last.Outcome = s.failure(f, err, panicked)
 	}
 	c := counts{runs: 1}
+	var retry *taskstate.Retry
 	if last.Outcome != OutcomeOK {
 		c.failures = 1
+		retry = s.nextRetry(&f, &last)
 	}
-	s.record(f, &last, c)
+	s.record(f, &last, c, retry)
 	if ev != nil {
 		s.ended(ev, last.Outcome, err, last.Duration, end)
 	}

@@ -38,7 +38,7 @@ type Listener interface {
 	AfterRun(ctx context.Context, e Event)
 	// Skipped is called when a fire does not run on this node. e.Outcome
 	// says why: OutcomeLockHeld, OutcomeRunning, OutcomeAlreadyRun,
-	// OutcomeMissed, OutcomePaused, or
+	// OutcomeMissed, OutcomePaused, OutcomeRetrying, OutcomeNotOwner, or
 	// OutcomeLockFailed with e.Err wrapping ErrNoDriver or the driver's
 	// error.
 	Skipped(e Event)
@@ -62,6 +62,9 @@ type Event struct {
 	// Manual reports a run an operator asked for ([Scheduler.RunNow]); Fire
 	// is then the instant it was asked for.
 	Manual bool
+	// Attempt is the run's attempt at its fire: 1 for its first run, k+1
+	// for its k-th retry ([Retry]).
+	Attempt int
 
 	// Outcome says how the fire ended (AfterRun, Skipped).
 	Outcome Outcome

@@ -111,6 +111,43 @@ func Jitter(d time.Duration) Option {
 	return func(t *Task) { t.decl.Jitter = &d }
 }
 
+// Retry retries a run of the task that fails (returns an error, panics, or
+// is cut by Stop at its deadline), up to times times per fire, each after a
+// backoff: before attempt k+1 (the first run being attempt 1), a delay
+// drawn in [0, min(b·2^(k-1), cap)), b being [RetryBackoff] and cap
+// [RetryMaxBackoff] ("full jitter": tasks that fail together do not retry
+// in step). The draw is a hash of the task's name, the fire and the
+// attempt, so the delays are the same in every run of a test.
+//
+// A retry is a run of the same fire ([Run].Fire, with [Run].Attempt k+1)
+// through the same steps as every run: the pause rule (a retry of a paused
+// task is dropped, recorded as skipped), the task's lock (a fencing token
+// above the failed attempt's), and a claim of the attempt. The failed
+// run's record leaves the retry pending in the task state the nodes share
+// ([Config.State]), so that any node runs it when it is due (within a
+// [Config.RequestPoll]), also when the node that failed died, and each
+// attempt runs at most once. A scheduled fire due while a retry of the task
+// is pending is skipped ([OutcomeRetrying]), as a fire that finds the
+// previous run still going is. The task needs a lock and the scheduler a
+// task state store; times is at most [MaxRetries].
+func Retry(times int) Option {
+	return func(t *Task) { t.decl.Retry = &times }
+}
+
+// RetryBackoff sets the backoff of [Retry] before the first retry, doubled
+// for each next one; the default is [DefaultRetryBackoff]. It must be
+// positive, at most [MaxRetryBackoff].
+func RetryBackoff(d time.Duration) Option {
+	return func(t *Task) { t.decl.RetryBackoff = &d }
+}
+
+// RetryMaxBackoff caps the doubling backoff of [Retry]; the default is 100
+// times [RetryBackoff], at most [MaxRetryBackoff]. It must not be below
+// the first backoff.
+func RetryMaxBackoff(d time.Duration) Option {
+	return func(t *Task) { t.decl.RetryMax = &d }
+}
+
 // Name sets the task's name, used in logs, metrics, [Scheduler.Tasks] and
 // the fire claim. The default is "Type.Method" for a method value, Type
 // being the type that declares the method (for a method promoted from an

@@ -10,20 +10,23 @@ import (
 )
 
 // recordShared adds a fire to the history the nodes share, through the
-// node's recorder. A record that the store refuses (it is down) is kept for
+// node's recorder, with the retry that it leaves pending (nil for none). A record that the store refuses (it is down) is kept for
 // the next flush (see recorder).
 //
 //go:noinline
-func (s *Scheduler) recordShared(e *entry, last *LastRun) {
+func (s *Scheduler) recordShared(e *entry, last *LastRun, retry *taskstate.Retry) {
 	r := taskstate.Run{Fire: last.Fire, Manual: last.Manual, Node: last.Node, Token: last.Token, Start: last.Start,
 		Duration: last.Duration, Outcome: string(last.Outcome)}
+	if last.Attempt > 1 {
+		r.Attempt = last.Attempt
+	}
 	if last.Err != nil {
 		r.Error = last.Err.Error()
 	}
 	s.records.mu.Lock()
 	s.records.seq++
 	id := s.records.prefix + strconv.FormatUint(s.records.seq, 36)
-	s.records.pending = append(s.records.pending, taskstate.TaskRun{Task: e.name, ID: id, Run: r})
+	s.records.pending = append(s.records.pending, taskstate.TaskRun{Task: e.name, ID: id, Run: r, Retry: retry})
 	s.records.mu.Unlock()
 	s.flush()
 }

@@ -27,6 +27,7 @@ const (
 	OutcomeMissed     Outcome = "skipped: missed"        // the node reached the fire too late to claim it
 	OutcomePaused     Outcome = "skipped: paused"        // the task is paused cluster-wide (Pause)
 	OutcomeNotOwner   Outcome = "skipped: not owner"     // another live node owns the task's lock key (Config.Spread)
+	OutcomeRetrying   Outcome = "skipped: retrying"      // a retry of an earlier fire of the task is pending (Retry)
 	OutcomeLockFailed Outcome = "failed: lock"           // the driver failed, or there was none
 )
 
@@ -40,6 +41,10 @@ type LastRun struct {
 	Token    uint64 // the lease's fencing token; 0 if unlocked or not acquired
 	Node     string
 	Manual   bool // an operator asked for this run (RunNow); Fire is when
+	Attempt  int  // the attempt at the fire: 1 for its first run, k+1 for its k-th retry (Retry)
+	// RetryAt is when the retry that this failed run left is due; zero if
+	// it left none.
+	RetryAt time.Time
 }
 
 // TaskInfo describes one task in a scheduler's registry.

@@ -115,6 +115,7 @@ type Scheduler struct {
 	entries      []*entry        // in registration order
 	names        map[string]bool // task names taken
 	byName       map[string]*entry
+	retries      map[string]taskstate.Retry // the pending retries this node knows of, by task (see retryPending)
 	due          entryHeap // entries with a next fire, earliest first
 	held         map[*holding]struct{}
 	landed       chan struct{} // closed when flying drops to 0; replaced when it rises
@@ -148,6 +149,7 @@ func New(cfg Config) *Scheduler {
 		loopDone: make(chan struct{}),
 		names:    map[string]bool{},
 		byName:   map[string]*entry{},
+		retries:  map[string]taskstate.Retry{},
 		held:     map[*holding]struct{}{},
 		landed:   make(chan struct{}),
 		state:    cfg.State,
@@ -236,7 +238,7 @@ func (s *Scheduler) DriverName() string {
 
 // lockRules returns what locked tasks need of this scheduler's driver.
 func (s *Scheduler) lockRules() lockRules {
-	return lockRules{driver: s.driver, claims: s.claims != nil, minTTL: s.minTTL}
+	return lockRules{driver: s.driver, claims: s.claims != nil, minTTL: s.minTTL, state: s.state != nil}
 }
 
 // nudge makes the loop recompute its timer. s.mu must be held.

@@ -83,6 +83,16 @@ func (t Task) Spec() Spec {
 	if t.decl.CatchUp != nil {
 		s.CatchUp = *t.decl.CatchUp
 	}
+	if t.decl.Retry != nil && *t.decl.Retry > 0 {
+		s.Retries, s.RetryBackoff = *t.decl.Retry, DefaultRetryBackoff
+		if t.decl.RetryBackoff != nil {
+			s.RetryBackoff = *t.decl.RetryBackoff
+		}
+		s.RetryMaxBackoff = min(100*s.RetryBackoff, max(MaxRetryBackoff, s.RetryBackoff))
+		if t.decl.RetryMax != nil {
+			s.RetryMaxBackoff = *t.decl.RetryMax
+		}
+	}
 	return s
 }
 
@@ -99,6 +109,11 @@ type Spec struct {
 	CatchUp      time.Duration // the catch-up window; zero skips missed fires
 	Jitter       time.Duration // each fire starts up to this much after its instant; zero starts it on time
 	DST          string        // the daylight-saving policy, "twice,shift" and the like; "" for DSTDefault, "once,shift"
+	// Retries is how many times a failed run of a fire is retried; zero
+	// retries none, and the retry durations are then zero.
+	Retries         int
+	RetryBackoff    time.Duration // the first retry's backoff, doubled for each next one
+	RetryMaxBackoff time.Duration // the cap of the doubling backoff
 }
 
 // funcOrigin splits the runtime name of fn, such as

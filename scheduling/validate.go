@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -30,6 +31,9 @@ type declared struct {
 	CatchUp      *time.Duration `opt:"catchUp" validate:"omitempty,gte=0"`
 	Jitter       *time.Duration `opt:"jitter" validate:"omitempty,gte=0"`
 	DST          *string        `opt:"dst"`
+	Retry        *int           `opt:"retry" validate:"omitempty,gte=0"`
+	RetryBackoff *time.Duration `opt:"retryBackoff" validate:"omitempty,excluded_without=Retry,gt=0"`
+	RetryMax     *time.Duration `opt:"retryMaxBackoff" validate:"omitempty,excluded_without=Retry,gt=0"`
 	Name         *string        `opt:"name" validate:"omitempty,min=1"`
 }
 
@@ -97,7 +101,7 @@ func (e *ValidationError) Unwrap() error { return ErrInvalidSpec }
 // the lock driver, which only a scheduler knows) and returns a
 // *ValidationError listing every problem, or nil.
 func Validate(tasks ...Task) error {
-	return validateTasks(tasks, nil, lockRules{claims: true}, newParseCache(nil))
+	return validateTasks(tasks, nil, lockRules{claims: true, state: true}, newParseCache(nil))
 }
 
 // lockRules is what a scheduler's driver asks of locked tasks. The zero
@@ -106,6 +110,7 @@ type lockRules struct {
 	driver locks.Driver  // nil: no driver; Validate checks as if there were one
 	claims bool          // the driver keeps fire claims (locks.Claimer)
 	minTTL time.Duration // every lock TTL must exceed it (locks.MinTTLer)
+	state  bool          // the scheduler has a task state store, where retries wait
 }
 
 var (
@@ -258,6 +263,11 @@ func validateTasks(tasks []Task, taken map[string]bool, rules lockRules, cache *
 					"that claims it, and only a locked task's fires are claimed"})
 			}
 		}
+		if n := t.decl.Retry; n != nil && *n > 0 && !unread["retry"] {
+			for _, p := range rules.checkRetry(t.Spec(), t.decl.Lock != nil || unread["lock"]) {
+				add(p)
+			}
+		}
 		if d := t.decl.DST; d != nil && !unread["dst"] {
 			if _, err := parseDST(*d); err != nil {
 				add(Problem{Option: "dst", Value: *d, Rule: "must be once or twice, shift or skip, or one of each (\"twice,skip\"): it " + err.Error()})
@@ -326,6 +336,35 @@ func (r lockRules) check(s Spec) []Problem {
 	return ps
 }
 
+// checkRetry returns the problems of a spec that retries (defaults
+// applied), under these rules; locked reports a lock option, read or not.
+func (r lockRules) checkRetry(s Spec, locked bool) []Problem {
+	var ps []Problem
+	n := strconv.Itoa(s.Retries)
+	switch {
+	case s.Retries > MaxRetries:
+		ps = append(ps, Problem{Option: "retry", Value: n, Rule: fmt.Sprintf("must not exceed %d (scheduling.MaxRetries)", MaxRetries)})
+	case !locked:
+		ps = append(ps, Problem{Option: "retry", Value: n, Rule: "needs lock: one node of the cluster takes each retry " +
+			"and runs it under the task's lock, and an unlocked task runs on every node"})
+	case !r.state:
+		ps = append(ps, Problem{Option: "retry", Value: n, Rule: "needs a task state store (Config.State; scheduling.Module " +
+			"takes it from the graph): a pending retry waits there, so that another node runs it if this one dies"})
+	}
+	switch {
+	case s.RetryBackoff > MaxRetryBackoff:
+		ps = append(ps, Problem{Option: "retryBackoff", Value: s.RetryBackoff.String(),
+			Rule: fmt.Sprintf("must not exceed %v (scheduling.MaxRetryBackoff)", MaxRetryBackoff)})
+	case s.RetryMaxBackoff > MaxRetryBackoff:
+		ps = append(ps, Problem{Option: "retryMaxBackoff", Value: s.RetryMaxBackoff.String(),
+			Rule: fmt.Sprintf("must not exceed %v (scheduling.MaxRetryBackoff)", MaxRetryBackoff)})
+	case s.RetryMaxBackoff > 0 && s.RetryMaxBackoff < s.RetryBackoff:
+		ps = append(ps, Problem{Option: "retryMaxBackoff", Value: s.RetryMaxBackoff.String(),
+			Rule: fmt.Sprintf("must not be below retryBackoff (%v): it caps the backoff that doubles from it", s.RetryBackoff)})
+	}
+	return ps
+}
+
 func optionValue(v any) string {
 	rv := reflect.ValueOf(v)
 	if rv.Kind() == reflect.Pointer {
@@ -354,6 +393,9 @@ func ruleText(cache *parseCache, s declared, fe validator.FieldError) string {
 	case "gt":
 		return "must be positive"
 	case "excluded_without":
+		if fe.Param() == "Retry" {
+			return "needs retry: it only applies to a task that retries"
+		}
 		return "needs lock: it only applies to a locked task"
 	}
 	return fmt.Sprintf("breaks rule %q", fe.Tag())

@@ -1,0 +1,88 @@
+package scheduling
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/ndigo/ndigo/taskstate"
+)
+
+// MaxRetries is the most retries of one fire that [Retry] may ask for.
+const MaxRetries = 100
+
+// DefaultRetryBackoff is the backoff before a first retry when
+// [RetryBackoff] is not set.
+const DefaultRetryBackoff = 10 * time.Second
+
+// MaxRetryBackoff is the longest [RetryBackoff] and [RetryMaxBackoff].
+const MaxRetryBackoff = 24 * time.Hour
+
+// retryDelay is the backoff before attempt k+1 of the fire of task name at
+// fire: full jitter, an offset in [0, min(backoff·2^(k-1), cap)) that a
+// hash of the name, the fire and the attempt picks.
+func retryDelay(name string, fire time.Time, k int, backoff, cap time.Duration) time.Duration {
+	window := cap
+	if k-1 < 62 && backoff <= cap>>(k-1) { // backoff·2^(k-1) ≤ cap, without overflow
+		window = backoff << (k - 1)
+	}
+	return jitterOffset(name+"#"+strconv.Itoa(k), fire, window)
+}
+
+// nextRetry returns the retry that f's failed run leaves, and notes it in
+// last and in this node's view of pending retries; nil when the task does
+// not retry or f was its last attempt.
+func (s *Scheduler) nextRetry(f *firing, last *LastRun) *taskstate.Retry {
+	e := f.e
+	k := f.attempt()
+	if e.spec.Retries == 0 || k > e.spec.Retries || s.state == nil || e.spec.Lock == "" {
+		return nil
+	}
+	d := retryDelay(e.name, f.fire, k, e.spec.RetryBackoff, e.spec.RetryMaxBackoff)
+	r := &taskstate.Retry{Fire: f.fire, Manual: f.manual(), Attempt: k + 1, Due: s.clock.Now().Add(d)}
+	last.RetryAt = r.Due
+	s.mu.Lock()
+	s.retries[e.name] = *r
+	s.mu.Unlock()
+	s.log.Warn("run failed; retry pending", "task", e.name, "fire", f.fire, "attempt", r.Attempt, "of", e.spec.Retries+1,
+		"due", r.Due, "backoff", d)
+	return r
+}
+
+// retryPending reports whether this node knows of a pending retry of an
+// earlier fire of e than fire: from its last poll, or one it left since.
+func (s *Scheduler) retryPending(e *entry, fire time.Time) bool {
+	if e.spec.Retries == 0 {
+		return false
+	}
+	s.mu.Lock()
+	r, ok := s.retries[e.name]
+	s.mu.Unlock()
+	return ok && r.Fire.Before(fire)
+}
+
+// retryTaken forgets r, which this node took.
+func (s *Scheduler) retryTaken(e *entry, r taskstate.Retry) {
+	s.mu.Lock()
+	if p, ok := s.retries[e.name]; ok && p.Fire.Equal(r.Fire) && p.Attempt == r.Attempt {
+		delete(s.retries, e.name)
+	}
+	s.mu.Unlock()
+}
+
+// dueRetries replaces this node's view of the pending retries with those a
+// poll read, and returns the fires of the ones due by now. s.mu is held.
+func (s *Scheduler) dueRetries(polled map[string]taskstate.Retry, now time.Time) []firing {
+	clear(s.retries)
+	var due []firing
+	for name, r := range polled {
+		e := s.byName[name]
+		if e == nil || e.spec.Retries == 0 {
+			continue // another build's task, or one that no longer retries here
+		}
+		s.retries[name] = r
+		if !r.Due.After(now) && !e.busy.Load() {
+			due = append(due, firing{e: e, fire: r.Fire, kind: kindRetry, retry: r})
+		}
+	}
+	return due
+}
