@@ -115,7 +115,9 @@ type firing struct {
 func (f *firing) fromStore() bool { return f.kind == kindManual || f.kind == kindRetry }
 
 // manual reports a manual run, or a retry of one.
-func (f *firing) manual() bool { return f.kind == kindManual || (f.kind == kindRetry && f.retry.Manual) }
+func (f *firing) manual() bool {
+	return f.kind == kindManual || (f.kind == kindRetry && f.retry.Manual)
+}
 
 // attempt is f's attempt at its fire, 1 for its first run.
 func (f *firing) attempt() int {

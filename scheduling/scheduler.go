@@ -116,7 +116,7 @@ type Scheduler struct {
 	names        map[string]bool // task names taken
 	byName       map[string]*entry
 	retries      map[string]taskstate.Retry // the pending retries this node knows of, by task (see retryPending)
-	due          entryHeap // entries with a next fire, earliest first
+	due          entryHeap                  // entries with a next fire, earliest first
 	held         map[*holding]struct{}
 	landed       chan struct{} // closed when flying drops to 0; replaced when it rises
 	landedClosed bool
