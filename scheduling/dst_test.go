@@ -33,6 +33,11 @@ func TestDSTPolicies(t *testing.T) {
 		{"America/New_York", "15 1,2 * * *", "2026-11-01T00:00:00Z", 24 * time.Hour, map[string][]string{
 			// 01:15 happens at 05:15Z (EDT) and 06:15Z (EST); 02:15 once, at 07:15Z.
 			"once,shift": {"11-01 05:15", "11-01 07:15"}, "twice,skip": {"11-01 05:15", "11-01 06:15", "11-01 07:15"}}},
+		{"America/New_York", "15,45 1 * * *", "2026-11-01T00:00:00Z", 24 * time.Hour, map[string][]string{
+			// Under twice, 01:45 of the first pass comes before 01:15 of the
+			// second, and both 01:15s and 01:45s fire, in that order.
+			"twice,shift": {"11-01 05:15", "11-01 05:45", "11-01 06:15", "11-01 06:45"},
+			"once,shift":  {"11-01 05:15", "11-01 05:45"}}},
 		{"America/New_York", "15 2 * * *", "2026-03-08T00:00:00Z", 36 * time.Hour, map[string][]string{
 			"once,shift": {"03-08 07:00", "03-09 06:15"}, "once,skip": {"03-09 06:15"}}},
 		{"Australia/Lord_Howe", "45 1 * * *", "2026-04-04T00:00:00Z", 48 * time.Hour, map[string][]string{

@@ -92,7 +92,10 @@ func CatchUp(window time.Duration) Option {
 // either ("twice", "skip", "twice,skip"); what it leaves out keeps its
 // default. Every node resolves the same instants. A schedule that follows
 // elapsed time (every hour, "*/15 * * * *", @every, a fixed zone) has no
-// repeated or skipped wall time, and ignores the policy.
+// repeated or skipped wall time, and ignores the policy, but in a zone
+// whose clocks change by other than whole hours (Australia/Lord_Howe's
+// half hour), where a schedule of every hour has such wall times too, and
+// takes the policy.
 func DST(policy string) Option {
 	return func(t *Task) { t.decl.DST = &policy }
 }

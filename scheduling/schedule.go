@@ -103,7 +103,7 @@ func parseSchedule(expr string, loc *time.Location) (s schedule, err error) {
 	switch {
 	case fixedZone(spec.Location):
 		s = utcSchedule{spec: &utc, loc: spec.Location}
-	case spec.Hour&allHours == allHours:
+	case spec.Hour&allHours == allHours && !subHourChanges(spec.Location):
 		s = spec
 	default:
 		s = wallSchedule{utc: &utc, loc: spec.Location}
@@ -191,16 +191,25 @@ type wallSchedule struct {
 func (w wallSchedule) Next(t time.Time) time.Time {
 	lt := t.In(w.loc)
 	wall := time.Date(lt.Year(), lt.Month(), lt.Day(), lt.Hour(), lt.Minute(), lt.Second(), lt.Nanosecond(), time.UTC)
+	// Under twice, the wall times that clocks are about to fall back over
+	// come again after t, the earlier ones among them too (01:30 when t is
+	// 01:45 of the first pass), and a later wall time can occur before an
+	// earlier one (01:45 of the first pass before 01:15 of the second): the
+	// search starts that far back, and keeps the earliest instant after t
+	// among the wall times within that much of the first found. Without
+	// twice, wall times occur in their order.
+	var back time.Duration
 	if w.twice {
-		// The wall time t reads may have its second occurrence ahead.
-		wall = wall.Add(-time.Second)
+		back = fallBack(lt)
+		wall = wall.Add(-back - time.Second)
 	}
+	var best, bestWall time.Time
 	// Candidates before t occur only for wall times repeated by a fall-back
-	// that already passed; an hour has at most 3600 of them.
-	for range 4000 {
+	// or within back of t's: a few hours of them at most.
+	for range 4000 + int(2*back/time.Second) {
 		wall = nextUTC(w.utc, wall)
-		if wall.IsZero() {
-			return wall
+		if wall.IsZero() || (!best.IsZero() && wall.Sub(bestWall) > back) {
+			break
 		}
 		if !w.twice && !w.skip {
 			if c := wallInstant(wall, w.loc); c.After(t) {
@@ -210,21 +219,36 @@ func (w wallSchedule) Next(t time.Time) time.Time {
 		}
 		occ := wallOccurrences(wall, w.loc)
 		if len(occ) == 0 { // in a spring-forward gap
-			if c := wallInstant(wall, w.loc); !w.skip && c.After(t) {
-				return c
+			if w.skip {
+				continue
 			}
-			continue
+			occ = []time.Time{wallInstant(wall, w.loc)}
 		}
 		if !w.twice {
 			occ = occ[:1]
 		}
 		for _, c := range occ {
-			if c.After(t) {
-				return c
+			if c.After(t) && (best.IsZero() || c.Before(best)) {
+				best, bestWall = c, wall
 			}
 		}
+		if !best.IsZero() && !w.twice {
+			return best
+		}
 	}
-	return time.Time{}
+	return best
+}
+
+// fallBack returns how far lt's zone sets its clocks back at its next
+// change after lt; zero if that change moves them forward, or none comes.
+func fallBack(lt time.Time) time.Duration {
+	_, end := lt.ZoneBounds()
+	if end.IsZero() {
+		return 0
+	}
+	_, now := lt.Zone()
+	_, next := end.In(lt.Location()).Zone()
+	return max(0, time.Duration(now-next)*time.Second)
 }
 
 // wallOccurrences returns the instants, earliest first, at which loc's
@@ -285,6 +309,29 @@ func withDST(s schedule, p dstPolicy) schedule {
 		return w
 	}
 	return s
+}
+
+// subHourChanges reports whether loc changes its clocks by other than
+// whole hours (Australia/Lord_Howe's half hour) in the years around now:
+// there, a schedule of every hour has wall times that a change skips or
+// repeats, which robfig's Next passes over (it goes from 01:00 to 03:00
+// across a half-hour gap at 02:00), so that it takes the DST policy as a
+// schedule of particular hours does.
+func subHourChanges(loc *time.Location) bool {
+	t := time.Date(time.Now().Year()-2, 1, 1, 0, 0, 0, 0, loc)
+	for range 16 { // two changes a year, for eight years
+		_, end := t.ZoneBounds()
+		if end.IsZero() {
+			return false
+		}
+		_, before := t.Zone()
+		_, after := end.In(loc).Zone()
+		if (before-after)%3600 != 0 {
+			return true
+		}
+		t = end
+	}
+	return false
 }
 
 // fixedZone reports whether loc has one offset for all time (UTC, a fixed
