@@ -43,6 +43,10 @@ type AuditedFire struct {
 	// OutcomeLockHeld, OutcomeRunning. "" for a missed or pending instant.
 	Outcome Outcome
 	Node    string // the node of that record; "" if derived or missed
+	// Attempt is that record's attempt at the fire: 1 for its first run,
+	// k+1 for its k-th retry (the newest record of a fire decides a run's
+	// status: its last attempt); 0 if derived or missed.
+	Attempt int
 	// Detail is the record's error, or what held the lock: "run of
 	// TASK at FIRE on NODE".
 	Detail string
@@ -98,7 +102,8 @@ const heldSlack = time.Second
 // but may hold the lock over one.
 //
 // An instant is, in this order: ran, if some node recorded a run of it;
-// skipped, if a node recorded it paused, or a recorded run of a task on the
+// skipped, if a node recorded it paused or skipped while a retry of an
+// earlier fire was pending, or a recorded run of a task on the
 // same lock key (this one's previous run included; for an unlocked task,
 // only that) covered it; failed, if a node recorded a lock or store failure
 // or reached it too late; missed otherwise. Only what a node records is
@@ -257,7 +262,7 @@ func rank(o string) int {
 	switch Outcome(o) {
 	case OutcomeOK, OutcomeError, OutcomePanic, OutcomeCancelled:
 		return 0
-	case OutcomePaused:
+	case OutcomePaused, OutcomeRetrying:
 		return 1
 	case OutcomeLockFailed, OutcomeMissed:
 		return 2
@@ -269,7 +274,7 @@ func rank(o string) int {
 func judge(t time.Time, byFire map[int64]taskstate.Run, holders []holder, e *entry, slack time.Duration) AuditedFire {
 	f := AuditedFire{Fire: t}
 	if r, ok := byFire[t.UnixNano()]; ok {
-		f.Outcome, f.Node, f.Detail = Outcome(r.Outcome), r.Node, r.Error
+		f.Outcome, f.Node, f.Detail, f.Attempt = Outcome(r.Outcome), r.Node, r.Error, max(r.Attempt, 1)
 		switch rank(r.Outcome) {
 		case 0:
 			f.Status = FireRan

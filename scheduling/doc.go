@@ -185,8 +185,14 @@
 //   - the paused flag: no call, a node keeping the flags it read until the
 //     store's pause generation moves on (see Control and history);
 //   - per node, one heartbeat per [Config.Heartbeat] and one poll (manual
-//     requests and the pause generation, one call) per [Config.RequestPoll]:
+//     requests, pending retries and the pause generation, one call: on
+//     Redis a pipeline of three commands) per [Config.RequestPoll]:
 //     N·(1/Heartbeat + 1/RequestPoll)/F per fire;
+//   - a failed run of a task that retries: its retry rides in the failure's
+//     record (no call of its own), and each retry costs the owner what a
+//     manual run does, an Acquire, a take of the attempt and a Release (3
+//     round trips), with its record; the other nodes nothing, as for any
+//     fire;
 //   - the other nodes: nothing, not even a record: the audit derives a
 //     fire lost to another holder (see History and audit); a paused fire
 //     costs one record (its claimer's), a failed one a record per node that
@@ -245,6 +251,26 @@
 // window runs, when a node starts, its most recent fire within the window
 // if no node claimed it. Each store call of a fire is bounded by the task's
 // lock TTL (5s for an unlocked task, and for a record).
+//
+// # Retries
+//
+// A locked task with [Retry] runs a failed run of a fire again, up to the
+// given number of times, each after a backoff that doubles from
+// [RetryBackoff] up to [RetryMaxBackoff], drawn in [0, that) (full jitter).
+// The failed run's record leaves the retry pending in the store, in the
+// same step (taskstate.TaskRun.Retry), so that it is never pending without
+// the failure it retries and survives the node that failed: every node
+// reads the pending retries at its poll, and the first to hold the task's
+// lock once the retry is due takes the attempt from the store (the take is
+// a retry's claim, as for a manual run) and runs it through the same steps
+// as every fire, with [Run].Attempt k+1 and a fencing token above every
+// earlier attempt's. An attempt thus runs at most once, and never overlaps
+// another run of the lock. A scheduled fire due while a retry of an earlier
+// fire is pending is skipped ([OutcomeRetrying]) and claimed, as a fire
+// that finds the previous run still going is; a node learns of a retry
+// that another node left at its next poll, so a fire within a poll of the
+// failure may still run before the retry. A paused task's retry is taken
+// and recorded as paused: it does not run after the resume.
 //
 // # History and audit
 //

@@ -240,6 +240,27 @@ func TestFireDueWhileARetryIsPendingIsSkipped(t *testing.T) {
 			t.Errorf("fire %v skipped while retrying is in the history %d times, want once (by its claimer)", m, recorded[m])
 		}
 	}
+
+	// The audit finds the first fire ran (its last attempt, the retry),
+	// every fire skipped while a retry was pending skipped (the later
+	// fires fail once too), and none failed or missed.
+	c.step(3*time.Minute, time.Second)
+	skipped = c.skips.skippedFires(OutcomeRetrying)
+	a, err := c.nodes[2].Audit(context.Background(), "sync")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Missed != 0 || a.Failed != 0 || a.Ran+a.Skipped != len(a.Fires) {
+		t.Errorf("audit: %d ran, %d skipped, %d failed, %d missed of %d; want only ran and skipped", a.Ran, a.Skipped, a.Failed, a.Missed, len(a.Fires))
+	}
+	for _, af := range a.Fires {
+		switch {
+		case af.Fire.Equal(first) && (af.Status != FireRan || af.Attempt != 2 || af.Outcome != OutcomeOK):
+			t.Errorf("audit of the first fire: %+v; want ran, ok, at attempt 2", af)
+		case skipped[af.Fire] != (af.Status == FireSkipped) || (skipped[af.Fire] && af.Outcome != OutcomeRetrying):
+			t.Errorf("audit of %v: %+v; want skipped, %q, exactly for the fires skipped while retrying", af.Fire, af, OutcomeRetrying)
+		}
+	}
 }
 
 // A retry that falls due while its task is paused is taken and recorded as
