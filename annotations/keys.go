@@ -69,7 +69,7 @@ var tagKeys = []tagKey{
 			}
 			return scheduling.Retry(n), nil
 		}},
-	{"retryBackoff", "RetryBackoff", "10s", "the backoff before the first retry, doubled for each next one up to `retryMaxBackoff`; each delay is drawn in [0, backoff) (full jitter) by a hash of the task, the fire and the attempt",
+	{"retryBackoff", "RetryBackoff", "10s", "the backoff before the first retry, doubled for each next one up to `retryMaxBackoff`; each delay is drawn below that backoff (full jitter: from 0) by a hash of the task, the fire and the attempt",
 		duration(scheduling.RetryBackoff)},
 	{"retryMaxBackoff", "RetryMaxBackoff", "100 × `retryBackoff`, at most 24h", "the cap of the doubling backoff; at least `retryBackoff`, at most 24h",
 		duration(scheduling.RetryMaxBackoff)},
