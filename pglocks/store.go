@@ -121,7 +121,7 @@ func NewStore(opts StoreOptions) (*Store, error) {
 		paused:  r.Replace(`SELECT EXISTS (SELECT 1 FROM $PAUSED WHERE ns = $1::text AND task = $2::text)`),
 		request: r.Replace(`INSERT INTO $REQUESTS (ns, task, at) VALUES ($1::text, $2::text, $3::bigint) ON CONFLICT DO NOTHING`),
 		poll: r.Replace(`SELECT 'request', task, at, 0, 0, false FROM $REQUESTS WHERE ns = $1::text
-			UNION ALL SELECT 'retry', task, fire, attempt, due, manual FROM $RETRIES WHERE ns = $1::text
+			UNION ALL SELECT 'retry', task, fire, attempt, due, manual FROM $RETRIES WHERE ns = $1::text AND NOT taken
 			UNION ALL SELECT 'pauses', NULL::text, CASE WHEN is_called THEN last_value ELSE 0 END, 0, 0, false FROM $PAUSES`),
 		take:      r.Replace(storeTakeSQL),
 		takeRetry: r.Replace(storeTakeRetrySQL),
@@ -261,7 +261,7 @@ func (s *Store) TakeRequest(ctx context.Context, task, node string) (time.Time, 
 	return time.Time{}, false, s.fail("TakeRequest", task, err)
 }
 
-// TakeRetry removes task's pending retry if it is r and adds node's
+// TakeRetry marks task's pending retry taken if it is r and adds node's
 // placeholder run, in one statement.
 func (s *Store) TakeRetry(ctx context.Context, task, node string, r taskstate.Retry) (bool, error) {
 	if err := taskstate.CheckTask(ctx, task); err != nil {

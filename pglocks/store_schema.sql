@@ -1,6 +1,7 @@
 -- The task state (taskstate.Store) of every namespace: the paused tasks, the
--- pending manual-run requests (at: Unix nanoseconds), the pending retries
--- (fire and due: Unix nanoseconds), and the newest runs of
+-- pending manual-run requests (at: Unix nanoseconds), each task's last
+-- retry, pending or taken (fire and due: Unix nanoseconds), and the newest
+-- runs of
 -- each task (run: JSON), at most the store's history length per task plus
 -- one per concurrent writer. SetPaused draws from the pauses sequence, whose
 -- last value is the pause generation (taskstate.Poll.Pauses).
@@ -22,6 +23,7 @@ CREATE TABLE IF NOT EXISTS $RETRIES (
 	attempt integer NOT NULL,
 	due     bigint  NOT NULL,
 	manual  boolean NOT NULL,
+	taken   boolean NOT NULL DEFAULT false,
 	PRIMARY KEY (ns, task)
 );
 CREATE TABLE IF NOT EXISTS $RUNS (

@@ -6,7 +6,10 @@
 -- list's TTL in ms after this run, ARGV[4] the placeholder the run replaces
 -- (the JSON take.lua or takeretry.lua wrote) or "" for none, ARGV[5] how
 -- long the call is remembered, in ms, ARGV[6] the task's name, ARGV[7] the
--- retry the run leaves pending (the retries hash's value) or "" for none.
+-- retry the run leaves pending (the retries hash's value) or "" for none,
+-- whose first ARGV[8] bytes (its fire and attempt, zero-padded) order it:
+-- it replaces the task's last retry, pending or taken, only if later, so
+-- that a record sent again after its retry was taken leaves nothing.
 -- A retry whose first attempt recorded the run finds the call's key and
 -- adds nothing, whatever other nodes recorded in between.
 if redis.call('EXISTS', KEYS[2]) == 1 then
@@ -19,7 +22,11 @@ redis.call('LPUSH', KEYS[1], ARGV[1])
 redis.call('LTRIM', KEYS[1], 0, tonumber(ARGV[2]) - 1)
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 if ARGV[7] ~= '' then
-  redis.call('HSET', KEYS[3], ARGV[6], ARGV[7])
+  local last = redis.call('HGET', KEYS[3], ARGV[6])
+  local n = tonumber(ARGV[8])
+  if not last or string.sub(ARGV[7], 1, n) > string.sub(last, 1, n) then
+    redis.call('HSET', KEYS[3], ARGV[6], ARGV[7])
+  end
 end
 redis.call('SET', KEYS[2], '1', 'PX', ARGV[5])
 return 1

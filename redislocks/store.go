@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -64,7 +65,7 @@ type StoreOptions struct {
 //	ndigo:{ns:t}:task:paused     "1" while the task is paused; no expiry
 //	ndigo:{ns:t}:task:call:<n>   a SetPaused call's nonce n, for a minute
 //	ndigo:{ns}:requests          the pending manual-run requests: task name -> Unix nanoseconds
-//	ndigo:{ns}:retries           the pending retries: task name -> "<fire> <attempt> <due> <manual>" (Unix nanoseconds, 0 or 1)
+//	ndigo:{ns}:retries           each task's last retry: task name -> "<fire> <attempt> <due> <manual>[ t]" (Unix nanoseconds zero-padded to 20 digits, the attempt to 10, 0 or 1; " t" once taken)
 //	ndigo:{ns}:pauses            the pause generation (taskstate.Poll.Pauses): INCR after each SetPaused; no expiry
 //	ndigo:{ns}:runs:t            the newest runs, JSON each, newest first; it expires 90 days after the last
 //	ndigo:{ns}:call:<n>          a RequestRun, TakeRequest, TakeRetry or Record call's nonce n (a take's: what it took), for a minute
@@ -258,7 +259,7 @@ func (s *Store) TakeRequest(ctx context.Context, task, node string) (time.Time, 
 	return time.Time{}, false, fail("TakeRequest", task, err)
 }
 
-// TakeRetry removes task's pending retry if it is r and adds node's
+// TakeRetry marks task's pending retry taken if it is r and adds node's
 // placeholder run, in one script.
 func (s *Store) TakeRetry(ctx context.Context, task, node string, r taskstate.Retry) (bool, error) {
 	if err := taskstate.CheckTask(ctx, task); err != nil {
@@ -279,10 +280,15 @@ func (s *Store) TakeRetry(ctx context.Context, task, node string, r taskstate.Re
 }
 
 // retryName is the start of r's value in the retries hash that names it:
-// its fire and attempt.
+// its fire and attempt, zero-padded so that later retries compare greater
+// as text (record.lua orders them so; Lua's numbers would round the
+// nanoseconds).
 func retryName(r taskstate.Retry) string {
-	return strconv.FormatInt(r.Fire.UnixNano(), 10) + " " + strconv.Itoa(r.Attempt) + " "
+	return fmt.Sprintf("%020d %010d ", r.Fire.UnixNano(), r.Attempt)
 }
+
+// retryNameLen is the length of every retryName.
+const retryNameLen = 32
 
 // retryValue is r's value in the retries hash.
 func retryValue(r taskstate.Retry) string {
@@ -293,10 +299,14 @@ func retryValue(r taskstate.Retry) string {
 	return retryName(r) + strconv.FormatInt(r.Due.UnixNano(), 10) + " " + manual
 }
 
-// readRetry reads a value of the retries hash.
+// readRetry reads a value of the retries hash: false for a taken retry or
+// an unreadable value.
 func readRetry(v string) (taskstate.Retry, bool) {
 	var fire, due int64
 	var attempt, manual int
+	if strings.HasSuffix(v, " t") {
+		return taskstate.Retry{}, false
+	}
 	if _, err := fmt.Sscanf(v, "%d %d %d %d", &fire, &attempt, &due, &manual); err != nil {
 		return taskstate.Retry{}, false
 	}
@@ -371,7 +381,7 @@ func (s *Store) Record(ctx context.Context, runs ...taskstate.TaskRun) error {
 		if tr.Retry != nil {
 			retry = retryValue(*tr.Retry)
 		}
-		args[i] = []any{b, s.history, historyTTL.Milliseconds(), replaced, callTTL.Milliseconds(), tr.Task, retry}
+		args[i] = []any{b, s.history, historyTTL.Milliseconds(), replaced, callTTL.Milliseconds(), tr.Task, retry, retryNameLen}
 	}
 	if len(runs) == 1 {
 		if err := recordScript.Run(ctx, s.client, keys[0], args[0]...).Err(); err != nil {

@@ -7,19 +7,20 @@
 -- and attempt), ARGV[4] the placeholder run's JSON, ARGV[5] how many runs
 -- to keep, ARGV[6] the runs list's TTL in ms.
 -- Returns 1 if it took the retry, 0 if that retry is not pending (taken,
--- or replaced by a later one). The call's key is read first: a retry of a
--- call whose first attempt ran (its reply lost) answers what that attempt
--- did.
+-- or replaced by a later one). A taken retry stays in the hash, marked
+-- " t", so that a record sent again does not make it pending again (see
+-- record.lua). The call's key is read first: a retry of a call whose first
+-- attempt ran (its reply lost) answers what that attempt did.
 local done = redis.call('GET', KEYS[2])
 if done then
   return tonumber(done)
 end
 local v = redis.call('HGET', KEYS[1], ARGV[1])
-if not v or string.sub(v, 1, #ARGV[3]) ~= ARGV[3] then
+if not v or string.sub(v, 1, #ARGV[3]) ~= ARGV[3] or string.sub(v, -2) == ' t' then
   redis.call('SET', KEYS[2], '0', 'PX', ARGV[2])
   return 0
 end
-redis.call('HDEL', KEYS[1], ARGV[1])
+redis.call('HSET', KEYS[1], ARGV[1], v .. ' t')
 redis.call('LPUSH', KEYS[3], ARGV[4])
 redis.call('LTRIM', KEYS[3], 0, tonumber(ARGV[5]) - 1)
 redis.call('PEXPIRE', KEYS[3], ARGV[6])

@@ -19,7 +19,8 @@ type InProcess struct {
 	paused   map[string]bool
 	pauses   int64 // Poll.Pauses
 	requests map[string]time.Time
-	retries  map[string]Retry
+	retries  map[string]Retry // the latest retry of each task, pending or taken
+	taken    map[string]bool  // the task's latest retry was taken
 	runs     map[string][]Run // oldest first, at most history each
 }
 
@@ -34,7 +35,7 @@ func NewInProcess(history int) (*InProcess, error) {
 		return nil, err
 	}
 	return &InProcess{history: n, paused: map[string]bool{}, requests: map[string]time.Time{},
-		retries: map[string]Retry{}, runs: map[string][]Run{}}, nil
+		retries: map[string]Retry{}, taken: map[string]bool{}, runs: map[string][]Run{}}, nil
 }
 
 // SetPaused sets task's paused flag.
@@ -84,7 +85,16 @@ func (s *InProcess) Poll(ctx context.Context) (Poll, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Poll{Requests: maps.Clone(s.requests), Retries: maps.Clone(s.retries), Pauses: s.pauses}, nil
+	p := Poll{Requests: maps.Clone(s.requests), Pauses: s.pauses}
+	for task, r := range s.retries {
+		if !s.taken[task] {
+			if p.Retries == nil {
+				p.Retries = map[string]Retry{}
+			}
+			p.Retries[task] = r
+		}
+	}
+	return p, nil
 }
 
 // TakeRequest removes task's pending request and adds node's placeholder
@@ -121,10 +131,10 @@ func (s *InProcess) TakeRetry(ctx context.Context, task, node string, r Retry) (
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p, ok := s.retries[task]
-	if !ok || !p.Fire.Equal(r.Fire) || p.Attempt != r.Attempt {
+	if !ok || s.taken[task] || !p.Fire.Equal(r.Fire) || p.Attempt != r.Attempt {
 		return false, nil
 	}
-	delete(s.retries, task)
+	s.taken[task] = true
 	s.add(task, Run{Fire: p.Fire, Manual: p.Manual, Attempt: p.Attempt, Node: node, Outcome: OutcomeTaken})
 	return true, nil
 }
@@ -150,8 +160,10 @@ func (s *InProcess) Record(ctx context.Context, runs ...TaskRun) error {
 			}
 		}
 		s.add(task, r)
-		if tr.Retry != nil {
-			s.retries[task] = *tr.Retry
+		if r := tr.Retry; r != nil {
+			if p, ok := s.retries[task]; !ok || RetryLater(*r, p) {
+				s.retries[task], s.taken[task] = *r, false
+			}
 		}
 	}
 	return nil

@@ -113,7 +113,11 @@ type Store interface {
 	// placeholder that TakeRequest or TakeRetry added with the same Fire,
 	// Attempt and Node, if still kept, is removed: the finished run is then
 	// the newest entry. A run with a Retry makes it the task's pending
-	// retry, in place of any pending one, in the same step. A run with an
+	// retry, in the same step, in place of any pending one, unless the task
+	// had a retry of a later fire, or of the same fire and an attempt as
+	// late, pending or taken: a record sent again after its retry was taken
+	// (a resend whose first reply was lost) does not make it pending again,
+	// so that each attempt runs at most once whatever the client resends. A run with an
 	// empty Task or a Retry that CheckRetry refuses is an error wrapping
 	// ErrInvalid, and nothing is recorded; no run records nothing.
 	Record(ctx context.Context, runs ...TaskRun) error
@@ -147,6 +151,16 @@ type Retry struct {
 	Manual  bool      // the failed run was a manual one
 	Attempt int       // the attempt that the retry runs: 2 for the first retry
 	Due     time.Time // when it is due to run
+}
+
+// RetryLater reports whether a is a retry of a later fire than b, or of the
+// same fire and a later attempt: the order in which a store takes a
+// record's retry in place of the task's last one.
+func RetryLater(a, b Retry) bool {
+	if !a.Fire.Equal(b.Fire) {
+		return a.Fire.After(b.Fire)
+	}
+	return a.Attempt > b.Attempt
 }
 
 // CheckRetry validates a retry of TakeRetry or of a Record's run, and

@@ -93,6 +93,7 @@ func Run(t *testing.T, newStores NewStores) {
 	t.Run("TakenPlaceholder", s.takenPlaceholder)
 	t.Run("Retries", s.retries)
 	t.Run("TakeRetryOnce", s.takeRetryOnce)
+	t.Run("RetryResent", s.retryResent)
 	t.Run("History", s.history)
 	t.Run("DefaultHistory", s.defaultHistory)
 	t.Run("RecordMany", s.recordMany)
@@ -967,16 +968,23 @@ func (s *suite) retries(t *testing.T) {
 	if ok, err := a.TakeRetry(ctx, task, "node-a", third); err != nil || ok {
 		t.Fatalf("TakeRetry of the replaced attempt 3 = %v, %v; want false, nil", ok, err)
 	}
+	// A retry of an earlier fire than the pending one's does not replace it.
+	if err := b.Record(ctx, taskstate.TaskRun{Task: task, Run: run(4), Retry: &third}); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := pendingRetry(t, a, task); !ok || !sameRetry(got, later) {
+		t.Fatalf("pending retry after a record of an earlier fire's retry = %+v, %v; want the later fire's %+v", got, ok, later)
+	}
 	if ok, err := a.TakeRetry(ctx, task, "node-a", later); err != nil || !ok {
 		t.Fatalf("TakeRetry of the manual run's retry = %v, %v; want true, nil", ok, err)
 	}
-	wantRuns(t, b, task, takenRetry(later, "node-a"), manual, again, failed)
+	wantRuns(t, b, task, takenRetry(later, "node-a"), run(4), manual, again, failed)
 	ok := manual
 	ok.Attempt, ok.Start, ok.Outcome, ok.Error, ok.Token = 2, later.Due, "ok", "", 8
 	if err := a.Record(ctx, taskstate.TaskRun{Task: task, Run: ok}); err != nil {
 		t.Fatal(err)
 	}
-	wantRuns(t, b, task, ok, manual, again, failed)
+	wantRuns(t, b, task, ok, run(4), manual, again, failed)
 	if got, pending := pendingRetry(t, b, task); pending {
 		t.Fatalf("a retry %+v is pending after the last attempt succeeded, want none", got)
 	}
@@ -1075,4 +1083,41 @@ func (s *suite) lostRecordRetry(t *testing.T) {
 		t.Fatalf("after the resend a retry %+v is pending again; want none: attempt %d would run twice", got, r.Attempt)
 	}
 	wantRuns(t, a, task, takenRetry(r, "node-b"), failed)
+}
+
+// retryResent: the failure's record sent again after its retry was taken
+// (a caller's resend after a lost reply, past any nonce's life, as a new
+// call) does not make the retry pending again, so the attempt runs once;
+// the resend of an earlier attempt's record after a later one failed
+// does not bring the earlier attempt back either.
+func (s *suite) retryResent(t *testing.T) {
+	a, b := s.pair(t, 0)
+	ctx := context.Background()
+	task := s.task(t)
+	second, third := retry(2), retry(3)
+	failed := run(1)
+	if err := a.Record(ctx, taskstate.TaskRun{Task: task, Run: failed, Retry: &second}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := b.TakeRetry(ctx, task, "node-b", second); err != nil || !ok {
+		t.Fatalf("TakeRetry = %v, %v; want true, nil", ok, err)
+	}
+	if err := a.Record(ctx, taskstate.TaskRun{Task: task, Run: failed, Retry: &second}); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := pendingRetry(t, b, task); ok {
+		t.Fatalf("after the failure's record was sent again, retry %+v is pending again; want none: it was taken", got)
+	}
+	if ok, err := b.TakeRetry(ctx, task, "node-b", second); err != nil || ok {
+		t.Fatalf("TakeRetry of attempt 2 after the resend = %v, %v; want false: attempt 2 runs once", ok, err)
+	}
+	if err := b.Record(ctx, taskstate.TaskRun{Task: task, Run: run(2), Retry: &third}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Record(ctx, taskstate.TaskRun{Task: task, Run: failed, Retry: &second}); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := pendingRetry(t, a, task); !ok || !sameRetry(got, third) {
+		t.Fatalf("pending retry after attempt 2's failure and a resend of attempt 1's = %+v, %v; want attempt 3, %+v", got, ok, third)
+	}
 }
