@@ -107,7 +107,8 @@ func TestScheduledTasks(t *testing.T) {
 	}
 	last := closeTask["lastRun"].(map[string]any)
 	if last["outcome"] != "ok" || last["node"] != "node-a" || last["fire"] != "2026-01-01T00:00:01Z" ||
-		last["start"] != "2026-01-01T00:00:01Z" || last["duration"] != "0s" || last["token"].(float64) <= 0 {
+		last["start"] != "2026-01-01T00:00:01Z" || last["duration"] != "0s" || last["token"].(float64) <= 0 ||
+		last["attempt"] != 1.0 || last["manual"] != false {
 		t.Errorf("close.lastRun = %v", last)
 	}
 	failed := tasks[1].(map[string]any)["lastRun"].(map[string]any)
@@ -118,12 +119,13 @@ func TestScheduledTasks(t *testing.T) {
 		t.Errorf("an unlocked run shows a token: %v", failed)
 	}
 	nightly := tasks[2].(map[string]any)
-	if nightly["lastRun"] != nil || nightly["lastFire"] != nil || nightly["lock"] != "" {
+	if nightly["lastRun"] != nil || nightly["lastFire"] != nil || nightly["lock"] != "" || nightly["retries"] != 0.0 ||
+		nightly["retryBackoff"] != "" || nightly["retryMaxBackoff"] != "" || nightly["retryAt"] != nil {
 		t.Errorf("never-fired unlocked task: %v", nightly)
 	}
 	// Every documented field is present, whether it applies or not.
 	for _, key := range []string{"name", "type", "method", "cron", "lock", "lockTtl", "lockWait", "maxRunTime", "renew",
-		"next", "running", "waiting", "runs", "skips", "failures", "lastFire", "lastRun"} {
+		"retries", "retryBackoff", "retryMaxBackoff", "next", "retryAt", "running", "waiting", "runs", "skips", "failures", "lastFire", "lastRun"} {
 		if _, ok := nightly[key]; !ok {
 			t.Errorf("field %q missing: %v", key, nightly)
 		}

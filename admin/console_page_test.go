@@ -123,7 +123,7 @@ func TestConsoleTaskPage(t *testing.T) {
 	if n := browsertest.Eval[int](page, `document.querySelectorAll("#audit-strip svg rect.s-failed").length`); n != 2 {
 		t.Errorf("%d failed instants in the audit's strip, want 2", n)
 	}
-	runs := `[...document.querySelectorAll("#runs tbody tr")].map(r => r.cells[6].textContent + "|" + r.cells[5].textContent)`
+	runs := `[...document.querySelectorAll("#runs tbody tr")].map(r => r.cells[7].textContent + "|" + r.cells[6].textContent)`
 	if got := browsertest.Eval[[]string](page, runs); len(got) != 9 || got[4] != "failed: lock|-" || got[7] != "error|0 s" {
 		t.Errorf("fires recorded %q, want 9, the failed ones without a duration", got)
 	}

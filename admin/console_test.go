@@ -234,7 +234,7 @@ func TestConsoleHistory(t *testing.T) {
 		Duration: 2 * time.Second, Outcome: "error", Error: "export <failed>"})
 	rows := `[...document.querySelectorAll("#runs tbody tr")].map(r => [...r.cells].map(c => c.textContent).join("|"))`
 	page.WaitFor("the new run", rows+`.length === 1`)
-	want := "2026-01-01 01:00:00 UTC|manual|c|12|2026-01-01 01:00:00.001 UTC|2 s|error|export <failed>"
+	want := "2026-01-01 01:00:00 UTC|manual|-|c|12|2026-01-01 01:00:00.001 UTC|2 s|error|export <failed>"
 	if got := browsertest.Eval[[]string](page, rows); len(got) != 1 || got[0] != want {
 		t.Errorf("history rows %q, want [%q]", got, want)
 	}

@@ -51,16 +51,18 @@ type RunJSON struct {
 	Fire            time.Time  `json:"fire"`   // the scheduled instant; for a manual run, when it was requested
 	Manual          bool       `json:"manual"` // an operator asked for it (POST .../run)
 	Node            string     `json:"node"`
-	Token           uint64     `json:"token"` // the lease's fencing token; 0 if unlocked
-	Start           *time.Time `json:"start"` // null for a fire that did not run
+	Attempt         int        `json:"attempt"` // the attempt at the fire: 1 for its first run, k+1 for its k-th retry (scheduling.Retry)
+	Token           uint64     `json:"token"`   // the lease's fencing token; 0 if unlocked
+	Start           *time.Time `json:"start"`   // null for a fire that did not run
 	Duration        string     `json:"duration"`
 	DurationSeconds float64    `json:"durationSeconds"`
-	Outcome         string     `json:"outcome"` // ok, error, panic, cancelled; skipped: paused, skipped: missed, failed: lock (Start zero)
+	Outcome         string     `json:"outcome"` // ok, error, panic, cancelled; skipped: paused, skipped: missed, skipped: retrying, failed: lock, taken (Start null)
 	Error           string     `json:"error,omitempty"`
 }
 
 func runJSON(r taskstate.Run) RunJSON {
-	j := RunJSON{Fire: r.Fire.UTC(), Manual: r.Manual, Node: r.Node, Token: r.Token,
+	// The history keeps 0 for a fire's first run.
+	j := RunJSON{Fire: r.Fire.UTC(), Manual: r.Manual, Node: r.Node, Attempt: max(r.Attempt, 1), Token: r.Token,
 		Duration: r.Duration.String(), DurationSeconds: r.Duration.Seconds(), Outcome: r.Outcome, Error: r.Error}
 	if !r.Start.IsZero() {
 		j.Start = utc(r.Start)
@@ -114,8 +116,12 @@ func auditJSON(a scheduling.Audit) AuditJSON {
 
 // RunsJSON is the body of GET /scheduledtasks/{name}/runs.
 type RunsJSON struct {
-	Task string    `json:"task"`
-	Runs []RunJSON `json:"runs"` // newest first
+	Task string `json:"task"`
+	// Retries is how many times this node retries a failed run of the
+	// task (scheduling.Retry): a fire has at most retries+1 attempts. 0 if
+	// it does not retry.
+	Retries int       `json:"retries"`
+	Runs    []RunJSON `json:"runs"` // newest first
 }
 
 // ActionJSON is the body of a successful POST /scheduledtasks/{name}/run,
@@ -183,7 +189,7 @@ func (h *Handler) scheduledTask(w http.ResponseWriter, r *http.Request, name, ac
 			writeError(w, errorCode(err), err.Error())
 			return
 		}
-		out := RunsJSON{Task: name, Runs: make([]RunJSON, len(runs))}
+		out := RunsJSON{Task: name, Retries: h.retries(name), Runs: make([]RunJSON, len(runs))}
 		for i, run := range runs {
 			out.Runs[i] = runJSON(run)
 		}
@@ -206,6 +212,17 @@ func (h *Handler) scheduledTask(w http.ResponseWriter, r *http.Request, name, ac
 	default:
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path+noEndpoint)
 	}
+}
+
+// retries returns the Retry count of the task named name on this node, 0
+// if it does not retry (or is gone).
+func (h *Handler) retries(name string) int {
+	for _, ti := range h.s.Tasks() {
+		if ti.Name == name {
+			return ti.Spec.Retries
+		}
+	}
+	return 0
 }
 
 // mutate performs an authorized action and logs it.

@@ -146,7 +146,7 @@ func TestPauseResumeAndRunOverHTTP(t *testing.T) {
 		t.Fatalf("GET runs: %d %v; want the one manual run", code, runs)
 	}
 	run := list[0].(map[string]any)
-	if run["manual"] != true || run["node"] != "node-a" || run["outcome"] != "ok" || run["token"].(float64) < 1 ||
+	if run["manual"] != true || run["node"] != "node-a" || run["outcome"] != "ok" || run["token"].(float64) < 1 || run["attempt"] != 1.0 ||
 		run["fire"] != "2026-01-01T00:00:00Z" || run["duration"] != "0s" {
 		t.Errorf("run %v: want a manual ok run on node-a with a token, fired when requested", run)
 	}

@@ -199,25 +199,29 @@ func (j *jsonError) Write(b []byte) (int, error) {
 // TaskJSON is one task in GET /scheduledtasks. Every field is always
 // present: "" or null where it does not apply.
 type TaskJSON struct {
-	Name       string       `json:"name"`
-	Type       string       `json:"type"`   // the controller type; "" for a plain func
-	Method     string       `json:"method"` // the method, or the func's name
-	Cron       string       `json:"cron"`
-	Lock       string       `json:"lock"`       // "" if unlocked
-	LockTTL    string       `json:"lockTtl"`    // "" if unlocked
-	LockWait   string       `json:"lockWait"`   // "" if it does not wait
-	MaxRunTime string       `json:"maxRunTime"` // "" if none
-	Renew      bool         `json:"renew"`
-	Next       *time.Time   `json:"next"`            // null when the schedule has no further fire
-	Running    bool         `json:"running"`         // a fire is in flight on this node: running or waiting for its lock
-	Waiting    bool         `json:"waiting"`         // that fire waits for its lock
-	Owner      string       `json:"owner,omitempty"` // the node this one takes to own the task (spreading); absent otherwise
-	Runs       uint64       `json:"runs"`
-	Skips      uint64       `json:"skips"`
-	Failures   uint64       `json:"failures"`
-	LastFire   *LastRunJSON `json:"lastFire"` // the last fire, run or skipped; null before the first
-	LastRun    *LastRunJSON `json:"lastRun"`  // the last fire that ran; null before the first run
-	Paused     bool         `json:"paused"`   // paused cluster-wide
+	Name            string       `json:"name"`
+	Type            string       `json:"type"`   // the controller type; "" for a plain func
+	Method          string       `json:"method"` // the method, or the func's name
+	Cron            string       `json:"cron"`
+	Lock            string       `json:"lock"`       // "" if unlocked
+	LockTTL         string       `json:"lockTtl"`    // "" if unlocked
+	LockWait        string       `json:"lockWait"`   // "" if it does not wait
+	MaxRunTime      string       `json:"maxRunTime"` // "" if none
+	Renew           bool         `json:"renew"`
+	Retries         int          `json:"retries"`         // how many times a failed run of a fire is retried (scheduling.Retry): at most retries+1 attempts; 0 if none
+	RetryBackoff    string       `json:"retryBackoff"`    // the backoff before the first retry, doubled for each next one; "" if it does not retry
+	RetryMaxBackoff string       `json:"retryMaxBackoff"` // the cap of the doubling backoff; "" if it does not retry
+	Next            *time.Time   `json:"next"`            // null when the schedule has no further fire
+	RetryAt         *time.Time   `json:"retryAt"`         // when the task's pending retry is due, as this node knows it (its last poll, or its own failed run since); null if none
+	Running         bool         `json:"running"`         // a fire is in flight on this node: running or waiting for its lock
+	Waiting         bool         `json:"waiting"`         // that fire waits for its lock
+	Owner           string       `json:"owner,omitempty"` // the node this one takes to own the task (spreading); absent otherwise
+	Runs            uint64       `json:"runs"`
+	Skips           uint64       `json:"skips"`
+	Failures        uint64       `json:"failures"`
+	LastFire        *LastRunJSON `json:"lastFire"` // the last fire, run or skipped; null before the first
+	LastRun         *LastRunJSON `json:"lastRun"`  // the last fire that ran; null before the first run
+	Paused          bool         `json:"paused"`   // paused cluster-wide
 	// ClusterLastRun is the newest fire recorded on any node (a run, or a
 	// paused, failed or missed fire); null before the first.
 	ClusterLastRun *RunJSON `json:"clusterLastRun"`
@@ -240,11 +244,13 @@ type TasksJSON struct {
 // LastRunJSON is one fire of a task on this node.
 type LastRunJSON struct {
 	Fire            time.Time  `json:"fire"`
-	Start           *time.Time `json:"start"` // null if it did not run
+	Manual          bool       `json:"manual"` // an operator asked for it (POST .../run)
+	Start           *time.Time `json:"start"`  // null if it did not run
 	Duration        string     `json:"duration"`
 	DurationSeconds float64    `json:"durationSeconds"`
 	Outcome         string     `json:"outcome"`
 	Node            string     `json:"node"`
+	Attempt         int        `json:"attempt"` // the attempt at the fire: 1 for its first run, k+1 for its k-th retry (scheduling.Retry)
 	Token           uint64     `json:"token,omitempty"`
 	Error           string     `json:"error,omitempty"`
 }
@@ -289,8 +295,14 @@ func (h *Handler) tasks(w http.ResponseWriter, r *http.Request) {
 		if ti.Spec.MaxRunTime > 0 {
 			t.MaxRunTime = ti.Spec.MaxRunTime.String()
 		}
+		if ti.Spec.Retries > 0 {
+			t.Retries, t.RetryBackoff, t.RetryMaxBackoff = ti.Spec.Retries, ti.Spec.RetryBackoff.String(), ti.Spec.RetryMaxBackoff.String()
+		}
 		if !ti.Next.IsZero() {
 			t.Next = utc(ti.Next)
+		}
+		if r := ti.Retry; r != nil {
+			t.RetryAt = utc(r.Due)
 		}
 		out[i] = t
 	}
@@ -302,8 +314,8 @@ func fireJSON(l scheduling.LastRun) *LastRunJSON {
 	if l.Fire.IsZero() {
 		return nil
 	}
-	j := &LastRunJSON{Fire: l.Fire.UTC(), Duration: l.Duration.String(),
-		DurationSeconds: l.Duration.Seconds(), Outcome: string(l.Outcome), Node: l.Node, Token: l.Token}
+	j := &LastRunJSON{Fire: l.Fire.UTC(), Manual: l.Manual, Duration: l.Duration.String(),
+		DurationSeconds: l.Duration.Seconds(), Outcome: string(l.Outcome), Node: l.Node, Attempt: max(l.Attempt, 1), Token: l.Token}
 	if !l.Start.IsZero() {
 		j.Start = utc(l.Start)
 	}

@@ -11,12 +11,17 @@
 // (scheduling.Listener), by task name:
 //
 //	ndigo_task_fires_total{task}
-//	ndigo_task_runs_total{task, outcome="ok|error|panic"}
-//	ndigo_task_skips_total{task, reason="lock_held|still_running|already_run|no_driver|lock_error"}
+//	ndigo_task_runs_total{task, outcome="ok|error|panic|cancelled"}
+//	ndigo_task_skips_total{task, reason="lock_held|still_running|already_run|missed|paused|not_owner|retrying|no_driver|lock_error"}
+//	ndigo_task_retries_total{task}               retry attempts run (scheduling.Retry: attempt 2 or later of a fire), also in runs_total
 //	ndigo_task_run_duration_seconds{task}        histogram
 //	ndigo_task_lateness_seconds{task}            histogram: run start minus the scheduled instant
 //	ndigo_leases_lost_total{task}                the lease ended before the task returned
 //	ndigo_lease_renewals_failed_total{task}
+//
+// A fire skipped because a retry of an earlier one was pending counts as
+// reason "retrying"; ndigo_task_retries_total over ndigo_task_runs_total
+// is the share of runs that were retries.
 //
 // What the cluster's audit of each task finds ([AuditCollector], at
 // scrape time, each task's audit kept a minute): alert on a schedule that

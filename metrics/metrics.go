@@ -21,6 +21,7 @@ const (
 	TaskLastSuccess     = "ndigo_task_last_success_timestamp_seconds" // gauge; task: when the last run that returned nil ended
 	TaskRuns            = "ndigo_task_runs_total"                     // counter; task, outcome: ok, error, panic, cancelled
 	TaskSkips           = "ndigo_task_skips_total"                    // counter; task, reason
+	TaskRetries         = "ndigo_task_retries_total"                  // counter; task: retry attempts run (scheduling.Retry), whatever they returned
 	TaskRunDuration     = "ndigo_task_run_duration_seconds"           // histogram; task
 	TaskLateness        = "ndigo_task_lateness_seconds"               // histogram; task: run start minus scheduled instant
 )
@@ -33,6 +34,7 @@ const (
 	ReasonMissed       = "missed"        // the node reached the fire too late to claim it
 	ReasonPaused       = "paused"        // the task is paused cluster-wide
 	ReasonNotOwner     = "not_owner"     // another node owns the task (scheduling.Config.Spread)
+	ReasonRetrying     = "retrying"      // a retry of an earlier fire of the task was pending (scheduling.Retry)
 	ReasonNoDriver     = "no_driver"     // a locked task on a scheduler without a driver
 	ReasonLockError    = "lock_error"    // the driver failed
 )
@@ -51,6 +53,7 @@ type Metrics struct {
 	fires          *prometheus.CounterVec
 	runs           *prometheus.CounterVec
 	skips          *prometheus.CounterVec
+	retries        *prometheus.CounterVec
 	lastSuccess    *prometheus.GaugeVec
 	runDuration    *prometheus.HistogramVec
 	lateness       *prometheus.HistogramVec
@@ -71,6 +74,7 @@ var attemptLabels = [3]string{acquired: "acquired", held: "held", failed: "error
 // taskMetrics are one task's resolved children of the labelled vectors.
 type taskMetrics struct {
 	fires                            prometheus.Counter
+	retries                          prometheus.Counter
 	ok, errored, panicked, cancelled prometheus.Counter
 	runDuration, lateness            prometheus.Observer
 }
@@ -121,7 +125,10 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		return nil, err
 	}
 	if m.skips, err = counter(TaskSkips, "Fires skipped on this node by reason: "+
-		"lock_held, still_running, already_run, missed, paused, no_driver, lock_error.", "task", "reason"); err != nil {
+		"lock_held, still_running, already_run, missed, paused, not_owner, retrying, no_driver, lock_error.", "task", "reason"); err != nil {
+		return nil, err
+	}
+	if m.retries, err = counter(TaskRetries, "Retries of a failed run that ran on this node (attempt 2 or later of a fire), whatever they returned.", "task"); err != nil {
 		return nil, err
 	}
 	if m.runDuration, err = register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -162,6 +169,7 @@ func (m *Metrics) task(name string) *taskMetrics {
 	}
 	t := &taskMetrics{
 		fires:       m.fires.WithLabelValues(name),
+		retries:     m.retries.WithLabelValues(name),
 		ok:          m.runs.WithLabelValues(name, string(scheduling.OutcomeOK)),
 		errored:     m.runs.WithLabelValues(name, string(scheduling.OutcomeError)),
 		panicked:    m.runs.WithLabelValues(name, string(scheduling.OutcomePanic)),
@@ -174,9 +182,9 @@ func (m *Metrics) task(name string) *taskMetrics {
 }
 
 // Init creates every counter and histogram of the named tasks at zero,
-// for each outcome and skip reason, so that a scrape before their first
-// fire tells zero from missing. Module calls it for every task of its
-// scheduler when the application is built.
+// for each outcome and skip reason, retries included, so that a scrape
+// before their first fire tells zero from missing. Module calls it for
+// every task of its scheduler when the application is built.
 func (m *Metrics) Init(tasks ...string) {
 	for _, name := range tasks {
 		m.task(name)
@@ -185,7 +193,7 @@ func (m *Metrics) Init(tasks ...string) {
 			m.runs.WithLabelValues(name, string(o))
 		}
 		for _, r := range []string{ReasonLockHeld, ReasonStillRunning, ReasonAlreadyRun, ReasonMissed,
-			ReasonPaused, ReasonNotOwner, ReasonNoDriver, ReasonLockError} {
+			ReasonPaused, ReasonNotOwner, ReasonRetrying, ReasonNoDriver, ReasonLockError} {
 			m.skips.WithLabelValues(name, r)
 		}
 		m.leasesLost.WithLabelValues(name)
@@ -193,13 +201,17 @@ func (m *Metrics) Init(tasks ...string) {
 	}
 }
 
-// AfterRun counts the fire and the run by outcome, observes the run's
-// lateness and duration, and counts a lost lease and a failed renewal.
+// AfterRun counts the fire and the run by outcome, and a retry (a run of
+// attempt 2 or later), observes the run's lateness and duration, and
+// counts a lost lease and a failed renewal.
 // Everything is recorded here rather than in BeforeRun, which is on the path
 // to the task's start.
 func (m *Metrics) AfterRun(_ context.Context, e scheduling.Event) {
 	t := m.task(e.Task)
 	t.fires.Inc()
+	if e.Attempt > 1 {
+		t.retries.Inc()
+	}
 	t.lateness.Observe(e.Lateness.Seconds())
 	switch e.Outcome {
 	case scheduling.OutcomeOK:
@@ -241,6 +253,8 @@ func skipReason(e scheduling.Event) string {
 		return ReasonPaused
 	case scheduling.OutcomeNotOwner:
 		return ReasonNotOwner
+	case scheduling.OutcomeRetrying:
+		return ReasonRetrying
 	}
 	if errors.Is(e.Err, scheduling.ErrNoDriver) {
 		return ReasonNoDriver

@@ -143,7 +143,7 @@ func TestSchedulerMetrics(t *testing.T) {
 		}
 	}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
-# HELP ndigo_task_skips_total Fires skipped on this node by reason: lock_held, still_running, already_run, missed, paused, no_driver, lock_error.
+# HELP ndigo_task_skips_total Fires skipped on this node by reason: lock_held, still_running, already_run, missed, paused, not_owner, retrying, no_driver, lock_error.
 # TYPE ndigo_task_skips_total counter
 ndigo_task_skips_total{reason="lock_held",task="blocked"} 3
 `), TaskSkips); err != nil {
@@ -171,6 +171,7 @@ func TestSkipReasonsAndLeaseMetrics(t *testing.T) {
 		{Task: "t", Outcome: scheduling.OutcomeAlreadyRun},
 		{Task: "t", Outcome: scheduling.OutcomePaused},
 		{Task: "t", Outcome: scheduling.OutcomeNotOwner},
+		{Task: "t", Outcome: scheduling.OutcomeRetrying},
 		{Task: "t", Outcome: scheduling.OutcomeLockFailed, Err: scheduling.ErrNoDriver},
 		{Task: "t", Outcome: scheduling.OutcomeLockFailed, Err: down},
 	} {
@@ -178,7 +179,7 @@ func TestSkipReasonsAndLeaseMetrics(t *testing.T) {
 	}
 	m.AfterRun(context.Background(), scheduling.Event{Task: "t", Outcome: scheduling.OutcomeError,
 		LeaseLost: true, RenewErr: locks.ErrLeaseLost})
-	for reason, want := range map[string]float64{ReasonStillRunning: 1, ReasonAlreadyRun: 1, ReasonPaused: 1, ReasonNotOwner: 1, ReasonNoDriver: 1, ReasonLockError: 1} {
+	for reason, want := range map[string]float64{ReasonStillRunning: 1, ReasonAlreadyRun: 1, ReasonPaused: 1, ReasonNotOwner: 1, ReasonRetrying: 1, ReasonNoDriver: 1, ReasonLockError: 1} {
 		if got := sample(t, reg, TaskSkips, "task", "t", "reason", reason); got != want {
 			t.Errorf("skips %s = %v, want %v", reason, got, want)
 		}
@@ -189,8 +190,17 @@ func TestSkipReasonsAndLeaseMetrics(t *testing.T) {
 	if got := sample(t, reg, LeaseRenewalsFailed, "task", "t"); got != 1 {
 		t.Errorf("renewals failed %v", got)
 	}
-	if got := sample(t, reg, TaskFires, "task", "t"); got != 7 {
-		t.Errorf("fires %v, want 7 (six skips and a run)", got)
+	if got := sample(t, reg, TaskFires, "task", "t"); got != 8 {
+		t.Errorf("fires %v, want 8 (seven skips and a run)", got)
+	}
+	if got := sample(t, reg, TaskRetries, "task", "t"); got != 0 {
+		t.Errorf("retries %v after a first attempt, want 0", got)
+	}
+	for _, attempt := range []int{0, 1, 2, 5} { // 0: a listener's event from before retries
+		m.AfterRun(context.Background(), scheduling.Event{Task: "t", Outcome: scheduling.OutcomeOK, Attempt: attempt})
+	}
+	if got := sample(t, reg, TaskRetries, "task", "t"); got != 2 {
+		t.Errorf("retries %v after runs of attempts 0, 1, 2 and 5, want 2", got)
 	}
 }
 
@@ -316,7 +326,7 @@ func TestModuleBesideARootDecoration(t *testing.T) {
 	app.RequireStart()
 	// Before the first fire, every counter of the task exists at zero
 	// (sample fails the test on a missing series).
-	for _, r := range []string{ReasonLockHeld, ReasonStillRunning, ReasonAlreadyRun, ReasonMissed, ReasonPaused, ReasonNotOwner, ReasonNoDriver, ReasonLockError} {
+	for _, r := range []string{ReasonLockHeld, ReasonStillRunning, ReasonAlreadyRun, ReasonMissed, ReasonPaused, ReasonNotOwner, ReasonRetrying, ReasonNoDriver, ReasonLockError} {
 		if got := sample(t, reg, TaskSkips, "task", "job", "reason", r); got != 0 {
 			t.Fatalf("skips[%s] = %v before any fire", r, got)
 		}
@@ -325,7 +335,7 @@ func TestModuleBesideARootDecoration(t *testing.T) {
 		name   string
 		labels []string
 	}{{TaskFires, []string{"task", "job"}}, {TaskRuns, []string{"task", "job", "outcome", "cancelled"}},
-		{LeasesLost, []string{"task", "job"}}, {LeaseRenewalsFailed, []string{"task", "job"}}} {
+		{LeasesLost, []string{"task", "job"}}, {LeaseRenewalsFailed, []string{"task", "job"}}, {TaskRetries, []string{"task", "job"}}} {
 		if got := sample(t, reg, c.name, c.labels...); got != 0 {
 			t.Fatalf("%s%v = %v before any fire", c.name, c.labels, got)
 		}

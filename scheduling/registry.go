@@ -60,7 +60,11 @@ type TaskInfo struct {
 	// the node that this node takes to own the task's lock key; "" without
 	// spreading, for an unlocked task, or before this node's first view of
 	// its group (it then tries every fire).
-	Owner    string
+	Owner string
+	// Retry is the pending retry of the task that this node knows of (from
+	// its last poll of the task state, or one its own failed run left
+	// since); nil if none.
+	Retry    *taskstate.Retry
 	Last     LastRun // the last fire, run or not; zero Fire if it never fired
 	LastRan  LastRun // the last fire that ran (its task was called); zero Fire if none
 	Runs     uint64  // fires that ran (whatever they returned)
@@ -146,6 +150,9 @@ func (s *Scheduler) Tasks() []TaskInfo {
 			Running: e.busy.Load(), Waiting: e.waiting.Load()}
 		if e.spec.Lock != "" && s.spread != nil {
 			out[i].Owner = s.ownerNow(e.spec.Lock)
+		}
+		if r, ok := s.retries[e.name]; ok {
+			out[i].Retry = &r
 		}
 		e.mu.Lock()
 		out[i].Runs, out[i].Skips, out[i].Failures = e.stats.runs, e.stats.skips, e.stats.failures

@@ -44,10 +44,7 @@ func (o output) raw(body []byte) (bool, error) {
 }
 
 func listTasks(ctx context.Context, c *client, _ []string, out output) error {
-	var res struct {
-		Tasks      []task `json:"tasks"`
-		StateError string `json:"stateError"`
-	}
+	var res taskList
 	if printed, err := getJSON(ctx, c, c.endpoint("", ""), out, "the task list", &res); printed || err != nil {
 		return err
 	}
@@ -60,13 +57,11 @@ func listTasks(ctx context.Context, c *client, _ []string, out output) error {
 }
 
 func listRuns(ctx context.Context, c *client, args []string, out output) error {
-	var res struct {
-		Runs []taskRun `json:"runs"`
-	}
+	var res runs
 	if printed, err := getJSON(ctx, c, c.endpoint(args[0], "/runs"), out, "a run history", &res); printed || err != nil {
 		return err
 	}
-	return writeRuns(out.w, args[0], res.Runs)
+	return writeRuns(out.w, args[0], res)
 }
 
 // errMissed is the error of an audit that found missed fires: the command

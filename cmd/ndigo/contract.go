@@ -2,30 +2,64 @@ package main
 
 import "time"
 
+// The types below mirror the JSON of package admin's API types, field by
+// field, with only what the CLI reads; TestContractMatchesAdmin keeps them
+// in agreement.
+
+// taskList is the answer to GET /scheduledtasks.
+type taskList struct {
+	Tasks      []task `json:"tasks"`
+	StateError string `json:"stateError"`
+}
+
 // task is one task of GET /scheduledtasks. Paused is nil when the node's
 // handler predates the control API.
 type task struct {
 	Name           string     `json:"name"`
 	Cron           string     `json:"cron"`
 	Lock           string     `json:"lock"`
+	Retries        int        `json:"retries"` // 0 if it does not retry, or the node predates retries
 	Next           *time.Time `json:"next"`
+	RetryAt        *time.Time `json:"retryAt"` // when the retry this node's last run left is due; nil if none is pending
 	Paused         *bool      `json:"paused"`
-	LastRun        *taskRun   `json:"lastRun"`
+	LastRun        *nodeFire  `json:"lastRun"`
 	ClusterLastRun *taskRun   `json:"clusterLastRun"`
-	LastFire       *taskRun   `json:"lastFire"` // this node's last fire, run or not
+	LastFire       *nodeFire  `json:"lastFire"` // this node's last fire, run or not
 	Failures       uint64     `json:"failures"` // this node's failed fires
 }
 
-// taskRun is one run of a task in the cluster.
+// taskRun is one run of a task in the cluster. Attempt is 0 when the
+// node's handler predates retries: the fire's first run.
 type taskRun struct {
 	Fire     time.Time  `json:"fire"`
 	Manual   bool       `json:"manual"`
 	Node     string     `json:"node"`
+	Attempt  int        `json:"attempt"`
 	Token    uint64     `json:"token"`
 	Start    *time.Time `json:"start"`
 	Duration string     `json:"duration"`
 	Outcome  string     `json:"outcome"`
 	Error    string     `json:"error"`
+}
+
+// nodeFire is one fire of a task on the node answering: a task's lastFire
+// or lastRun.
+type nodeFire struct {
+	Fire     time.Time  `json:"fire"`
+	Manual   bool       `json:"manual"`
+	Start    *time.Time `json:"start"`
+	Duration string     `json:"duration"`
+	Outcome  string     `json:"outcome"`
+	Node     string     `json:"node"`
+	Attempt  int        `json:"attempt"`
+	Token    uint64     `json:"token"`
+	Error    string     `json:"error"`
+}
+
+// runs is the answer to GET /scheduledtasks/{name}/runs.
+type runs struct {
+	Retries int       `json:"retries"` // the task's retries on the node: a fire has at most retries+1 attempts
+	Runs    []taskRun `json:"runs"`
 }
 
 // action is the answer to POST /scheduledtasks/{name}/run, pause or

@@ -1,8 +1,8 @@
 // Command ndigo controls the scheduled tasks of a cluster of ndigo nodes
 // through any one node's admin endpoints:
 //
-//	ndigo tasks          every task: cron, lock, next fire, paused, the last run in the cluster
-//	ndigo runs NAME      the task's last recorded fires, cluster-wide, newest first
+//	ndigo tasks          every task: cron, lock, next fire, paused, the last run in the cluster, a retry due
+//	ndigo runs NAME      the task's last recorded fires, cluster-wide, newest first, with their attempts
 //	ndigo audit NAME     each instant of the task's schedule: ran, skipped, failed, missed
 //	ndigo run NAME       one node runs the task once, as soon as it can, under its lock
 //	ndigo pause NAME     every node skips the task's fires until it is resumed

@@ -150,7 +150,7 @@ func TestTasksShowsAFailingBackend(t *testing.T) {
 	t.Cleanup(srv.Close)
 	c.Step(t)
 	res := ndigo(t, nil, "--admin", srv.URL, "tasks")
-	if got := row(t, rows(t, res.stdout), backendnode.Task); res.code != 0 || res.stderr != "" || got[9] != "ok" || got[10] != "0" {
+	if got := row(t, rows(t, res.stdout), backendnode.Task); res.code != 0 || res.stderr != "" || got[10] != "ok" || got[12] != "0" {
 		t.Fatalf("with Redis up: exit %d, stderr %q, row %q; want the run, no failure, no warning", res.code, res.stderr, got)
 	}
 
@@ -160,7 +160,7 @@ func TestTasksShowsAFailingBackend(t *testing.T) {
 	if !strings.Contains(res.stderr, "ndigo: warning: the node cannot read the cluster's task state") || res.code != 0 {
 		t.Errorf("with Redis down: exit %d, stderr %q; want the warning", res.code, res.stderr)
 	}
-	if got := row(t, rows(t, res.stdout), backendnode.Task); got[9] != "failed: lock" || got[10] != "1" {
+	if got := row(t, rows(t, res.stdout), backendnode.Task); got[10] != "failed: lock" || got[12] != "1" {
 		t.Errorf("with Redis down: row %q; want the failed fire and one failure", got)
 	}
 
@@ -168,7 +168,7 @@ func TestTasksShowsAFailingBackend(t *testing.T) {
 	c.Step(t)
 	res = ndigo(t, nil, "--admin", srv.URL, "runs", backendnode.Task)
 	failed := row(t, rows(t, res.stdout), "2026-01-01T00:00:02Z")
-	if res.code != 0 || failed[6] != "failed: lock" || failed[4] != "-" || failed[7] == "-" {
+	if res.code != 0 || failed[7] != "failed: lock" || failed[5] != "-" || failed[8] == "-" {
 		t.Errorf("runs after the outage: exit %d, %q; want the fire at 00:00:02 failed, no start, the error", res.code, res.stdout)
 	}
 	res = ndigo(t, nil, "--admin", srv.URL, "audit", backendnode.Task)

@@ -19,42 +19,59 @@ func writeTasks(w io.Writer, tasks []task) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tCRON\tLOCK\tNEXT\tPAUSED\tLAST FIRE (CLUSTER)\tOUTCOME\tNODE\tTOKEN\tLAST FIRE HERE\tFAILURES HERE")
+	fmt.Fprintln(tw, "NAME\tCRON\tLOCK\tNEXT\tPAUSED\tLAST FIRE (CLUSTER)\tOUTCOME\tATTEMPT\tNODE\tTOKEN\tLAST FIRE HERE\tRETRY DUE\tFAILURES HERE")
 	for _, t := range tasks {
 		paused := "unknown" // a handler without the control API
 		if t.Paused != nil {
 			paused = yesNo(*t.Paused)
 		}
-		last := []string{none, none, none, none}
+		last := []string{none, none, none, none, none}
 		if r := t.ClusterLastRun; r != nil {
-			last = []string{stamp(&r.Fire), r.Outcome, r.Node, token(r.Token)}
+			last = []string{stamp(&r.Fire), r.Outcome, attempt(r.Attempt, t.Retries, r.Start != nil), r.Node, token(r.Token)}
 		}
 		here := none
 		if t.LastFire != nil {
 			here = t.LastFire.Outcome
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", cell(t.Name), cell(t.Cron), cell(t.Lock), stamp(t.Next), paused,
-			strings.Join(cells(last), "\t"), cell(here), t.Failures)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", cell(t.Name), cell(t.Cron), cell(t.Lock), stamp(t.Next), paused,
+			strings.Join(cells(last), "\t"), cell(here), stamp(t.RetryAt), t.Failures)
 	}
 	return tw.Flush()
 }
 
-func writeRuns(w io.Writer, name string, runs []taskRun) error {
-	if len(runs) == 0 {
+func writeRuns(w io.Writer, name string, res runs) error {
+	if len(res.Runs) == 0 {
 		_, err := fmt.Fprintf(w, "no runs of %s recorded\n", strconv.Quote(name))
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "FIRE\tKIND\tNODE\tTOKEN\tSTART\tDURATION\tOUTCOME\tERROR")
-	for _, r := range runs {
+	fmt.Fprintln(tw, "FIRE\tKIND\tATTEMPT\tNODE\tTOKEN\tSTART\tDURATION\tOUTCOME\tERROR")
+	for _, r := range res.Runs {
 		kind := "scheduled"
 		if r.Manual {
 			kind = "manual"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", stamp(&r.Fire), kind,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", stamp(&r.Fire), kind, attempt(r.Attempt, res.Retries, r.Start != nil),
 			strings.Join(cells([]string{r.Node, token(r.Token), stamp(r.Start), r.Duration, r.Outcome, r.Error}), "\t"))
 	}
 	return tw.Flush()
+}
+
+// attempt is the ATTEMPT cell of a fire's attempt k (0 from a node that
+// predates retries: 1) of a task that retries a failed run retries times:
+// "k/n", n being retries+1, for a run of such a task and for any retry;
+// just "k" for a retry beyond what the node's task now allows; none for
+// the first attempt of a task that does not retry, or one that did not
+// run (a skip or a failed lock, which leaves no retry).
+func attempt(k, retries int, ran bool) string {
+	k = max(k, 1)
+	switch {
+	case k == 1 && (retries == 0 || !ran):
+		return none
+	case k > retries+1:
+		return strconv.Itoa(k)
+	}
+	return strconv.Itoa(k) + "/" + strconv.Itoa(retries+1)
 }
 
 func writeAudit(w io.Writer, name string, a audit) error {

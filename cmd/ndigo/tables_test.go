@@ -37,15 +37,16 @@ func TestTasksTable(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", res.code, res.stderr)
 	}
 	rs := rows(t, res.stdout)
-	if want := []string{"NAME", "CRON", "LOCK", "NEXT", "PAUSED", "LAST FIRE (CLUSTER)", "OUTCOME", "NODE", "TOKEN", "LAST FIRE HERE", "FAILURES HERE"}; !slices.Equal(rs[0], want) {
+	if want := []string{"NAME", "CRON", "LOCK", "NEXT", "PAUSED", "LAST FIRE (CLUSTER)", "OUTCOME", "ATTEMPT", "NODE", "TOKEN", "LAST FIRE HERE", "RETRY DUE", "FAILURES HERE"}; !slices.Equal(rs[0], want) {
 		t.Fatalf("header %q, want %q", rs[0], want)
 	}
 	for _, want := range [][]string{
 		// The cluster's last run is node b's, though this is node a, whose
 		// own last fire is its manual run's error.
-		{"Payroll.Close", "@every 1s", "payroll-window", "2026-01-01T00:00:01Z", "no", "2026-01-01T00:00:00Z", "ok", "b", "7", "error", "0"},
-		{"reports daily", "0 2 * * *", "-", "-", "no", "-", "-", "-", "-", "-", "0"},
-		{"billing/export", "@hourly", "export", "-", "yes", "-", "-", "-", "-", "-", "0"},
+		// A node that does not report attempts: none.
+		{"Payroll.Close", "@every 1s", "payroll-window", "2026-01-01T00:00:01Z", "no", "2026-01-01T00:00:00Z", "ok", "-", "b", "7", "error", "-", "0"},
+		{"reports daily", "0 2 * * *", "-", "-", "no", "-", "-", "-", "-", "-", "-", "-", "0"},
+		{"billing/export", "@hourly", "export", "-", "yes", "-", "-", "-", "-", "-", "-", "-", "0"},
 	} {
 		if got := row(t, rs, want[0]); !slices.Equal(got, want) {
 			t.Errorf("row %q, want %q", got, want)
@@ -65,7 +66,7 @@ func TestTasksTablePausedUnknown(t *testing.T) {
 	if res.code != 0 {
 		t.Fatalf("exit %d: %s", res.code, res.stderr)
 	}
-	if got, want := row(t, rows(t, res.stdout), "Payroll.Close"), []string{"Payroll.Close", "@every 1s", "-", "-", "unknown", "-", "-", "-", "-", "-", "0"}; !slices.Equal(got, want) {
+	if got, want := row(t, rows(t, res.stdout), "Payroll.Close"), []string{"Payroll.Close", "@every 1s", "-", "-", "unknown", "-", "-", "-", "-", "-", "-", "-", "0"}; !slices.Equal(got, want) {
 		t.Errorf("row %q, want %q", got, want)
 	}
 }
@@ -77,10 +78,10 @@ func TestRunsTable(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", res.code, res.stderr)
 	}
 	want := [][]string{
-		{"FIRE", "KIND", "NODE", "TOKEN", "START", "DURATION", "OUTCOME", "ERROR"},
-		{"2026-01-01T00:00:00Z", "scheduled", "b", "7", "2026-01-01T00:00:00.002Z", "1.5s", "ok", "-"},
+		{"FIRE", "KIND", "ATTEMPT", "NODE", "TOKEN", "START", "DURATION", "OUTCOME", "ERROR"},
+		{"2026-01-01T00:00:00Z", "scheduled", "-", "b", "7", "2026-01-01T00:00:00.002Z", "1.5s", "ok", "-"},
 		// The error's tab and newline would break the columns.
-		{"2025-12-31T23:59:59Z", "manual", "a", "6", "2025-12-31T23:59:59Z", "1ms", "error", "books do not balance"},
+		{"2025-12-31T23:59:59Z", "manual", "-", "a", "6", "2025-12-31T23:59:59Z", "1ms", "error", "books do not balance"},
 	}
 	got := rows(t, res.stdout)
 	if len(got) != len(want) {

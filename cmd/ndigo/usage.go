@@ -11,7 +11,9 @@ const usage = `Usage: ndigo [flags] COMMAND [NAME]
 
 Commands:
   tasks          list every task: cron, lock, next fire, paused, the last run in the cluster
-  runs NAME      list the task's last recorded fires in the cluster, newest first
+                 and its attempt, a retry due
+  runs NAME      list the task's last recorded fires in the cluster, newest first, each
+                 with its attempt (2/4: the first of 3 retries of a failed run)
   audit NAME     what became of each instant of the task's schedule: ran, skipped,
                  failed, missed (no node ran it) or pending; exits 3 if any was missed
   run NAME       have one node run the task once, as soon as it can, under its lock
