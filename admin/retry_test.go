@@ -194,4 +194,3 @@ func TestRetriesInTheAPI(t *testing.T) {
 		t.Errorf("GET runs of yearly: %v %s; want retries 0", err, rec.Body)
 	}
 }
-
