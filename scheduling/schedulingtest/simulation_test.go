@@ -76,6 +76,30 @@ const (
 //	    one it was merged into) or still pending at the end, and every manual
 //	    run is a take's.
 //
+// About a third of the tasks retry (Retry 1 to 3, a backoff of a quarter
+// to one period, sometimes capped), and fail 40% of their runs (an error,
+// or one time in four a panic; a run cut by a lost lease or Stop returns
+// its context's cause); the other tasks fail 15% of theirs, and never
+// retry. Checks (a), (c) and (e) above are of first attempts (a retry is
+// another run of its fire); a fire skipped while a retry of an earlier one
+// is pending is contended, as one skipped for a held lock. Every attempt of
+// a fire is then checked:
+//
+//	(g) every (task, fire, attempt), the run's identity from
+//	    scheduling.RunFromContext, runs at most once across the cluster;
+//	(h) a run of attempt k > 1 follows a failed run (an error, a panic, a
+//	    cut) of attempt k-1 of its fire, and k is at most Retry + 1;
+//	(i) check (b) covers every attempt: a retry holds its task's lock;
+//	(j) each attempt is taken from the shared store at most once, every
+//	    retry run follows its node's take of it, and every take is in the
+//	    shared history;
+//	(e) holds for a retry at its start: one that starts while its task
+//	    had been paused for a request poll does not run, unless a fault
+//	    touched it.
+//
+// The test fails if too few retries ran across the histories to cover
+// these checks.
+//
 // A failure prints the seed and history; -sim.seed and -sim.history replay
 // it: the same specs, run lengths and faults.
 func TestClusterSimulation(t *testing.T) {
@@ -84,7 +108,7 @@ func TestClusterSimulation(t *testing.T) {
 		seed = rand.Uint64()
 	}
 	t.Logf("seed %d (replay: go test ./scheduling/schedulingtest -run TestClusterSimulation -sim.seed %d)", seed, seed)
-	var total, runs, touched, free int
+	var total, runs, touched, free, retries int
 	for h := 0; total < *simFires; h++ {
 		if *simHistory >= 0 && h != *simHistory {
 			if h > *simHistory {
@@ -100,14 +124,22 @@ func TestClusterSimulation(t *testing.T) {
 			}
 		})
 		total, runs, touched, free = total+st.fires, runs+st.runs, touched+st.touched, free+st.free
+		retries += st.retries
 	}
-	t.Logf("%d fires checked: %d ran, %d touched by a fault, %d untouched and uncontended (each ran once)", total, runs, touched, free)
+	t.Logf("%d fires checked: %d ran, %d touched by a fault, %d untouched and uncontended (each ran once); %d retries ran",
+		total, runs, touched, free, retries)
+	if *simHistory >= 0 {
+		return // one history's replay: the coverage of the checks is the seed's
+	}
 	if free < total/40 {
 		t.Errorf("only %d of %d fires were free of faults and contention: the liveness check covers too little", free, total)
 	}
+	if retries < total/40 {
+		t.Errorf("only %d retries ran in histories of %d fires: the retry checks (g to j) cover too little", retries, total)
+	}
 }
 
-type stats struct{ fires, runs, touched, free int }
+type stats struct{ fires, runs, touched, free, retries int }
 
 type simTask struct {
 	name, lock string
@@ -117,6 +149,11 @@ type simTask struct {
 	maxRun     time.Duration
 	catchUp    time.Duration
 	jitter     time.Duration // each fire starts up to this much after its instant
+	// retries is the task's Retry (0: none), with its RetryBackoff and,
+	// if set, its RetryMaxBackoff.
+	retries             int
+	backoff, maxBackoff time.Duration
+	failRate            float64 // the share of its runs that fail (return an error or panic)
 }
 
 type window struct{ from, to time.Time }
@@ -132,11 +169,17 @@ type simNode struct {
 	late   time.Time // first started then, if not zero
 }
 
-// interval is one run's hold of its lock, in true time.
+// interval is one run's hold of its lock, in true time, with the run's
+// identity (from scheduling.RunFromContext) and how it ended: failed is
+// "" for a run that returned nil, else "error", "panic" or "cut" (its
+// context ended under it, and a task that retries then returns an error).
 type interval struct {
 	task, node string
 	fire       time.Time
+	manual     bool
+	attempt    int
 	from, to   time.Time
+	failed     string
 }
 
 type simWorld struct {
@@ -193,6 +236,7 @@ func simulate(t *testing.T, seed uint64, hist int) stats {
 		}
 		w.tasks = append(w.tasks, st)
 	}
+	w.retrySpecs()
 	for i := range 3 + rng.IntN(3) {
 		n := &simNode{name: fmt.Sprint("n", i), off: time.Duration(rng.Int64N(int64(2*maxSkew+1))) - maxSkew}
 		for range rng.IntN(3) * min(1, int(w.rate*1000)) {
@@ -257,6 +301,12 @@ func simulate(t *testing.T, seed uint64, hist int) stats {
 			}
 			if st.jitter > 0 {
 				opts = append(opts, scheduling.Jitter(st.jitter))
+			}
+			if st.retries > 0 {
+				opts = append(opts, scheduling.Retry(st.retries), scheduling.RetryBackoff(st.backoff))
+				if st.maxBackoff > 0 {
+					opts = append(opts, scheduling.RetryMaxBackoff(st.maxBackoff))
+				}
 			}
 			tasks = append(tasks, scheduling.NewTask(w.work(st), opts...))
 		}
@@ -460,20 +510,82 @@ func (w *simWorld) fault(c schedulingtest.Call) schedulingtest.Fault {
 	return schedulingtest.Fault{}
 }
 
-// work returns the task of st: it runs for a length fixed by the fire and
-// node, 0 to 3 periods, or until its context ends, and records its hold.
+// retrySpecs makes some of the tasks, a third on average, retry: Retry(1
+// to 3), a backoff of a quarter to one period (so that a retry runs within
+// a few periods of its failure: at the next request poll after its
+// backoff), in half of them capped at twice that. A retrying task fails
+// 40% of its runs, any other 15% (which it must never retry). The draws are
+// rolls, not the history's rng, so that the specs, run lengths and faults
+// the rng draws stay those of the history before retries were simulated.
+func (w *simWorld) retrySpecs() {
+	some := false
+	for i := range w.tasks {
+		st := &w.tasks[i]
+		st.failRate = 0.15
+		if w.roll("retry", st.name) < 1.0/3 {
+			some = true
+			w.retrying(st)
+		}
+	}
+	// So that about three histories in four retry, whatever their number
+	// of tasks.
+	if !some && w.roll("retry any") < 0.5 {
+		w.retrying(&w.tasks[int(w.roll("retry which")*float64(len(w.tasks)))])
+	}
+}
+
+func (w *simWorld) retrying(st *simTask) {
+	st.retries = 1 + int(w.roll("retries", st.name)*3)
+	st.backoff = st.period/4 + time.Duration(w.roll("backoff", st.name)*float64(3*st.period/4))
+	if w.roll("cap", st.name) < 0.5 {
+		st.maxBackoff = 2 * st.backoff
+	}
+	st.failRate = 0.4
+}
+
+// work returns the task of st: it runs for a length fixed by the fire,
+// attempt and node, 0 to 3 periods, or until its context ends, and records
+// its hold. It then fails at random (a roll of the fire and attempt, the
+// same on every node): returns an error, or, one time in four, panics. A
+// run of a task that retries and whose context ended under it returns the
+// context's cause: it was cut (by a lost lease, by Stop), and is retried.
 func (w *simWorld) work(st simTask) func(context.Context) error {
 	return func(ctx context.Context) error {
 		run, _ := scheduling.RunFromContext(ctx)
 		from := time.Now()
-		d := time.Duration(w.roll("run", st.name, run.Fire.UnixNano(), run.Node) * float64(st.maxRun))
+		parts := []any{"run", st.name, run.Fire.UnixNano(), run.Node}
+		if run.Attempt > 1 {
+			parts = append(parts, run.Attempt) // a first attempt's length as before retries were simulated
+		}
+		d := time.Duration(w.roll(parts...) * float64(st.maxRun))
+		cut := false
 		select {
 		case <-time.After(d):
 		case <-ctx.Done():
+			cut = true
 		}
+		h := interval{task: st.name, node: run.Node, fire: run.Fire, manual: run.Manual, attempt: run.Attempt, from: from}
+		fail := w.roll("fail", st.name, run.Fire.UnixNano(), run.Attempt)
+		switch {
+		case cut && st.retries > 0:
+			h.failed = "cut"
+		case fail < st.failRate/4:
+			h.failed = "panic"
+		case fail < st.failRate:
+			h.failed = "error"
+		}
+		h.to = time.Now()
 		w.mu.Lock()
-		w.held = append(w.held, interval{task: st.name, node: run.Node, fire: run.Fire, from: from, to: time.Now()})
+		w.held = append(w.held, h)
 		w.mu.Unlock()
+		switch h.failed {
+		case "cut":
+			return fmt.Errorf("simulated run cut: %w", context.Cause(ctx))
+		case "panic":
+			panic(fmt.Sprintf("simulated panic: %s fire %v attempt %d", st.name, run.Fire, run.Attempt))
+		case "error":
+			return fmt.Errorf("simulated failure: %s fire %v attempt %d", st.name, run.Fire, run.Attempt)
+		}
 		return nil
 	}
 }
@@ -483,17 +595,32 @@ func (w *simWorld) check(t *testing.T) stats {
 	for _, r := range w.recs {
 		recs = append(recs, r)
 	}
-	// (a)
-	if err := schedulingtest.AtMostOnce(recs...); err != nil {
+	// (a), over the first attempts: a retry runs its fire again (check g
+	// covers every attempt).
+	var firsts []*schedulingtest.Recorder
+	for _, r := range recs {
+		f := &schedulingtest.Recorder{}
+		for _, e := range r.Started() {
+			if e.Attempt <= 1 {
+				f.BeforeRun(context.Background(), e)
+			}
+		}
+		firsts = append(firsts, f)
+	}
+	if err := schedulingtest.AtMostOnce(firsts...); err != nil {
 		t.Error(err)
 	}
-	// (b)
+	// (b), and (i): every run's hold, retries included (work records each
+	// attempt's).
 	lockOf := map[string]string{}
 	for _, st := range w.tasks {
 		lockOf[st.name] = st.lock
 	}
+	w.mu.Lock()
+	held := slices.Clone(w.held)
+	w.mu.Unlock()
 	byLock := map[string][]interval{}
-	for _, h := range w.held {
+	for _, h := range held {
 		byLock[lockOf[h.task]] = append(byLock[lockOf[h.task]], h)
 	}
 	for lock, hs := range byLock {
@@ -501,32 +628,39 @@ func (w *simWorld) check(t *testing.T) stats {
 		for i := 1; i < len(hs); i++ {
 			for j := i - 1; j >= 0 && j >= i-8; j-- {
 				if hs[j].to.After(hs[i].from) {
-					t.Errorf("lock %s held by two runs at once: %s fire %v on %s [%v, %v] and %s fire %v on %s [%v, %v]",
-						lock, hs[j].task, hs[j].fire, hs[j].node, hs[j].from.Sub(w.start), hs[j].to.Sub(w.start),
-						hs[i].task, hs[i].fire, hs[i].node, hs[i].from.Sub(w.start), hs[i].to.Sub(w.start))
+					t.Errorf("lock %s held by two runs at once: %s fire %v attempt %d on %s [%v, %v] and %s fire %v attempt %d on %s [%v, %v]",
+						lock, hs[j].task, hs[j].fire.Sub(w.start), hs[j].attempt, hs[j].node, hs[j].from.Sub(w.start), hs[j].to.Sub(w.start),
+						hs[i].task, hs[i].fire.Sub(w.start), hs[i].attempt, hs[i].node, hs[i].from.Sub(w.start), hs[i].to.Sub(w.start))
 				}
 			}
 		}
 	}
-	w.checkPaused(t, lockOf)
+	w.checkPaused(t, lockOf, held)
 	w.checkRequests(t)
+	var st stats
+	st.retries = w.checkRetries(t, held)
 	// (c)
 	type report struct {
 		node    string
 		outcome scheduling.Outcome
 	}
-	reports := map[schedulingtest.FireKey][]report{}
+	reports := map[schedulingtest.FireKey][]report{} // of first attempts: a retry is no report of its fire
 	for _, r := range recs {
 		for _, e := range r.Started() {
+			if e.Attempt > 1 {
+				continue
+			}
 			k := schedulingtest.Key(e.Task, e.Fire)
 			reports[k] = append(reports[k], report{e.Node, "run"})
 		}
 		for _, e := range r.Skips() {
+			if e.Attempt > 1 {
+				continue
+			}
 			k := schedulingtest.Key(e.Task, e.Fire)
 			reports[k] = append(reports[k], report{e.Node, e.Outcome})
 		}
 	}
-	var st stats
 	for _, task := range w.tasks {
 		for f := w.start.Add(warmup).Truncate(task.period); f.Before(w.start.Add(simSpan - cooldown)); f = f.Add(task.period) {
 			k := schedulingtest.Key(task.name, f)
@@ -544,8 +678,8 @@ func (w *simWorld) check(t *testing.T) stats {
 				switch r.outcome {
 				case "run":
 					ran++
-				case scheduling.OutcomeLockHeld, scheduling.OutcomeRunning, scheduling.OutcomePaused:
-					contended = true // held by another run (a manual one, say), or paused
+				case scheduling.OutcomeLockHeld, scheduling.OutcomeRunning, scheduling.OutcomePaused, scheduling.OutcomeRetrying:
+					contended = true // held by another run (a manual one, a retry, say), paused, or retrying an earlier fire
 				}
 			}
 			st.runs += ran
@@ -645,9 +779,11 @@ type simStore struct {
 	retries []retryTake
 }
 
-// retryTake is a take of a retry: its order, task, node and the retry.
+// retryTake is a take of a retry: its order, true time, task, node and the
+// retry.
 type retryTake struct {
 	seq   int
+	at    time.Time
 	task  string
 	node  string
 	retry taskstate.Retry
@@ -773,7 +909,7 @@ func (n *nodeStore) TakeRetry(ctx context.Context, task, node string, r taskstat
 	err = n.call("TakeRetry", task, func() error {
 		ok, err = n.s.inner.TakeRetry(ctx, task, node, r)
 		if ok {
-			n.s.log(func(seq int) { n.s.retries = append(n.s.retries, retryTake{seq, task, n.node, r}) })
+			n.s.log(func(seq int) { n.s.retries = append(n.s.retries, retryTake{seq, time.Now(), task, n.node, r}) })
 		}
 		return err
 	})
@@ -813,9 +949,12 @@ func (s *simStore) pausedAround(task string, from, to time.Time) bool {
 // checkPaused is check (e): a scheduled or catch-up run of a fire whose
 // instant (to its jittered start), on every node's clock, fell while its
 // task was paused, and had been for one request poll.
-func (w *simWorld) checkPaused(t *testing.T, lockOf map[string]string) {
+func (w *simWorld) checkPaused(t *testing.T, lockOf map[string]string, held []interval) {
 	for _, r := range w.recs {
 		for _, e := range r.Started() {
+			if e.Attempt > 1 {
+				continue // a retry meets the pause rule when it starts: below
+			}
 			var st simTask
 			for _, x := range w.tasks {
 				if x.name == e.Task {
@@ -832,6 +971,29 @@ func (w *simWorld) checkPaused(t *testing.T, lockOf map[string]string) {
 			}
 		}
 	}
+	// A retry starts from a poll, which reads the pause generation first:
+	// one that started while its task had been paused for a request poll
+	// (and the skew) ran paused, unless a fault touched it.
+	for _, h := range held {
+		if h.attempt <= 1 || !w.store.pausedAround(h.task, h.from.Add(-2*maxSkew-scheduling.DefaultRequestPoll), h.from) {
+			continue
+		}
+		st := w.taskOf(h.task)
+		if !w.touched(st, window{h.from.Add(-2*maxSkew - 2*time.Second), h.from.Add(time.Second)}) {
+			t.Errorf("seed %d history %d: %s fire %v attempt %d ran on %s at %v (lock %s) while the task was paused on every node",
+				w.seed, w.hist, h.task, h.fire.Sub(w.start), h.attempt, h.node, h.from.Sub(w.start), lockOf[h.task])
+		}
+	}
+}
+
+// taskOf returns the spec of the task named name.
+func (w *simWorld) taskOf(name string) simTask {
+	for _, st := range w.tasks {
+		if st.name == name {
+			return st
+		}
+	}
+	return simTask{}
 }
 
 // checkRequests is check (f).
@@ -871,11 +1033,134 @@ func (w *simWorld) checkRequests(t *testing.T) {
 	}
 	for _, r := range w.recs {
 		for _, e := range r.Started() {
-			if e.Manual && !slices.ContainsFunc(takes, func(tk storeCall) bool {
+			if e.Manual && e.Attempt <= 1 && !slices.ContainsFunc(takes, func(tk storeCall) bool {
 				return tk.task == e.Task && tk.node == e.Node && tk.instant.Equal(e.Fire)
 			}) {
 				t.Errorf("%s: manual run of %v on %s was no take of a request", e.Task, e.Fire.Sub(w.start), e.Node)
 			}
 		}
 	}
+}
+
+// attemptKey names one attempt of one fire: a run's identity.
+type attemptKey struct {
+	fire    schedulingtest.FireKey
+	attempt int
+}
+
+func (h interval) key() attemptKey {
+	return attemptKey{schedulingtest.Key(h.task, h.fire), max(h.attempt, 1)}
+}
+
+// runsOf describes runs, in simulated time since the history's start.
+func (w *simWorld) runsOf(hs []interval) string {
+	var b strings.Builder
+	for i, h := range hs {
+		o := h.failed
+		if o == "" {
+			o = "ok"
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s fire %v attempt %d on %s [%v, %v] %s", h.task, h.fire.Sub(w.start), h.attempt, h.node,
+			h.from.Sub(w.start), h.to.Sub(w.start), o)
+	}
+	return "[" + b.String() + "]"
+}
+
+// takesOf describes takes of retries, as runsOf does runs.
+func (w *simWorld) takesOf(tks []retryTake) string {
+	var b strings.Builder
+	for i, tk := range tks {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s fire %v attempt %d by %s at %v", tk.task, tk.retry.Fire.Sub(w.start), tk.retry.Attempt, tk.node, tk.at.Sub(w.start))
+	}
+	return "[" + b.String() + "]"
+}
+
+// checkRetries is checks (g), (h) and (j), on the runs held (each
+// attempt's, as work saw it through scheduling.RunFromContext) and the
+// store's successful takes of retries. It returns how many retries ran.
+//
+//	(g) every attempt of every fire runs at most once across the cluster;
+//	(h) a run of attempt k > 1 follows, in true time, a failed run (an
+//	    error, a panic, a cut) of attempt k-1 of the same fire, and k is at
+//	    most the task's Retry + 1: a task that does not retry never does;
+//	(j) each attempt is taken from the store at most once, every retry run
+//	    is the take of its node, made before it started, and every take is
+//	    in the shared history (its run, its skip, or the placeholder of a
+//	    taker that died).
+func (w *simWorld) checkRetries(t *testing.T, held []interval) (retries int) {
+	runs := map[attemptKey][]interval{}
+	for _, h := range held {
+		runs[h.key()] = append(runs[h.key()], h)
+	}
+	s := w.store
+	s.mu.Lock()
+	takes := slices.Clone(s.retries)
+	s.mu.Unlock()
+	taken := map[attemptKey][]retryTake{}
+	for _, tk := range takes {
+		k := attemptKey{schedulingtest.Key(tk.task, tk.retry.Fire), tk.retry.Attempt}
+		taken[k] = append(taken[k], tk)
+	}
+	// (g)
+	for k, hs := range runs {
+		if len(hs) > 1 {
+			t.Errorf("seed %d history %d: %s fire %v attempt %d ran %d times, want at most once: %v",
+				w.seed, w.hist, k.fire.Task, k.fire.Fire.Sub(w.start), k.attempt, len(hs), w.runsOf(hs))
+		}
+	}
+	for _, h := range held {
+		if h.attempt <= 1 {
+			continue
+		}
+		retries++
+		st := w.taskOf(h.task)
+		// (h)
+		if h.attempt > st.retries+1 {
+			t.Errorf("seed %d history %d: %s fire %v attempt %d ran on %s: the task retries %d times, at most attempt %d",
+				w.seed, w.hist, h.task, h.fire.Sub(w.start), h.attempt, h.node, st.retries, st.retries+1)
+		}
+		prev := runs[attemptKey{schedulingtest.Key(h.task, h.fire), h.attempt - 1}]
+		if !slices.ContainsFunc(prev, func(p interval) bool {
+			return p.failed != "" && p.manual == h.manual && !p.to.After(h.from)
+		}) {
+			t.Errorf("seed %d history %d: %s fire %v attempt %d ran on %s at %v, after no failed run of attempt %d (its runs: %v)",
+				w.seed, w.hist, h.task, h.fire.Sub(w.start), h.attempt, h.node, h.from.Sub(w.start), h.attempt-1, w.runsOf(prev))
+		}
+		// (j)
+		if !slices.ContainsFunc(taken[h.key()], func(tk retryTake) bool {
+			return tk.node == h.node && tk.retry.Manual == h.manual && !tk.at.After(h.from)
+		}) {
+			t.Errorf("seed %d history %d: %s fire %v attempt %d ran on %s at %v without its node's take of the attempt (takes %v)",
+				w.seed, w.hist, h.task, h.fire.Sub(w.start), h.attempt, h.node, h.from.Sub(w.start), w.takesOf(taken[h.key()]))
+		}
+	}
+	// (j)
+	history := map[string][]taskstate.Run{}
+	for _, st := range w.tasks {
+		var err error
+		if history[st.name], err = s.inner.Runs(context.Background(), st.name, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k, tks := range taken {
+		if len(tks) > 1 {
+			t.Errorf("seed %d history %d: %s fire %v attempt %d taken %d times from the store, want at most once: %s",
+				w.seed, w.hist, k.fire.Task, k.fire.Fire.Sub(w.start), k.attempt, len(tks), w.takesOf(tks))
+		}
+		for _, tk := range tks {
+			if !slices.ContainsFunc(history[tk.task], func(r taskstate.Run) bool {
+				return r.Attempt == tk.retry.Attempt && r.Fire.Equal(tk.retry.Fire) && r.Node == tk.node
+			}) {
+				t.Errorf("seed %d history %d: %s fire %v attempt %d taken by %s at %v is not in the shared history",
+					w.seed, w.hist, tk.task, tk.retry.Fire.Sub(w.start), tk.retry.Attempt, tk.node, tk.at.Sub(w.start))
+			}
+		}
+	}
+	return retries
 }
