@@ -216,7 +216,7 @@ func (n *node) start() error {
 				r, _ := scheduling.RunFromContext(ctx)
 				n.ran(i, r.Fire, start)
 				return nil
-			}, scheduling.Name(taskName(i)), scheduling.Cron(everySecond), scheduling.Lock(taskName(i)), scheduling.LockTTL(lockTTL)))
+			}, scheduling.Name(taskName(i)), scheduling.Cron(*childCron), scheduling.Lock(taskName(i)), scheduling.LockTTL(lockTTL)))
 			if err != nil {
 				return err
 			}

@@ -27,6 +27,21 @@
 //
 // -breakdown adds, per row, the client round trips and the Redis commands
 // per fire by kind (scripts by SHA prefix and first key).
+//
+// -cron sets the cron spec of every ndigo task (ndigo's syntax, H
+// included), for schedules other than every second:
+//
+//	cd bench && go run ./cmd/scalebench -systems ndigo -nodes 3 -tasks 1000 -cron '0 * * * * *' -duration 120s -breakdown
+//	cd bench && go run ./cmd/scalebench -systems ndigo -nodes 3 -tasks 1000 -cron 'H * * * * *' -duration 120s -breakdown
+//
+// The fires a window expects are those of each task's schedule, as ndigo
+// computes them (H resolved from the task's name): an unlocked twin of
+// every task on a scheduler with a fake clock, stepped a second at a time.
+// The window still opens at a half second, but not before every task has
+// fired once after the warm-up's start (a first fire finds a cold client),
+// and not within 5s of a herd of fires (see chooseOpen), so that a herd's
+// work does not straddle an end. The gocron peers take no H: with -cron
+// other than the default, the systems are ndigo and ndigo-pg only.
 package main
 
 import (
@@ -39,6 +54,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"log/slog"
 	"math"
 	"os"
 	"os/exec"
@@ -54,17 +70,24 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jonboulle/clockwork"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ndigo/ndigo/internal/pgproc"
 	"github.com/ndigo/ndigo/internal/redisproc"
 	"github.com/ndigo/ndigo/pglocks"
+	"github.com/ndigo/ndigo/scheduling"
+	"github.com/ndigo/ndigo/scheduling/schedulingtest"
 )
 
 const (
 	everySecond = "* * * * * *"
 	lockTTL     = 10 * time.Second
-	period      = time.Second
+	// edgeMargin is how far from a window's ends the window's choice of its
+	// opening second keeps fires, where it can.
+	edgeMargin = 5 // seconds
+	// alignSearch is how many opening seconds the window chooses among.
+	alignSearch = 60
 )
 
 var (
@@ -79,12 +102,16 @@ var (
 	graceful    = flag.Bool("graceful", false, "graceful mode: SIGTERM half the ndigo nodes in the middle of the window")
 	postgres    = flag.Bool("postgres", false, "ndigo on pglocks (system ndigo-pg) on a private PostgreSQL; with -kill or -graceful, beside Redis")
 	breakdown   = flag.Bool("breakdown", false, "list the client round trips and Redis commands per fire by kind")
+	cronFlag    = flag.String("cron", everySecond, "the cron spec of every ndigo task, in ndigo's syntax with H (a value hashed from the task's name): "+
+		"'0 * * * * *' (every minute at :00), 'H * * * * *' (every minute at a second of each task's own); the gocron peers take no H, so "+
+		"with another spec than the default the systems are ndigo and ndigo-pg only (-systems defaults to ndigo)")
 
 	childSystem = flag.String("child-system", "", "internal: run as a node of this system")
 	childNode   = flag.String("child-node", "", "internal: the node's name")
 	childAddr   = flag.String("child-addr", "", "internal: the redis-server's address")
 	childPG     = flag.String("child-pg", "", "internal: the PostgreSQL URL")
 	childTasks  = flag.Int("child-tasks", 0, "internal: the number of tasks")
+	childCron   = flag.String("child-cron", everySecond, "internal: the cron spec of the ndigo tasks")
 )
 
 func main() {
@@ -121,6 +148,20 @@ func main() {
 		}
 	case *postgres:
 		systems = []string{"ndigo-pg"}
+	}
+	if *cronFlag != everySecond {
+		if !set["systems"] && mode == "" && !*postgres {
+			systems = []string{"ndigo"}
+		}
+		for _, sys := range systems {
+			if sys != "ndigo" && sys != "ndigo-pg" {
+				log.Fatalf("scalebench: -cron %q: the gocron peers take no H and run every second only; -systems may name ndigo and ndigo-pg", *cronFlag)
+			}
+		}
+	}
+	if err := scheduling.Validate(scheduling.NewTask(func(context.Context) error { return nil },
+		scheduling.Name(taskName(0)), scheduling.Cron(*cronFlag))); err != nil {
+		log.Fatalf("scalebench: -cron: %v", err)
 	}
 	nodes, tasks := ints(*nodesFlag), ints(*tasksFlag)
 	if *duration < 4*time.Second || *duration%time.Second != 0 {
@@ -161,48 +202,49 @@ func main() {
 		}
 	}
 
-	fmt.Printf("Command: `cd bench && go run ./cmd/scalebench %s`\n\n", strings.Join(os.Args[1:], " "))
+	fmt.Printf("Command: `cd bench && go run ./cmd/scalebench %s`\n\n", shellJoin(os.Args[1:]))
 	switch mode {
 	case "":
 		fmt.Printf("Every node is a process of its own with its own client, on one redis-server (a fresh one per row and run)%s; every task "+
-			"`%s` (whole seconds) with its own lock (TTL 10s); %v windows after a %v warm-up; medians of %d runs. "+
+			"`%s` with its own lock (TTL 10s); %v windows after a %v warm-up%s; medians of %d runs. "+
 			"Round trips are counted on the client (go-redis hook: 1 per command, 1 per pipeline; pgx tracer: 1 per query, exec or batch; "+
 			"pub/sub not counted) and include every call a node makes (heartbeats, polls, records); Redis commands and µs are INFO commandstats' "+
 			"deltas (inside scripts too, `info` excluded); lateness is a run's start minus its fire instant (gocron gives a job no instant: "+
 			"the whole second at or before the start stands for it, so its lateness cannot show above a second); CPU is the nodes' user+system "+
-			"time in the window in cores (the machine has %d); load is /proc/loadavg's 1-minute figure at the window's end.\n\n",
-			pgNote(systems), everySecond, *duration, *warmup, *runsFlag, numCPU())
-		fmt.Println("| nodes × tasks | system | fires run / expected | fires run twice | fires missed | client round trips per fire | Redis commands per fire | Redis µs per fire | p50 lateness | p99 lateness | nodes' CPU | load |")
-		fmt.Println("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+			"time in the window in cores (the machine has %d); the busiest second is the most fires due at one second of the window, by the "+
+			"schedule; load is /proc/loadavg's 1-minute figure at the window's end.\n\n",
+			pgNote(systems), *cronFlag, *duration, *warmup, alignNote(), *runsFlag, numCPU())
+		fmt.Println("| nodes × tasks | system | fires run / expected | fires run twice | fires missed | busiest second's fires | client round trips per fire | Redis commands per fire | Redis µs per fire | p50 lateness | p99 lateness | nodes' CPU | load |")
+		fmt.Println("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 		for _, k := range order {
 			m := medians(results[k])
-			cmds, usec := fmt.Sprintf("%.2f", m.cmdsPerFire), fmt.Sprintf("%.1f", m.usecPerFire)
+			cmds, usec := perFire(m.cmdsPerFire), fmt.Sprintf("%.1f", m.usecPerFire)
 			if k.system == "ndigo-pg" {
 				cmds, usec = "–", "–"
 			}
-			fmt.Printf("| %d × %s | %s | %s / %s | %s | %s | %.2f | %s | %s | %s | %s | %.2f | %.2f |\n",
+			fmt.Printf("| %d × %s | %s | %s / %s | %s | %s | %s | %s | %s | %s | %s | %s | %.2f | %.2f |\n",
 				k.nodes, thousands(k.tasks), label(k.system), thousands(int(m.fires)), thousands(int(m.expected)),
-				thousands(int(m.doubles)), thousands(int(m.missed)), m.rtPerFire, cmds, usec,
+				thousands(int(m.doubles)), thousands(int(m.missed)), thousands(int(m.busiest)), perFire(m.rtPerFire), cmds, usec,
 				ms(m.p50), ms(m.p99), m.cpu, m.load)
 		}
 	case "kill":
 		fmt.Printf("%d ndigo nodes (processes, Spread, LockTTL 10s, every task `%s`) × %s tasks; %v into the %v window "+
-			"(after a %v warm-up) the first half of the nodes get SIGKILL. For the tasks those nodes owned just before (TaskInfo.Owner, by the "+
+			"(after a %v warm-up%s) the first half of the nodes get SIGKILL. For the tasks those nodes owned just before (TaskInfo.Owner, by the "+
 			"majority of the nodes' views): the largest gap between the kill and a task's first run after it, against the bound lock TTL + one "+
-			"period; fires missed outside (kill, kill + bound]; doubles over every task; medians of %d runs.\n\n",
-			nodes[0], everySecond, thousands(tasks[0]), killAt(), *duration, *warmup, *runsFlag)
+			"period (the longest gap between a task's fires); fires missed outside (kill, kill + bound]; doubles over every task; medians of %d runs.\n\n",
+			nodes[0], *cronFlag, thousands(tasks[0]), killAt(), *duration, *warmup, alignNote(), *runsFlag)
 		fmt.Println("| driver | nodes × tasks | tasks moved | largest gap kill → first run | bound | fires missed after the bound | fires missed within it (tasks moved) | fires missed (other tasks) | fires run twice | fires run / expected | load |")
 		fmt.Println("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 		for _, k := range order {
 			m := medians(results[k])
 			fmt.Printf("| %s | %d × %s | %.0f | %s | %v | %.0f | %.0f | %.0f | %.0f | %s / %s | %.2f |\n",
-				driverName(k.system), k.nodes, thousands(k.tasks), m.moved, sec(m.maxGap), lockTTL+period, m.missedAfter, m.missedWithin, m.missedOthers,
+				driverName(k.system), k.nodes, thousands(k.tasks), m.moved, sec(m.maxGap), time.Duration(m.bound)*time.Second, m.missedAfter, m.missedWithin, m.missedOthers,
 				m.doubles, thousands(int(m.fires)), thousands(int(m.expected)), m.load)
 		}
 	case "graceful":
 		fmt.Printf("%d ndigo nodes (processes, Spread, LockTTL 10s, every task `%s`) × %s tasks; in the middle of the %v window "+
-			"(after a %v warm-up) the first half of the nodes get SIGTERM (Scheduler.Stop: they leave their group and the others take "+
-			"their tasks); medians of %d runs.\n\n", nodes[0], everySecond, thousands(tasks[0]), *duration, *warmup, *runsFlag)
+			"(after a %v warm-up%s) the first half of the nodes get SIGTERM (Scheduler.Stop: they leave their group and the others take "+
+			"their tasks); medians of %d runs.\n\n", nodes[0], *cronFlag, thousands(tasks[0]), *duration, *warmup, alignNote(), *runsFlag)
 		fmt.Println("| driver | nodes × tasks | fires run / expected | fires missed | fires run twice | p99 lateness | load |")
 		fmt.Println("|---|---|---:|---:|---:|---:|---:|")
 		for _, k := range order {
@@ -219,6 +261,36 @@ func main() {
 			printBreakdown(fmt.Sprintf("%d × %s %s", k.nodes, thousands(k.tasks), label(k.system)), results[k])
 		}
 	}
+}
+
+// alignNote describes the choice of the window's opening second, when the
+// schedule is not every second (where every second is alike).
+func alignNote() string {
+	if *cronFlag == everySecond {
+		return ""
+	}
+	return fmt.Sprintf(", opening at a half second at least %ds after every task's first fire, and the first of the next %d whose ends are "+
+		"not within %ds of a herd (a second with more than twice the mean fires due per second)", edgeMargin, alignSearch, edgeMargin)
+}
+
+// perFire formats a count per fire with 2 decimals, or 3 below 0.1.
+func perFire(v float64) string {
+	if v != 0 && v < 0.1 {
+		return fmt.Sprintf("%.3f", v)
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+// shellJoin joins args for a shell, quoting those that need it.
+func shellJoin(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = a
+		if a == "" || strings.ContainsAny(a, " \t'\"*?$`\\|&;<>()[]{}!#~") {
+			q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(q, " ")
 }
 
 func pgNote(systems []string) string {
@@ -299,6 +371,8 @@ func loadAvg() float64 {
 // result is one row-run's figures.
 type result struct {
 	expected, fires, doubles, missed float64
+	busiest, extra                   float64 // the most fires due in one second; runs of no fire due
+	bound                            float64 // kill mode: lock TTL + the longest gap between a task's fires, in seconds
 	rtPerFire, cmdsPerFire           float64
 	usecPerFire, p50, p99            float64 // p50, p99 in ms
 	cpu, load                        float64
@@ -310,8 +384,11 @@ type result struct {
 }
 
 func (r result) summary() string {
-	s := fmt.Sprintf("fires %.0f/%.0f, doubles %.0f, missed %.0f, rt/fire %.2f, cmds/fire %.2f, µs/fire %.1f, p50 %s, p99 %s, cpu %.2f, load %.2f",
-		r.fires, r.expected, r.doubles, r.missed, r.rtPerFire, r.cmdsPerFire, r.usecPerFire, ms(r.p50), ms(r.p99), r.cpu, r.load)
+	s := fmt.Sprintf("fires %.0f/%.0f, doubles %.0f, missed %.0f, busiest second %.0f, rt/fire %s, cmds/fire %s, µs/fire %.1f, p50 %s, p99 %s, cpu %.2f, load %.2f",
+		r.fires, r.expected, r.doubles, r.missed, r.busiest, perFire(r.rtPerFire), perFire(r.cmdsPerFire), r.usecPerFire, ms(r.p50), ms(r.p99), r.cpu, r.load)
+	if r.extra > 0 {
+		s += fmt.Sprintf("; %.0f runs of no fire due", r.extra)
+	}
 	if r.calls != nil {
 		s += fmt.Sprintf("; scripts: client %d, server %d", r.clientScript, r.calls["evalsha"]+r.calls["eval"])
 	}
@@ -333,11 +410,13 @@ func medians(rs []result) result {
 	return result{
 		expected: med(func(r result) float64 { return r.expected }), fires: med(func(r result) float64 { return r.fires }),
 		doubles: med(func(r result) float64 { return r.doubles }), missed: med(func(r result) float64 { return r.missed }),
+		busiest: med(func(r result) float64 { return r.busiest }), extra: med(func(r result) float64 { return r.extra }),
+		bound: med(func(r result) float64 { return r.bound }), maxGap: med(func(r result) float64 { return r.maxGap }),
 		rtPerFire: med(func(r result) float64 { return r.rtPerFire }), cmdsPerFire: med(func(r result) float64 { return r.cmdsPerFire }),
 		usecPerFire: med(func(r result) float64 { return r.usecPerFire }), p50: med(func(r result) float64 { return r.p50 }),
 		p99: med(func(r result) float64 { return r.p99 }), cpu: med(func(r result) float64 { return r.cpu }),
 		load: med(func(r result) float64 { return r.load }), moved: med(func(r result) float64 { return r.moved }),
-		maxGap: med(func(r result) float64 { return r.maxGap }), missedAfter: med(func(r result) float64 { return r.missedAfter }),
+		missedAfter:  med(func(r result) float64 { return r.missedAfter }),
 		missedWithin: med(func(r result) float64 { return r.missedWithin }), missedOthers: med(func(r result) float64 { return r.missedOthers }),
 	}
 }
@@ -485,7 +564,7 @@ func spawn(system, name string, tasks int, addr, pgURL string) (*proc, error) {
 		return nil, err
 	}
 	cmd := exec.Command(exe, "-child-system", system, "-child-node", name, "-child-tasks", strconv.Itoa(tasks),
-		"-child-addr", addr, "-child-pg", pgURL)
+		"-child-addr", addr, "-child-pg", pgURL, "-child-cron", *cronFlag)
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdin, err := cmd.StdinPipe()
@@ -649,10 +728,47 @@ func measure(system string, n, tasks int, mode string, pg *pgproc.Server) (resul
 			return result{}, err
 		}
 	}
+	// The schedule around the window, computed during the warm-up: the
+	// fires due, and where the window had best open.
+	spec := *cronFlag
+	if !strings.HasPrefix(system, "ndigo") {
+		spec = everySecond
+	}
+	search, warmSpan := alignSearch, alignSearch
+	if spec == everySecond {
+		search, warmSpan = 1, 0 // every second is alike
+	}
+	ready := time.Now().Truncate(time.Second)
+	simFrom := ready.Add(-edgeMargin * time.Second)
+	simTo := ready.Add(*warmup + *duration + time.Duration(warmSpan+search+2*edgeMargin+10)*time.Second)
+	type simResult struct {
+		due [][]int64
+		err error
+	}
+	simc := make(chan simResult, 1)
+	go func() {
+		t := time.Now()
+		due, err := dueFires(spec, tasks, simFrom, simTo)
+		if err == nil && spec != everySecond {
+			log.Printf("scalebench: the schedule of %d tasks over %v computed in %v", tasks, simTo.Sub(simFrom), time.Since(t).Round(time.Millisecond))
+		}
+		simc <- simResult{due, err}
+	}()
 	time.Sleep(*warmup)
+	sim := <-simc
+	if sim.err != nil {
+		return result{}, fmt.Errorf("the schedule: %w", sim.err)
+	}
+	due := sim.due
 	// The window opens at a half second: its fires are the whole seconds
 	// after it, whose work starts half a second later.
-	open := time.Now().Truncate(time.Second).Add(1500 * time.Millisecond)
+	open, err := chooseOpen(due, simFrom, ready, time.Now(), search, simTo)
+	if err != nil {
+		return result{}, err
+	}
+	if spec != everySecond {
+		log.Printf("scalebench: the window opens at %s, %v after the nodes were ready", open.Format("15:04:05.0"), open.Sub(ready).Round(time.Second))
+	}
 	sleepUntil(open)
 	m0, err := ask(ps, "mark")
 	if err != nil {
@@ -730,12 +846,36 @@ func measure(system string, n, tasks int, mode string, pg *pgproc.Server) (resul
 	}
 	alive = nil
 
-	// The fires of the window: the whole seconds strictly inside it.
+	// The fires of the window: those due at the whole seconds strictly
+	// inside it.
 	first, last := t0.Unix()+1, t1.Unix()
 	if time.Unix(last, 0).Equal(t1) {
 		last--
 	}
-	res := result{load: load, expected: float64(int64(tasks) * (last - first + 1))}
+	if last > simTo.Unix() {
+		return result{}, fmt.Errorf("the window ends at %v, after the schedule computed (to %v)", t1, simTo)
+	}
+	res := result{load: load, bound: (lockTTL + longestGap(due, simTo.Sub(simFrom))).Seconds()}
+	dueIn := func(i int) []int64 {
+		lo, _ := slices.BinarySearch(due[i], first)
+		hi, _ := slices.BinarySearch(due[i], last+1)
+		return due[i][lo:hi]
+	}
+	perSecond := map[int64]int{}
+	expected := map[[2]int64]bool{}
+	for i := range tasks {
+		for _, s := range dueIn(i) {
+			expected[[2]int64{int64(i), s}] = true
+			perSecond[s]++
+		}
+	}
+	res.expected = float64(len(expected))
+	for _, c := range perSecond {
+		res.busiest = max(res.busiest, float64(c))
+	}
+	if res.expected == 0 {
+		return result{}, fmt.Errorf("no fire of %q is due in the %v window: lengthen -duration", spec, *duration)
+	}
 	ran := map[[2]int64]int{}
 	var lates []float64
 	firstAfter := map[int]time.Time{}
@@ -753,15 +893,21 @@ func measure(system string, n, tasks int, mode string, pg *pgproc.Server) (resul
 			lates = append(lates, float64(r.lateUs)/1000)
 		}
 	}
-	for _, c := range ran {
+	for f, c := range ran {
 		res.fires++
 		if c > 1 {
 			res.doubles++
 		}
+		if !expected[f] {
+			res.extra++
+			if os.Getenv("SCALEBENCH_LOG") == "info" {
+				fmt.Fprintf(os.Stderr, "ran, not due: task%d fire=%s\n", f[0], time.Unix(f[1], 0).UTC().Format(time.RFC3339))
+			}
+		}
 	}
-	bound := lockTTL + period
+	bound := time.Duration(res.bound * float64(time.Second))
 	for i := range tasks {
-		for s := first; s <= last; s++ {
+		for _, s := range dueIn(i) {
 			if ran[[2]int64{int64(i), s}] > 0 {
 				continue
 			}
@@ -843,6 +989,109 @@ func measure(system string, n, tasks int, mode string, pg *pgproc.Server) (resul
 		res.rtPerFire = float64(rt) / res.fires
 	}
 	return res, nil
+}
+
+// dueFires returns, for each task i, the fires (Unix seconds, ascending) of
+// spec in (from, to] as ndigo computes them, H resolved from the task's
+// name: an unlocked twin of every task on a scheduler with a fake clock in
+// the local zone (the nodes' zone), stepped a second at a time.
+func dueFires(spec string, tasks int, from, to time.Time) ([][]int64, error) {
+	ctx := context.Background()
+	fc := clockwork.NewFakeClockAt(from)
+	s := scheduling.New(scheduling.Config{Clock: fc, Logger: slog.New(slog.DiscardHandler)})
+	var mu sync.Mutex
+	due := make([][]int64, tasks)
+	for i := range tasks {
+		err := s.Add(scheduling.NewTask(func(ctx context.Context) error {
+			r, _ := scheduling.RunFromContext(ctx)
+			mu.Lock()
+			due[i] = append(due[i], r.Fire.Unix())
+			mu.Unlock()
+			return nil
+		}, scheduling.Name(taskName(i)), scheduling.Cron(spec)))
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := s.Start(); err != nil {
+		return nil, err
+	}
+	err := schedulingtest.Step(ctx, fc, to.Sub(from), time.Second, s)
+	if stopErr := s.Stop(ctx); err == nil {
+		err = stopErr
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range due {
+		slices.Sort(d)
+	}
+	return due, nil
+}
+
+// chooseOpen returns when the window opens, from the fires due in (from,
+// known]: at a half second o+0.5s. o is after now, and at least edgeMargin
+// seconds after every task's first fire after ready, so that the window
+// sees no first fire of a node (a cold client: its pool grows, its scripts
+// get loaded). Among the next search such seconds it is the first whose
+// ends are not within edgeMargin seconds of a herd (a second with more than
+// twice the mean fires due per second), so that a herd's work does not
+// straddle an end; failing that, the one with the fewest fires due so near
+// its ends. The schedule must be known to edgeMargin seconds after the
+// window.
+func chooseOpen(due [][]int64, from, ready, now time.Time, search int, known time.Time) (time.Time, error) {
+	perSecond := map[int64]int{}
+	total, warm := 0, ready.Unix()
+	for _, d := range due {
+		if i, _ := slices.BinarySearch(d, ready.Unix()+1); i < len(d) {
+			warm = max(warm, d[i])
+		}
+		for _, s := range d {
+			perSecond[s]++
+		}
+		total += len(d)
+	}
+	herd := 2 * float64(total) / known.Sub(from).Seconds()
+	d := int64(*duration / time.Second)
+	near := func(e int64) (n, peak int) {
+		for s := e - edgeMargin + 1; s <= e+edgeMargin; s++ {
+			n += perSecond[s]
+			peak = max(peak, perSecond[s])
+		}
+		return n, peak
+	}
+	base := max(now.Truncate(time.Second).Unix()+1, warm+edgeMargin)
+	best, bestCost := int64(-1), math.MaxInt
+	for o := base; o < base+int64(search) && o+d+edgeMargin <= known.Unix(); o++ {
+		n1, p1 := near(o)
+		n2, p2 := near(o + d)
+		if float64(max(p1, p2)) <= herd {
+			best = o
+			break
+		}
+		if n1+n2 < bestCost {
+			best, bestCost = o, n1+n2
+		}
+	}
+	if best < 0 {
+		return time.Time{}, fmt.Errorf("the schedule was computed too late, to %v only: lengthen -warmup", known)
+	}
+	return time.Unix(best, 500*int64(time.Millisecond)), nil
+}
+
+// longestGap returns the longest gap between two fires of a task in due,
+// or span if no task fires twice in it.
+func longestGap(due [][]int64, span time.Duration) time.Duration {
+	var gap int64
+	for _, d := range due {
+		for j := 1; j < len(d); j++ {
+			gap = max(gap, d[j]-d[j-1])
+		}
+	}
+	if gap == 0 {
+		return span
+	}
+	return time.Duration(gap) * time.Second
 }
 
 // resetPostgres empties pglocks' tables between row-runs.
