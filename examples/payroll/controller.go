@@ -16,10 +16,12 @@ import (
 const fireFormat = "2006-01-02T15:04:05.000Z07:00"
 
 // PayrollController closes the books on a schedule. Its CloseBooks task is
-// declared with struct tags; its schedule and lease come from configuration
-// (payroll.cron or --cron, payroll.lock-ttl).
+// declared with struct tags; its schedule, lease and retries come from
+// configuration (payroll.cron or --cron, payroll.lock-ttl, payroll.retry,
+// payroll.retry-backoff). A run that fails (the ledger refused the write)
+// is retried as the same fire, by another node if this one died.
 type PayrollController struct {
-	_ annotations.Scheduled `method:"CloseBooks" cron:"${payroll.cron}" lock:"payroll-window" lockTtl:"${payroll.lock-ttl}" catchUp:"${payroll.catch-up}"`
+	_ annotations.Scheduled `method:"CloseBooks" cron:"${payroll.cron}" lock:"payroll-window" lockTtl:"${payroll.lock-ttl}" catchUp:"${payroll.catch-up}" retry:"${payroll.retry}" retryBackoff:"${payroll.retry-backoff}"`
 
 	ledger ledger
 	log    *slog.Logger
@@ -31,7 +33,8 @@ func NewPayrollController(l ledger, log *slog.Logger) *PayrollController {
 }
 
 // CloseBooks records one closed payroll in the fenced ledger and logs it.
-// It runs only while this node holds the payroll-window lease.
+// It runs only while this node holds the payroll-window lease; attempt is
+// 1 for a fire's first run, 2 and more for its retries.
 func (c *PayrollController) CloseBooks(ctx context.Context) error {
 	run, _ := scheduling.RunFromContext(ctx)
 	lease, ok := locks.FromContext(ctx)
@@ -41,7 +44,8 @@ func (c *PayrollController) CloseBooks(ctx context.Context) error {
 	if err := c.ledger.Append(ctx, lease, run.Fire, run.Node); err != nil {
 		return err
 	}
-	c.log.Info("payroll closed", "fire", run.Fire.UTC().Format(fireFormat), "node", run.Node, "token", lease.Token(), "manual", run.Manual)
+	c.log.Info("payroll closed", "fire", run.Fire.UTC().Format(fireFormat), "node", run.Node, "token", lease.Token(), "manual", run.Manual,
+		"attempt", run.Attempt)
 	return nil
 }
 

@@ -58,6 +58,13 @@ type Payroll struct {
 	// CatchUp is CloseBooks's catch-up policy: "skip", or the window within
 	// which a fire missed while no node ran is run when a node starts.
 	CatchUp string `yaml:"catch-up" env:"PAYROLL_CATCH_UP" default:"skip"`
+	// Retry is how many times CloseBooks retries a fire whose run failed;
+	// 0 does not retry. With --redis or --postgres the retry is pending in
+	// the shared store, so another node runs it if this one dies.
+	Retry int `yaml:"retry" env:"PAYROLL_RETRY" default:"3" validate:"min=0,max=100"`
+	// RetryBackoff is the backoff before CloseBooks's first retry of a fire,
+	// doubled for each next one; each delay is drawn below it.
+	RetryBackoff time.Duration `yaml:"retry-backoff" env:"PAYROLL_RETRY_BACKOFF" default:"10s" validate:"gt=0"`
 	// For stops the process cleanly after this long; zero runs until a signal.
 	For time.Duration `yaml:"for" env:"PAYROLL_FOR" validate:"min=0"`
 }
