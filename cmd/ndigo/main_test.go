@@ -6,8 +6,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/ndigo/ndigo/internal/backendnode"
+	"github.com/ndigo/ndigo/internal/nodetest"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, backendnode.DialProbe)
+	goleak.VerifyTestMain(m, backendnode.DialProbe, goleak.Cleanup(nodetest.RemoveBuilds))
 }

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/ndigo/ndigo/internal/nodetest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.Cleanup(nodetest.RemoveBuilds)) }

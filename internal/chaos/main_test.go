@@ -9,6 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
+
+	"github.com/ndigo/ndigo/internal/nodetest"
 )
 
 var linOps = flag.Int("lin.ops", 6000, "operations the linearizability check records, at least (make chaos: 100000)")
@@ -21,7 +23,7 @@ func TestMain(m *testing.M) {
 		// go-redis logs every failed dial itself; the tests read the
 		// errors from the operations instead.
 		redis.SetLogger(quietRedis{})
-		goleak.VerifyTestMain(m)
+		goleak.VerifyTestMain(m, goleak.Cleanup(nodetest.RemoveBuilds))
 	case roleNode:
 		os.Exit(nodeMain())
 	case roleLinWorker:

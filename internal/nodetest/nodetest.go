@@ -7,6 +7,7 @@ package nodetest
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -290,14 +291,39 @@ func ParseFire(t testing.TB, f string) time.Time {
 // FireString formats a fire as nodes log it.
 func FireString(t time.Time) string { return t.UTC().Format(FireFormat) }
 
-// BuildPayroll builds the payroll example into a directory t.Cleanup
-// removes, and returns the binary's path.
+// payrollBuild is the payroll example built once per test process.
+var payrollBuild struct {
+	once     sync.Once
+	dir, bin string
+	err      error
+}
+
+// BuildPayroll builds the payroll example, once per test process, and
+// returns the binary's path. The binary lives in a directory of its own
+// until [RemoveBuilds], which the TestMain of a package that calls
+// BuildPayroll runs when its tests end.
 func BuildPayroll(t testing.TB) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "payroll")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/ndigo/ndigo/examples/payroll").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build examples/payroll: %v\n%s", err, out)
+	b := &payrollBuild
+	b.once.Do(func() {
+		if b.dir, b.err = os.MkdirTemp("", "ndigo-payroll-"); b.err != nil {
+			return
+		}
+		b.bin = filepath.Join(b.dir, "payroll")
+		if out, err := exec.Command("go", "build", "-o", b.bin, "github.com/ndigo/ndigo/examples/payroll").CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("go build examples/payroll: %w\n%s", err, out)
+		}
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return bin
+	return b.bin
+}
+
+// RemoveBuilds removes what BuildPayroll built. It is a goleak.Cleanup
+// function, for a TestMain: goleak.VerifyTestMain(m, goleak.Cleanup(nodetest.RemoveBuilds)).
+func RemoveBuilds(int) {
+	if payrollBuild.dir != "" {
+		_ = os.RemoveAll(payrollBuild.dir)
+	}
 }
