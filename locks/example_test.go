@@ -54,3 +54,37 @@ func ExampleWait() {
 	// true
 	// <nil> true
 }
+
+// AcquireSlot lets up to n holders share a key: a semaphore of n slots,
+// each slot a lease with its own fencing token.
+func ExampleAcquireSlot() {
+	ctx := context.Background()
+	driver := locks.NewInProcessDriver()
+
+	a, _ := locks.AcquireSlot(ctx, driver, "exports", 2, time.Minute, nil)
+	b, _ := locks.AcquireSlot(ctx, driver, "exports", 2, time.Minute, nil)
+	fmt.Println(a.Key(), b.Key())
+	if _, err := locks.AcquireSlot(ctx, driver, "exports", 2, time.Minute, nil); errors.Is(err, locks.ErrNotAcquired) {
+		fmt.Println(err)
+	}
+
+	_ = a.Release(ctx)
+	c, _ := locks.AcquireSlot(ctx, driver, "exports", 2, time.Minute, nil)
+	fmt.Println(c.Key(), c.Token() > a.Token())
+
+	// With a claim, one fire takes one slot, once.
+	fire := &locks.FireClaim{Key: "exports-fire", Seq: 1, TTL: time.Hour}
+	_ = b.Release(ctx)
+	d, err := locks.AcquireSlot(ctx, driver, "exports", 2, time.Minute, fire)
+	fmt.Println(d.Key(), err)
+	_ = c.Release(ctx) // a slot is free, but the fire is taken
+	_, err = locks.AcquireSlot(ctx, driver, "exports", 2, time.Minute, fire)
+	fmt.Println(errors.Is(err, locks.ErrClaimed))
+	_ = d.Release(ctx)
+	// Output:
+	// exports#1 exports#2
+	// locks: not acquired: semaphore "exports" of 2 slots: all held
+	// exports#1 true
+	// exports#2 <nil>
+	// true
+}

@@ -3,7 +3,8 @@
 // drivers; the suite checks mutual exclusion, fencing-token order, stale
 // holders, expiry, Done, waiting, context cancellation, bad input and the
 // TTL bounds (locks.MaxTTL for every driver, MinTTL for a locks.MinTTLer),
-// the key length bound (locks.MaxKeyLen), fire claims (with and without an acquisition) and memberships.
+// the key length bound (locks.MaxKeyLen), fire claims (with and without an acquisition),
+// semaphores built on the contract (locks.AcquireSlot) and memberships.
 package lockstest
 
 import (
@@ -70,6 +71,10 @@ func Run(t *testing.T, h Harness) {
 	t.Run("AcquireClaim", s.acquireClaim)
 	t.Run("AcquireClaims", s.acquireClaims)
 	t.Run("LongestKey", s.longestKey)
+	t.Run("Slots", s.slots)
+	t.Run("SlotsConcurrent", s.slotsConcurrent)
+	t.Run("SlotsClaim", s.slotsClaim)
+	t.Run("SlotsBadInput", s.slotsBadInput)
 	t.Run("Membership", s.membership)
 }
 
