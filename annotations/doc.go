@@ -22,6 +22,8 @@
 //	catchUp       "skip" (default) or a window: run the last fire missed while no node ran
 //	jitter        start each fire up to this long after its instant, as scheduling.Jitter
 //	dst           daylight-saving policy, as scheduling.DST (default "once,shift")
+//	overlap       skip (default), buffer-one, cancel-previous or allow, as scheduling.Overlap
+//	maxConcurrent with overlap allow, the runs at once in the cluster, as scheduling.MaxConcurrent
 //	retry         retries of a failed run per fire, as scheduling.Retry (needs lock)
 //	retryBackoff  backoff before the first retry, doubled for each next (default 10s)
 //	retryMaxBackoff  cap of that backoff (default 100 × retryBackoff, at most 24h)

@@ -61,6 +61,16 @@ var tagKeys = []tagKey{
 		duration(scheduling.Jitter)},
 	{"dst", "DST", "`once,shift`", "what a wall-clock schedule does when clocks change: a wall time they fall back over fires `once` (its first occurrence) or `twice`; one they spring forward over fires at the first instant after the gap (`shift`) or not (`skip`); `twice,skip` sets both",
 		text(scheduling.DST)},
+	{"overlap", "Overlap", "skip", "what a fire does when a run of the task is going in the cluster: `skip` it; `buffer-one`: wait, in the shared task state, and run once the run ends (at most one waits; a later fire is skipped); `cancel-previous`: cancel the run going, on whatever node, then run; `allow`: run beside it, up to `maxConcurrent` at once, each on a slot of the lock with its own token; needs `lock`",
+		text(scheduling.Overlap)},
+	{"maxConcurrent", "MaxConcurrent", "none", "with `overlap:\"allow\"`, how many runs of the task may run at once in the cluster, at most 64; the task must have its lock to itself",
+		func(v string) (scheduling.Option, error) {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return nil, fmt.Errorf("must be a whole number of runs (`3`)")
+			}
+			return scheduling.MaxConcurrent(n), nil
+		}},
 	{"retry", "Retry", "none", "retry a run that fails (an error, a panic, or cut by Stop) up to this many times per fire, at most 100; each retry is a run of the same fire under the lock, taken by one node from the shared task state (another node runs it if this one dies); a fire due while a retry is pending is skipped; needs `lock`",
 		func(v string) (scheduling.Option, error) {
 			n, err := strconv.Atoi(v)

@@ -353,9 +353,9 @@ func (s *Store) Record(ctx context.Context, runs ...taskstate.TaskRun) error {
 			return fmt.Errorf("pglocks: Record of task %q: %w", tr.Task, err)
 		}
 		tasks[i], texts[i] = tr.Task, string(b)
-		if r.Manual || r.Attempt > 1 {
+		if r.Manual || r.Attempt >= 1 {
 			p := placeholderOf{FireNano: r.Fire.UnixNano(), Node: r.Node, Outcome: taskstate.OutcomeTaken}
-			if r.Attempt > 1 {
+			if r.Attempt >= 1 {
 				p.Attempt = r.Attempt
 			}
 			b, err := json.Marshal(p)

@@ -372,7 +372,7 @@ func (s *Store) Record(ctx context.Context, runs ...taskstate.TaskRun) error {
 		}
 		var replaced, retry string
 		switch {
-		case r.Attempt > 1:
+		case r.Attempt >= 1:
 			replaced = retryPlaceholder(r.Fire, r.Manual, r.Attempt, r.Node)
 		case r.Manual:
 			before, after := placeholder(r.Node)

@@ -262,7 +262,7 @@ func rank(o string) int {
 	switch Outcome(o) {
 	case OutcomeOK, OutcomeError, OutcomePanic, OutcomeCancelled:
 		return 0
-	case OutcomePaused, OutcomeRetrying:
+	case OutcomePaused, OutcomeRetrying, OutcomeBuffered, OutcomeBufferFull:
 		return 1
 	case OutcomeLockFailed, OutcomeMissed:
 		return 2

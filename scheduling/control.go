@@ -167,13 +167,14 @@ func (s *Scheduler) startRequested() {
 	reqs := p.Requests
 	s.mu.Lock()
 	due := s.dueRetries(p.Retries, s.clock.Now())
+	s.supersedePolled(p.Retries)
 	s.mu.Unlock()
 	if (len(reqs) == 0 && len(due) == 0) || s.stopping() {
 		return
 	}
 	s.mu.Lock()
 	for _, e := range s.entries {
-		if at, ok := reqs[e.name]; ok && !e.busy.Load() {
+		if at, ok := reqs[e.name]; ok && !e.full() {
 			due = append(due, firing{e: e, fire: at, kind: kindManual})
 		}
 	}

@@ -272,6 +272,26 @@
 // failure may still run before the retry. A paused task's retry is taken
 // and recorded as paused: it does not run after the resume.
 //
+// # Overlap
+//
+// [Overlap] sets what a locked task's fire does when a run of the task is
+// going on any node (its lock is held): skip it (the default); buffer-one,
+// wait and run once the run ends, at most one fire waiting; cancel-previous,
+// cancel the run going, then run; allow, run beside it, up to
+// [MaxConcurrent] runs at once. A fire that waits is claimed (so that no
+// other node waits for it too), recorded as [OutcomeBuffered], and left
+// pending in the task state as the retries are (attempt 1): the node that
+// holds the lock once the run ended takes it at its poll and runs it, with
+// the fire's instant as its [Run].Fire, so it still runs at most once. A
+// fire due while one waits is skipped ([OutcomeBufferFull]). Under
+// cancel-previous the node that buffers a fire cancels the runs of earlier
+// fires going on it at once, and every other node at its next poll (it
+// reads the pending runs there), with the cause [ErrSuperseded]; such a run
+// is recorded as cancelled and not retried. Under allow the lock key has
+// MaxConcurrent slots ([locks.AcquireSlot]): a fire takes the first free
+// slot and claims itself in one driver call (on a driver that takes many
+// fires in one, one round trip), with the slot key's own fencing token.
+//
 // # History and audit
 //
 // Every run is recorded in the store, and so is every fire that did not

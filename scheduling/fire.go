@@ -206,7 +206,7 @@ func (s *Scheduler) dispatch(batch []firing) {
 	var batched []int // by batch index: the fires that make their lock steps in one call
 	if _, ok := s.driver.(locks.ClaimAcquirer); ok {
 		for i, f := range batch {
-			if f.e.spec.Lock != "" && !f.fromStore() && perKey[f.e.spec.Lock] < 2 {
+			if f.e.spec.Lock != "" && !f.fromStore() && f.e.spec.MaxConcurrent == 0 && perKey[f.e.spec.Lock] < 2 {
 				batched = append(batched, i)
 			}
 		}
@@ -239,7 +239,7 @@ func (s *Scheduler) fire(f firing, t *turn) {
 	defer f.member.started()
 	defer f.member.leave(s)
 	e := f.e
-	if !e.busy.CompareAndSwap(false, true) {
+	if !e.enter() {
 		t.pass()
 		if s.spread != nil {
 			s.tried(&f)
@@ -248,7 +248,7 @@ func (s *Scheduler) fire(f firing, t *turn) {
 		s.skip(f, o, nil)
 		return
 	}
-	defer e.busy.Store(false) // after the lease is released
+	defer e.leave() // after the lease is released
 	switch {
 	case e.spec.Lock != "" || s.state != nil:
 		s.fireAdmitted(f, t)
@@ -260,10 +260,12 @@ func (s *Scheduler) fire(f firing, t *turn) {
 }
 
 // busyOutcome is the outcome of a fire that found the previous one in
-// flight: OutcomeRunning, or OutcomePaused when its task is paused and it is
-// a locked task's scheduled or catch-up fire that this node owns, so that
-// the pause rule claims it (a catch-up after the resume must not run it)
-// even though no node made a lock step for it.
+// flight: OutcomeRunning; or, for a locked task's scheduled or catch-up
+// fire that this node owns, what the hold rules say (OutcomePaused and the
+// like, claiming it, so that a catch-up after the resume does not run it,
+// even though no node made a lock step for it); or, for a task whose fires
+// wait for the run going ([Overlap]), OutcomeBuffered once this node
+// claimed it.
 //
 //go:noinline
 func (s *Scheduler) busyOutcome(f *firing) Outcome {
@@ -271,8 +273,20 @@ func (s *Scheduler) busyOutcome(f *firing) Outcome {
 	if f.fromStore() || s.state == nil || e.spec.Lock == "" || (s.spread != nil && !s.owns(e.spec.Lock)) {
 		return OutcomeRunning
 	}
-	if o, _ := s.holdRule(f); o == OutcomePaused || o == OutcomeRetrying {
+	switch o, _ := s.holdRule(f); {
+	case o != outcomeRun && o != OutcomeLockFailed:
 		return o
+	case o == outcomeRun && e.buffers():
+		ctx, cancel := withTimeout(s.acquireCtx, s.clock, e.spec.LockTTL)
+		defer cancel()
+		switch err := s.claim(ctx, f); {
+		case err == nil:
+			return OutcomeBuffered
+		case errors.Is(err, locks.ErrClaimed):
+			return OutcomeAlreadyRun
+		case !s.stopping():
+			s.log.Warn("claiming a fire to wait for the run going failed; fire skipped", "task", e.name, "fire", f.fire, "err", err)
+		}
 	}
 	return OutcomeRunning
 }
@@ -292,6 +306,11 @@ func (s *Scheduler) fireAdmitted(f firing, t *turn) {
 	case kindManual:
 		s.log.Info("manual run", "task", f.e.name, "requested", f.fire, "lock", f.e.spec.Lock, "token", token(lease))
 	case kindRetry:
+		if f.retry.Attempt == 1 {
+			s.log.Info("running a fire that waited for the run before it", "task", f.e.name, "fire", f.fire, "lock", f.e.spec.Lock,
+				"token", token(lease))
+			break
+		}
 		s.log.Info("retrying a failed run", "task", f.e.name, "fire", f.fire, "attempt", f.retry.Attempt,
 			"of", f.e.spec.Retries+1, "lock", f.e.spec.Lock, "token", token(lease))
 	}
@@ -418,10 +437,15 @@ func (s *Scheduler) holdRule(f *firing) (Outcome, error) {
 	}
 	o := OutcomePaused
 	if !paused {
-		if f.kind == kindRetry || !s.retryPending(f.e, f.fire) {
+		r, pending := s.retryPending(f.e, f.fire)
+		switch {
+		case f.kind == kindRetry || !pending:
 			return outcomeRun, nil
+		case r.Attempt == 1: // a fire waiting for the run going
+			o = OutcomeBufferFull
+		default:
+			o = OutcomeRetrying
 		}
-		o = OutcomeRetrying
 	}
 	if f.kind == kindRetry || (s.claims != nil && f.e.spec.Lock != "" && s.clock.Since(f.fire) <= MaxClaimLateness) {
 		// A fire skipped while paused is claimed, so that a catch-up after
@@ -488,7 +512,10 @@ func (s *Scheduler) lock(f *firing, t *turn) (locks.Lease, Outcome, error) {
 	}
 	defer cancel()
 	wait := e.spec.LockWait > 0 && !f.fromStore()
-	lease, err := s.acquire(ctx, f, wait)
+	// A fire that waits for the run going claims itself even if the key is
+	// held, so that no other node waits for it too.
+	buffers := e.buffers() && !f.fromStore()
+	lease, err := s.acquire(ctx, f, wait || buffers)
 	if err == nil {
 		return lease, "", nil
 	}
@@ -499,6 +526,8 @@ func (s *Scheduler) lock(f *firing, t *turn) (locks.Lease, Outcome, error) {
 	case !errors.Is(err, locks.ErrNotAcquired):
 		o, err := s.notClaimed(err)
 		return nil, o, err
+	case !wait && buffers:
+		return nil, OutcomeBuffered, nil
 	case !wait:
 		return nil, OutcomeLockHeld, nil
 	}
@@ -515,6 +544,8 @@ func (s *Scheduler) lock(f *firing, t *turn) (locks.Lease, Outcome, error) {
 	switch {
 	case err == nil:
 		return lease, "", nil
+	case errors.Is(err, locks.ErrNotAcquired) && buffers:
+		return nil, OutcomeBuffered, nil
 	case errors.Is(err, locks.ErrNotAcquired):
 		return nil, OutcomeLockHeld, nil
 	}
@@ -534,12 +565,21 @@ func (s *Scheduler) acquire(ctx context.Context, f *firing, wait bool) (locks.Le
 	if !f.fromStore() {
 		fl := locks.FireLock{Key: e.spec.Lock, TTL: e.spec.LockTTL,
 			Claim: locks.FireClaim{Key: e.claimKey, Seq: f.fire.UnixMilli(), TTL: ClaimTTL, EvenIfHeld: wait}}
-		if f.member != nil {
+		switch {
+		case e.spec.MaxConcurrent > 0:
+			return locks.AcquireSlot(ctx, s.driver, fl.Key, e.spec.MaxConcurrent, fl.TTL, &fl.Claim)
+		case f.member != nil:
 			return f.member.join(s, fl)
 		}
 		return locks.AcquireClaim(ctx, s.driver, fl.Key, fl.TTL, fl.Claim)
 	}
-	lease, err := s.driver.Acquire(ctx, e.spec.Lock, e.spec.LockTTL)
+	var lease locks.Lease
+	var err error
+	if n := e.spec.MaxConcurrent; n > 0 {
+		lease, err = locks.AcquireSlot(ctx, s.driver, e.spec.Lock, n, e.spec.LockTTL, nil)
+	} else {
+		lease, err = s.driver.Acquire(ctx, e.spec.Lock, e.spec.LockTTL)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -624,6 +664,10 @@ func (s *Scheduler) skip(f firing, o Outcome, err error) {
 		s.record(f, &LastRun{Fire: f.fire, Outcome: o, Err: err, Node: s.node, Manual: f.manual(), Attempt: f.attempt()}, counts{failures: 1}, nil)
 		s.log.Error("lock failed; fire not run", "task", e.name, "fire", f.fire, "lock", e.spec.Lock, "manual", f.manual(),
 			"attempt", f.attempt(), "err", err)
+	case OutcomeBuffered:
+		s.record(f, &LastRun{Fire: f.fire, Outcome: o, Node: s.node, Attempt: 1}, counts{skips: 1}, s.buffer(&f))
+		s.log.Info("a run of the task is going; fire waits for it", "task", e.name, "fire", f.fire, "lock", e.spec.Lock,
+			"overlap", e.spec.Overlap)
 	default:
 		prev := s.record(f, &LastRun{Fire: f.fire, Outcome: o, Node: s.node, Manual: f.manual(), Attempt: f.attempt()}, counts{skips: 1}, nil)
 		ctx := context.Background()
@@ -644,6 +688,8 @@ func (s *Scheduler) skip(f firing, o Outcome, err error) {
 			if prev != OutcomeRetrying { // once per stretch, as for a pause
 				s.log.Log(ctx, s.skipAt, "a retry of an earlier fire is pending; fire skipped", "task", e.name, "fire", f.fire)
 			}
+		case OutcomeBufferFull:
+			s.log.Log(ctx, s.skipAt, "a fire already waits for the run going; fire skipped", "task", e.name, "fire", f.fire)
 		case OutcomeNotOwner: // every node but one, every fire: not worth a line
 		case OutcomeRunning:
 			if e.waiting.Load() {
@@ -665,7 +711,7 @@ func (s *Scheduler) skip(f firing, o Outcome, err error) {
 func (s *Scheduler) record(f firing, last *LastRun, c counts, retry *taskstate.Retry) (prev Outcome) {
 	prev = f.e.record(*last, c)
 	if s.state != nil && shared(&f, last.Outcome, c) {
-		s.recordShared(f.e, last, retry)
+		s.recordShared(f.e, last, retry, f.kind == kindRetry)
 	}
 	return prev
 }
@@ -694,9 +740,9 @@ func shared(f *firing, o Outcome, c counts) bool {
 		return false
 	}
 	switch o {
-	case OutcomeLockFailed, OutcomeMissed:
+	case OutcomeLockFailed, OutcomeMissed, OutcomeBuffered:
 		return true
-	case OutcomePaused, OutcomeRetrying:
+	case OutcomePaused, OutcomeRetrying, OutcomeBufferFull:
 		return !f.claimedElsewhere
 	}
 	return false
@@ -713,11 +759,13 @@ func (s *Scheduler) releaseLease(e *entry, l locks.Lease, ctx context.Context) {
 // and releases when the task returns.
 func (s *Scheduler) runLocked(f firing, lease locks.Lease) {
 	h := &holding{e: f.e, lease: lease, fire: f.fire, since: s.clock.Now()}
+	ctx, cancel := context.WithCancelCause(locks.NewContext(s.runCtx, lease))
+	h.cancel = cancel
 	s.mu.Lock()
 	s.held[h] = struct{}{}
 	s.mu.Unlock()
-	ctx, cancel := context.WithCancelCause(locks.NewContext(s.runCtx, lease))
 	k := s.keep(ctx, f.e, lease, cancel)
+	k.h = h
 	f.member.started()
 	if s.observed {
 		s.executeObserved(ctx, f, lease, k)
@@ -814,14 +862,17 @@ func (s *Scheduler) finish(f firing, lease locks.Lease, k *keeper, start time.Ti
 		last.Token = lease.Token()
 		end = s.endLease(f, lease, k)
 	}
+	superseded := k != nil && k.h != nil && k.h.superseded.Load()
 	if err != nil {
-		last.Outcome = s.failure(f, err, panicked)
+		last.Outcome = s.failure(f, err, panicked, superseded)
 	}
 	c := counts{runs: 1}
 	var retry *taskstate.Retry
 	if last.Outcome != OutcomeOK {
 		c.failures = 1
-		retry = s.nextRetry(&f, &last)
+		if !superseded {
+			retry = s.nextRetry(&f, &last)
+		}
 	}
 	s.record(f, &last, c, retry)
 	if ev != nil {
@@ -834,8 +885,11 @@ func (s *Scheduler) finish(f firing, lease locks.Lease, k *keeper, start time.Ti
 // was cut, not failed: it is logged at Warn.
 //
 //go:noinline
-func (s *Scheduler) failure(f firing, err error, panicked bool) Outcome {
+func (s *Scheduler) failure(f firing, err error, panicked, superseded bool) Outcome {
 	switch {
+	case superseded && !panicked:
+		s.log.Info("run cancelled by a later fire", "task", f.e.name, "fire", f.fire, "err", err)
+		return OutcomeCancelled
 	case panicked:
 		var stack string
 		if pe := (*PanicError)(nil); errors.As(err, &pe) {
@@ -914,6 +968,7 @@ func call(ctx context.Context, fn func(context.Context) error) (err error, panic
 // stuck in a slow driver call never delays the cancellation.
 type keeper struct {
 	quit    chan struct{}
+	h       *holding      // the run's lease as Leases lists it
 	watched chan struct{} // closed when the watching goroutine returned
 	renewed chan struct{} // closed when the renewing goroutine returned
 	once    sync.Once

@@ -114,6 +114,38 @@ func Jitter(d time.Duration) Option {
 	return func(t *Task) { t.decl.Jitter = &d }
 }
 
+// Overlap sets what a fire of the task does when a run of it is going, on
+// any node of the cluster (the task's lock is held):
+//
+//   - OverlapSkip ("skip", the default): the fire is skipped
+//     (OutcomeLockHeld; OutcomeRunning on the node running it).
+//   - OverlapBufferOne ("buffer-one"): the fire waits, in the task state
+//     the nodes share, and runs once the run ends, on the node that then
+//     holds the lock (within a [Config.RequestPoll]); at most one fire
+//     waits: a later one is skipped while it does ([OutcomeBufferFull]).
+//   - OverlapCancelPrevious ("cancel-previous"): as buffer-one, and the run
+//     going is cancelled, on whatever node runs it (within a poll; at once
+//     on this node), its context's cause being [ErrSuperseded]; the waiting
+//     fire runs once its lease is released.
+//   - OverlapAllow ("allow"): the fire runs beside the runs going, up to
+//     [MaxConcurrent] at once in the cluster, each under a lease of its
+//     own on a slot of the lock key ([locks.AcquireSlot]) with its own
+//     fencing token; a fire that finds every slot taken is skipped.
+//
+// Each fire still runs at most once, under every policy. Tasks that share a
+// lock key take it in registration order under skip; a task with allow
+// must have its lock key to itself. Every policy but skip needs a lock,
+// and buffer-one and cancel-previous a task state store.
+func Overlap(policy string) Option {
+	return func(t *Task) { t.decl.Overlap = &policy }
+}
+
+// MaxConcurrent bounds, with [Overlap] allow, the runs of the task going at
+// once in the cluster: n slots of its lock key, at most [locks.MaxSlots].
+func MaxConcurrent(n int) Option {
+	return func(t *Task) { t.decl.MaxConc = &n }
+}
+
 // Retry retries a run of the task that fails (returns an error, panics, or
 // is cut by Stop at its deadline), up to times times per fire, each after a
 // backoff: before attempt k+1 (the first run being attempt 1), a delay

@@ -10,14 +10,16 @@ import (
 )
 
 // recordShared adds a fire to the history the nodes share, through the
-// node's recorder, with the retry that it leaves pending (nil for none). A record that the store refuses (it is down) is kept for
+// node's recorder, with the retry that it leaves pending (nil for none);
+// taken tells a run taken from the store's pending runs (a retry, a fire
+// that waited), whose attempt is recorded even when it is 1. A record that the store refuses (it is down) is kept for
 // the next flush (see recorder).
 //
 //go:noinline
-func (s *Scheduler) recordShared(e *entry, last *LastRun, retry *taskstate.Retry) {
+func (s *Scheduler) recordShared(e *entry, last *LastRun, retry *taskstate.Retry, taken bool) {
 	r := taskstate.Run{Fire: last.Fire, Manual: last.Manual, Node: last.Node, Token: last.Token, Start: last.Start,
 		Duration: last.Duration, Outcome: string(last.Outcome)}
-	if last.Attempt > 1 {
+	if last.Attempt > 1 || taken { // a run taken from the store replaces its placeholder
 		r.Attempt = last.Attempt
 	}
 	if last.Err != nil {

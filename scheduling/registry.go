@@ -28,6 +28,8 @@ const (
 	OutcomePaused     Outcome = "skipped: paused"        // the task is paused cluster-wide (Pause)
 	OutcomeNotOwner   Outcome = "skipped: not owner"     // another live node owns the task's lock key (Config.Spread)
 	OutcomeRetrying   Outcome = "skipped: retrying"      // a retry of an earlier fire of the task is pending (Retry)
+	OutcomeBuffered   Outcome = "buffered"               // it waits for the run going, and runs once it ends (Overlap)
+	OutcomeBufferFull Outcome = "skipped: one waiting"   // another fire already waits for the run going (Overlap buffer-one)
 	OutcomeLockFailed Outcome = "failed: lock"           // the driver failed, or there was none
 )
 
@@ -100,9 +102,10 @@ type entry struct {
 	seq      int    // registration order
 	claimKey string // the key of this task's fire claims; "" if unlocked
 
-	busy    atomic.Bool  // a fire is in flight on this node: single flight
-	waiting atomic.Bool  // that fire is waiting for its lock
-	tried   atomic.Int64 // the latest fire (Unix ns) this node owned or found busy: a takeover does not try it again
+	busy     atomic.Bool  // a fire is in flight on this node: single flight
+	inFlight atomic.Int32 // with OverlapAllow, the fires in flight on this node, instead of busy
+	waiting  atomic.Bool  // that fire is waiting for its lock
+	tried    atomic.Int64 // the latest fire (Unix ns) this node owned or found busy: a takeover does not try it again
 
 	// Guarded by Scheduler.mu.
 	next  time.Time // zero when the schedule has no further fire
@@ -147,7 +150,7 @@ func (s *Scheduler) Tasks() []TaskInfo {
 	out := make([]TaskInfo, len(s.entries))
 	for i, e := range s.entries {
 		out[i] = TaskInfo{Name: e.name, Type: e.typ, Method: e.method, Spec: e.spec, Next: e.next,
-			Running: e.busy.Load(), Waiting: e.waiting.Load()}
+			Running: e.running(), Waiting: e.waiting.Load()}
 		if e.spec.Lock != "" && s.spread != nil {
 			out[i].Owner = s.ownerNow(e.spec.Lock)
 		}
@@ -189,8 +192,12 @@ type holding struct {
 	lease locks.Lease
 	fire  time.Time
 	since time.Time // when the run started holding the lease, on the scheduler's clock
-	once  sync.Once
-	err   error // Release's error
+	// cancel cancels the run's context; superseded is set when a later
+	// fire did (OverlapCancelPrevious).
+	cancel     context.CancelCauseFunc
+	superseded atomic.Bool
+	once       sync.Once
+	err        error // Release's error
 }
 
 // release releases the lease once, whoever calls first: the run's end or

@@ -48,16 +48,17 @@ func (s *Scheduler) nextRetry(f *firing, last *LastRun) *taskstate.Retry {
 	return r
 }
 
-// retryPending reports whether this node knows of a pending retry of an
-// earlier fire of e than fire: from its last poll, or one it left since.
-func (s *Scheduler) retryPending(e *entry, fire time.Time) bool {
-	if e.spec.Retries == 0 {
-		return false
+// retryPending returns the pending run of an earlier fire of e than fire
+// that this node knows of (from its last poll, or one it left since): a
+// retry, or a fire waiting for the run going (attempt 1).
+func (s *Scheduler) retryPending(e *entry, fire time.Time) (taskstate.Retry, bool) {
+	if e.spec.Retries == 0 && !e.buffers() {
+		return taskstate.Retry{}, false
 	}
 	s.mu.Lock()
 	r, ok := s.retries[e.name]
 	s.mu.Unlock()
-	return ok && r.Fire.Before(fire)
+	return r, ok && r.Fire.Before(fire)
 }
 
 // retryTaken forgets r, which this node took.
@@ -76,11 +77,11 @@ func (s *Scheduler) dueRetries(polled map[string]taskstate.Retry, now time.Time)
 	var due []firing
 	for name, r := range polled {
 		e := s.byName[name]
-		if e == nil || e.spec.Retries == 0 {
-			continue // another build's task, or one that no longer retries here
+		if e == nil || (e.spec.Retries == 0 && !e.buffers()) {
+			continue // another build's task, or one that no longer retries or waits here
 		}
 		s.retries[name] = r
-		if !r.Due.After(now) && !e.busy.Load() {
+		if !r.Due.After(now) && !e.full() {
 			due = append(due, firing{e: e, fire: r.Fire, kind: kindRetry, retry: r})
 		}
 	}

@@ -238,7 +238,13 @@ func (s *Scheduler) DriverName() string {
 
 // lockRules returns what locked tasks need of this scheduler's driver.
 func (s *Scheduler) lockRules() lockRules {
-	return lockRules{driver: s.driver, claims: s.claims != nil, minTTL: s.minTTL, state: s.state != nil}
+	r := lockRules{driver: s.driver, claims: s.claims != nil, minTTL: s.minTTL, state: s.state != nil, locked: map[string]lockUser{}}
+	for _, e := range s.entries {
+		if e.spec.Lock != "" {
+			r.locked[e.spec.Lock] = lockUser{e.name, e.spec.Overlap == OverlapAllow}
+		}
+	}
+	return r
 }
 
 // nudge makes the loop recompute its timer. s.mu must be held.
@@ -456,7 +462,7 @@ func (s *Scheduler) inFlight() []string {
 	defer s.mu.Unlock()
 	var names []string
 	for _, e := range s.entries {
-		if e.busy.Load() {
+		if e.running() {
 			names = append(names, e.name)
 		}
 	}

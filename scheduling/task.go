@@ -83,6 +83,12 @@ func (t Task) Spec() Spec {
 	if t.decl.CatchUp != nil {
 		s.CatchUp = *t.decl.CatchUp
 	}
+	if t.decl.Overlap != nil && validOverlap(*t.decl.Overlap) && *t.decl.Overlap != OverlapSkip {
+		s.Overlap = *t.decl.Overlap
+	}
+	if t.decl.MaxConc != nil && s.Overlap == OverlapAllow {
+		s.MaxConcurrent = *t.decl.MaxConc
+	}
 	if t.decl.Retry != nil && *t.decl.Retry > 0 {
 		s.Retries, s.RetryBackoff = *t.decl.Retry, DefaultRetryBackoff
 		if t.decl.RetryBackoff != nil {
@@ -114,6 +120,12 @@ type Spec struct {
 	Retries         int
 	RetryBackoff    time.Duration // the first retry's backoff, doubled for each next one
 	RetryMaxBackoff time.Duration // the cap of the doubling backoff
+	// Overlap is what a fire does when a run of the task is going
+	// ([Overlap]): "" for OverlapSkip, or the policy's name.
+	Overlap string
+	// MaxConcurrent is, with OverlapAllow, how many runs of the task may
+	// run at once in the cluster; 0 otherwise.
+	MaxConcurrent int
 }
 
 // funcOrigin splits the runtime name of fn, such as

@@ -34,6 +34,8 @@ type declared struct {
 	Retry        *int           `opt:"retry" validate:"omitempty,gte=0"`
 	RetryBackoff *time.Duration `opt:"retryBackoff" validate:"omitempty,excluded_without=Retry,gt=0"`
 	RetryMax     *time.Duration `opt:"retryMaxBackoff" validate:"omitempty,excluded_without=Retry,gt=0"`
+	Overlap      *string        `opt:"overlap"`
+	MaxConc      *int           `opt:"maxConcurrent" validate:"omitempty,gt=0"`
 	Name         *string        `opt:"name" validate:"omitempty,min=1"`
 }
 
@@ -111,6 +113,15 @@ type lockRules struct {
 	claims bool          // the driver keeps fire claims (locks.Claimer)
 	minTTL time.Duration // every lock TTL must exceed it (locks.MinTTLer)
 	state  bool          // the scheduler has a task state store, where retries wait
+	// locked holds, by lock key, a task of the scheduler on it.
+	locked map[string]lockUser
+}
+
+// A lockUser is a task on a lock key, for the rule that a task with
+// overlap allow has its key to itself.
+type lockUser struct {
+	task  string
+	allow bool
 }
 
 var (
@@ -268,6 +279,9 @@ func validateTasks(tasks []Task, taken map[string]bool, rules lockRules, cache *
 				add(p)
 			}
 		}
+		for _, p := range rules.checkOverlap(t.decl, t.Spec(), unread) {
+			add(p)
+		}
 		if d := t.decl.DST; d != nil && !unread["dst"] {
 			if _, err := parseDST(*d); err != nil {
 				add(Problem{Option: "dst", Value: *d, Rule: "must be once or twice, shift or skip, or one of each (\"twice,skip\"): it " + err.Error()})
@@ -288,6 +302,17 @@ func validateTasks(tasks []Task, taken map[string]bool, rules lockRules, cache *
 		if t.decl.Name == nil && t.fn != nil && t.typ == "" && funcLiteral.MatchString(t.method) {
 			add(Problem{Option: "name", Value: t.Name(), Rule: "must be set (Name option) for a func literal: its generated name changes when code moves, " +
 				"and it names the task in logs, metrics and the fire claims that nodes running different builds must share"})
+		}
+		if s := t.Spec(); s.Lock != "" {
+			if u, ok := rules.locked[s.Lock]; ok && (u.allow || s.Overlap == OverlapAllow) {
+				add(Problem{Option: "lock", Value: s.Lock, Rule: fmt.Sprintf("is also the lock of task %s: a task with overlap allow must have its lock "+
+					"to itself, as its runs hold the key's slots, not the key", u.task)})
+			} else if !ok {
+				if rules.locked == nil {
+					rules.locked = map[string]lockUser{}
+				}
+				rules.locked[s.Lock] = lockUser{t.Name(), s.Overlap == OverlapAllow}
+			}
 		}
 		name := t.Name()
 		if names[name] || taken[name] {
@@ -332,6 +357,38 @@ func (r lockRules) check(s Spec) []Problem {
 	if s.LockWaitStep > 0 && s.LockWaitStep < MinLockWaitStep {
 		ps = append(ps, Problem{Option: "lockWaitStep", Value: s.LockWaitStep.String(),
 			Rule: fmt.Sprintf("must be at least %v: a waiter asks the driver once per step", MinLockWaitStep)})
+	}
+	return ps
+}
+
+// checkOverlap returns the problems of a task's overlap policy, under
+// these rules.
+func (r lockRules) checkOverlap(d declared, s Spec, unread map[string]bool) []Problem {
+	var ps []Problem
+	if d.Overlap != nil && !unread["overlap"] {
+		switch p := *d.Overlap; {
+		case !validOverlap(p):
+			ps = append(ps, Problem{Option: "overlap", Value: p, Rule: "must be skip, buffer-one, cancel-previous or allow"})
+		case p != OverlapSkip && d.Lock == nil && !unread["lock"]:
+			ps = append(ps, Problem{Option: "overlap", Value: p, Rule: "needs lock: the policy applies to the runs of the cluster, " +
+				"which only a locked task's lock makes one"})
+		case (p == OverlapBufferOne || p == OverlapCancelPrevious) && !r.state:
+			ps = append(ps, Problem{Option: "overlap", Value: p, Rule: "needs a task state store (Config.State; scheduling.Module " +
+				"takes it from the graph): the fire waiting for the run going waits there, so that any node runs it"})
+		case p == OverlapAllow && d.MaxConc == nil && !unread["maxConcurrent"]:
+			ps = append(ps, Problem{Option: "overlap", Value: p, Rule: "needs maxConcurrent: how many runs of the task may run at once in the cluster"})
+		case p == OverlapAllow && s.LockWait > 0:
+			ps = append(ps, Problem{Option: "lockWait", Value: s.LockWait.String(), Rule: "must not be set with overlap allow: " +
+				"a fire that finds every run slot taken is skipped"})
+		}
+	}
+	if n := d.MaxConc; n != nil && !unread["maxConcurrent"] && !unread["overlap"] {
+		switch {
+		case d.Overlap == nil || *d.Overlap != OverlapAllow:
+			ps = append(ps, Problem{Option: "maxConcurrent", Value: strconv.Itoa(*n), Rule: "needs overlap allow: it bounds the runs that policy lets run at once"})
+		case *n > locks.MaxSlots:
+			ps = append(ps, Problem{Option: "maxConcurrent", Value: strconv.Itoa(*n), Rule: fmt.Sprintf("must not exceed %d (locks.MaxSlots)", locks.MaxSlots)})
+		}
 	}
 	return ps
 }

@@ -150,7 +150,7 @@ func (s *InProcess) Record(ctx context.Context, runs ...TaskRun) error {
 	for _, tr := range runs {
 		task, r := tr.Task, tr.Run
 		r.Error = CutError(r.Error)
-		if r.Manual || r.Attempt > 1 {
+		if r.Manual || r.Attempt >= 1 {
 			runs := s.runs[task]
 			for i := len(runs) - 1; i >= 0; i-- { // the newest, as the other stores
 				if isPlaceholderOf(runs[i], r) {

@@ -109,7 +109,8 @@ type Store interface {
 	// round trip on a server: the scheduler records the runs that end
 	// together at once). Each Run's Error is cut by [CutError]; the store
 	// keeps the newest runs of a task up to its history length and drops
-	// the older. For a manual run or a retry (Attempt above 1), the
+	// the older. For a manual run or a run taken from the pending ones
+	// (Attempt 1 and more), the
 	// placeholder that TakeRequest or TakeRetry added with the same Fire,
 	// Attempt and Node, if still kept, is removed: the finished run is then
 	// the newest entry. A run with a Retry makes it the task's pending
@@ -143,13 +144,15 @@ type TaskRun struct {
 	Retry *Retry
 }
 
-// A Retry is a pending retry of a fire whose run failed: another attempt
-// of the same fire, due at Due, that one node of the cluster takes
-// ([Store.TakeRetry]) and runs.
+// A Retry is a pending run of a fire, due at Due, that one node of the
+// cluster takes ([Store.TakeRetry]) and runs: a retry of a fire whose run
+// failed (attempt 2 and more), or a fire that waits for the run before it
+// to end (attempt 1: the scheduler's overlap buffer-one and
+// cancel-previous).
 type Retry struct {
 	Fire    time.Time // the fire's instant (a manual run's: its request's)
 	Manual  bool      // the failed run was a manual one
-	Attempt int       // the attempt that the retry runs: 2 for the first retry
+	Attempt int       // the attempt that it runs: 2 for the first retry, 1 for a waiting fire
 	Due     time.Time // when it is due to run
 }
 
@@ -164,12 +167,12 @@ func RetryLater(a, b Retry) bool {
 }
 
 // CheckRetry validates a retry of TakeRetry or of a Record's run, and
-// returns an error wrapping ErrInvalid if its Attempt is below 2 (attempt 1
-// is the fire's first run) or its Fire or Due is zero.
+// returns an error wrapping ErrInvalid if its Attempt is below 1 or its
+// Fire or Due is zero.
 func CheckRetry(task string, r Retry) error {
 	switch {
-	case r.Attempt < 2:
-		return fmt.Errorf("%w: task %q: retry attempt %d must be 2 or more (attempt 1 is the fire's first run)", ErrInvalid, task, r.Attempt)
+	case r.Attempt < 1:
+		return fmt.Errorf("%w: task %q: pending attempt %d must be 1 or more (1: a fire waiting for the run before it, 2 and more: a retry)", ErrInvalid, task, r.Attempt)
 	case r.Fire.IsZero() || r.Due.IsZero():
 		return fmt.Errorf("%w: task %q: retry of attempt %d must have a fire instant and a due time (fire %v, due %v)",
 			ErrInvalid, task, r.Attempt, r.Fire, r.Due)
@@ -234,8 +237,9 @@ type Run struct {
 	Manual bool `json:"manual,omitempty"`
 	// Node names the node that ran it.
 	Node string `json:"node"`
-	// Attempt is the run's attempt at its fire: 2 or more for a retry, 0
-	// for the fire's first run.
+	// Attempt is the run's attempt at its fire: 2 or more for a retry; 1
+	// for a fire's first run taken from the store's pending runs (it
+	// waited for the run before it), 0 for any other first run.
 	Attempt int `json:"attempt,omitempty"`
 	// Token is the fencing token of the run's lease; 0 for an unlocked task.
 	Token uint64 `json:"token,omitempty"`

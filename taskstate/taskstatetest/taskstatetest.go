@@ -156,7 +156,7 @@ func (s *suite) badInput(t *testing.T) {
 		"TakeRequest with an empty node": {func() error { _, _, err := a.TakeRequest(ctx, "Payroll.Close", ""); return err }(), "node"},
 		"Runs with limit -1":             {func() error { _, err := a.Runs(ctx, "Payroll.Close", -1); return err }(), "limit -1"},
 		"TakeRetry with an empty node":   {func() error { _, err := a.TakeRetry(ctx, "Payroll.Close", "", retry(2)); return err }(), "node"},
-		"TakeRetry of attempt 1":         {func() error { _, err := a.TakeRetry(ctx, "Payroll.Close", "node-a", retry(1)); return err }(), "attempt 1"},
+		"TakeRetry of attempt 0":         {func() error { _, err := a.TakeRetry(ctx, "Payroll.Close", "node-a", retry(0)); return err }(), "attempt 0"},
 		"Record with a retry of attempt 0": {a.Record(ctx, taskstate.TaskRun{Task: "Payroll.Close", Run: run(1), Retry: new(retry(0))}),
 			"attempt 0"},
 	}
