@@ -3,6 +3,7 @@ package scheduling
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -277,5 +278,65 @@ func TestOverlapValidation(t *testing.T) {
 	if err := s.Add(NewTask(noop, Cron("@daily"), Name("b"), Lock("k"))); err == nil ||
 		!strings.Contains(err.Error(), `option lock = "k": is also the lock of task a: a task with overlap allow must have its lock to itself`) {
 		t.Errorf("a second task on an allow task's lock: %v", err)
+	}
+}
+
+// cancel-previous across nodes: the run going on node a is cancelled
+// within one poll of the fire that node b buffered, and b's fire runs once
+// a's lease is released.
+func TestCancelPreviousReachesAnotherNodeWithinAPoll(t *testing.T) {
+	c := newCluster(t)
+	h := newBlocker(func(r Run) bool { return r.Manual })
+	t.Cleanup(func() { close(h.release) })
+	var cancelledAt time.Time
+	var mu sync.Mutex
+	task := func(ctx context.Context) error {
+		err := h.task(ctx)
+		if r, _ := RunFromContext(ctx); r.Manual {
+			mu.Lock()
+			cancelledAt = c.fc.Now()
+			mu.Unlock()
+		}
+		return err
+	}
+	node := func(name, cron string) *Scheduler {
+		s := New(Config{Driver: c.driver, Clock: c.fc, Logger: slog.New(c.logs), Node: name, State: c.store, Listeners: []Listener{c.skips}})
+		mustAdd(t, s, NewTask(task, Cron(cron), Lock("k"), LockTTL(time.Hour), Name("sync"), Overlap(OverlapCancelPrevious)))
+		mustStart(t, s)
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = s.Stop(ctx)
+		})
+		return s
+	}
+	// a fires once a year; it runs the task by hand, and blocks.
+	a := node("node-a", "@yearly")
+	c.nodes = []*Scheduler{a}
+	if err := a.RunNow(context.Background(), "sync"); err != nil {
+		t.Fatal(err)
+	}
+	h.step(t, c, 2*time.Second, time.Second)
+	if fires, _ := h.runFires(); len(fires) != 1 {
+		t.Fatalf("%d runs after the request, want the manual run on a", len(fires))
+	}
+	// b fires every minute: its fire at 00:01 finds the lock held, waits,
+	// and a cancels its run at its next poll.
+	b := node("node-b", "* * * * *")
+	c.nodes = []*Scheduler{a, b}
+	h.step(t, c, time.Minute+5*time.Second, 250*time.Millisecond)
+	fires, attempts := h.runFires()
+	mu.Lock()
+	at := cancelledAt
+	mu.Unlock()
+	buffered := epoch.Add(time.Minute)
+	if len(fires) != 2 || !fires[1].Equal(buffered) || attempts[1] != 1 {
+		t.Fatalf("runs of fires %s (attempts %v); want the manual run, then b's 00:01 once a's run ended", minutes(fires), attempts)
+	}
+	if at.IsZero() || at.Before(buffered) || at.After(buffered.Add(DefaultRequestPoll)) {
+		t.Errorf("a's run was cancelled at %v, want within a poll (%v) of the fire b buffered at %v", at, DefaultRequestPoll, buffered)
+	}
+	if h.most.Load() != 1 {
+		t.Errorf("%d runs overlapped, want 1", h.most.Load())
 	}
 }
