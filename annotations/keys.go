@@ -64,21 +64,9 @@ var tagKeys = []tagKey{
 	{"overlap", "Overlap", "skip", "what a fire does when a run of the task is going in the cluster: `skip` it; `buffer-one`: wait, in the shared task state, and run once the run ends (at most one waits; a later fire is skipped); `cancel-previous`: cancel the run going, on whatever node, then run; `allow`: run beside it, up to `maxConcurrent` at once, each on a slot of the lock with its own token; needs `lock`",
 		text(scheduling.Overlap)},
 	{"maxConcurrent", "MaxConcurrent", "none", "with `overlap:\"allow\"`, how many runs of the task may run at once in the cluster, at most 64; the task must have its lock to itself",
-		func(v string) (scheduling.Option, error) {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				return nil, fmt.Errorf("must be a whole number of runs (`3`)")
-			}
-			return scheduling.MaxConcurrent(n), nil
-		}},
+		count(scheduling.MaxConcurrent, "runs")},
 	{"retry", "Retry", "none", "retry a run that fails (an error, a panic, or cut by Stop) up to this many times per fire, at most 100; each retry is a run of the same fire under the lock, taken by one node from the shared task state (another node runs it if this one dies); a fire due while a retry is pending is skipped; needs `lock`",
-		func(v string) (scheduling.Option, error) {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				return nil, fmt.Errorf("must be a whole number of retries (`3`)")
-			}
-			return scheduling.Retry(n), nil
-		}},
+		count(scheduling.Retry, "retries")},
 	{"retryBackoff", "RetryBackoff", "10s", "the backoff before the first retry, doubled for each next one up to `retryMaxBackoff`; each delay is drawn below that backoff (full jitter: from 0) by a hash of the task, the fire and the attempt",
 		duration(scheduling.RetryBackoff)},
 	{"retryMaxBackoff", "RetryMaxBackoff", "100 × `retryBackoff`, at most 24h", "the cap of the doubling backoff; at least `retryBackoff`, at most 24h",
@@ -89,6 +77,17 @@ var tagKeys = []tagKey{
 
 func text(set func(string) scheduling.Option) func(string) (scheduling.Option, error) {
 	return func(v string) (scheduling.Option, error) { return set(v), nil }
+}
+
+// count parses a whole number of what for set.
+func count(set func(int) scheduling.Option, what string) func(string) (scheduling.Option, error) {
+	return func(v string) (scheduling.Option, error) {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return nil, fmt.Errorf("must be a whole number of %s (`3`)", what)
+		}
+		return set(n), nil
+	}
 }
 
 func duration(set func(time.Duration) scheduling.Option) func(string) (scheduling.Option, error) {

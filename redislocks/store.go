@@ -262,13 +262,7 @@ func (s *Store) TakeRequest(ctx context.Context, task, node string) (time.Time, 
 // TakeRetry marks task's pending retry taken if it is r and adds node's
 // placeholder run, in one script.
 func (s *Store) TakeRetry(ctx context.Context, task, node string, r taskstate.Retry) (bool, error) {
-	if err := taskstate.CheckTask(ctx, task); err != nil {
-		return false, err
-	}
-	if err := taskstate.CheckNode(node); err != nil {
-		return false, err
-	}
-	if err := taskstate.CheckRetry(task, r); err != nil {
+	if err := taskstate.CheckTakeRetry(ctx, task, node, r); err != nil {
 		return false, err
 	}
 	n, err := takeRetryScript.Run(ctx, s.client, []string{s.retries, s.call(), s.runs(task)}, task, callTTL.Milliseconds(),

@@ -119,13 +119,7 @@ func (s *InProcess) TakeRequest(ctx context.Context, task, node string) (time.Ti
 // TakeRetry removes task's pending retry if it is r and adds node's
 // placeholder run.
 func (s *InProcess) TakeRetry(ctx context.Context, task, node string, r Retry) (bool, error) {
-	if err := CheckTask(ctx, task); err != nil {
-		return false, err
-	}
-	if err := CheckNode(node); err != nil {
-		return false, err
-	}
-	if err := CheckRetry(task, r); err != nil {
+	if err := CheckTakeRetry(ctx, task, node, r); err != nil {
 		return false, err
 	}
 	s.mu.Lock()

@@ -166,6 +166,18 @@ func RetryLater(a, b Retry) bool {
 	return a.Attempt > b.Attempt
 }
 
+// CheckTakeRetry validates the arguments of a TakeRetry call, as CheckTask
+// does for the other calls.
+func CheckTakeRetry(ctx context.Context, task, node string, r Retry) error {
+	if err := CheckTask(ctx, task); err != nil {
+		return err
+	}
+	if err := CheckNode(node); err != nil {
+		return err
+	}
+	return CheckRetry(task, r)
+}
+
 // CheckRetry validates a retry of TakeRetry or of a Record's run, and
 // returns an error wrapping ErrInvalid if its Attempt is below 1 or its
 // Fire or Due is zero.
