@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -176,6 +177,22 @@ func badInputs() []badInput {
 		{"scheduling.Validate", `CatchUp(time.Hour) without Lock`, scheduling.ErrInvalidSpec, task(scheduling.Cron("@hourly"), scheduling.CatchUp(time.Hour))},
 		{"scheduling.Validate", `CatchUp(24*time.Hour)`, scheduling.ErrInvalidSpec,
 			task(scheduling.Cron("@hourly"), scheduling.Lock("k"), scheduling.CatchUp(24*time.Hour))},
+		{"scheduling.Validate", `Retry(3) without Lock`, scheduling.ErrInvalidSpec, task(scheduling.Cron("@hourly"), scheduling.Retry(3))},
+		{"scheduling.Validate", `Retry(101)`, scheduling.ErrInvalidSpec, task(scheduling.Cron("@hourly"), scheduling.Lock("k"), scheduling.Retry(101))},
+		{"scheduling.Validate", `RetryBackoff(math.MaxInt64)`, scheduling.ErrInvalidSpec,
+			task(scheduling.Cron("@hourly"), scheduling.Lock("k"), scheduling.Retry(1), scheduling.RetryBackoff(math.MaxInt64))},
+		{"scheduling.Validate", `RetryMaxBackoff below RetryBackoff`, scheduling.ErrInvalidSpec,
+			task(scheduling.Cron("@hourly"), scheduling.Lock("k"), scheduling.Retry(1), scheduling.RetryBackoff(time.Minute), scheduling.RetryMaxBackoff(time.Second))},
+		{"scheduling.Validate", `Overlap("queue")`, scheduling.ErrInvalidSpec, task(scheduling.Cron("@hourly"), scheduling.Lock("k"), scheduling.Overlap("queue"))},
+		{"scheduling.Validate", `Overlap("allow") without MaxConcurrent`, scheduling.ErrInvalidSpec,
+			task(scheduling.Cron("@hourly"), scheduling.Lock("k"), scheduling.Overlap(scheduling.OverlapAllow))},
+		{"scheduling.Validate", `MaxConcurrent(65)`, scheduling.ErrInvalidSpec,
+			task(scheduling.Cron("@hourly"), scheduling.Lock("k"), scheduling.Overlap(scheduling.OverlapAllow), scheduling.MaxConcurrent(65))},
+		{"locks.AcquireSlot", `n 0`, locks.ErrInvalid, func() error { _, err := locks.AcquireSlot(bg, d, "k", 0, time.Second, nil); return err }},
+		{"locks.AcquireSlot", `n locks.MaxSlots+1`, locks.ErrInvalid, func() error {
+			_, err := locks.AcquireSlot(bg, d, "k", locks.MaxSlots+1, time.Second, nil)
+			return err
+		}},
 		{"scheduling.Validate", `nil func`, scheduling.ErrInvalidSpec, func() error { return scheduling.Validate(scheduling.NewTask(nil, scheduling.Cron("@daily"))) }},
 		{"annotations.Tasks", "`lockTtl:\"soon\"`", scheduling.ErrInvalidSpec, tagged(&TTLSoon{})},
 		{"annotations.Tasks", "`lockTTL:\"5s\"`", scheduling.ErrInvalidSpec, tagged(&MisspelledKey{})},
