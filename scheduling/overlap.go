@@ -76,7 +76,7 @@ func (e *entry) running() bool { return e.busy.Load() || e.inFlight.Load() > 0 }
 func (s *Scheduler) buffer(f *firing) *taskstate.Retry {
 	r := &taskstate.Retry{Fire: f.fire, Attempt: 1, Due: s.clock.Now()}
 	s.mu.Lock()
-	s.retries[f.e.name] = *r
+	s.leftPending(f.e.name, *r)
 	s.mu.Unlock()
 	if f.e.spec.Overlap == OverlapCancelPrevious {
 		s.supersede(f.e, f.fire)

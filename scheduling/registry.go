@@ -29,7 +29,7 @@ const (
 	OutcomeNotOwner   Outcome = "skipped: not owner"     // another live node owns the task's lock key (Config.Spread)
 	OutcomeRetrying   Outcome = "skipped: retrying"      // a retry of an earlier fire of the task is pending (Retry)
 	OutcomeBuffered   Outcome = "buffered"               // it waits for the run going, and runs once it ends (Overlap)
-	OutcomeBufferFull Outcome = "skipped: one waiting"   // another fire already waits for the run going (Overlap buffer-one)
+	OutcomeBufferFull Outcome = "skipped: one waiting"   // another fire already waits for the run going (Overlap buffer-one, cancel-previous)
 	OutcomeLockFailed Outcome = "failed: lock"           // the driver failed, or there was none
 )
 

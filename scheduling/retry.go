@@ -41,7 +41,7 @@ func (s *Scheduler) nextRetry(f *firing, last *LastRun) *taskstate.Retry {
 	r := &taskstate.Retry{Fire: f.fire, Manual: f.manual(), Attempt: k + 1, Due: s.clock.Now().Add(d)}
 	last.RetryAt = r.Due
 	s.mu.Lock()
-	s.retries[e.name] = *r
+	s.leftPending(e.name, *r)
 	s.mu.Unlock()
 	s.log.Warn("run failed; retry pending", "task", e.name, "fire", f.fire, "attempt", r.Attempt, "of", e.spec.Retries+1,
 		"due", r.Due, "backoff", d)
@@ -70,9 +70,34 @@ func (s *Scheduler) retryTaken(e *entry, r taskstate.Retry) {
 	s.mu.Unlock()
 }
 
+// leftPending notes r, a pending run that this node's record leaves for
+// task, in its view of the pending runs. s.mu is held.
+func (s *Scheduler) leftPending(task string, r taskstate.Retry) {
+	s.retries[task] = r
+	s.left[task] = s.clock.Now()
+}
+
 // dueRetries replaces this node's view of the pending retries with those a
-// poll read, and returns the fires of the ones due by now. s.mu is held.
+// poll read, and returns the fires of the ones due by now. A pending run
+// that this node left within the last two polls and that the poll does not
+// show stays in the view: its record may not have reached the store when
+// the poll read it. s.mu is held.
 func (s *Scheduler) dueRetries(polled map[string]taskstate.Retry, now time.Time) []firing {
+	for name, r := range s.retries {
+		if at, ok := s.left[name]; ok && now.Sub(at) < 2*s.poll {
+			if p, ok := polled[name]; !ok || taskstate.RetryLater(r, p) {
+				if polled == nil {
+					polled = map[string]taskstate.Retry{}
+				}
+				polled[name] = r
+			}
+		}
+	}
+	for name, at := range s.left {
+		if now.Sub(at) >= 2*s.poll {
+			delete(s.left, name)
+		}
+	}
 	clear(s.retries)
 	var due []firing
 	for name, r := range polled {

@@ -116,6 +116,7 @@ type Scheduler struct {
 	names        map[string]bool // task names taken
 	byName       map[string]*entry
 	retries      map[string]taskstate.Retry // the pending retries this node knows of, by task (see retryPending)
+	left         map[string]time.Time       // when this node left each task's pending run in retries (see dueRetries)
 	due          entryHeap                  // entries with a next fire, earliest first
 	held         map[*holding]struct{}
 	landed       chan struct{} // closed when flying drops to 0; replaced when it rises
@@ -150,6 +151,7 @@ func New(cfg Config) *Scheduler {
 		names:    map[string]bool{},
 		byName:   map[string]*entry{},
 		retries:  map[string]taskstate.Retry{},
+		left:     map[string]time.Time{},
 		held:     map[*holding]struct{}{},
 		landed:   make(chan struct{}),
 		state:    cfg.State,
