@@ -120,12 +120,13 @@ func TestScheduledTasks(t *testing.T) {
 	}
 	nightly := tasks[2].(map[string]any)
 	if nightly["lastRun"] != nil || nightly["lastFire"] != nil || nightly["lock"] != "" || nightly["retries"] != 0.0 ||
-		nightly["retryBackoff"] != "" || nightly["retryMaxBackoff"] != "" || nightly["retryAt"] != nil {
+		nightly["retryBackoff"] != "" || nightly["retryMaxBackoff"] != "" || nightly["retryAt"] != nil ||
+		nightly["overlap"] != "skip" || nightly["maxConcurrent"] != 0.0 || nightly["waitingFire"] != nil {
 		t.Errorf("never-fired unlocked task: %v", nightly)
 	}
 	// Every documented field is present, whether it applies or not.
 	for _, key := range []string{"name", "type", "method", "cron", "lock", "lockTtl", "lockWait", "maxRunTime", "renew",
-		"retries", "retryBackoff", "retryMaxBackoff", "next", "retryAt", "running", "waiting", "runs", "skips", "failures", "lastFire", "lastRun"} {
+		"retries", "retryBackoff", "retryMaxBackoff", "overlap", "maxConcurrent", "next", "retryAt", "waitingFire", "running", "waiting", "runs", "skips", "failures", "lastFire", "lastRun"} {
 		if _, ok := nightly[key]; !ok {
 			t.Errorf("field %q missing: %v", key, nightly)
 		}

@@ -51,17 +51,19 @@ type RunJSON struct {
 	Fire            time.Time  `json:"fire"`   // the scheduled instant; for a manual run, when it was requested
 	Manual          bool       `json:"manual"` // an operator asked for it (POST .../run)
 	Node            string     `json:"node"`
-	Attempt         int        `json:"attempt"` // the attempt at the fire: 1 for its first run, k+1 for its k-th retry (scheduling.Retry)
+	Attempt         int        `json:"attempt"` // the attempt at the fire: 1 for its first run (a fire that waited for the run before it too), k+1 for its k-th retry (scheduling.Retry)
 	Token           uint64     `json:"token"`   // the lease's fencing token; 0 if unlocked
 	Start           *time.Time `json:"start"`   // null for a fire that did not run
 	Duration        string     `json:"duration"`
 	DurationSeconds float64    `json:"durationSeconds"`
-	Outcome         string     `json:"outcome"` // ok, error, panic, cancelled; skipped: paused, skipped: missed, skipped: retrying, failed: lock, taken (Start null)
+	Outcome         string     `json:"outcome"` // ok, error, panic, cancelled (also superseded by a later fire); buffered, skipped: one waiting, skipped: paused, skipped: missed, skipped: retrying, failed: lock, taken (Start null)
 	Error           string     `json:"error,omitempty"`
 }
 
 func runJSON(r taskstate.Run) RunJSON {
-	// The history keeps 0 for a fire's first run.
+	// The history keeps 0 for a fire's first run, and 1 for the run of a
+	// fire that waited for the run before it (taken from the store's
+	// pending runs, as a retry is): a first run all the same.
 	j := RunJSON{Fire: r.Fire.UTC(), Manual: r.Manual, Node: r.Node, Attempt: max(r.Attempt, 1), Token: r.Token,
 		Duration: r.Duration.String(), DurationSeconds: r.Duration.Seconds(), Outcome: r.Outcome, Error: r.Error}
 	if !r.Start.IsZero() {

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -211,8 +212,11 @@ type TaskJSON struct {
 	Retries         int          `json:"retries"`         // how many times a failed run of a fire is retried (scheduling.Retry): at most retries+1 attempts; 0 if none
 	RetryBackoff    string       `json:"retryBackoff"`    // the backoff before the first retry, doubled for each next one; "" if it does not retry
 	RetryMaxBackoff string       `json:"retryMaxBackoff"` // the cap of the doubling backoff; "" if it does not retry
+	Overlap         string       `json:"overlap"`         // what a fire does when a run of the task is going (scheduling.Overlap): skip (the default), buffer-one, cancel-previous, allow
+	MaxConcurrent   int          `json:"maxConcurrent"`   // with overlap allow, how many runs may go at once in the cluster; 0 otherwise
 	Next            *time.Time   `json:"next"`            // null when the schedule has no further fire
-	RetryAt         *time.Time   `json:"retryAt"`         // when the task's pending retry is due, as this node knows it (its last poll, or its own failed run since); null if none
+	RetryAt         *time.Time   `json:"retryAt"`         // when the task's pending retry (attempt 2 or later) is due, as this node knows it (its last poll, or its own failed run since); null if none
+	WaitingFire     *time.Time   `json:"waitingFire"`     // the instant of the fire that waits for the run going (overlap buffer-one, cancel-previous: the pending run of attempt 1), as this node knows it; it runs once that run ends; null if none
 	Running         bool         `json:"running"`         // a fire is in flight on this node: running or waiting for its lock
 	Waiting         bool         `json:"waiting"`         // that fire waits for its lock
 	Owner           string       `json:"owner,omitempty"` // the node this one takes to own the task (spreading); absent otherwise
@@ -250,7 +254,7 @@ type LastRunJSON struct {
 	DurationSeconds float64    `json:"durationSeconds"`
 	Outcome         string     `json:"outcome"`
 	Node            string     `json:"node"`
-	Attempt         int        `json:"attempt"` // the attempt at the fire: 1 for its first run, k+1 for its k-th retry (scheduling.Retry)
+	Attempt         int        `json:"attempt"` // the attempt at the fire: 1 for its first run (a fire that waited for the run before it too), k+1 for its k-th retry (scheduling.Retry)
 	Token           uint64     `json:"token,omitempty"`
 	Error           string     `json:"error,omitempty"`
 }
@@ -301,8 +305,16 @@ func (h *Handler) tasks(w http.ResponseWriter, r *http.Request) {
 		if !ti.Next.IsZero() {
 			t.Next = utc(ti.Next)
 		}
-		if r := ti.Retry; r != nil {
+		t.Overlap, t.MaxConcurrent = cmp.Or(ti.Spec.Overlap, scheduling.OverlapSkip), ti.Spec.MaxConcurrent
+		// The pending run is a retry of a failed run (attempt 2 or later),
+		// or a fire that waits for the run going (attempt 1): due at once,
+		// it runs when the lock is free.
+		switch r := ti.Retry; {
+		case r == nil:
+		case r.Attempt >= 2:
 			t.RetryAt = utc(r.Due)
+		default:
+			t.WaitingFire = utc(r.Fire)
 		}
 		out[i] = t
 	}

@@ -12,7 +12,7 @@
 //
 //	ndigo_task_fires_total{task}
 //	ndigo_task_runs_total{task, outcome="ok|error|panic|cancelled"}
-//	ndigo_task_skips_total{task, reason="lock_held|still_running|already_run|missed|paused|not_owner|retrying|no_driver|lock_error"}
+//	ndigo_task_skips_total{task, reason="lock_held|still_running|already_run|missed|paused|not_owner|retrying|buffered|one_waiting|no_driver|lock_error"}
 //	ndigo_task_retries_total{task}               retry attempts run (scheduling.Retry: attempt 2 or later of a fire), also in runs_total
 //	ndigo_task_run_duration_seconds{task}        histogram
 //	ndigo_task_lateness_seconds{task}            histogram: run start minus the scheduled instant
@@ -22,6 +22,15 @@
 // A fire skipped because a retry of an earlier one was pending counts as
 // reason "retrying"; ndigo_task_retries_total over ndigo_task_runs_total
 // is the share of runs that were retries.
+//
+// With scheduling.Overlap, a fire that finds a run of its task going and
+// waits for it (buffer-one, cancel-previous) counts as reason "buffered"
+// when it starts to wait, and its run, once the run going ended, as a run
+// (of attempt 1: not a retry), so that the fire counts twice in
+// ndigo_task_fires_total, as a retried one does; a fire skipped because
+// another already waited counts as reason "one_waiting". A run that a
+// later fire cancelled (cancel-previous) counts under outcome "cancelled",
+// as one that Stop cut at its deadline.
 //
 // What the cluster's audit of each task finds ([AuditCollector], at
 // scrape time, each task's audit kept a minute): alert on a schedule that

@@ -19,7 +19,7 @@ const (
 	LeaseRenewalsFailed = "ndigo_lease_renewals_failed_total"         // counter; task
 	TaskFires           = "ndigo_task_fires_total"                    // counter; task
 	TaskLastSuccess     = "ndigo_task_last_success_timestamp_seconds" // gauge; task: when the last run that returned nil ended
-	TaskRuns            = "ndigo_task_runs_total"                     // counter; task, outcome: ok, error, panic, cancelled
+	TaskRuns            = "ndigo_task_runs_total"                     // counter; task, outcome: ok, error, panic, cancelled (by stop, or superseded by a later fire)
 	TaskSkips           = "ndigo_task_skips_total"                    // counter; task, reason
 	TaskRetries         = "ndigo_task_retries_total"                  // counter; task: retry attempts run (scheduling.Retry), whatever they returned
 	TaskRunDuration     = "ndigo_task_run_duration_seconds"           // histogram; task
@@ -35,6 +35,8 @@ const (
 	ReasonPaused       = "paused"        // the task is paused cluster-wide
 	ReasonNotOwner     = "not_owner"     // another node owns the task (scheduling.Config.Spread)
 	ReasonRetrying     = "retrying"      // a retry of an earlier fire of the task was pending (scheduling.Retry)
+	ReasonBuffered     = "buffered"      // the fire waits for the run going, and runs once it ends (scheduling.Overlap buffer-one, cancel-previous)
+	ReasonOneWaiting   = "one_waiting"   // another fire already waited for the run going (scheduling.Overlap buffer-one)
 	ReasonNoDriver     = "no_driver"     // a locked task on a scheduler without a driver
 	ReasonLockError    = "lock_error"    // the driver failed
 )
@@ -121,11 +123,11 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	if m.fires, err = counter(TaskFires, "Fires of a task on this node, run or skipped.", "task"); err != nil {
 		return nil, err
 	}
-	if m.runs, err = counter(TaskRuns, "Runs of a task by outcome: ok, error, panic, cancelled (by stop at its deadline).", "task", "outcome"); err != nil {
+	if m.runs, err = counter(TaskRuns, "Runs of a task by outcome: ok, error, panic, cancelled (by stop at its deadline, or superseded by a later fire).", "task", "outcome"); err != nil {
 		return nil, err
 	}
 	if m.skips, err = counter(TaskSkips, "Fires skipped on this node by reason: "+
-		"lock_held, still_running, already_run, missed, paused, not_owner, retrying, no_driver, lock_error.", "task", "reason"); err != nil {
+		"lock_held, still_running, already_run, missed, paused, not_owner, retrying, buffered, one_waiting, no_driver, lock_error.", "task", "reason"); err != nil {
 		return nil, err
 	}
 	if m.retries, err = counter(TaskRetries, "Retries of a failed run that ran on this node (attempt 2 or later of a fire), whatever they returned.", "task"); err != nil {
@@ -193,7 +195,7 @@ func (m *Metrics) Init(tasks ...string) {
 			m.runs.WithLabelValues(name, string(o))
 		}
 		for _, r := range []string{ReasonLockHeld, ReasonStillRunning, ReasonAlreadyRun, ReasonMissed,
-			ReasonPaused, ReasonNotOwner, ReasonRetrying, ReasonNoDriver, ReasonLockError} {
+			ReasonPaused, ReasonNotOwner, ReasonRetrying, ReasonBuffered, ReasonOneWaiting, ReasonNoDriver, ReasonLockError} {
 			m.skips.WithLabelValues(name, r)
 		}
 		m.leasesLost.WithLabelValues(name)
@@ -233,7 +235,9 @@ func (m *Metrics) AfterRun(_ context.Context, e scheduling.Event) {
 	}
 }
 
-// Skipped counts the fire and the skip by reason.
+// Skipped counts the fire and the skip by reason. A buffered fire
+// (scheduling.OutcomeBuffered) is counted here when it starts to wait,
+// and its run, when the run going ended, in AfterRun as any run.
 func (m *Metrics) Skipped(e scheduling.Event) {
 	m.task(e.Task).fires.Inc()
 	m.skips.WithLabelValues(e.Task, skipReason(e)).Inc()
@@ -255,6 +259,10 @@ func skipReason(e scheduling.Event) string {
 		return ReasonNotOwner
 	case scheduling.OutcomeRetrying:
 		return ReasonRetrying
+	case scheduling.OutcomeBuffered:
+		return ReasonBuffered
+	case scheduling.OutcomeBufferFull:
+		return ReasonOneWaiting
 	}
 	if errors.Is(e.Err, scheduling.ErrNoDriver) {
 		return ReasonNoDriver

@@ -143,7 +143,7 @@ func TestSchedulerMetrics(t *testing.T) {
 		}
 	}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
-# HELP ndigo_task_skips_total Fires skipped on this node by reason: lock_held, still_running, already_run, missed, paused, not_owner, retrying, no_driver, lock_error.
+# HELP ndigo_task_skips_total Fires skipped on this node by reason: lock_held, still_running, already_run, missed, paused, not_owner, retrying, buffered, one_waiting, no_driver, lock_error.
 # TYPE ndigo_task_skips_total counter
 ndigo_task_skips_total{reason="lock_held",task="blocked"} 3
 `), TaskSkips); err != nil {
@@ -172,6 +172,8 @@ func TestSkipReasonsAndLeaseMetrics(t *testing.T) {
 		{Task: "t", Outcome: scheduling.OutcomePaused},
 		{Task: "t", Outcome: scheduling.OutcomeNotOwner},
 		{Task: "t", Outcome: scheduling.OutcomeRetrying},
+		{Task: "t", Outcome: scheduling.OutcomeBuffered},
+		{Task: "t", Outcome: scheduling.OutcomeBufferFull},
 		{Task: "t", Outcome: scheduling.OutcomeLockFailed, Err: scheduling.ErrNoDriver},
 		{Task: "t", Outcome: scheduling.OutcomeLockFailed, Err: down},
 	} {
@@ -179,7 +181,7 @@ func TestSkipReasonsAndLeaseMetrics(t *testing.T) {
 	}
 	m.AfterRun(context.Background(), scheduling.Event{Task: "t", Outcome: scheduling.OutcomeError,
 		LeaseLost: true, RenewErr: locks.ErrLeaseLost})
-	for reason, want := range map[string]float64{ReasonStillRunning: 1, ReasonAlreadyRun: 1, ReasonPaused: 1, ReasonNotOwner: 1, ReasonRetrying: 1, ReasonNoDriver: 1, ReasonLockError: 1} {
+	for reason, want := range map[string]float64{ReasonStillRunning: 1, ReasonAlreadyRun: 1, ReasonPaused: 1, ReasonNotOwner: 1, ReasonRetrying: 1, ReasonBuffered: 1, ReasonOneWaiting: 1, ReasonNoDriver: 1, ReasonLockError: 1} {
 		if got := sample(t, reg, TaskSkips, "task", "t", "reason", reason); got != want {
 			t.Errorf("skips %s = %v, want %v", reason, got, want)
 		}
@@ -190,8 +192,8 @@ func TestSkipReasonsAndLeaseMetrics(t *testing.T) {
 	if got := sample(t, reg, LeaseRenewalsFailed, "task", "t"); got != 1 {
 		t.Errorf("renewals failed %v", got)
 	}
-	if got := sample(t, reg, TaskFires, "task", "t"); got != 8 {
-		t.Errorf("fires %v, want 8 (seven skips and a run)", got)
+	if got := sample(t, reg, TaskFires, "task", "t"); got != 10 {
+		t.Errorf("fires %v, want 10 (nine skips and a run)", got)
 	}
 	if got := sample(t, reg, TaskRetries, "task", "t"); got != 0 {
 		t.Errorf("retries %v after a first attempt, want 0", got)
@@ -326,7 +328,7 @@ func TestModuleBesideARootDecoration(t *testing.T) {
 	app.RequireStart()
 	// Before the first fire, every counter of the task exists at zero
 	// (sample fails the test on a missing series).
-	for _, r := range []string{ReasonLockHeld, ReasonStillRunning, ReasonAlreadyRun, ReasonMissed, ReasonPaused, ReasonNotOwner, ReasonRetrying, ReasonNoDriver, ReasonLockError} {
+	for _, r := range []string{ReasonLockHeld, ReasonStillRunning, ReasonAlreadyRun, ReasonMissed, ReasonPaused, ReasonNotOwner, ReasonRetrying, ReasonBuffered, ReasonOneWaiting, ReasonNoDriver, ReasonLockError} {
 		if got := sample(t, reg, TaskSkips, "task", "job", "reason", r); got != 0 {
 			t.Fatalf("skips[%s] = %v before any fire", r, got)
 		}

@@ -20,7 +20,7 @@ type task struct {
 	Lock           string     `json:"lock"`
 	Retries        int        `json:"retries"` // 0 if it does not retry, or the node predates retries
 	Next           *time.Time `json:"next"`
-	RetryAt        *time.Time `json:"retryAt"` // when the retry this node's last run left is due; nil if none is pending
+	RetryAt        *time.Time `json:"retryAt"` // when the retry this node's last run left is due; nil if none is pending (a fire waiting for the run going, overlap buffer-one, is no retry)
 	Paused         *bool      `json:"paused"`
 	LastRun        *nodeFire  `json:"lastRun"`
 	ClusterLastRun *taskRun   `json:"clusterLastRun"`
@@ -29,7 +29,9 @@ type task struct {
 }
 
 // taskRun is one run of a task in the cluster. Attempt is 0 when the
-// node's handler predates retries: the fire's first run.
+// node's handler predates retries: the fire's first run; the run of a
+// fire that waited for the run before it (overlap buffer-one) is attempt
+// 1 too.
 type taskRun struct {
 	Fire     time.Time  `json:"fire"`
 	Manual   bool       `json:"manual"`

@@ -58,7 +58,9 @@ func writeRuns(w io.Writer, name string, res runs) error {
 }
 
 // attempt is the ATTEMPT cell of a fire's attempt k (0 from a node that
-// predates retries: 1) of a task that retries a failed run retries times:
+// predates retries: 1; 1 for the run of a fire that waited for the run
+// before it, which is no retry) of a task that retries a failed run
+// retries times:
 // "k/n", n being retries+1, for a run of such a task and for any retry;
 // just "k" for a retry beyond what the node's task now allows; none for
 // the first attempt of a task that does not retry, or one that did not
