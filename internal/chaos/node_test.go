@@ -42,16 +42,28 @@ import (
 //	              and keep the ledger there, guarded (see pgLedger)
 //	CHAOS_HOLD_TX "1" to keep the run's guarded ledger transaction open while
 //	              it works (PostgreSQL only)
+//	CHAOS_OVERLAP the overlap policy (scheduling.Overlap): skip (default),
+//	              buffer-one, cancel-previous, or allow:N for allow with
+//	              scheduling.MaxConcurrent(N)
 //
 // A run writes a "start" entry to the fenced ledger with its token, logs
 // "run start", works
 // until CHAOS_WORK passes or its context ends, then, as a stale holder that
 // ignores its cancelled context would, extends its lease and writes an "end"
 // entry, and logs "run end" with what the context's cause, the Extend and
-// the end write returned. Logs are JSON lines on stderr.
+// the end write returned. It returns nil, but for a run that a later fire
+// superseded (cancel-previous), which returns its context's cause, as a
+// task that honours its context does, so that the run is recorded as
+// cancelled. Logs are JSON lines on stderr.
+//
+// A ledger entry is "what fire node token key", key being the lease's
+// (with allow:N, a slot key of the lock, locks.SlotKey): the fence is kept
+// per key, since the tokens of different slots are not comparable.
 const (
-	nodeLock = "job"
-	nodeNS   = "chaos"
+	nodeLock    = "job"
+	nodeNS      = "chaos"
+	nodeTask    = "Job"
+	nodeHistory = 1000 // runs per task the Redis task state keeps
 )
 
 // ledgerScript is the payroll example's fenced append, read from its source
@@ -70,11 +82,26 @@ func readFile(name string) string {
 // ledgerKeys are the fenced ledger's list and high-water mark.
 var ledgerKeys = []string{"chaos:{ledger}", "chaos:{ledger}:high"}
 
+// fenceKeys are the ledger keys that the lease on key writes through: the
+// one list, and the high-water mark of the lock's key (ledgerKeys) or of
+// one of its slots, since each slot's tokens count on their own.
+func fenceKeys(key string) []string {
+	if key == nodeLock {
+		return ledgerKeys
+	}
+	return []string{ledgerKeys[0], ledgerKeys[1] + ":" + key}
+}
+
 // errStale is a write the ledger rejected.
 var errStale = errors.New("chaos: ledger rejected a stale fencing token")
 
 func appendLedger(ctx context.Context, c redis.Scripter, token uint64, entry string) error {
-	res, err := ledgerScript.Run(ctx, c, ledgerKeys, token, entry).Slice()
+	return appendFenced(ctx, c, ledgerKeys, token, entry)
+}
+
+// appendFenced is appendLedger through the fence of keys (see fenceKeys).
+func appendFenced(ctx context.Context, c redis.Scripter, keys []string, token uint64, entry string) error {
+	res, err := ledgerScript.Run(ctx, c, keys, token, entry).Slice()
 	if err != nil {
 		return fmt.Errorf("chaos: ledger append: %w", err)
 	}
@@ -93,15 +120,15 @@ type ledger interface {
 }
 
 // redisLedger is the payroll example's fenced list: a write is refused once
-// a greater token has written.
+// a greater token of the lease's key has written.
 type redisLedger struct{ c redis.Scripter }
 
 func (l redisLedger) start(ctx context.Context, lease locks.Lease, entry string) error {
-	return appendLedger(ctx, l.c, lease.Token(), entry)
+	return appendFenced(ctx, l.c, fenceKeys(lease.Key()), lease.Token(), entry)
 }
 
 func (l redisLedger) end(ctx context.Context, lease locks.Lease, entry string) error {
-	return appendLedger(ctx, l.c, lease.Token(), entry)
+	return appendFenced(ctx, l.c, fenceKeys(lease.Key()), lease.Token(), entry)
 }
 
 // pgLedgerSchema is the ledger table on PostgreSQL, made by the test before
@@ -186,11 +213,23 @@ func nodeMain() int {
 	node := env("CHAOS_NODE", "node-"+strconv.Itoa(os.Getpid()))
 	ttl, work := dur("CHAOS_TTL", "2s"), dur("CHAOS_WORK", "300ms")
 	opts := []scheduling.Option{
-		scheduling.Name("Job"), scheduling.Cron(env("CHAOS_CRON", "@every 1s")),
+		scheduling.Name(nodeTask), scheduling.Cron(env("CHAOS_CRON", "@every 1s")),
 		scheduling.Lock(nodeLock), scheduling.LockTTL(ttl),
 	}
 	if os.Getenv("CHAOS_RENEW") == "1" {
 		opts = append(opts, scheduling.Renew())
+	}
+	if o := os.Getenv("CHAOS_OVERLAP"); o != "" {
+		policy, n, allow := strings.Cut(o, ":")
+		opts = append(opts, scheduling.Overlap(policy))
+		if allow {
+			limit, err := strconv.Atoi(n)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "chaos node: CHAOS_OVERLAP %q: %v\n", o, err)
+				os.Exit(2)
+			}
+			opts = append(opts, scheduling.MaxConcurrent(limit))
+		}
 	}
 	fw := app.Framework{Node: node, Log: app.Log{Format: "json", Level: "info"}, Spread: env("CHAOS_SPREAD", "auto")}
 	var store fx.Option
@@ -201,7 +240,9 @@ func nodeMain() int {
 			return func() ledger { return &pgLedger{pool: p, hold: hold} }
 		}))
 	} else {
-		fw.Redis = app.Redis{URL: config.SecretURL("redis://" + os.Getenv("CHAOS_REDIS")), Namespace: nodeNS}
+		// The shared history keeps every record of a test's few minutes at
+		// most, so that a test reads them all (nodeHistory).
+		fw.Redis = app.Redis{URL: config.SecretURL("redis://" + os.Getenv("CHAOS_REDIS")), Namespace: nodeNS, History: nodeHistory}
 		c := redis.NewClient(&redis.Options{Addr: env("CHAOS_LEDGER", os.Getenv("CHAOS_REDIS"))})
 		defer c.Close()
 		store = fx.Options(redislocks.Module, fx.Provide(func() func() ledger {
@@ -229,7 +270,9 @@ func job(ctx context.Context, log *slog.Logger, ledger ledger, work, ttl time.Du
 	run, _ := scheduling.RunFromContext(ctx)
 	lease, _ := locks.FromContext(ctx)
 	fire := nodetest.FireString(run.Fire)
-	entry := func(what string) string { return fmt.Sprintf("%s %s %s %d", what, fire, run.Node, lease.Token()) }
+	entry := func(what string) string {
+		return fmt.Sprintf("%s %s %s %d %s", what, fire, run.Node, lease.Token(), lease.Key())
+	}
 	bounded := func() (context.Context, context.CancelFunc) {
 		return context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	}
@@ -251,6 +294,9 @@ func job(ctx context.Context, log *slog.Logger, ledger ledger, work, ttl time.Du
 	endErr := ledger.end(wctx, lease, entry("end"))
 	log.Info("run end", "fire", fire, "node", run.Node, "token", lease.Token(),
 		"cause", text(cause), "extend", text(extendErr), "ledger", text(endErr))
+	if errors.Is(cause, scheduling.ErrSuperseded) {
+		return cause
+	}
 	return nil
 }
 
