@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -54,6 +55,52 @@ func newScheduler(t *testing.T, tasks ...scheduling.Task) (*scheduling.Scheduler
 		}
 	})
 	return s, fc
+}
+
+// quietHandler returns a Handler on s whose logs are discarded.
+func quietHandler(t *testing.T, s *scheduling.Scheduler) *Handler {
+	t.Helper()
+	h, err := New(Options{Scheduler: s, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// listTasks returns h's GET /scheduledtasks, decoded, and each task as raw
+// keys, by name. It fails the test unless the answer is 200 with n tasks.
+func listTasks(t *testing.T, h http.Handler, n int) (map[string]TaskJSON, map[string]map[string]any) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/scheduledtasks", nil))
+	var typed TasksJSON
+	var raw struct {
+		Tasks []map[string]any `json:"tasks"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &typed); err != nil || rec.Code != http.StatusOK {
+		t.Fatalf("GET /scheduledtasks: %d %v: %s", rec.Code, err, rec.Body)
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &raw); err != nil || len(typed.Tasks) != n || len(raw.Tasks) != n {
+		t.Fatalf("GET /scheduledtasks: %v, want %d tasks: %s", err, n, rec.Body)
+	}
+	byName, rawByName := map[string]TaskJSON{}, map[string]map[string]any{}
+	for i, task := range typed.Tasks {
+		byName[task.Name], rawByName[task.Name] = task, raw.Tasks[i]
+	}
+	return byName, rawByName
+}
+
+// taskRuns returns h's GET /scheduledtasks/{name}/runs, decoded. It fails
+// the test unless the answer is 200.
+func taskRuns(t *testing.T, h http.Handler, name string) RunsJSON {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/scheduledtasks/"+url.PathEscape(name)+"/runs", nil))
+	var runs RunsJSON
+	if err := json.Unmarshal(rec.Body.Bytes(), &runs); err != nil || rec.Code != http.StatusOK {
+		t.Fatalf("GET runs of %s: %d %v %s", name, rec.Code, err, rec.Body)
+	}
+	return runs
 }
 
 // get serves GET path with h and decodes the JSON body into a generic map.

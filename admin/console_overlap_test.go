@@ -17,7 +17,7 @@ import (
 // with overlap allow has its maxConcurrent on its page.
 func TestConsoleShowsOverlap(t *testing.T) {
 	o := newOverlapping(t)
-	o.step(t, bufferedStage)
+	o.n.StepTo(t, bufferedStage)
 	srv := httptest.NewServer(o.h)
 	t.Cleanup(srv.Close)
 	page := browsertest.OpenConsole(t, browsertest.New(t), srv.URL+"/#task=sync")
@@ -46,7 +46,7 @@ func TestConsoleShowsOverlap(t *testing.T) {
 		t.Errorf("the task's page says %q: a waiting fire is no retry", got)
 	}
 
-	o.step(t, fullStage)
+	o.n.StepTo(t, fullStage)
 	runs := `[...document.querySelectorAll("#runs tbody tr")].map(r => [...r.cells].map(c => c.className.split(" ")[0] + ":" + c.textContent).join("|"))`
 	page.WaitFor("the two fires recorded", runs+`.length === 2`)
 	want := []string{
@@ -66,7 +66,7 @@ func TestConsoleShowsOverlap(t *testing.T) {
 
 	// The page refreshes every 2s: it comes to the waiting fire's run.
 	o.release()
-	o.step(t, ranStage)
+	o.n.StepTo(t, ranStage)
 	page.WaitFor("the runs after the first ended", runs+`.length === 5`)
 	got := browsertest.Eval[[]string](page, runs)
 	if len(got) != 5 || !strings.HasPrefix(got[0], ":2026-01-01 00:04:00 UTC|:scheduled|mono:1/3|") ||

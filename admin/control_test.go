@@ -227,11 +227,7 @@ func TestScheduledTasksWithoutTheState(t *testing.T) {
 	if err := s.Add(scheduling.NewTask(func(context.Context) error { return nil }, scheduling.Cron("@daily"), scheduling.Name("report"))); err != nil {
 		t.Fatal(err)
 	}
-	h, err := New(Options{Scheduler: s, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	code, body := get(t, h, "/scheduledtasks")
+	code, body := get(t, quietHandler(t, s), "/scheduledtasks")
 	tasks, _ := body["tasks"].([]any)
 	if code != http.StatusOK || len(tasks) != 1 || !strings.Contains(fmt.Sprint(body["stateError"]), "store down") {
 		t.Fatalf("GET /scheduledtasks with the store down: %d %v; want the task and stateError", code, body)

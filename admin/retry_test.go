@@ -2,32 +2,26 @@ package admin
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"slices"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jonboulle/clockwork"
 
-	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/internal/fakenode"
 	"github.com/ndigo/ndigo/scheduling"
-	"github.com/ndigo/ndigo/scheduling/schedulingtest"
-	"github.com/ndigo/ndigo/taskstate"
 )
 
 // retrying is a real Handler on a started scheduler (node node-a, its
-// locks and task state in the process, on a fake clock at epoch) whose
-// task "report" fires every minute and retries a failed run once, after a
-// delay below 2m: the first run, at 00:01, fails; every other returns nil.
+// locks and task state in the process, on a fake clock at epoch: a
+// fakenode.Node) whose task "report" fires every minute and retries a
+// failed run once, after a delay below 2m: the first run, at 00:01, fails;
+// every other returns nil.
 type retrying struct {
+	n     *fakenode.Node
 	s     *scheduling.Scheduler
-	fc    *clockwork.FakeClock
 	h     *Handler
 	first time.Time // the failed fire, 00:01
 	due   time.Time // when its retry is due, once step has passed the fire
@@ -37,49 +31,21 @@ const retryBackoff = 2 * time.Minute
 
 func newRetrying(t *testing.T) *retrying {
 	t.Helper()
-	fc := clockwork.NewFakeClockAt(epoch)
-	store, err := taskstate.NewInProcess(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := scheduling.New(scheduling.Config{Clock: fc, Node: "node-a", Logger: slog.New(slog.DiscardHandler),
-		Driver: locks.NewInProcessDriver(locks.WithClock(fc)), State: store})
-	var n atomic.Int32
-	if err := s.Add(
-		scheduling.NewTask(func(context.Context) error {
-			if n.Add(1) == 1 {
-				return errors.New("ledger locked")
-			}
-			return nil
-		}, scheduling.Cron("@every 1m"), scheduling.Lock("report"), scheduling.Name("report"),
-			scheduling.Retry(1), scheduling.RetryBackoff(retryBackoff)),
+	n := fakenode.New(t, clockwork.NewFakeClockAt(epoch), scheduling.Config{Node: "node-a"})
+	n.Start(t,
+		scheduling.NewTask(fakenode.FailFirst(errors.New("ledger locked")), scheduling.Cron("@every 1m"), scheduling.Lock("report"),
+			scheduling.Name("report"), scheduling.Retry(1), scheduling.RetryBackoff(retryBackoff)),
 		scheduling.NewTask(func(context.Context) error { return nil }, scheduling.Cron("@yearly"), scheduling.Name("yearly")),
-	); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := s.Stop(context.Background()); err != nil {
-			t.Error(err)
-		}
-	})
-	h, err := New(Options{Scheduler: s, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &retrying{s: s, fc: fc, h: h, first: epoch.Add(time.Minute)}
+	)
+	return &retrying{n: n, s: n.S, h: quietHandler(t, n.S), first: epoch.Add(time.Minute)}
 }
 
 // step advances the clock to epoch+to a second at a time (the poll that
 // finds a retry due runs every second), and settles every fire.
 func (r *retrying) step(t *testing.T, to time.Duration) {
 	t.Helper()
-	if err := schedulingtest.Step(context.Background(), r.fc, epoch.Add(to).Sub(r.fc.Now()), time.Second, r.s); err != nil {
-		t.Fatal(err)
-	}
-	if !r.due.IsZero() || r.fc.Now().Before(r.first) {
+	r.n.StepTo(t, to)
+	if !r.due.IsZero() || r.n.Clock.Now().Before(r.first) {
 		return
 	}
 	r.due = r.s.Tasks()[0].LastRan.RetryAt
@@ -104,19 +70,8 @@ const (
 // "report" task as raw keys.
 func (r *retrying) tasksJSON(t *testing.T) (TaskJSON, map[string]any) {
 	t.Helper()
-	rec := httptest.NewRecorder()
-	r.h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/scheduledtasks", nil))
-	var typed TasksJSON
-	var raw struct {
-		Tasks []map[string]any `json:"tasks"`
-	}
-	if err := json.Unmarshal(rec.Body.Bytes(), &typed); err != nil || rec.Code != http.StatusOK {
-		t.Fatalf("GET /scheduledtasks: %d %v: %s", rec.Code, err, rec.Body)
-	}
-	if err := json.Unmarshal(rec.Body.Bytes(), &raw); err != nil || len(typed.Tasks) != 2 || typed.Tasks[0].Name != "report" {
-		t.Fatalf("GET /scheduledtasks: %v: %s", err, rec.Body)
-	}
-	return typed.Tasks[0], raw.Tasks[0]
+	tasks, raw := listTasks(t, r.h, 2)
+	return tasks["report"], raw["report"]
 }
 
 // attempts lists runs as "outcome@fire#attempt".
@@ -173,12 +128,7 @@ func TestRetriesInTheAPI(t *testing.T) {
 		t.Errorf("recentFires %q, want %q", got, want)
 	}
 
-	rec := httptest.NewRecorder()
-	r.h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/scheduledtasks/report/runs", nil))
-	var runs RunsJSON
-	if err := json.Unmarshal(rec.Body.Bytes(), &runs); err != nil || rec.Code != http.StatusOK {
-		t.Fatalf("GET runs: %d %v %s", rec.Code, err, rec.Body)
-	}
+	runs := taskRuns(t, r.h, "report")
 	// As recorded: the retry after the skip.
 	if got, want := attempts(runs.Runs), []string{"ok@00:03#1", "ok@00:01#2", "skipped: retrying@00:02#1", "error@00:01#1"}; runs.Retries != 1 || !slices.Equal(got, want) {
 		t.Errorf("runs: retries %d, %q; want 1, %q", runs.Retries, got, want)
@@ -188,9 +138,7 @@ func TestRetriesInTheAPI(t *testing.T) {
 	}
 
 	// A task that does not retry has the fields, empty.
-	rec = httptest.NewRecorder()
-	r.h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/scheduledtasks/yearly/runs", nil))
-	if err := json.Unmarshal(rec.Body.Bytes(), &runs); err != nil || runs.Retries != 0 {
-		t.Errorf("GET runs of yearly: %v %s; want retries 0", err, rec.Body)
+	if yearly := taskRuns(t, r.h, "yearly"); yearly.Retries != 0 {
+		t.Errorf("GET runs of yearly: %+v; want retries 0", yearly)
 	}
 }

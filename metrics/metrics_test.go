@@ -16,6 +16,7 @@ import (
 	"go.uber.org/fx/fxtest"
 	"go.uber.org/goleak"
 
+	"github.com/ndigo/ndigo/internal/fakenode"
 	"github.com/ndigo/ndigo/locks"
 	"github.com/ndigo/ndigo/scheduling"
 	"github.com/ndigo/ndigo/scheduling/schedulingtest"
@@ -80,6 +81,22 @@ func settle(t *testing.T, fc *clockwork.FakeClock, s *scheduling.Scheduler, seco
 	if err := schedulingtest.Step(context.Background(), fc, time.Duration(seconds)*time.Second, time.Second, s); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// instrumented returns Metrics on a registry of their own, and a
+// scheduler, not started, that they instrument: on a fake clock at epoch,
+// with the in-process lock driver (instrumented) and task state store, m
+// its listener.
+func instrumented(t *testing.T) (*prometheus.Registry, *Metrics, *fakenode.Node) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	m, err := New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc := clockwork.NewFakeClockAt(epoch)
+	return reg, m, fakenode.New(t, fc, scheduling.Config{Driver: m.InstrumentDriver(locks.NewInProcessDriver(locks.WithClock(fc))),
+		Listeners: []scheduling.Listener{m}})
 }
 
 func TestSchedulerMetrics(t *testing.T) {

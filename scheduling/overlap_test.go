@@ -19,12 +19,8 @@ func settle(t *testing.T, s *Scheduler, blocked func() int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		s.mu.Lock()
-		now := s.clock.Now()
-		ok := s.parked && int(s.flying.Load()) == blocked() && (len(s.due) == 0 || s.due[0].at.After(now)) &&
-			(s.state == nil || s.nextPoll.After(now)) && !s.beatDue(now)
-		s.mu.Unlock()
-		if ok {
+		quiet, flying := s.quietNow()
+		if quiet && flying == blocked() {
 			return
 		}
 		if time.Now().After(deadline) {

@@ -640,11 +640,29 @@ func (h *entryHeap) Pop() any {
 
 func init() {
 	testhook.WaitIdle = func(ctx context.Context, s any) error { return s.(*Scheduler).waitIdle(ctx) }
+	testhook.Quiet = func(s any) (bool, int) { return s.(*Scheduler).quietNow() }
 	testhook.Next = func(s any) time.Time { return s.(*Scheduler).nextFire() }
 }
 
-// waitIdle blocks until the loop waits for a fire that is not yet due and
-// no fire is in flight, or ctx ends. For package schedulingtest.
+// quiet reports whether the loop waits for a fire, a poll and a heartbeat
+// none of which is due yet: until the clock moves, it starts nothing. s.mu
+// is held.
+func (s *Scheduler) quiet() bool {
+	now := s.clock.Now()
+	return s.parked && (len(s.due) == 0 || s.due[0].at.After(now)) &&
+		(s.state == nil || s.nextPoll.After(now)) && !s.beatDue(now)
+}
+
+// quietNow returns quiet and the fires in flight, read together. For
+// package schedulingtest.
+func (s *Scheduler) quietNow() (bool, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.quiet(), int(s.flying.Load())
+}
+
+// waitIdle blocks until the loop is quiet and no fire is in flight, or ctx
+// ends. For package schedulingtest.
 func (s *Scheduler) waitIdle(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, func() {
 		s.mu.Lock()
@@ -654,8 +672,7 @@ func (s *Scheduler) waitIdle(ctx context.Context) error {
 	defer stop()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for !(s.parked && s.flying.Load() == 0 && (len(s.due) == 0 || s.due[0].at.After(s.clock.Now())) &&
-		(s.state == nil || s.nextPoll.After(s.clock.Now())) && !s.beatDue(s.clock.Now())) {
+	for !(s.quiet() && s.flying.Load() == 0) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}

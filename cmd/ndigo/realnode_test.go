@@ -59,6 +59,19 @@ func startRealNode(t *testing.T, token admin.Token, names ...string) *realNode {
 	return n
 }
 
+// serveAdmin serves a real admin handler on s, its logs discarded, until
+// the test ends, and returns its address.
+func serveAdmin(t *testing.T, s *scheduling.Scheduler) string {
+	t.Helper()
+	h, err := admin.New(admin.Options{Scheduler: s, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
 // paused returns the names of the paused tasks.
 func (n *realNode) paused(t *testing.T) []string {
 	t.Helper()
@@ -142,21 +155,16 @@ func TestTokenWhitespaceOnARealNode(t *testing.T) {
 func TestTasksShowsAFailingBackend(t *testing.T) {
 	c := backendnode.Redis(t, "cli", time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 1)
 	n := c.Nodes[0]
-	h, err := admin.New(admin.Options{Scheduler: n.S, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
+	url := serveAdmin(t, n.S)
 	c.Step(t)
-	res := ndigo(t, nil, "--admin", srv.URL, "tasks")
+	res := ndigo(t, nil, "--admin", url, "tasks")
 	if got := row(t, rows(t, res.stdout), backendnode.Task); res.code != 0 || res.stderr != "" || got[10] != "ok" || got[12] != "0" {
 		t.Fatalf("with Redis up: exit %d, stderr %q, row %q; want the run, no failure, no warning", res.code, res.stderr, got)
 	}
 
 	c.Server.Kill()
 	c.Step(t)
-	res = ndigo(t, nil, "--admin", srv.URL, "tasks")
+	res = ndigo(t, nil, "--admin", url, "tasks")
 	if !strings.Contains(res.stderr, "ndigo: warning: the node cannot read the cluster's task state") || res.code != 0 {
 		t.Errorf("with Redis down: exit %d, stderr %q; want the warning", res.code, res.stderr)
 	}
@@ -166,12 +174,12 @@ func TestTasksShowsAFailingBackend(t *testing.T) {
 
 	c.Server.Restart() // empty: persistence is off
 	c.Step(t)
-	res = ndigo(t, nil, "--admin", srv.URL, "runs", backendnode.Task)
+	res = ndigo(t, nil, "--admin", url, "runs", backendnode.Task)
 	failed := row(t, rows(t, res.stdout), "2026-01-01T00:00:02Z")
 	if res.code != 0 || failed[7] != "failed: lock" || failed[5] != "-" || failed[8] == "-" {
 		t.Errorf("runs after the outage: exit %d, %q; want the fire at 00:00:02 failed, no start, the error", res.code, res.stdout)
 	}
-	res = ndigo(t, nil, "--admin", srv.URL, "audit", backendnode.Task)
+	res = ndigo(t, nil, "--admin", url, "audit", backendnode.Task)
 	if res.code != 0 || !strings.Contains(res.stdout, "1 ran, 0 skipped, 1 failed, 0 missed") ||
 		row(t, rows(t, res.stdout)[1:], "2026-01-01T00:00:02Z")[1] != "failed" {
 		t.Errorf("audit after the outage: exit %d, stdout %q, stderr %q; want the fire failed, none missed", res.code, res.stdout, res.stderr)
@@ -181,11 +189,11 @@ func TestTasksShowsAFailingBackend(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Clock.Advance(2 * time.Minute) // the horizon: 65s back (the lock TTL and a minute)
-	res = ndigo(t, nil, "--admin", srv.URL, "audit", backendnode.Task)
+	res = ndigo(t, nil, "--admin", url, "audit", backendnode.Task)
 	if res.code != exitMissed || !strings.Contains(res.stderr, "fires of \"Payroll.Close\" ran nowhere, the last at 2026-01-01T00:00:58Z") {
 		t.Errorf("audit with the node stopped: exit %d, stderr %q; want %d and the missed fires", res.code, res.stderr, exitMissed)
 	}
-	res = ndigo(t, nil, "--admin", srv.URL, "--json", "audit", backendnode.Task)
+	res = ndigo(t, nil, "--admin", url, "--json", "audit", backendnode.Task)
 	if res.code != exitMissed || !strings.Contains(res.stdout, `"missed": 55,`) {
 		t.Errorf("audit --json with the node stopped: exit %d, stdout of %d bytes; want %d and the JSON with 55 missed (00:00:04 to 00:00:58)", res.code, len(res.stdout), exitMissed)
 	}

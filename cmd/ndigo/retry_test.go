@@ -3,90 +3,42 @@ package main
 import (
 	"context"
 	"errors"
-	"log/slog"
-	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jonboulle/clockwork"
 
-	"github.com/ndigo/ndigo/admin"
-	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/internal/fakenode"
 	"github.com/ndigo/ndigo/scheduling"
-	"github.com/ndigo/ndigo/scheduling/schedulingtest"
-	"github.com/ndigo/ndigo/taskstate"
 )
 
-// retryNode is a real admin handler on a started scheduler (node node-a,
-// in-process locks and task state, a fake clock at epoch) whose task
+// startRetryNode starts a real scheduler (node node-a, in-process locks
+// and task state, a fake clock at epoch: a fakenode.Node) and serves a
+// real admin handler on it, whose address it returns; its task
 // "Payroll.Close" fires every minute and retries a failed run 3 times,
 // after a delay below 5m for the first retry; its first run, at 00:01,
 // fails, and every other returns nil.
-type retryNode struct {
-	s   *scheduling.Scheduler
-	fc  *clockwork.FakeClock
-	url string
-}
-
-func startRetryNode(t *testing.T) *retryNode {
+func startRetryNode(t *testing.T) (*fakenode.Node, string) {
 	t.Helper()
-	fc := clockwork.NewFakeClockAt(epoch)
-	store, err := taskstate.NewInProcess(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := scheduling.New(scheduling.Config{Clock: fc, Node: "node-a", Logger: slog.New(slog.DiscardHandler), State: store,
-		Driver: locks.NewInProcessDriver(locks.WithClock(fc))})
-	var n atomic.Int32
-	if err := s.Add(
-		scheduling.NewTask(func(context.Context) error {
-			if n.Add(1) == 1 {
-				return errors.New("books do not balance")
-			}
-			return nil
-		}, scheduling.Cron("@every 1m"), scheduling.Lock("payroll-window"), scheduling.Name("Payroll.Close"),
-			scheduling.Retry(3), scheduling.RetryBackoff(5*time.Minute)),
+	n := fakenode.New(t, clockwork.NewFakeClockAt(epoch), scheduling.Config{Node: "node-a"})
+	n.Start(t,
+		scheduling.NewTask(fakenode.FailFirst(errors.New("books do not balance")), scheduling.Cron("@every 1m"),
+			scheduling.Lock("payroll-window"), scheduling.Name("Payroll.Close"), scheduling.Retry(3), scheduling.RetryBackoff(5*time.Minute)),
 		scheduling.NewTask(func(context.Context) error { return nil }, scheduling.Cron("@every 1m"), scheduling.Name("reports")),
-	); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := s.Stop(context.Background()); err != nil {
-			t.Error(err)
-		}
-	})
-	h, err := admin.New(admin.Options{Scheduler: s, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	return &retryNode{s: s, fc: fc, url: srv.URL}
-}
-
-// stepTo advances the clock to epoch+to a second at a time (the poll that
-// finds a retry due runs every second) and settles every fire.
-func (n *retryNode) stepTo(t *testing.T, to time.Duration) {
-	t.Helper()
-	if err := schedulingtest.Step(context.Background(), n.fc, epoch.Add(to).Sub(n.fc.Now()), time.Second, n.s); err != nil {
-		t.Fatal(err)
-	}
+	)
+	return n, serveAdmin(t, n.S)
 }
 
 // ndigo tasks shows the attempt of the cluster's last fire and the retry
 // due; ndigo runs has an ATTEMPT column: k/n (n = retries+1) for each run
 // of a task that retries, none for a skip and for a task that does not.
 func TestRetriesInTheTables(t *testing.T) {
-	n := startRetryNode(t)
-	env := map[string]string{"NDIGO_ADMIN": n.url}
-	n.stepTo(t, time.Minute+30*time.Second)
-	due := n.s.Tasks()[0].LastRan.RetryAt
+	n, url := startRetryNode(t)
+	env := map[string]string{"NDIGO_ADMIN": url}
+	n.StepTo(t, time.Minute+30*time.Second)
+	due := n.S.Tasks()[0].LastRan.RetryAt
 	// The delay is a hash of the task's name, the fire and the attempt:
 	// the same in every run. The stages below need it past 00:02.
 	if !due.After(epoch.Add(2*time.Minute)) || !due.Before(epoch.Add(2*time.Minute+59*time.Second)) {
@@ -104,13 +56,13 @@ func TestRetriesInTheTables(t *testing.T) {
 		t.Errorf("a task that does not retry: %q, want no attempt and no retry due", got)
 	}
 
-	n.stepTo(t, 2*time.Minute+30*time.Second)
+	n.StepTo(t, 2*time.Minute+30*time.Second)
 	res = ndigo(t, env, "tasks")
 	if got := row(t, rows(t, res.stdout), "Payroll.Close"); got[6] != "skipped: retrying" || got[7] != "-" || got[10] != "skipped: retrying" || got[11] != dueCell {
 		t.Errorf("tasks after 00:02: %q, want it skipped, the retry still due", got)
 	}
 
-	n.stepTo(t, 3*time.Minute+30*time.Second)
+	n.StepTo(t, 3*time.Minute+30*time.Second)
 	res = ndigo(t, env, "tasks")
 	if got := row(t, rows(t, res.stdout), "Payroll.Close"); got[5] != "2026-01-01T00:03:00Z" || got[7] != "1/4" || got[11] != "-" {
 		t.Errorf("tasks after the retry: %q, want 00:03's first attempt and no retry due", got)

@@ -33,6 +33,45 @@ func Settle(ctx context.Context, ss ...*scheduling.Scheduler) error {
 	return nil
 }
 
+// SettleBlocked is [Settle] for schedulers some of whose runs block until
+// the test lets them go: it waits until every scheduler in ss (started) has
+// dispatched each fire, request poll and heartbeat due by its clock's now,
+// and the fires in flight across them are just the runs that blocked
+// counts, each of which must be a run of one of ss that is blocked now (a
+// [Gate]'s Blocked, as a task's run waits in [Gate.Wait]). A run that ends
+// or blocks changes what SettleBlocked waits for: it waits for the fires
+// that a blocked run holds back, and for the run that is about to block. A
+// nil blocked counts none: SettleBlocked is then Settle. It polls the
+// schedulers on the real clock and returns ctx's error if ctx ends first.
+func SettleBlocked(ctx context.Context, blocked func() int, ss ...*scheduling.Scheduler) error {
+	if blocked == nil {
+		return Settle(ctx, ss...)
+	}
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for {
+		quiet, flying := true, 0
+		for _, s := range ss {
+			q, n := testhook.Quiet(s)
+			quiet, flying = quiet && q, flying+n
+		}
+		// Read after the schedulers: while they are quiet, a run that blocks
+		// now was in flight then.
+		held := blocked()
+		if quiet && flying == held {
+			return nil
+		}
+		if quiet && held > flying {
+			return fmt.Errorf("schedulingtest: %d runs blocked, %d fires in flight: blocked counts runs of other schedulers", held, flying)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("schedulingtest: scheduler did not settle (%d fires in flight, %d of them blocked): %w", flying, held, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
 // Step advances fc by d in increments of inc (all of d at once if inc is 0
 // or larger than d), and settles every scheduler in ss before the first
 // increment and after each one. Schedulers may read fc through
@@ -40,15 +79,24 @@ func Settle(ctx context.Context, ss ...*scheduling.Scheduler) error {
 // a step of a minute in increments of a second runs each fire of a task that
 // fires every second. It returns ctx's error if ctx ends first.
 func Step(ctx context.Context, fc *clockwork.FakeClock, d, inc time.Duration, ss ...*scheduling.Scheduler) error {
+	return StepBlocked(ctx, fc, d, inc, nil, ss...)
+}
+
+// StepBlocked is [Step] for schedulers some of whose runs block: it settles
+// with [SettleBlocked] and blocked. Each increment thus ends only once every
+// fire, poll and record that the clock's move started has ended, but for
+// the runs blocked; a run that blocks from its start settles as blocked in
+// the increment that fired it.
+func StepBlocked(ctx context.Context, fc *clockwork.FakeClock, d, inc time.Duration, blocked func() int, ss ...*scheduling.Scheduler) error {
 	if inc <= 0 || inc > d {
 		inc = d
 	}
-	if err := Settle(ctx, ss...); err != nil {
+	if err := SettleBlocked(ctx, blocked, ss...); err != nil {
 		return err
 	}
 	for done := time.Duration(0); done < d; done += inc {
 		fc.Advance(min(inc, d-done))
-		if err := Settle(ctx, ss...); err != nil {
+		if err := SettleBlocked(ctx, blocked, ss...); err != nil {
 			return err
 		}
 	}

@@ -3,6 +3,9 @@
 //
 //   - [Step] advances a fake clock and waits until the schedulers on it
 //     have run (or skipped) every fire that fell due;
+//   - [Gate] holds the runs of a task until the test opens it, and
+//     [StepBlocked] and [SettleBlocked] settle schedulers while the runs a
+//     Gate holds are in flight, which Step and [Settle] would wait for;
 //   - [Recorder] is a listener that records every run and skip, and
 //     [AtMostOnce] checks that no fire ran twice across the nodes of a
 //     cluster;
