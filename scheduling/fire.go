@@ -545,6 +545,11 @@ func (s *Scheduler) lock(f *firing, t *turn) (locks.Lease, Outcome, error) {
 	case err == nil:
 		return lease, "", nil
 	case errors.Is(err, locks.ErrNotAcquired) && buffers:
+		// Another fire may have been left waiting while this one waited
+		// for the lock: one waits at most.
+		if s.anyPending(e) {
+			return nil, OutcomeBufferFull, nil
+		}
 		return nil, OutcomeBuffered, nil
 	case errors.Is(err, locks.ErrNotAcquired):
 		return nil, OutcomeLockHeld, nil

@@ -61,6 +61,15 @@ func (s *Scheduler) retryPending(e *entry, fire time.Time) (taskstate.Retry, boo
 	return r, ok && r.Fire.Before(fire)
 }
 
+// anyPending reports whether this node knows of a pending run of e, of
+// any fire.
+func (s *Scheduler) anyPending(e *entry) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.retries[e.name]
+	return ok
+}
+
 // retryTaken forgets r, which this node took.
 func (s *Scheduler) retryTaken(e *entry, r taskstate.Retry) {
 	s.mu.Lock()
