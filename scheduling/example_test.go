@@ -48,12 +48,14 @@ func Example() {
 		return
 	}
 	_ = s.Start()
-	defer s.Stop(context.Background())
 
 	_ = clock.BlockUntilContext(context.Background(), 1) // the scheduler's one timer
 	clock.Advance(time.Minute)
 	run := <-c.closed
 	fmt.Println(run.Task, run.Fire.Format(time.RFC3339), run.Node, run.Lease.Key())
+	// The next fire is computed once the due fires have started; after Stop
+	// (which waits for the loop and the runs) it is settled.
+	_ = s.Stop(context.Background())
 	fmt.Println("next:", s.Tasks()[0].Next.Format(time.RFC3339))
 	// Output:
 	// PayrollController.CloseBooks 2026-03-02T02:00:00Z node-1 payroll-window
