@@ -28,6 +28,10 @@ var (
 	storeTakeRetrySQL string
 	//go:embed store_retry.sql
 	storeRetrySQL string
+	//go:embed store_startbackfill.sql
+	storeStartBackfillSQL string
+	//go:embed store_takebackfill.sql
+	storeTakeBackfillSQL string
 )
 
 const defaultStoreTable = "ndigo_tasks"
@@ -41,8 +45,8 @@ type StoreOptions struct {
 	Namespace string
 	// Table is the prefix of the store's tables, "table" or
 	// "schema.table" as Options.Table; "" means ndigo_tasks (tables
-	// ndigo_tasks_paused, ndigo_tasks_requests, ndigo_tasks_retries and
-	// ndigo_tasks_runs).
+	// ndigo_tasks_paused, ndigo_tasks_requests, ndigo_tasks_retries,
+	// ndigo_tasks_runs, ndigo_tasks_backfills and ndigo_tasks_ran).
 	Table string
 	// History is how many runs per task the store keeps; zero means
 	// taskstate.DefaultHistory.
@@ -55,10 +59,15 @@ type StoreOptions struct {
 // statement, with the namespace and task name as bind parameters, sent
 // unprepared (pgx.QueryExecModeExec, whatever the pool's default mode), as
 // the driver's: it works through PgBouncer in transaction mode. A take
-// deletes the request or retry and inserts the placeholder run in one
-// statement; a manual run's or a retry's record deletes its placeholder,
-// inserts the run, trims the history and leaves the run's retry in one. A placeholder's JSON has "fire_ns", the request's
-// instant in Unix nanoseconds, in place of "fire".
+// deletes the request or retry, or moves the backfill's cursor, and inserts
+// the placeholder run in one statement; a manual run's, a retry's or a
+// backfill run's record deletes its placeholder, inserts the run, trims the
+// history and leaves the run's retry in one. A placeholder's JSON has
+// "fire_ns", the request's instant in Unix nanoseconds, in place of "fire".
+// Each task's last backfill is a row of its own, which a take updates (the
+// row lock orders racing takes) and a start replaces unless it is running;
+// the instants known to have run are rows of (task, fire) in Unix
+// nanoseconds.
 //
 // pgx never resends a query: a call whose reply was lost (the connection
 // broke after the statement ran) returns an error wrapping ErrDatabase, and
@@ -74,6 +83,7 @@ type Store struct {
 
 type storeStatements struct {
 	schema, pause, resume, paused, request, poll, take, takeRetry, record, retry, records, runs string
+	startBackfill, takeBackfill, endBackfill                                                    string
 }
 
 var _ taskstate.Store = (*Store)(nil)
@@ -110,25 +120,31 @@ func NewStore(opts StoreOptions) (*Store, error) {
 		return pgx.Identifier(q).Sanitize()
 	}
 	r := strings.NewReplacer("$PAUSED", name("_paused"), "$REQUESTS", name("_requests"), "$RUNS", name("_runs"), "$RETRIES", name("_retries"),
-		"$PAUSES", name("_pauses"), "$RECORD1", name("_record1"), "$RECORD", name("_record"))
+		"$PAUSES", name("_pauses"), "$RECORD1", name("_record1"), "$RECORD", name("_record"),
+		"$BACKFILLS", name("_backfills"), "$RAN", name("_ran"), "$STARTBACKFILL", name("_startbackfill"))
 	s := &Store{pool: opts.Pool, ns: opts.Namespace, table: table, history: n, sql: storeStatements{
 		schema: fmt.Sprintf("SELECT pg_advisory_xact_lock(%d);\n", schemaLock([]string{"store", table})) +
-			r.Replace(storeSchemaSQL) + r.Replace(recordFunctionsSQL(storeRecordSQL, storeRetrySQL)),
+			r.Replace(storeSchemaSQL) + r.Replace(storeFunctionsSQL(storeRecordSQL, storeRetrySQL, storeStartBackfillSQL)),
 		pause: r.Replace(`WITH g AS (SELECT nextval('$PAUSES'))
 			INSERT INTO $PAUSED (ns, task) SELECT $1::text, $2::text FROM g ON CONFLICT DO NOTHING`),
 		resume: r.Replace(`WITH g AS (SELECT nextval('$PAUSES'))
 			DELETE FROM $PAUSED WHERE ns = $1::text AND task = $2::text AND EXISTS (SELECT 1 FROM g)`),
 		paused:  r.Replace(`SELECT EXISTS (SELECT 1 FROM $PAUSED WHERE ns = $1::text AND task = $2::text)`),
 		request: r.Replace(`INSERT INTO $REQUESTS (ns, task, at) VALUES ($1::text, $2::text, $3::bigint) ON CONFLICT DO NOTHING`),
-		poll: r.Replace(`SELECT 'request', task, at, 0, 0, false FROM $REQUESTS WHERE ns = $1::text
-			UNION ALL SELECT 'retry', task, fire, attempt, due, manual FROM $RETRIES WHERE ns = $1::text AND NOT taken
-			UNION ALL SELECT 'pauses', NULL::text, CASE WHEN is_called THEN last_value ELSE 0 END, 0, 0, false FROM $PAUSES`),
-		take:      r.Replace(storeTakeSQL),
-		takeRetry: r.Replace(storeTakeRetrySQL),
-		record:    r.Replace(storeRecordSQL),
-		retry:     r.Replace(storeRetrySQL),
-		records:   r.Replace(`SELECT $RECORD($1::text, $2::text[], $3::text[], $4::bigint, $5::text[], $6::text[])`),
-		runs:      r.Replace(`SELECT run FROM $RUNS WHERE ns = $1::text AND task = $2::text ORDER BY id DESC LIMIT $3::bigint`),
+		poll: r.Replace(`SELECT 'request', task, at, 0, 0, false, NULL::text FROM $REQUESTS WHERE ns = $1::text
+			UNION ALL SELECT 'retry', task, fire, attempt, due, manual, NULL FROM $RETRIES WHERE ns = $1::text AND NOT taken
+			UNION ALL SELECT 'backfill', task, 0, 0, 0, false, to_jsonb(b)::text FROM $BACKFILLS b WHERE ns = $1::text
+			UNION ALL SELECT 'pauses', NULL::text, CASE WHEN is_called THEN last_value ELSE 0 END, 0, 0, false, NULL FROM $PAUSES`),
+		take:          r.Replace(storeTakeSQL),
+		takeRetry:     r.Replace(storeTakeRetrySQL),
+		record:        r.Replace(storeRecordSQL),
+		retry:         r.Replace(storeRetrySQL),
+		records:       r.Replace(`SELECT $RECORD($1::text, $2::text[], $3::text[], $4::bigint, $5::text[], $6::text[])`),
+		runs:          r.Replace(`SELECT run FROM $RUNS WHERE ns = $1::text AND task = $2::text ORDER BY id DESC LIMIT $3::bigint`),
+		startBackfill: r.Replace(`SELECT $STARTBACKFILL($1::text, $2::text, $3::jsonb, $4::bigint[])`),
+		takeBackfill:  r.Replace(storeTakeBackfillSQL),
+		endBackfill: r.Replace(`UPDATE $BACKFILLS SET state = $4::text
+			WHERE ns = $1::text AND task = $2::text AND id = $3::text AND state = 'running'`),
 	}}
 	return s, nil
 }
@@ -201,12 +217,12 @@ func (s *Store) RequestRun(ctx context.Context, task string, at time.Time) error
 	return nil
 }
 
-// Poll returns the pending requests and retries and the pause generation,
-// in one statement. The generation is the last value of a sequence that
-// SetPaused draws from, of every namespace in the tables (a change in one
-// namespace makes the others' nodes read their flags again, which costs a
-// read and changes nothing), and 0 before the first draw, whose value is
-// 1 too.
+// Poll returns the pending requests and retries, the backfills and the
+// pause generation, in one statement. The generation is the last value of a
+// sequence that SetPaused draws from, of every namespace in the tables (a
+// change in one namespace makes the others' nodes read their flags again,
+// which costs a read and changes nothing), and 0 before the first draw,
+// whose value is 1 too.
 func (s *Store) Poll(ctx context.Context) (taskstate.Poll, error) {
 	if err := taskstate.CheckContext(ctx); err != nil {
 		return taskstate.Poll{}, err
@@ -221,7 +237,8 @@ func (s *Store) Poll(ctx context.Context) (taskstate.Poll, error) {
 	var at, due int64
 	var attempt int
 	var manual bool
-	_, err = pgx.ForEachRow(rows, []any{&kind, &task, &at, &attempt, &due, &manual}, func() error {
+	var backfill *string
+	_, err = pgx.ForEachRow(rows, []any{&kind, &task, &at, &attempt, &due, &manual, &backfill}, func() error {
 		switch kind {
 		case "pauses":
 			out.Pauses = at
@@ -232,6 +249,15 @@ func (s *Store) Poll(ctx context.Context) (taskstate.Poll, error) {
 				out.Retries = map[string]taskstate.Retry{}
 			}
 			out.Retries[*task] = taskstate.Retry{Fire: time.Unix(0, at).UTC(), Manual: manual, Attempt: attempt, Due: time.Unix(0, due).UTC()}
+		case "backfill":
+			var r backfillRow
+			if err := json.Unmarshal([]byte(*backfill), &r); err != nil {
+				return fmt.Errorf("backfill of task %q: %w", *task, err)
+			}
+			if out.Backfills == nil {
+				out.Backfills = map[string]taskstate.Backfill{}
+			}
+			out.Backfills[*task] = r.backfill(*task)
 		}
 		return nil
 	})
@@ -281,13 +307,15 @@ func (s *Store) TakeRetry(ctx context.Context, task, node string, r taskstate.Re
 }
 
 // placeholderOf is what the row of the placeholder that the take of r's
-// request or retry added contains (store_take.sql and TakeRetry write it).
+// request, retry or backfill instant added contains (store_take.sql,
+// TakeRetry and TakeBackfill write it).
 type placeholderOf struct {
 	FireNano int64  `json:"fire_ns"`
 	Node     string `json:"node"`
 	Outcome  string `json:"outcome"`
-	Attempt  int    `json:"attempt,omitempty"` // a retry's
-	Manual   bool   `json:"manual,omitempty"`  // a retry's of a manual run (a request's placeholder has it too, unread)
+	Attempt  int    `json:"attempt,omitempty"`  // a retry's
+	Manual   bool   `json:"manual,omitempty"`   // a request's, or a retry's of a manual run
+	Backfill bool   `json:"backfill,omitempty"` // a backfill instant's
 }
 
 // retryRow is a retry as the record function reads it (store_retry.sql).
@@ -305,11 +333,12 @@ type storedRun struct {
 	FireNano *int64 `json:"fire_ns,omitempty"`
 }
 
-// recordFunctionsSQL makes the record statement and the retry statement a
+// storeFunctionsSQL makes the record statement and the retry statement a
 // function, and the function that calls it for each run of a Record, so
-// that one statement records them all. (The functions of five arguments
+// that one statement records them all, and the start function of
+// StartBackfill of its body startBackfill. (The functions of five arguments
 // that earlier versions made are left in place, unused.)
-func recordFunctionsSQL(record, retry string) string {
+func storeFunctionsSQL(record, retry, startBackfill string) string {
 	return `CREATE OR REPLACE FUNCTION $RECORD1(text, text, text, bigint, text, text) RETURNS void LANGUAGE plpgsql AS $ndigo$
 BEGIN
 ` + strings.TrimSpace(record) + `;
@@ -325,11 +354,14 @@ BEGIN
 	END LOOP;
 END
 $ndigo$;
+CREATE OR REPLACE FUNCTION $STARTBACKFILL(text, text, jsonb, bigint[]) RETURNS text LANGUAGE plpgsql AS $ndigo$
+` + strings.TrimSpace(startBackfill) + `
+$ndigo$;
 `
 }
 
-// Record adds the runs, each in place of its placeholder if it is manual,
-// in one statement: a function that CreateSchema creates runs the record
+// Record adds the runs, each in place of its placeholder if it is manual, a
+// retry or a backfill's, in one statement: a function that CreateSchema creates runs the record
 // statement for each (in one transaction). On tables that CreateSchema of
 // an earlier version made, without that function, it sends the record
 // statement once per run until CreateSchema runs again.
@@ -347,8 +379,8 @@ func (s *Store) Record(ctx context.Context, runs ...taskstate.TaskRun) error {
 			return fmt.Errorf("pglocks: Record of task %q: %w", tr.Task, err)
 		}
 		tasks[i], texts[i] = tr.Task, string(b)
-		if r.Manual || r.Attempt >= 1 {
-			p := placeholderOf{FireNano: r.Fire.UnixNano(), Node: r.Node, Outcome: taskstate.OutcomeTaken}
+		if r.Manual || r.Attempt >= 1 || r.Backfill {
+			p := placeholderOf{FireNano: r.Fire.UnixNano(), Node: r.Node, Outcome: taskstate.OutcomeTaken, Manual: r.Manual, Backfill: r.Backfill}
 			if r.Attempt >= 1 {
 				p.Attempt = r.Attempt
 			}
@@ -387,6 +419,110 @@ func (s *Store) Record(ctx context.Context, runs ...taskstate.TaskRun) error {
 		return s.fail("Record", tasks[0], err)
 	}
 	return nil
+}
+
+// backfillRow is a backfill as its row's JSON has it (store_schema.sql):
+// First, Last, Cursor and Created are its instants in Unix nanoseconds, a
+// zero Cursor or Created NULL.
+type backfillRow struct {
+	ID      string `json:"id"`
+	First   int64  `json:"first"`
+	Last    int64  `json:"last"`
+	Force   bool   `json:"force"`
+	Overlap string `json:"overlap"`
+	Total   int    `json:"total"`
+	Cursor  *int64 `json:"cursor"`
+	Taken   int    `json:"taken"`
+	Refused int    `json:"refused"`
+	State   string `json:"state"`
+	Node    string `json:"node"`
+	Created *int64 `json:"created"`
+}
+
+// backfill returns r as task's Backfill.
+func (r backfillRow) backfill(task string) taskstate.Backfill {
+	instant := func(n *int64) time.Time {
+		if n == nil {
+			return time.Time{}
+		}
+		return time.Unix(0, *n).UTC()
+	}
+	return taskstate.Backfill{ID: r.ID, Task: task, From: time.Unix(0, r.First).UTC(), To: time.Unix(0, r.Last).UTC(), Force: r.Force,
+		Overlap: r.Overlap, Total: r.Total, Cursor: instant(r.Cursor), Taken: r.Taken, Refused: r.Refused, State: r.State, Node: r.Node, Created: instant(r.Created)}
+}
+
+// StartBackfill makes b task's running backfill unless one is running and
+// adds the instants that ran, in one call of a function that CreateSchema
+// creates (store_startbackfill.sql).
+func (s *Store) StartBackfill(ctx context.Context, b taskstate.Backfill, ran []time.Time) error {
+	if err := taskstate.CheckStartBackfill(ctx, b); err != nil {
+		return err
+	}
+	row := backfillRow{ID: b.ID, First: b.From.UnixNano(), Last: b.To.UnixNano(), Force: b.Force, Overlap: b.Overlap,
+		Total: b.Total, State: taskstate.BackfillRunning, Node: b.Node}
+	if !b.Created.IsZero() {
+		row.Created = new(b.Created.UnixNano())
+	}
+	text, err := json.Marshal(row)
+	if err != nil {
+		return fmt.Errorf("pglocks: StartBackfill of task %q: %w", b.Task, err)
+	}
+	fires := make([]int64, len(ran))
+	for i, at := range ran {
+		fires[i] = at.UnixNano()
+	}
+	var running *string
+	if err := s.pool.QueryRow(ctx, s.sql.startBackfill, pgx.QueryExecModeExec, s.ns, b.Task, string(text), fires).Scan(&running); err != nil {
+		return s.fail("StartBackfill", b.Task, err)
+	}
+	if running == nil {
+		return nil
+	}
+	var r backfillRow
+	if err := json.Unmarshal([]byte(*running), &r); err != nil {
+		return s.fail("StartBackfill", b.Task, err)
+	}
+	if r.ID == b.ID { // this call's backfill, which a call before it started
+		return nil
+	}
+	p := r.backfill(b.Task)
+	return fmt.Errorf("%w: task %q: backfill %s of [%v, %v] is running (%d of %d instants taken)",
+		taskstate.ErrBackfillRunning, b.Task, p.ID, p.From, p.To, p.Taken+p.Refused, p.Total)
+}
+
+// TakeBackfill takes or refuses instant fire of task's backfill id, and
+// adds node's placeholder run if it takes it, in one statement.
+func (s *Store) TakeBackfill(ctx context.Context, task, id, node string, fire time.Time) (taskstate.BackfillTake, error) {
+	if err := taskstate.CheckTakeBackfill(ctx, task, id, node, fire); err != nil {
+		return taskstate.BackfillStale, err
+	}
+	p, err := json.Marshal(placeholderOf{FireNano: fire.UnixNano(), Node: node, Outcome: taskstate.OutcomeTaken, Backfill: true})
+	if err != nil {
+		return taskstate.BackfillStale, fmt.Errorf("pglocks: TakeBackfill of task %q: %w", task, err)
+	}
+	var refused bool
+	err = s.pool.QueryRow(ctx, s.sql.takeBackfill, pgx.QueryExecModeExec, s.ns, task, id, fire.UnixNano(), string(p)).Scan(&refused)
+	switch {
+	case err == nil && refused:
+		return taskstate.BackfillRefused, nil
+	case err == nil:
+		return taskstate.BackfillTaken, nil
+	case errors.Is(err, pgx.ErrNoRows):
+		return taskstate.BackfillStale, nil
+	}
+	return taskstate.BackfillStale, s.fail("TakeBackfill", task, err)
+}
+
+// EndBackfill ends task's running backfill id, in one statement.
+func (s *Store) EndBackfill(ctx context.Context, task, id, state string) (bool, error) {
+	if err := taskstate.CheckEndBackfill(ctx, task, id, state); err != nil {
+		return false, err
+	}
+	tag, err := s.pool.Exec(ctx, s.sql.endBackfill, pgx.QueryExecModeExec, s.ns, task, id, state)
+	if err != nil {
+		return false, s.fail("EndBackfill", task, err)
+	}
+	return tag.RowsAffected() == 1, nil
 }
 
 // Runs returns task's newest runs, newest first, reading only those. A run

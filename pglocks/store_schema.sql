@@ -3,8 +3,12 @@
 -- retry, pending or taken (fire and due: Unix nanoseconds), and the newest
 -- runs of
 -- each task (run: JSON), at most the store's history length per task plus
--- one per concurrent writer. SetPaused draws from the pauses sequence, whose
--- last value is the pause generation (taskstate.Poll.Pauses).
+-- one per concurrent writer, each task's last backfill, running or ended
+-- (first, last, cursor and created: Unix nanoseconds; cursor NULL before
+-- the first instant), and the instants of each task known to have run
+-- (fire: Unix nanoseconds), which a backfill refuses unless it forces them.
+-- SetPaused draws from the pauses sequence, whose last value is the pause
+-- generation (taskstate.Poll.Pauses).
 CREATE TABLE IF NOT EXISTS $PAUSED (
 	ns   text NOT NULL,
 	task text NOT NULL,
@@ -32,5 +36,28 @@ CREATE TABLE IF NOT EXISTS $RUNS (
 	id   bigserial NOT NULL,
 	run  text      NOT NULL,
 	PRIMARY KEY (ns, task, id)
+);
+CREATE TABLE IF NOT EXISTS $BACKFILLS (
+	ns      text    NOT NULL,
+	task    text    NOT NULL,
+	id      text    NOT NULL,
+	first   bigint  NOT NULL,
+	last    bigint  NOT NULL,
+	force   boolean NOT NULL,
+	overlap text    NOT NULL DEFAULT '',
+	total   integer NOT NULL,
+	cursor  bigint,
+	taken   integer NOT NULL,
+	refused integer NOT NULL,
+	state   text    NOT NULL,
+	node    text    NOT NULL,
+	created bigint,
+	PRIMARY KEY (ns, task)
+);
+CREATE TABLE IF NOT EXISTS $RAN (
+	ns   text   NOT NULL,
+	task text   NOT NULL,
+	fire bigint NOT NULL,
+	PRIMARY KEY (ns, task, fire)
 );
 CREATE SEQUENCE IF NOT EXISTS $PAUSES;

@@ -66,6 +66,8 @@ type StoreOptions struct {
 //	ndigo:{ns:t}:task:call:<n>   a SetPaused call's nonce n, for a minute
 //	ndigo:{ns}:requests          the pending manual-run requests: task name -> Unix nanoseconds
 //	ndigo:{ns}:retries           each task's last retry: task name -> "<fire> <attempt> <due> <manual>[ t]" (Unix nanoseconds zero-padded to 20 digits, the attempt to 10, 0 or 1; " t" once taken)
+//	ndigo:{ns}:backfills         each task's last backfill: task name -> "<cursor> <taken> <refused> <state> <JSON>" (see backfilltake.lua)
+//	ndigo:{ns}:ran:t             the instants of t known to have run (taken by a backfill, or in the history when one started): a set of Unix nanoseconds zero-padded to 20 digits; it expires 90 days after the last
 //	ndigo:{ns}:pauses            the pause generation (taskstate.Poll.Pauses): INCR after each SetPaused; no expiry
 //	ndigo:{ns}:runs:t            the newest runs, JSON each, newest first; it expires 90 days after the last
 //	ndigo:{ns}:call:<n>          a RequestRun, TakeRequest, TakeRetry or Record call's nonce n (a take's: what it took), for a minute
@@ -85,7 +87,7 @@ type StoreOptions struct {
 // operation is one round trip (a Record of many runs too: one pipeline),
 // but SetPaused, two (the flag and the pause generation are in different
 // Cluster slots). Every mutating call (SetPaused, RequestRun,
-// TakeRequest, TakeRetry, Record) is a script that first looks for the key of the
+// TakeRequest, TakeRetry, Record and the backfills') is a script that first looks for the key of the
 // call's nonce, made for the call and the same for go-redis's retries of it
 // (go-redis resends a command whose reply was lost, by default up to 3
 // times): a retry whose first attempt ran answers what that attempt did and
@@ -100,9 +102,11 @@ type Store struct {
 	history  int
 	requests string
 	retries  string
-	pauses   string        // the pause generation's key
-	nonce    string        // random prefix of the nonces of this store's calls
-	calls    atomic.Uint64 // numbers the calls that carry a nonce
+	// backfills is the hash of each task's last backfill.
+	backfills string
+	pauses    string        // the pause generation's key
+	nonce     string        // random prefix of the nonces of this store's calls
+	calls     atomic.Uint64 // numbers the calls that carry a nonce
 }
 
 var _ taskstate.Store = (*Store)(nil)
@@ -120,9 +124,10 @@ func NewStore(opts StoreOptions) (*Store, error) {
 		return nil, err
 	}
 	return &Store{client: opts.Client, ns: opts.Namespace, history: n, requests: "ndigo:{" + opts.Namespace + "}:requests",
-		retries: "ndigo:{" + opts.Namespace + "}:retries",
-		pauses:  "ndigo:{" + opts.Namespace + "}:pauses",
-		nonce:   strconv.FormatUint(rand.Uint64(), 36) + "."}, nil
+		retries:   "ndigo:{" + opts.Namespace + "}:retries",
+		backfills: "ndigo:{" + opts.Namespace + "}:backfills",
+		pauses:    "ndigo:{" + opts.Namespace + "}:pauses",
+		nonce:     strconv.FormatUint(rand.Uint64(), 36) + "."}, nil
 }
 
 // callNonce returns a nonce for one call, the same for go-redis's retries
@@ -213,10 +218,11 @@ func (s *Store) Poll(ctx context.Context) (taskstate.Poll, error) {
 	if err := taskstate.CheckContext(ctx); err != nil {
 		return taskstate.Poll{}, err
 	}
-	var reqs, retries *redis.MapStringStringCmd
+	var reqs, retries, backfills *redis.MapStringStringCmd
 	var gen *redis.StringCmd
 	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		reqs, retries, gen = p.HGetAll(ctx, s.requests), p.HGetAll(ctx, s.retries), p.Get(ctx, s.pauses)
+		backfills = p.HGetAll(ctx, s.backfills)
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
@@ -232,6 +238,14 @@ func (s *Store) Poll(ctx context.Context) (taskstate.Poll, error) {
 				out.Retries = make(map[string]taskstate.Retry)
 			}
 			out.Retries[task] = r
+		}
+	}
+	for task, v := range backfills.Val() {
+		if b, ok := readBackfill(task, v); ok {
+			if out.Backfills == nil {
+				out.Backfills = make(map[string]taskstate.Backfill)
+			}
+			out.Backfills[task] = b
 		}
 	}
 	out.Pauses, _ = gen.Int64() // none yet: 0
@@ -310,7 +324,12 @@ func readRetry(v string) (taskstate.Retry, bool) {
 // retryPlaceholder returns the JSON of node's placeholder run for its take
 // of a retry. Record builds the same text to find it.
 func retryPlaceholder(fire time.Time, manual bool, attempt int, node string) string {
-	b, _ := json.Marshal(taskstate.Run{Fire: fire.UTC(), Manual: manual, Attempt: attempt, Node: node, Outcome: taskstate.OutcomeTaken})
+	return runJSON(taskstate.Run{Fire: fire.UTC(), Manual: manual, Attempt: attempt, Node: node, Outcome: taskstate.OutcomeTaken})
+}
+
+// runJSON is r's JSON, as the runs list keeps it.
+func runJSON(r taskstate.Run) string {
+	b, _ := json.Marshal(r)
 	return string(b) // a Run always encodes
 }
 
@@ -366,6 +385,8 @@ func (s *Store) Record(ctx context.Context, runs ...taskstate.TaskRun) error {
 		}
 		var replaced, retry string
 		switch {
+		case r.Backfill:
+			replaced = runJSON(taskstate.BackfillPlaceholder(r.Fire, r.Node))
 		case r.Attempt >= 1:
 			replaced = retryPlaceholder(r.Fire, r.Manual, r.Attempt, r.Node)
 		case r.Manual:

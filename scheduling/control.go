@@ -168,7 +168,14 @@ func (s *Scheduler) startRequested() {
 	s.mu.Lock()
 	due := s.dueRetries(p.Retries, s.clock.Now())
 	s.supersedePolled(p.Retries)
+	var drive []taskstate.Backfill
+	if !s.stopping() {
+		drive = s.polledBackfills(p.Backfills)
+	}
 	s.mu.Unlock()
+	for _, b := range drive {
+		s.driveBackfill(s.byName[b.Task], b)
+	}
 	if (len(reqs) == 0 && len(due) == 0) || s.stopping() {
 		return
 	}

@@ -57,6 +57,9 @@ type Run struct {
 	// Attempt is the run's attempt at its fire: 1 for the first run, k+1
 	// for its k-th retry ([Retry]).
 	Attempt int
+	// Backfill reports a run of a backfill ([Scheduler.Backfill]); Fire is
+	// then the past instant it runs for.
+	Backfill bool
 }
 
 type runKey struct{}
@@ -92,6 +95,7 @@ const (
 	kindCatchUp                  // a node started after the instant, within the task's catch-up window
 	kindManual                   // an operator asked (RunNow); the fire is the request's instant
 	kindRetry                    // a failed run's retry, taken from the store; the fire is the failed run's
+	kindBackfill                 // an instant of a backfill, taken from the store
 )
 
 // firing is one due fire of one entry.
@@ -101,7 +105,8 @@ type firing struct {
 	at    time.Time // when it was due to start: fire, or later with Jitter; zero means fire
 	kind  runKind
 	retry taskstate.Retry // a retry's, as a poll read it
-	taken bool            // a manual run or retry that this node took from the store
+	taken bool            // a manual run, retry or backfill instant that this node took from the store
+	step  *backfillStep   // a backfill instant's: what its take did; nil for other kinds
 	// claimedElsewhere reports a paused fire that another node claimed
 	// first: that node's record of it stands for the cluster's.
 	claimedElsewhere bool
@@ -112,7 +117,7 @@ type firing struct {
 
 // fromStore reports a run that a node takes from the store (a manual request,
 // a retry) rather than claims by its instant.
-func (f *firing) fromStore() bool { return f.kind == kindManual || f.kind == kindRetry }
+func (f *firing) fromStore() bool { return f.kind >= kindManual }
 
 // manual reports a manual run, or a retry of one.
 func (f *firing) manual() bool {
@@ -233,7 +238,9 @@ func (s *Scheduler) dispatch(batch []firing) {
 // as in flight until this function returns. t is the turn of a locked fire
 // dispatched in a batch with others on its key, nil otherwise.
 func (s *Scheduler) fire(f firing, t *turn) {
-	defer s.land()
+	if f.step == nil { // a backfill's instant is landed by its driver (see drive)
+		defer s.land()
+	}
 	// A fire that made no lock step, or did not run, holds up nothing of
 	// its batch.
 	defer f.member.started()
@@ -439,7 +446,7 @@ func (s *Scheduler) holdRule(f *firing) (Outcome, error) {
 	if !paused {
 		r, pending := s.retryPending(f.e, f.fire)
 		switch {
-		case f.kind == kindRetry || !pending:
+		case f.kind == kindRetry || f.kind == kindBackfill || !pending:
 			return outcomeRun, nil
 		case r.Attempt == 1: // a fire waiting for the run going
 			o = OutcomeBufferFull
@@ -447,7 +454,10 @@ func (s *Scheduler) holdRule(f *firing) (Outcome, error) {
 			o = OutcomeRetrying
 		}
 	}
-	if f.kind == kindRetry || (s.claims != nil && f.e.spec.Lock != "" && s.clock.Since(f.fire) <= MaxClaimLateness) {
+	switch {
+	case f.kind == kindBackfill:
+		return o, nil // it waits in the store for the resume
+	case f.kind == kindRetry || (s.claims != nil && f.e.spec.Lock != "" && s.clock.Since(f.fire) <= MaxClaimLateness):
 		// A fire skipped while paused is claimed, so that a catch-up after
 		// the resume finds it had its turn; a paused retry is taken, so
 		// that no node runs it after the resume.
@@ -604,6 +614,8 @@ func (s *Scheduler) acquire(ctx context.Context, f *firing, wait bool) (locks.Le
 // locks.ErrClaimed if another node was first.
 func (s *Scheduler) claim(ctx context.Context, f *firing) error {
 	switch f.kind {
+	case kindBackfill:
+		return s.takeBackfill(ctx, f)
 	case kindRetry:
 		ok, err := s.state.TakeRetry(ctx, f.e.name, s.node, f.retry)
 		switch {
@@ -804,7 +816,8 @@ func (s *Scheduler) execute(ctx context.Context, f firing, lease locks.Lease, k 
 		ctx, cancel = withTimeout(ctx, s.clock, e.spec.MaxRunTime)
 		defer cancel()
 	}
-	ctx = &runContext{Context: ctx, run: Run{Task: e.name, Fire: f.fire, Node: s.node, Lease: lease, Manual: f.manual(), Attempt: f.attempt()}}
+	ctx = &runContext{Context: ctx, run: Run{Task: e.name, Fire: f.fire, Node: s.node, Lease: lease, Manual: f.manual(), Attempt: f.attempt(),
+		Backfill: f.kind == kindBackfill}}
 	start := s.clock.Now()
 	err, panicked := call(ctx, e.fn)
 	s.finish(f, lease, k, start, err, panicked, nil)
@@ -824,7 +837,8 @@ func (s *Scheduler) executeObserved(ctx context.Context, f firing, lease locks.L
 		ctx, cancel = withTimeout(ctx, s.clock, e.spec.MaxRunTime)
 		defer cancel()
 	}
-	ctx = &runContext{Context: ctx, run: Run{Task: e.name, Fire: f.fire, Node: s.node, Lease: lease, Manual: f.manual(), Attempt: f.attempt()}}
+	ctx = &runContext{Context: ctx, run: Run{Task: e.name, Fire: f.fire, Node: s.node, Lease: lease, Manual: f.manual(), Attempt: f.attempt(),
+		Backfill: f.kind == kindBackfill}}
 	start := s.clock.Now()
 	ctx, ev := s.started(ctx, f, lease, start, s.debugOn())
 	err, panicked := call(ctx, e.fn)
@@ -861,7 +875,7 @@ func (s *Scheduler) started(ctx context.Context, f firing, lease locks.Lease, st
 func (s *Scheduler) finish(f firing, lease locks.Lease, k *keeper, start time.Time,
 	err error, panicked bool, ev *runEvent) {
 	last := LastRun{Fire: f.fire, Start: start, Duration: s.clock.Since(start), Outcome: OutcomeOK,
-		Err: err, Node: s.node, Manual: f.manual(), Attempt: f.attempt()}
+		Err: err, Node: s.node, Manual: f.manual(), Attempt: f.attempt(), Backfill: f.kind == kindBackfill}
 	var end leaseEnd
 	if lease != nil {
 		last.Token = lease.Token()

@@ -17,9 +17,9 @@ import (
 //
 //go:noinline
 func (s *Scheduler) recordShared(e *entry, last *LastRun, retry *taskstate.Retry, taken bool) {
-	r := taskstate.Run{Fire: last.Fire, Manual: last.Manual, Node: last.Node, Token: last.Token, Start: last.Start,
-		Duration: last.Duration, Outcome: string(last.Outcome)}
-	if last.Attempt > 1 || taken { // a run taken from the store replaces its placeholder
+	r := taskstate.Run{Fire: last.Fire, Manual: last.Manual, Backfill: last.Backfill, Node: last.Node, Token: last.Token,
+		Start: last.Start, Duration: last.Duration, Outcome: string(last.Outcome)}
+	if (last.Attempt > 1 || taken) && !last.Backfill { // a run taken from the store replaces its placeholder
 		r.Attempt = last.Attempt
 	}
 	if last.Err != nil {

@@ -44,6 +44,7 @@ type LastRun struct {
 	Node     string
 	Manual   bool // an operator asked for this run (RunNow); Fire is when
 	Attempt  int  // the attempt at the fire: 1 for its first run, k+1 for its k-th retry (Retry)
+	Backfill bool // a run of a backfill (Scheduler.Backfill); Fire is the past instant it ran for
 	// RetryAt is when the retry that this failed run left is due; zero if
 	// it left none.
 	RetryAt time.Time
@@ -63,6 +64,9 @@ type TaskInfo struct {
 	// spreading, for an unlocked task, or before this node's first view of
 	// its group (it then tries every fire).
 	Owner string
+	// Backfill is the task's last backfill, running or ended, as this
+	// node's last poll of the task state read it; nil if none.
+	Backfill *taskstate.Backfill
 	// Retry is the pending retry of the task that this node knows of (from
 	// its last poll of the task state, or one its own failed run left
 	// since); nil if none.
@@ -156,6 +160,9 @@ func (s *Scheduler) Tasks() []TaskInfo {
 		}
 		if r, ok := s.retries[e.name]; ok {
 			out[i].Retry = &r
+		}
+		if b, ok := s.backfills[e.name]; ok {
+			out[i].Backfill = &b
 		}
 		e.mu.Lock()
 		out[i].Runs, out[i].Skips, out[i].Failures = e.stats.runs, e.stats.skips, e.stats.failures

@@ -34,7 +34,7 @@ func retryDelay(name string, fire time.Time, k int, backoff, cap time.Duration) 
 func (s *Scheduler) nextRetry(f *firing, last *LastRun) *taskstate.Retry {
 	e := f.e
 	k := f.attempt()
-	if e.spec.Retries == 0 || k > e.spec.Retries || s.state == nil || e.spec.Lock == "" {
+	if e.spec.Retries == 0 || k > e.spec.Retries || s.state == nil || e.spec.Lock == "" || f.kind == kindBackfill {
 		return nil
 	}
 	d := retryDelay(e.name, f.fire, k, e.spec.RetryBackoff, e.spec.RetryMaxBackoff)

@@ -115,9 +115,11 @@ type Scheduler struct {
 	entries      []*entry        // in registration order
 	names        map[string]bool // task names taken
 	byName       map[string]*entry
-	retries      map[string]taskstate.Retry // the pending retries this node knows of, by task (see retryPending)
-	left         map[string]time.Time       // when this node left each task's pending run in retries (see dueRetries)
-	due          entryHeap                  // entries with a next fire, earliest first
+	retries      map[string]taskstate.Retry    // the pending retries this node knows of, by task (see retryPending)
+	left         map[string]time.Time          // when this node left each task's pending run in retries (see dueRetries)
+	backfills    map[string]taskstate.Backfill // each task's last backfill, as the last poll read it
+	driving      map[string]bool               // the tasks whose running backfill this node drives
+	due          entryHeap                     // entries with a next fire, earliest first
 	held         map[*holding]struct{}
 	landed       chan struct{} // closed when flying drops to 0; replaced when it rises
 	landedClosed bool
@@ -151,6 +153,7 @@ func New(cfg Config) *Scheduler {
 		names:    map[string]bool{},
 		byName:   map[string]*entry{},
 		retries:  map[string]taskstate.Retry{},
+		driving:  map[string]bool{},
 		left:     map[string]time.Time{},
 		held:     map[*holding]struct{}{},
 		landed:   make(chan struct{}),

@@ -2,6 +2,7 @@ package taskstate
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -22,6 +23,10 @@ type InProcess struct {
 	retries  map[string]Retry // the latest retry of each task, pending or taken
 	taken    map[string]bool  // the task's latest retry was taken
 	runs     map[string][]Run // oldest first, at most history each
+	// backfills are each task's last backfill; ran, the instants known to
+	// have run, in Unix nanoseconds.
+	backfills map[string]Backfill
+	ran       map[string]map[int64]bool
 }
 
 var _ Store = (*InProcess)(nil)
@@ -35,7 +40,8 @@ func NewInProcess(history int) (*InProcess, error) {
 		return nil, err
 	}
 	return &InProcess{history: n, paused: map[string]bool{}, requests: map[string]time.Time{},
-		retries: map[string]Retry{}, taken: map[string]bool{}, runs: map[string][]Run{}}, nil
+		retries: map[string]Retry{}, taken: map[string]bool{}, runs: map[string][]Run{},
+		backfills: map[string]Backfill{}, ran: map[string]map[int64]bool{}}, nil
 }
 
 // SetPaused sets task's paused flag.
@@ -86,6 +92,9 @@ func (s *InProcess) Poll(ctx context.Context) (Poll, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := Poll{Requests: maps.Clone(s.requests), Pauses: s.pauses}
+	if len(s.backfills) > 0 {
+		p.Backfills = maps.Clone(s.backfills)
+	}
 	for task, r := range s.retries {
 		if !s.taken[task] {
 			if p.Retries == nil {
@@ -144,7 +153,7 @@ func (s *InProcess) Record(ctx context.Context, runs ...TaskRun) error {
 	for _, tr := range runs {
 		task, r := tr.Task, tr.Run
 		r.Error = CutError(r.Error)
-		if r.Manual || r.Attempt >= 1 {
+		if r.Manual || r.Attempt >= 1 || r.Backfill {
 			runs := s.runs[task]
 			for i := len(runs) - 1; i >= 0; i-- { // the newest, as the other stores
 				if isPlaceholderOf(runs[i], r) {
@@ -163,10 +172,82 @@ func (s *InProcess) Record(ctx context.Context, runs ...TaskRun) error {
 	return nil
 }
 
+// StartBackfill makes b task's running backfill and notes the instants
+// that ran.
+func (s *InProcess) StartBackfill(ctx context.Context, b Backfill, ran []time.Time) error {
+	if err := CheckStartBackfill(ctx, b); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p, ok := s.backfills[b.Task]; ok && p.State == BackfillRunning {
+		if p.ID == b.ID {
+			return nil
+		}
+		return fmt.Errorf("%w: task %q: backfill %s of [%v, %v] is running (%d of %d instants taken)",
+			ErrBackfillRunning, b.Task, p.ID, p.From, p.To, p.Taken+p.Refused, p.Total)
+	}
+	b.Cursor, b.Taken, b.Refused, b.State = time.Time{}, 0, 0, BackfillRunning
+	s.backfills[b.Task] = b
+	for _, at := range ran {
+		s.noteRan(b.Task, at)
+	}
+	return nil
+}
+
+// noteRan notes that task's instant at ran. s.mu must be held.
+func (s *InProcess) noteRan(task string, at time.Time) {
+	m := s.ran[task]
+	if m == nil {
+		m = map[int64]bool{}
+		s.ran[task] = m
+	}
+	m[at.UnixNano()] = true
+}
+
+// TakeBackfill takes or refuses instant fire of task's backfill id.
+func (s *InProcess) TakeBackfill(ctx context.Context, task, id, node string, fire time.Time) (BackfillTake, error) {
+	if err := CheckTakeBackfill(ctx, task, id, node, fire); err != nil {
+		return BackfillStale, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, ok := s.backfills[task]
+	if !ok || b.ID != id || b.State != BackfillRunning || !fire.After(b.Cursor) {
+		return BackfillStale, nil
+	}
+	b.Cursor = fire
+	defer func() { s.backfills[task] = b }()
+	if !b.Force && s.ran[task][fire.UnixNano()] {
+		b.Refused++
+		return BackfillRefused, nil
+	}
+	b.Taken++
+	s.noteRan(task, fire)
+	s.add(task, BackfillPlaceholder(fire, node))
+	return BackfillTaken, nil
+}
+
+// EndBackfill ends task's running backfill id.
+func (s *InProcess) EndBackfill(ctx context.Context, task, id, state string) (bool, error) {
+	if err := CheckEndBackfill(ctx, task, id, state); err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, ok := s.backfills[task]
+	if !ok || b.ID != id || b.State != BackfillRunning {
+		return false, nil
+	}
+	b.State = state
+	s.backfills[task] = b
+	return true, nil
+}
+
 // isPlaceholderOf reports whether p is the placeholder that the take of r's
 // request or retry added.
 func isPlaceholderOf(p, r Run) bool {
-	return p.Outcome == OutcomeTaken && p.Manual == r.Manual && p.Attempt == r.Attempt && p.Node == r.Node && p.Fire.Equal(r.Fire)
+	return p.Outcome == OutcomeTaken && p.Manual == r.Manual && p.Backfill == r.Backfill && p.Attempt == r.Attempt && p.Node == r.Node && p.Fire.Equal(r.Fire)
 }
 
 // add appends r to task's runs and drops the oldest beyond the history

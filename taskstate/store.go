@@ -110,9 +110,9 @@ type Store interface {
 	// together at once). Each Run's Error is cut by [CutError]; the store
 	// keeps the newest runs of a task up to its history length and drops
 	// the older. For a manual run or a run taken from the pending ones
-	// (Attempt 1 and more), the
-	// placeholder that TakeRequest or TakeRetry added with the same Fire,
-	// Attempt and Node, if still kept, is removed: the finished run is then
+	// (Attempt 1 and more) or a backfill's run, the
+	// placeholder that TakeRequest, TakeRetry or TakeBackfill added with the same Fire,
+	// Attempt, Backfill and Node, if still kept, is removed: the finished run is then
 	// the newest entry. A run with a Retry makes it the task's pending
 	// retry, in the same step, in place of any pending one, unless the task
 	// had a retry of a later fire, or of the same fire and an attempt as
@@ -122,6 +122,32 @@ type Store interface {
 	// empty Task or a Retry that CheckRetry refuses is an error wrapping
 	// ErrInvalid, and nothing is recorded; no run records nothing.
 	Record(ctx context.Context, runs ...TaskRun) error
+	// StartBackfill makes b the task's backfill, running from its first
+	// instant (Cursor zero, Taken and Refused 0, State BackfillRunning), in
+	// place of its last one if that one ended; in the same step it adds ran,
+	// instants of the task that the caller knows ran (from its history), to
+	// those the store knows ran. A task whose backfill is running gets an
+	// error wrapping ErrBackfillRunning, unless that backfill is b (the same
+	// ID: a call sent again), which answers nil and changes nothing. A
+	// backfill that [CheckStartBackfill] refuses is an error wrapping
+	// ErrInvalid.
+	StartBackfill(ctx context.Context, b Backfill, ran []time.Time) error
+	// TakeBackfill takes instant fire of task's running backfill id, if
+	// fire is after its cursor, in one step: if the backfill forces its
+	// instants or fire is not known to have run, it moves the cursor to
+	// fire, counts it taken, adds fire to the instants known to have run and
+	// the placeholder run [BackfillPlaceholder](fire, node) to task's runs,
+	// and answers BackfillTaken; otherwise it moves the cursor, counts it
+	// refused and answers BackfillRefused. Any other call answers
+	// BackfillStale and changes nothing. Of the callers that race for one
+	// instant, exactly one gets BackfillTaken or BackfillRefused. The
+	// instants known to have run are those taken by a backfill and those
+	// given to StartBackfill; they are kept while the task's history is.
+	TakeBackfill(ctx context.Context, task, id, node string, fire time.Time) (BackfillTake, error)
+	// EndBackfill sets the state of task's backfill id to state
+	// (BackfillDone or BackfillCancelled) if it is running, and reports
+	// whether it did.
+	EndBackfill(ctx context.Context, task, id, state string) (bool, error)
 	// Runs returns task's kept runs, newest first, at most limit of them;
 	// limit 0 means every kept run. It reads only the runs it returns. A
 	// negative limit is an error wrapping ErrInvalid.
@@ -218,6 +244,9 @@ type Poll struct {
 	Requests map[string]time.Time
 	// Retries are the pending retries, by task name.
 	Retries map[string]Retry
+	// Backfills are each task's last backfill, running or ended, by task
+	// name.
+	Backfills map[string]Backfill
 	// Pauses is the pause generation: it changes with each SetPaused of
 	// any task. A node that keeps the paused flags it read (the scheduler
 	// does) reads them again when Pauses changes, so that one read per
@@ -253,6 +282,8 @@ type Run struct {
 	// for a fire's first run taken from the store's pending runs (it
 	// waited for the run before it), 0 for any other first run.
 	Attempt int `json:"attempt,omitempty"`
+	// Backfill reports a run of a backfill ([Store.TakeBackfill]).
+	Backfill bool `json:"backfill,omitempty"`
 	// Token is the fencing token of the run's lease; 0 for an unlocked task.
 	Token uint64 `json:"token,omitempty"`
 	// Start is when the task was called, on the node's clock.

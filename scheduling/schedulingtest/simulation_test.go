@@ -1057,6 +1057,20 @@ func (n *nodeStore) Poll(ctx context.Context) (p taskstate.Poll, err error) {
 	return p, err
 }
 
+func (n *nodeStore) StartBackfill(ctx context.Context, b taskstate.Backfill, ran []time.Time) error {
+	return n.call("StartBackfill", b.Task, func() error { return n.s.inner.StartBackfill(ctx, b, ran) })
+}
+
+func (n *nodeStore) TakeBackfill(ctx context.Context, task, id, node string, fire time.Time) (t taskstate.BackfillTake, err error) {
+	err = n.call("TakeBackfill", task, func() error { t, err = n.s.inner.TakeBackfill(ctx, task, id, node, fire); return err })
+	return t, err
+}
+
+func (n *nodeStore) EndBackfill(ctx context.Context, task, id, state string) (ok bool, err error) {
+	err = n.call("EndBackfill", task, func() error { ok, err = n.s.inner.EndBackfill(ctx, task, id, state); return err })
+	return ok, err
+}
+
 func (n *nodeStore) TakeRequest(ctx context.Context, task, node string) (at time.Time, ok bool, err error) {
 	err = n.call("TakeRequest", task, func() error {
 		at, ok, err = n.s.inner.TakeRequest(ctx, task, node)

@@ -94,6 +94,8 @@ func Run(t *testing.T, newStores NewStores) {
 	t.Run("Retries", s.retries)
 	t.Run("TakeRetryOnce", s.takeRetryOnce)
 	t.Run("RetryResent", s.retryResent)
+	t.Run("Backfill", s.backfill)
+	t.Run("TakeBackfillOnce", s.takeBackfillOnce)
 	t.Run("History", s.history)
 	t.Run("DefaultHistory", s.defaultHistory)
 	t.Run("RecordMany", s.recordMany)
@@ -109,6 +111,8 @@ func Run(t *testing.T, newStores NewStores) {
 		t.Run("RecordManual", s.lostRecordManual)
 		t.Run("TakeRetry", s.lostTakeRetry)
 		t.Run("RecordRetry", s.lostRecordRetry)
+		t.Run("StartBackfill", s.lostStartBackfill)
+		t.Run("TakeBackfill", s.lostTakeBackfill)
 	})
 }
 
@@ -135,14 +139,20 @@ func (s *suite) badInput(t *testing.T) {
 	ctx := context.Background()
 	var nilCtx context.Context
 	checks := map[string]error{
-		"SetPaused":   a.SetPaused(ctx, "", true),
-		"RequestRun":  a.RequestRun(ctx, "", time.Now()),
-		"Record":      a.Record(ctx, taskstate.TaskRun{Task: "", Run: taskstate.Run{}}),
-		"Poll":        func() error { _, err := a.Poll(nilCtx); return err }(),
-		"Paused":      func() error { _, err := a.Paused(ctx, ""); return err }(),
-		"TakeRequest": func() error { _, _, err := a.TakeRequest(ctx, "", "node-a"); return err }(),
-		"TakeRetry":   func() error { _, err := a.TakeRetry(ctx, "", "node-a", retry(2)); return err }(),
-		"Runs":        func() error { _, err := a.Runs(ctx, "", 0); return err }(),
+		"SetPaused":     a.SetPaused(ctx, "", true),
+		"RequestRun":    a.RequestRun(ctx, "", time.Now()),
+		"Record":        a.Record(ctx, taskstate.TaskRun{Task: "", Run: taskstate.Run{}}),
+		"Poll":          func() error { _, err := a.Poll(nilCtx); return err }(),
+		"Paused":        func() error { _, err := a.Paused(ctx, ""); return err }(),
+		"TakeRequest":   func() error { _, _, err := a.TakeRequest(ctx, "", "node-a"); return err }(),
+		"TakeRetry":     func() error { _, err := a.TakeRetry(ctx, "", "node-a", retry(2)); return err }(),
+		"Runs":          func() error { _, err := a.Runs(ctx, "", 0); return err }(),
+		"StartBackfill": a.StartBackfill(ctx, taskstate.Backfill{}, nil),
+		"TakeBackfill": func() error {
+			_, err := a.TakeBackfill(ctx, "", "b1", "node-a", time.Now())
+			return err
+		}(),
+		"EndBackfill": func() error { _, err := a.EndBackfill(ctx, "", "b1", taskstate.BackfillDone); return err }(),
 	}
 	for op, err := range checks {
 		if !errors.Is(err, taskstate.ErrInvalid) {
@@ -159,6 +169,29 @@ func (s *suite) badInput(t *testing.T) {
 		"TakeRetry of attempt 0":         {func() error { _, err := a.TakeRetry(ctx, "Payroll.Close", "node-a", retry(0)); return err }(), "attempt 0"},
 		"Record with a retry of attempt 0": {a.Record(ctx, taskstate.TaskRun{Task: "Payroll.Close", Run: run(1), Retry: new(retry(0))}),
 			"attempt 0"},
+		"StartBackfill without an ID": {a.StartBackfill(ctx, backfillOf("Payroll.Close", ""), nil), "backfill ID"},
+		"StartBackfill ending before it starts": {a.StartBackfill(ctx, func() taskstate.Backfill {
+			b := backfillOf("Payroll.Close", "b1")
+			b.To = b.From.Add(-time.Second)
+			return b
+		}(), nil), "must start at a set instant and not end before it"},
+		"StartBackfill of no instant": {a.StartBackfill(ctx, func() taskstate.Backfill {
+			b := backfillOf("Payroll.Close", "b1")
+			b.Total = 0
+			return b
+		}(), nil), "total 0"},
+		"TakeBackfill with an empty node": {func() error {
+			_, err := a.TakeBackfill(ctx, "Payroll.Close", "b1", "", time.Now())
+			return err
+		}(), "node"},
+		"TakeBackfill of no instant": {func() error {
+			_, err := a.TakeBackfill(ctx, "Payroll.Close", "b1", "node-a", time.Time{})
+			return err
+		}(), "instant must be set"},
+		"EndBackfill to running": {func() error {
+			_, err := a.EndBackfill(ctx, "Payroll.Close", "b1", taskstate.BackfillRunning)
+			return err
+		}(), `state "running"`},
 	}
 	for op, c := range named {
 		if !errors.Is(c.err, taskstate.ErrInvalid) || !strings.Contains(c.err.Error(), c.want) {
@@ -360,8 +393,8 @@ func wantRuns(t *testing.T, st taskstate.Store, task string, want ...taskstate.R
 func format(runs []taskstate.Run) string {
 	var b strings.Builder
 	for _, r := range runs {
-		fmt.Fprintf(&b, "\n\t{fire %s manual %v attempt %d node %q token %d outcome %q error %q}", r.Fire.Format(time.RFC3339Nano),
-			r.Manual, r.Attempt, r.Node, r.Token, r.Outcome, r.Error)
+		fmt.Fprintf(&b, "\n\t{fire %s manual %v attempt %d backfill %v node %q token %d outcome %q error %q}", r.Fire.Format(time.RFC3339Nano),
+			r.Manual, r.Attempt, r.Backfill, r.Node, r.Token, r.Outcome, r.Error)
 	}
 	if b.Len() == 0 {
 		return "none"
@@ -451,7 +484,7 @@ func run(i int) taskstate.Run {
 }
 
 func equal(a, b taskstate.Run) bool {
-	return a.Fire.Equal(b.Fire) && a.Start.Equal(b.Start) && a.Manual == b.Manual && a.Attempt == b.Attempt && a.Node == b.Node &&
+	return a.Fire.Equal(b.Fire) && a.Start.Equal(b.Start) && a.Manual == b.Manual && a.Attempt == b.Attempt && a.Node == b.Node && a.Backfill == b.Backfill &&
 		a.Token == b.Token && a.Duration == b.Duration && a.Outcome == b.Outcome && a.Error == b.Error
 }
 

@@ -1,0 +1,336 @@
+package scheduling
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/taskstate"
+)
+
+// MaxBackfill is the most instants one backfill may hold.
+const MaxBackfill = 100_000
+
+// ErrInvalidBackfill reports a backfill that cannot run: an empty or
+// reversed range, one with no instant of the schedule or more than
+// MaxBackfill, a task without a lock, an overlap policy it cannot take.
+// The wrapping error names the argument, the value and the rule.
+var ErrInvalidBackfill = errors.New("scheduling: invalid backfill")
+
+// ErrNoBackfill reports a [Scheduler.CancelBackfill] of a task with no
+// backfill running.
+var ErrNoBackfill = errors.New("scheduling: no backfill running")
+
+// BackfillOptions are the options of [Scheduler.Backfill].
+type BackfillOptions struct {
+	// Overlap is how the backfill's instants overlap: "" for the task's own
+	// policy; OverlapSkip or OverlapBufferOne, one instant at a time, each
+	// once the task's lock is free (a backfill's instant waits for the lock
+	// rather than be skipped: it was asked for, and the next instant waits
+	// for it); OverlapAllow, up to the task's MaxConcurrent at once.
+	// OverlapCancelPrevious is refused: it would cancel the instants
+	// before it.
+	Overlap string
+	// Force runs the instants that already ran, which are refused otherwise.
+	Force bool
+}
+
+// Backfill runs the task named name once for each instant of its schedule
+// in [from, to], in order, through the one path of every run (lock, hold
+// rules, the take of the instant, renewal, record): an instant runs on
+// whatever node of the cluster takes it first, under the task's lock, with
+// its fencing token, as a run whose [Run].Backfill is set and whose Fire is
+// the instant. It returns the backfill as started; its progress is in
+// every node's [TaskInfo].Backfill from their next poll.
+//
+// The backfill lives in the task state: this node starts driving it at
+// once, and every node that has the task goes on with it from its next poll
+// if the driving node stops or dies; each instant is taken once
+// ([taskstate.Store.TakeBackfill]). An instant that already ran is refused
+// unless opts.Force: one that a backfill ran, or that the task's kept
+// history shows ran when this backfill started (the cluster keeps no record
+// of older scheduled fires: force them, or leave them). A paused task's
+// backfill waits for the resume; a failed instant is recorded and not
+// retried. A task has one backfill running at a time; another gets an error
+// wrapping [taskstate.ErrBackfillRunning].
+func (s *Scheduler) Backfill(ctx context.Context, name string, from, to time.Time, opts BackfillOptions) (taskstate.Backfill, error) {
+	e, err := s.lookup(name)
+	if err != nil {
+		return taskstate.Backfill{}, err
+	}
+	if _, err := backfillPolicy(e, opts.Overlap); err != nil {
+		return taskstate.Backfill{}, err
+	}
+	total, err := backfillInstants(e, from, to)
+	if err != nil {
+		return taskstate.Backfill{}, err
+	}
+	runs, err := s.state.Runs(ctx, e.name, 0)
+	if err != nil {
+		return taskstate.Backfill{}, fmt.Errorf("reading the task's history for the instants that ran: %w", err)
+	}
+	var ran []time.Time
+	for _, r := range runs {
+		if !r.Manual && !r.Fire.Before(from) && !r.Fire.After(to) && (!r.Start.IsZero() || r.Outcome == taskstate.OutcomeTaken) {
+			ran = append(ran, r.Fire)
+		}
+	}
+	var id [8]byte
+	_, _ = rand.Read(id[:]) // never fails
+	b := taskstate.Backfill{ID: hex.EncodeToString(id[:]), Task: e.name, From: from.UTC(), To: to.UTC(), Force: opts.Force,
+		Overlap: opts.Overlap, Total: total, State: taskstate.BackfillRunning, Node: s.node, Created: s.clock.Now().UTC()}
+	if err := s.state.StartBackfill(ctx, b, ran); err != nil {
+		return taskstate.Backfill{}, err
+	}
+	s.log.Info("backfill started", "task", e.name, "from", b.From, "to", b.To, "instants", total, "force", opts.Force,
+		"backfill", b.ID)
+	s.mu.Lock()
+	drive := s.status == started && s.toDrive(e)
+	s.mu.Unlock()
+	if drive {
+		s.driveBackfill(e, b)
+	}
+	return b, nil
+}
+
+// CancelBackfill cancels the running backfill of the task named name: no
+// node takes its next instant; a run of it in flight finishes.
+func (s *Scheduler) CancelBackfill(ctx context.Context, name string) error {
+	e, err := s.lookup(name)
+	if err != nil {
+		return err
+	}
+	p, err := s.state.Poll(ctx)
+	if err != nil {
+		return err
+	}
+	b, ok := p.Backfills[e.name]
+	if ok && b.State == taskstate.BackfillRunning {
+		if ok, err = s.state.EndBackfill(ctx, e.name, b.ID, taskstate.BackfillCancelled); err != nil {
+			return err
+		}
+	}
+	if !ok || b.State != taskstate.BackfillRunning {
+		return fmt.Errorf("%w: task %q", ErrNoBackfill, e.name)
+	}
+	s.log.Info("backfill cancelled", "task", e.name, "backfill", b.ID, "taken", b.Taken, "refused", b.Refused, "of", b.Total)
+	return nil
+}
+
+// backfillPolicy returns the overlap policy of e's backfills given policy
+// ("" for e's own), or an error wrapping ErrInvalidBackfill.
+func backfillPolicy(e *entry, policy string) (string, error) {
+	switch {
+	case e.spec.Lock == "":
+		return "", fmt.Errorf("%w: task %s: needs lock: a backfill's instants are taken under the task's lock, once each", ErrInvalidBackfill, e.name)
+	case policy == "":
+		policy = e.spec.Overlap
+	}
+	switch policy {
+	case "", OverlapSkip, OverlapBufferOne:
+		return OverlapSkip, nil
+	case OverlapAllow:
+		if e.spec.MaxConcurrent == 0 {
+			return "", fmt.Errorf("%w: task %s: overlap %q: needs the task's maxConcurrent, which bounds the runs at once",
+				ErrInvalidBackfill, e.name, policy)
+		}
+		return OverlapAllow, nil
+	case OverlapCancelPrevious:
+		return "", fmt.Errorf("%w: task %s: overlap %q: refused for a backfill, whose instants would cancel the ones before them; use %q, %q or %q",
+			ErrInvalidBackfill, e.name, policy, OverlapSkip, OverlapBufferOne, OverlapAllow)
+	}
+	return "", fmt.Errorf("%w: task %s: overlap %q: must be one of %q, %q, %q (or empty: the task's own)",
+		ErrInvalidBackfill, e.name, policy, OverlapSkip, OverlapBufferOne, OverlapAllow)
+}
+
+// backfillInstants counts the instants of e's schedule in [from, to], or
+// returns an error wrapping ErrInvalidBackfill.
+func backfillInstants(e *entry, from, to time.Time) (int, error) {
+	switch {
+	case from.IsZero() || to.IsZero():
+		return 0, fmt.Errorf("%w: task %s: range [%v, %v]: from and to must be set", ErrInvalidBackfill, e.name, from, to)
+	case to.Before(from):
+		return 0, fmt.Errorf("%w: task %s: range [%v, %v]: to must not be before from", ErrInvalidBackfill, e.name, from, to)
+	case !from.After(time.Unix(0, 0)):
+		return 0, fmt.Errorf("%w: task %s: from %v: must be after %v", ErrInvalidBackfill, e.name, from, time.Unix(0, 0).UTC())
+	}
+	n := 0
+	for t := e.sched.Next(from.Add(-time.Nanosecond)); !t.IsZero() && !t.After(to); t = e.sched.Next(t) {
+		if n++; n > MaxBackfill {
+			return 0, fmt.Errorf("%w: task %s: range [%v, %v]: holds more than %d instants of the schedule; split it",
+				ErrInvalidBackfill, e.name, from, to, MaxBackfill)
+		}
+	}
+	if n == 0 {
+		return 0, fmt.Errorf("%w: task %s: range [%v, %v]: holds no instant of the schedule %q",
+			ErrInvalidBackfill, e.name, from, to, e.spec.Cron)
+	}
+	return n, nil
+}
+
+// nextInstant is the instant of b after cursor (zero: before the first),
+// zero past its end.
+func nextInstant(e *entry, b taskstate.Backfill, cursor time.Time) time.Time {
+	if cursor.IsZero() {
+		cursor = b.From.Add(-time.Nanosecond)
+	}
+	if t := e.sched.Next(cursor); !t.IsZero() && !t.After(b.To) {
+		return t
+	}
+	return time.Time{}
+}
+
+// A backfillStep is what the take of one instant of a backfill did, which
+// the firing of the instant reports to the node driving the backfill.
+type backfillStep struct {
+	id      string
+	take    taskstate.BackfillTake // set before decided is closed
+	decided chan struct{}          // closed once the instant is taken, refused, or left
+	once    sync.Once
+}
+
+func (st *backfillStep) decide(t taskstate.BackfillTake) {
+	st.once.Do(func() {
+		st.take = t
+		close(st.decided)
+	})
+}
+
+// polledBackfills notes the backfills a poll read, and returns the running
+// ones of this node's tasks that this node is now to drive. s.mu is held.
+func (s *Scheduler) polledBackfills(polled map[string]taskstate.Backfill) []taskstate.Backfill {
+	s.backfills = polled
+	var out []taskstate.Backfill
+	for name, b := range polled {
+		if e := s.byName[name]; e != nil && b.State == taskstate.BackfillRunning && s.toDrive(e) {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// toDrive marks e's backfill driven by this node, unless it is already or
+// e has no lock, and reports whether it marked it. s.mu is held.
+func (s *Scheduler) toDrive(e *entry) bool {
+	if s.driving[e.name] || e.spec.Lock == "" {
+		return false
+	}
+	s.driving[e.name] = true
+	return true
+}
+
+// driveBackfill starts a goroutine that takes b's instants one after
+// another, from its cursor; toDrive marked it.
+func (s *Scheduler) driveBackfill(e *entry, b taskstate.Backfill) {
+	s.takeoff(1)
+	go s.drive(e, b)
+}
+
+// drive takes b's instants in order, each through the one path of every run
+// (fire), while this node can: it stops when an instant cannot be taken
+// here (the lock is held, another node took it, the task is paused, the
+// store failed), and the next poll starts it again where the cluster got.
+// With the allow policy an instant starts once the one before it is taken;
+// otherwise once it ended.
+//
+// The node counts as in flight (Stop waits for it, and so do the test
+// kit's settles) the larger of one and this node's fires of b going: the
+// fires of b do not land themselves, drive lands them, so that the count
+// never drops to zero between two instants, and a blocked run of b counts
+// once, not once more for the goroutine waiting for it.
+func (s *Scheduler) drive(e *entry, b taskstate.Backfill) {
+	ended := make(chan struct{}, max(e.spec.MaxConcurrent, 1)+1)
+	inFlight := 0 // this node's fires of b going, each holding a flight but the first
+	end := func() {
+		<-ended
+		if inFlight--; inFlight > 0 {
+			s.land()
+		}
+	}
+	defer func() {
+		for inFlight > 0 {
+			end()
+		}
+		s.mu.Lock()
+		delete(s.driving, e.name)
+		s.mu.Unlock()
+		s.land()
+	}()
+	policy, err := backfillPolicy(e, b.Overlap)
+	if err != nil { // this build's task cannot run it (its spec differs)
+		s.log.Warn("backfill not driven here", "task", e.name, "backfill", b.ID, "err", err)
+		return
+	}
+	for cursor := b.Cursor; !s.stopping(); {
+		next := nextInstant(e, b, cursor)
+		if next.IsZero() {
+			for inFlight > 0 {
+				end()
+			}
+			s.endBackfill(e, b)
+			return
+		}
+		step := &backfillStep{id: b.ID, decided: make(chan struct{})}
+		f := firing{e: e, fire: next, kind: kindBackfill, step: step}
+		if inFlight > 0 {
+			s.takeoff(1)
+		}
+		inFlight++
+		go func() {
+			s.fire(f, nil)
+			step.decide(taskstate.BackfillStale) // it made no take, or the take was not its
+			ended <- struct{}{}
+		}()
+		<-step.decided
+		switch {
+		case step.take != taskstate.BackfillStale:
+			cursor = next
+			if policy != OverlapAllow {
+				end()
+			}
+		case policy == OverlapAllow && inFlight > 1:
+			// Every place was taken by this node's runs of b: the
+			// instant waits for one of them to end.
+			end()
+			end()
+		default:
+			return
+		}
+	}
+}
+
+// endBackfill marks b done once its last instant was taken.
+func (s *Scheduler) endBackfill(e *entry, b taskstate.Backfill) {
+	ctx, cancel := withTimeout(s.acquireCtx, s.clock, storeTimeout)
+	defer cancel()
+	ok, err := s.state.EndBackfill(ctx, e.name, b.ID, taskstate.BackfillDone)
+	switch {
+	case err != nil && !s.stopping():
+		s.log.Warn("marking a backfill done failed; the next poll tries again", "task", e.name, "backfill", b.ID, "err", err)
+	case ok:
+		s.log.Info("backfill done", "task", e.name, "backfill", b.ID, "instants", b.Total)
+	}
+}
+
+// takeBackfill takes f's instant of its backfill from the store (the
+// claim of a backfill's run), and tells the node driving it what it did.
+func (s *Scheduler) takeBackfill(ctx context.Context, f *firing) error {
+	t, err := s.state.TakeBackfill(ctx, f.e.name, f.step.id, s.node, f.fire)
+	switch {
+	case err != nil:
+		return fmt.Errorf("taking instant %v of backfill %s: %w", f.fire, f.step.id, err)
+	case t == taskstate.BackfillRefused:
+		f.step.decide(t)
+		return fmt.Errorf("%w: instant %v of %s already ran (backfill %s refuses it)", locks.ErrClaimed, f.fire, f.e.name, f.step.id)
+	case t == taskstate.BackfillStale:
+		return fmt.Errorf("%w: instant %v of backfill %s of %s was taken", locks.ErrClaimed, f.fire, f.step.id, f.e.name)
+	}
+	f.taken = true
+	f.step.decide(t)
+	return nil
+}
