@@ -21,6 +21,7 @@ import (
 	"github.com/ndigo/ndigo/locks"
 	"github.com/ndigo/ndigo/redislocks"
 	"github.com/ndigo/ndigo/scheduling"
+	"github.com/ndigo/ndigo/taskstate"
 )
 
 var update = flag.Bool("update", false, "rewrite BAD-INPUT.md's table from the errors")
@@ -31,6 +32,23 @@ type badInput struct {
 	where, input string
 	sentinel     error
 	call         func() error
+}
+
+// day is a past instant on the hour.
+var day = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+
+// backfill asks for a backfill of [from, to] of an hourly locked task.
+func backfill(from, to time.Time, opts scheduling.BackfillOptions) func() error {
+	return func() error {
+		st, _ := taskstate.NewInProcess(0)
+		s := scheduling.New(scheduling.Config{Driver: locks.NewInProcessDriver(), State: st})
+		if err := s.Add(scheduling.NewTask((&Payroll{}).Close, scheduling.Cron("@hourly"), scheduling.Lock("k"),
+			scheduling.Name("close"))); err != nil {
+			return err
+		}
+		_, err := s.Backfill(context.Background(), "close", from, to, opts)
+		return err
+	}
 }
 
 func task(opts ...scheduling.Option) func() error {
@@ -192,6 +210,14 @@ func badInputs() []badInput {
 		{"locks.AcquireSlot", `n locks.MaxSlots+1`, locks.ErrInvalid, func() error {
 			_, err := locks.AcquireSlot(bg, d, "k", locks.MaxSlots+1, time.Second, nil)
 			return err
+		}},
+		{"Scheduler.Backfill", "`to` before `from`", scheduling.ErrInvalidBackfill, backfill(day, day.Add(-time.Hour), scheduling.BackfillOptions{})},
+		{"Scheduler.Backfill", "a range holding no instant", scheduling.ErrInvalidBackfill, backfill(day.Add(time.Minute), day.Add(2*time.Minute), scheduling.BackfillOptions{})},
+		{"Scheduler.Backfill", "`Overlap: \"cancel-previous\"`", scheduling.ErrInvalidBackfill,
+			backfill(day, day.Add(24*time.Hour), scheduling.BackfillOptions{Overlap: scheduling.OverlapCancelPrevious})},
+		{"taskstate.Store.StartBackfill", "an empty ID", taskstate.ErrInvalid, func() error {
+			st, _ := taskstate.NewInProcess(0)
+			return st.StartBackfill(bg, taskstate.Backfill{Task: "t", From: day, To: day, Total: 1, Node: "n"}, nil)
 		}},
 		{"scheduling.Validate", `nil func`, scheduling.ErrInvalidSpec, func() error { return scheduling.Validate(scheduling.NewTask(nil, scheduling.Cron("@daily"))) }},
 		{"annotations.Tasks", "`lockTtl:\"soon\"`", scheduling.ErrInvalidSpec, tagged(&TTLSoon{})},

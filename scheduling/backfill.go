@@ -53,8 +53,10 @@ type BackfillOptions struct {
 // if the driving node stops or dies; each instant is taken once
 // ([taskstate.Store.TakeBackfill]). An instant that already ran is refused
 // unless opts.Force: one that a backfill ran, or that the task's kept
-// history shows ran when this backfill started (the cluster keeps no record
-// of older scheduled fires: force them, or leave them). A paused task's
+// history shows ran when this backfill started. A scheduled fire whose run
+// the kept history no longer holds (it keeps the task's newest runs, 20 by
+// default) is not known to have run, and a backfill over it runs it again:
+// keep backfills to ranges that did not run, or a history long enough. A paused task's
 // backfill waits for the resume; a failed instant is recorded and not
 // retried. A task has one backfill running at a time; another gets an error
 // wrapping [taskstate.ErrBackfillRunning].

@@ -188,6 +188,7 @@
 //     requests, pending retries and the pause generation, one call: on
 //     Redis a pipeline of three commands) per [Config.RequestPoll]:
 //     N·(1/Heartbeat + 1/RequestPoll)/F per fire;
+//   - a backfill's instant: what a retry's attempt costs (see Backfill);
 //   - a failed run of a task that retries: its retry rides in the failure's
 //     record (no call of its own), and each retry costs the owner what a
 //     manual run does, an Acquire, a take of the attempt and a Release (3
@@ -291,6 +292,30 @@
 // MaxConcurrent slots ([locks.AcquireSlot]): a fire takes the first free
 // slot and claims itself in one driver call (on a driver that takes many
 // fires in one, one round trip), with the slot key's own fencing token.
+//
+// # Backfill
+//
+// [Scheduler.Backfill] runs a locked task once for each instant of its
+// schedule in a past range, in order, through the same steps as every fire:
+// the hold rules (a paused task's backfill waits for the resume), the lock
+// with its fencing token, the take of the instant from the task state (the
+// backfill's claim: taskstate.Store.TakeBackfill moves the backfill's
+// cursor past it, once, whichever nodes race for it), renewal and the
+// record, with [Run].Backfill set and the instant as [Run].Fire. The
+// backfill and its cursor live in the task state, so it survives the node
+// driving it: every node that has the task reads it at each poll, and the
+// one that can take the next instant goes on from the cursor (with
+// [Config.Spread], the task's owner). An instant that already ran (taken by
+// an earlier backfill, or in the task's kept history when the backfill
+// started) is refused unless [BackfillOptions].Force; a scheduled fire
+// whose run the kept history no longer holds is not known to have run. Instants run one at a time, each once the lock is
+// free (a backfill's instant waits for the lock rather than be skipped),
+// or, under the allow policy, up to MaxConcurrent at once. A failed
+// instant is recorded and not retried; [Scheduler.CancelBackfill] stops
+// the takes, and a run in flight finishes. Each instant costs its node what
+// a manual run does (an Acquire, the take, a Release and the record: 3
+// round trips and a share of a Record), the other nodes one Acquire per
+// poll while the lock is held, nothing otherwise.
 //
 // # History and audit
 //

@@ -852,7 +852,7 @@ func (s *Scheduler) executeObserved(ctx context.Context, f firing, lease locks.L
 func (s *Scheduler) started(ctx context.Context, f firing, lease locks.Lease, start time.Time, debug bool) (context.Context, *runEvent) {
 	ev := &runEvent{debug: debug}
 	ev.Event = Event{Task: f.e.name, Lock: f.e.spec.Lock, Fire: f.fire, Node: s.node, Start: start,
-		Lateness: start.Sub(f.due()), Manual: f.manual(), Attempt: f.attempt()}
+		Lateness: start.Sub(f.due()), Manual: f.manual(), Attempt: f.attempt(), Backfill: f.kind == kindBackfill}
 	if lease != nil {
 		ev.Token = lease.Token()
 	}

@@ -65,6 +65,9 @@ type Event struct {
 	// Attempt is the run's attempt at its fire: 1 for its first run, k+1
 	// for its k-th retry ([Retry]).
 	Attempt int
+	// Backfill reports a run of a backfill ([Scheduler.Backfill]); Fire is
+	// then the past instant it runs for.
+	Backfill bool
 
 	// Outcome says how the fire ended (AfterRun, Skipped).
 	Outcome Outcome

@@ -126,6 +126,15 @@ const (
 // The test fails if, over all histories, no fire that waited ran, no run
 // was superseded, or no run of allow ran beside another.
 //
+// In two histories of three an operator backfills a locked task over
+// eight periods before the history and its catch-up window, through any
+// live node, with the
+// faults of every other call:
+//
+//	(o) each backfill instant runs at most once across the cluster, under
+//	    a lease (check b covers its hold), the instants of a task without
+//	    allow in order; the test fails if no backfill ran in any history.
+//
 // A failure prints the seed and history; -sim.seed and -sim.history replay
 // it: the same specs, run lengths and faults.
 func TestClusterSimulation(t *testing.T) {
@@ -134,7 +143,7 @@ func TestClusterSimulation(t *testing.T) {
 		seed = rand.Uint64()
 	}
 	t.Logf("seed %d (replay: go test ./scheduling/schedulingtest -run TestClusterSimulation -sim.seed %d)", seed, seed)
-	var total, runs, touched, free, retries, buffered, superseded, concurrent, doubleWaits int
+	var total, runs, touched, free, retries, buffered, superseded, concurrent, doubleWaits, backfilled int
 	for h := 0; total < *simFires; h++ {
 		if *simHistory >= 0 && h != *simHistory {
 			if h > *simHistory {
@@ -153,11 +162,12 @@ func TestClusterSimulation(t *testing.T) {
 		retries += st.retries
 		buffered, superseded, concurrent = buffered+st.buffered, superseded+st.superseded, concurrent+st.concurrent
 		doubleWaits += st.doubleWaits
+		backfilled += st.backfilled
 	}
 	t.Logf("%d fires checked: %d ran, %d touched by a fault, %d untouched and uncontended (each ran once); %d retries ran",
 		total, runs, touched, free, retries)
 	t.Logf("overlap: %d runs of fires that waited (buffer-one, cancel-previous), %d runs superseded (cancel-previous), %d runs beside another (allow); "+
-		"%d fires left waiting while another waited (check l)", buffered, superseded, concurrent, doubleWaits)
+		"%d fires left waiting while another waited (check l); %d backfill runs", buffered, superseded, concurrent, doubleWaits, backfilled)
 	if *simHistory >= 0 {
 		return // one history's replay: the coverage of the checks is the seed's
 	}
@@ -166,6 +176,9 @@ func TestClusterSimulation(t *testing.T) {
 	}
 	if retries < total/40 {
 		t.Errorf("only %d retries ran in histories of %d fires: the retry checks (g to j) cover too little", retries, total)
+	}
+	if backfilled == 0 {
+		t.Error("no backfill run in any history: check (o) covers nothing")
 	}
 	if buffered == 0 || superseded == 0 || concurrent == 0 {
 		t.Errorf("%d runs of fires that waited, %d superseded runs, %d runs beside another: the overlap checks (k to n) need each",
@@ -180,6 +193,7 @@ type stats struct {
 	// beside another.
 	buffered, superseded, concurrent int
 	doubleWaits                      int
+	backfilled                       int // runs of backfills (check o)
 }
 
 type simTask struct {
@@ -422,6 +436,11 @@ func simulate(t *testing.T, seed uint64, hist int) stats {
 		resume := at.Add(time.Second + time.Duration(rng.Int64N(int64(3*time.Second))))
 		events = append(events, event{at: at, control: opPause, task: task}, event{at: resume, control: opResume, task: task})
 	}
+	// A backfill of a locked task in two histories of three.
+	if locked := w.locked(); len(locked) > 0 && rng.IntN(3) > 0 {
+		at := w.start.Add(time.Duration(rng.Int64N(int64(simSpan - cooldown))))
+		events = append(events, event{at: at, control: opBackfill, task: locked[rng.IntN(len(locked))]})
+	}
 	sort.Slice(events, func(i, j int) bool { return events[i].at.Before(events[j].at) })
 	for _, ev := range events {
 		time.Sleep(time.Until(ev.at))
@@ -507,6 +526,7 @@ const (
 	opPause controlOp = 1 + iota
 	opResume
 	opRunNow
+	opBackfill
 )
 
 // actor returns the first live node, through which an operator acts, or
@@ -536,6 +556,14 @@ func (w *simWorld) act(s *scheduling.Scheduler, op controlOp, task string) {
 		_ = s.Resume(ctx, task)
 	case opRunNow:
 		_ = s.RunNow(ctx, task)
+	case opBackfill:
+		// Eight periods before the history and its catch-up window:
+		// instants that no fire of the history reaches. (A catch-up
+		// fire's run that the kept history no longer shows when the
+		// backfill starts would be run again: the limit Backfill states.)
+		st := w.taskOf(task)
+		to := w.start.Add(-st.catchUp - st.period)
+		_, _ = s.Backfill(ctx, task, to.Add(-8*st.period), to, scheduling.BackfillOptions{})
 	}
 }
 
@@ -760,6 +788,7 @@ func (w *simWorld) check(t *testing.T) stats {
 	var st stats
 	st.retries = w.checkRetries(t, held)
 	w.checkOverlap(t, held, v, &st)
+	w.checkBackfills(t, recs, &st)
 	// (c)
 	type report struct {
 		node    string
@@ -1223,6 +1252,62 @@ func (w *simWorld) taskOf(name string) simTask {
 		}
 	}
 	return simTask{}
+}
+
+// locked returns the names of the locked tasks that a backfill may take
+// (not cancel-previous, which a backfill refuses).
+func (w *simWorld) locked() []string {
+	var out []string
+	for _, st := range w.tasks {
+		if st.lock != "" && st.overlap != scheduling.OverlapCancelPrevious {
+			out = append(out, st.name)
+		}
+	}
+	return out
+}
+
+// checkBackfills is check (o): each instant of a backfill runs at most
+// once across the cluster, the instants of a task that does not allow
+// runs side by side start in order, and every backfill run's instant is
+// one of its schedule's before the history.
+func (w *simWorld) checkBackfills(t *testing.T, recs []*schedulingtest.Recorder, st *stats) {
+	type run struct {
+		fire, start time.Time
+		node        string
+	}
+	byTask := map[string][]run{}
+	seen := map[string]string{}
+	for _, r := range recs {
+		for _, e := range r.Started() {
+			if !e.Backfill {
+				continue
+			}
+			st.backfilled++
+			id := e.Task + "@" + e.Fire.String()
+			if prev, ok := seen[id]; ok {
+				t.Errorf("seed %d history %d: (o) backfill instant %v of %s ran twice, on %s and %s", w.seed, w.hist,
+					e.Fire.Sub(w.start), e.Task, prev, e.Node)
+			}
+			seen[id] = e.Node
+			if !e.Fire.Before(w.start) || e.Token == 0 || e.Attempt != 1 {
+				t.Errorf("seed %d history %d: (o) backfill run %+v: want an instant before the history, under a lease, attempt 1",
+					w.seed, w.hist, e)
+			}
+			byTask[e.Task] = append(byTask[e.Task], run{e.Fire, e.Start, e.Node})
+		}
+	}
+	for task, runs := range byTask {
+		if w.taskOf(task).overlap == scheduling.OverlapAllow {
+			continue
+		}
+		slices.SortFunc(runs, func(a, b run) int { return a.start.Compare(b.start) })
+		for i := 1; i < len(runs); i++ {
+			if !runs[i].fire.After(runs[i-1].fire) {
+				t.Errorf("seed %d history %d: (o) backfill of %s ran instant %v on %s after instant %v on %s", w.seed, w.hist, task,
+					runs[i].fire.Sub(w.start), runs[i].node, runs[i-1].fire.Sub(w.start), runs[i-1].node)
+			}
+		}
+	}
 }
 
 // checkRequests is check (f).
