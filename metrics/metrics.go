@@ -22,6 +22,7 @@ const (
 	TaskRuns            = "ndigo_task_runs_total"                     // counter; task, outcome: ok, error, panic, cancelled (by stop, or superseded by a later fire)
 	TaskSkips           = "ndigo_task_skips_total"                    // counter; task, reason
 	TaskRetries         = "ndigo_task_retries_total"                  // counter; task: retry attempts run (scheduling.Retry), whatever they returned
+	TaskBackfillRuns    = "ndigo_task_backfill_runs_total"            // counter; task: runs of backfill instants (Scheduler.Backfill), whatever they returned
 	TaskRunDuration     = "ndigo_task_run_duration_seconds"           // histogram; task
 	TaskLateness        = "ndigo_task_lateness_seconds"               // histogram; task: run start minus scheduled instant
 )
@@ -56,6 +57,7 @@ type Metrics struct {
 	runs           *prometheus.CounterVec
 	skips          *prometheus.CounterVec
 	retries        *prometheus.CounterVec
+	backfills      *prometheus.CounterVec
 	lastSuccess    *prometheus.GaugeVec
 	runDuration    *prometheus.HistogramVec
 	lateness       *prometheus.HistogramVec
@@ -77,6 +79,7 @@ var attemptLabels = [3]string{acquired: "acquired", held: "held", failed: "error
 type taskMetrics struct {
 	fires                            prometheus.Counter
 	retries                          prometheus.Counter
+	backfills                        prometheus.Counter
 	ok, errored, panicked, cancelled prometheus.Counter
 	runDuration, lateness            prometheus.Observer
 }
@@ -133,6 +136,9 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	if m.retries, err = counter(TaskRetries, "Retries of a failed run that ran on this node (attempt 2 or later of a fire), whatever they returned.", "task"); err != nil {
 		return nil, err
 	}
+	if m.backfills, err = counter(TaskBackfillRuns, "Runs of backfill instants on this node (scheduling.Scheduler.Backfill), whatever they returned; not in the lateness histogram.", "task"); err != nil {
+		return nil, err
+	}
 	if m.runDuration, err = register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    TaskRunDuration,
 		Help:    "Duration of task runs.",
@@ -172,6 +178,7 @@ func (m *Metrics) task(name string) *taskMetrics {
 	t := &taskMetrics{
 		fires:       m.fires.WithLabelValues(name),
 		retries:     m.retries.WithLabelValues(name),
+		backfills:   m.backfills.WithLabelValues(name),
 		ok:          m.runs.WithLabelValues(name, string(scheduling.OutcomeOK)),
 		errored:     m.runs.WithLabelValues(name, string(scheduling.OutcomeError)),
 		panicked:    m.runs.WithLabelValues(name, string(scheduling.OutcomePanic)),
@@ -211,10 +218,15 @@ func (m *Metrics) Init(tasks ...string) {
 func (m *Metrics) AfterRun(_ context.Context, e scheduling.Event) {
 	t := m.task(e.Task)
 	t.fires.Inc()
-	if e.Attempt > 1 {
+	switch {
+	case e.Backfill: // its instant is past on purpose: it is not late
+		t.backfills.Inc()
+	case e.Attempt > 1:
 		t.retries.Inc()
+		t.lateness.Observe(e.Lateness.Seconds())
+	default:
+		t.lateness.Observe(e.Lateness.Seconds())
 	}
-	t.lateness.Observe(e.Lateness.Seconds())
 	switch e.Outcome {
 	case scheduling.OutcomeOK:
 		t.ok.Inc()
