@@ -210,10 +210,10 @@ func (s *Store) RequestRun(ctx context.Context, task string, at time.Time) error
 	return nil
 }
 
-// Poll returns the pending requests and retries and the pause generation:
-// two HGETALLs and a GET in one pipeline, one round trip (the keys are in
-// the namespace's slot). A retry whose value does not read (written by
-// hand) is left out.
+// Poll returns the pending requests and retries, the backfills and the
+// pause generation: three HGETALLs and a GET in one pipeline, one round
+// trip (the keys are in the namespace's slot). A retry or backfill whose
+// value does not read (written by hand) is left out.
 func (s *Store) Poll(ctx context.Context) (taskstate.Poll, error) {
 	if err := taskstate.CheckContext(ctx); err != nil {
 		return taskstate.Poll{}, err

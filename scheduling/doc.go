@@ -185,8 +185,8 @@
 //   - the paused flag: no call, a node keeping the flags it read until the
 //     store's pause generation moves on (see Control and history);
 //   - per node, one heartbeat per [Config.Heartbeat] and one poll (manual
-//     requests, pending retries and the pause generation, one call: on
-//     Redis a pipeline of three commands) per [Config.RequestPoll]:
+//     requests, pending retries, backfills and the pause generation, one
+//     call: on Redis a pipeline of four commands) per [Config.RequestPoll]:
 //     N·(1/Heartbeat + 1/RequestPoll)/F per fire;
 //   - a backfill's instant: what a retry's attempt costs (see Backfill);
 //   - a failed run of a task that retries: its retry rides in the failure's
