@@ -92,10 +92,10 @@ func (s *Scheduler) Backfill(ctx context.Context, name string, from, to time.Tim
 	s.log.Info("backfill started", "task", e.name, "from", b.From, "to", b.To, "instants", total, "force", opts.Force,
 		"backfill", b.ID)
 	s.mu.Lock()
-	drive := s.status == started && s.toDrive(e)
+	drive := s.status == started && !s.stopping() && s.toDrive(e)
 	s.mu.Unlock()
 	if drive {
-		s.driveBackfill(e, b)
+		go s.drive(e, b)
 	}
 	return b, nil
 }
@@ -204,33 +204,35 @@ func (st *backfillStep) decide(t taskstate.BackfillTake) {
 }
 
 // polledBackfills notes the backfills a poll read, and returns the running
-// ones of this node's tasks that this node is now to drive. s.mu is held.
-func (s *Scheduler) polledBackfills(polled map[string]taskstate.Backfill) []taskstate.Backfill {
+// ones of this node's tasks that this node is now to drive, each counted
+// in flight. s.mu is held.
+func (s *Scheduler) polledBackfills(polled map[string]taskstate.Backfill) []driven {
 	s.backfills = polled
-	var out []taskstate.Backfill
+	var out []driven
 	for name, b := range polled {
 		if e := s.byName[name]; e != nil && b.State == taskstate.BackfillRunning && s.toDrive(e) {
-			out = append(out, b)
+			out = append(out, driven{e, b})
 		}
 	}
 	return out
 }
 
-// toDrive marks e's backfill driven by this node, unless it is already or
-// e has no lock, and reports whether it marked it. s.mu is held.
+// driven is a backfill of a task that this node is to drive.
+type driven struct {
+	e *entry
+	b taskstate.Backfill
+}
+
+// toDrive marks e's backfill driven by this node and counts its driver in
+// flight, unless it is driven already or e has no lock, and reports
+// whether it marked it. s.mu is held.
 func (s *Scheduler) toDrive(e *entry) bool {
 	if s.driving[e.name] || e.spec.Lock == "" {
 		return false
 	}
 	s.driving[e.name] = true
+	s.takeoffLocked(1)
 	return true
-}
-
-// driveBackfill starts a goroutine that takes b's instants one after
-// another, from its cursor; toDrive marked it.
-func (s *Scheduler) driveBackfill(e *entry, b taskstate.Backfill) {
-	s.takeoff(1)
-	go s.drive(e, b)
 }
 
 // drive takes b's instants in order, each through the one path of every run

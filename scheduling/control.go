@@ -168,13 +168,13 @@ func (s *Scheduler) startRequested() {
 	s.mu.Lock()
 	due := s.dueRetries(p.Retries, s.clock.Now())
 	s.supersedePolled(p.Retries)
-	var drive []taskstate.Backfill
+	var drive []driven
 	if !s.stopping() {
 		drive = s.polledBackfills(p.Backfills)
 	}
 	s.mu.Unlock()
-	for _, b := range drive {
-		s.driveBackfill(s.byName[b.Task], b)
+	for _, d := range drive {
+		go s.drive(d.e, d.b)
 	}
 	if (len(reqs) == 0 && len(due) == 0) || s.stopping() {
 		return

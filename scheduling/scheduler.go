@@ -581,9 +581,16 @@ func (s *Scheduler) beatDue(now time.Time) bool {
 
 // takeoff counts n more fires in flight. Only the loop calls it, and
 // goroutines counted in flight themselves (a heartbeat's takeovers), which
-// keep the count above zero.
+// keep the count above zero; a caller outside them (Backfill) calls
+// takeoffLocked while it sees the scheduler started.
 func (s *Scheduler) takeoff(n int) {
 	s.mu.Lock()
+	s.takeoffLocked(n)
+	s.mu.Unlock()
+}
+
+// takeoffLocked is takeoff with s.mu held.
+func (s *Scheduler) takeoffLocked(n int) {
 	if s.flying.Load() == 0 {
 		if !s.landedClosed { // the last land has not closed it yet
 			close(s.landed)
@@ -591,7 +598,6 @@ func (s *Scheduler) takeoff(n int) {
 		s.landed, s.landedClosed = make(chan struct{}), false
 	}
 	s.flying.Add(int64(n))
-	s.mu.Unlock()
 }
 
 // land counts one fire as ended. Only the last of a flight takes s.mu, so
