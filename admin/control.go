@@ -3,8 +3,10 @@ package admin
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -16,8 +18,8 @@ import (
 )
 
 // A Token is the bearer token that the control endpoints (run, pause,
-// resume) require. It never shows its value when printed, logged or
-// marshaled, so that a Config or Options can be.
+// resume, backfill, cancel-backfill) require. It never shows its value
+// when printed, logged or marshaled, so that a Config or Options can be.
 type Token string
 
 // tokenSpace is the whitespace a token's ends lose (Options.Token): what a
@@ -48,8 +50,9 @@ func (t Token) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
 // RunJSON is one run of a task on any node, in GET
 // /scheduledtasks/{name}/runs and as a task's clusterLastRun.
 type RunJSON struct {
-	Fire            time.Time  `json:"fire"`   // the scheduled instant; for a manual run, when it was requested
-	Manual          bool       `json:"manual"` // an operator asked for it (POST .../run)
+	Fire            time.Time  `json:"fire"`     // the scheduled instant; for a manual run, when it was requested
+	Manual          bool       `json:"manual"`   // an operator asked for it (POST .../run)
+	Backfill        bool       `json:"backfill"` // a run of a backfill (POST .../backfill); fire is the instant it ran for
 	Node            string     `json:"node"`
 	Attempt         int        `json:"attempt"` // the attempt at the fire: 1 for its first run (a fire that waited for the run before it too), k+1 for its k-th retry (scheduling.Retry)
 	Token           uint64     `json:"token"`   // the lease's fencing token; 0 if unlocked
@@ -64,7 +67,7 @@ func runJSON(r taskstate.Run) RunJSON {
 	// The history keeps 0 for a fire's first run, and 1 for the run of a
 	// fire that waited for the run before it (taken from the store's
 	// pending runs, as a retry is): a first run all the same.
-	j := RunJSON{Fire: r.Fire.UTC(), Manual: r.Manual, Node: r.Node, Attempt: max(r.Attempt, 1), Token: r.Token,
+	j := RunJSON{Fire: r.Fire.UTC(), Manual: r.Manual, Backfill: r.Backfill, Node: r.Node, Attempt: max(r.Attempt, 1), Token: r.Token,
 		Duration: r.Duration.String(), DurationSeconds: r.Duration.Seconds(), Outcome: r.Outcome, Error: r.Error}
 	if !r.Start.IsZero() {
 		j.Start = utc(r.Start)
@@ -127,12 +130,45 @@ type RunsJSON struct {
 }
 
 // ActionJSON is the body of a successful POST /scheduledtasks/{name}/run,
-// pause or resume.
+// pause, resume or cancel-backfill.
 type ActionJSON struct {
 	Task   string `json:"task"`
-	Action string `json:"action"`           // run, pause, resume
-	Status string `json:"status,omitempty"` // run: "requested"
+	Action string `json:"action"`           // run, pause, resume, cancel-backfill
+	Status string `json:"status,omitempty"` // run: "requested"; cancel-backfill: "cancelled"
 	Paused *bool  `json:"paused,omitempty"` // pause, resume: the task's paused flag now
+}
+
+// BackfillRequestJSON is the body of POST /scheduledtasks/{name}/backfill.
+// Fields it does not name are refused.
+type BackfillRequestJSON struct {
+	From string `json:"from"` // the range's first instant, RFC 3339; required
+	To   string `json:"to"`   // its last, RFC 3339, included; required
+	// Force runs the instants that already ran too, which are refused
+	// (counted as refused) otherwise.
+	Force bool `json:"force,omitempty"`
+	// Overlap is how the backfill's instants overlap: "" for the task's
+	// own policy, skip, buffer-one (one at a time) or allow (up to the
+	// task's maxConcurrent at once); cancel-previous is refused.
+	Overlap string `json:"overlap,omitempty"`
+}
+
+// BackfillJSON is a backfill in the API: the body of a successful POST
+// /scheduledtasks/{name}/backfill, and a task's "backfill" in GET
+// /scheduledtasks. It is the JSON of taskstate.Backfill, its times in UTC:
+// id, task, from, to, force (absent if false), overlap (absent for the
+// task's own), total (the instants of the range), cursor (the last
+// instant taken or refused; absent before the first), taken, refused (as
+// already run), state (running, done, cancelled), node (the one that
+// started it), created. Its progress is (taken+refused)/total.
+type BackfillJSON = taskstate.Backfill
+
+// backfillJSON returns b with its times in UTC.
+func backfillJSON(b taskstate.Backfill) *BackfillJSON {
+	b.From, b.To, b.Created = b.From.UTC(), b.To.UTC(), b.Created.UTC()
+	if !b.Cursor.IsZero() {
+		b.Cursor = b.Cursor.UTC()
+	}
+	return &b
 }
 
 // ErrorJSON is the body of every error response.
@@ -173,13 +209,15 @@ func (h *Handler) scheduledTaskByQuery(w http.ResponseWriter, r *http.Request) {
 }
 
 // taskActions are the {action} values of a task's endpoints.
-var taskActions = map[string]bool{"runs": true, "audit": true, "run": true, "pause": true, "resume": true}
+var taskActions = map[string]bool{"runs": true, "audit": true, "run": true, "pause": true, "resume": true,
+	"backfill": true, "cancel-backfill": true}
 
 // noEndpoint is the 404 message of a task path with an unknown action.
-const noEndpoint = "; a task has runs and audit (GET), run, pause and resume (POST)"
+const noEndpoint = "; a task has runs and audit (GET), run, pause, resume, backfill and cancel-backfill (POST)"
 
 // scheduledTask serves a task's endpoints: runs and audit (GET), and run,
-// pause and resume (POST, with the bearer token).
+// pause, resume, backfill and cancel-backfill (POST, with the bearer
+// token).
 func (h *Handler) scheduledTask(w http.ResponseWriter, r *http.Request, name, action string) {
 	switch action {
 	case "runs":
@@ -206,11 +244,16 @@ func (h *Handler) scheduledTask(w http.ResponseWriter, r *http.Request, name, ac
 			return
 		}
 		writeJSON(w, http.StatusOK, auditJSON(a))
-	case "run", "pause", "resume":
+	case "run", "pause", "resume", "cancel-backfill":
 		if !allow(w, r, http.MethodPost) || !h.authorized(w, r, name, action) {
 			return
 		}
 		h.mutate(w, r, name, action)
+	case "backfill":
+		if !allow(w, r, http.MethodPost) || !h.authorized(w, r, name, action) {
+			return
+		}
+		h.backfill(w, r, name)
 	default:
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path+noEndpoint)
 	}
@@ -238,6 +281,8 @@ func (h *Handler) mutate(w http.ResponseWriter, r *http.Request, name, action st
 		err = h.s.Pause(ctx, name)
 	case "resume":
 		err = h.s.Resume(ctx, name)
+	case "cancel-backfill":
+		err = h.s.CancelBackfill(ctx, name)
 	}
 	if err != nil {
 		h.log.Warn("admin: task control failed", "task", name, "action", action, "remote", r.RemoteAddr, "err", err)
@@ -250,11 +295,76 @@ func (h *Handler) mutate(w http.ResponseWriter, r *http.Request, name, action st
 	switch action {
 	case "run":
 		out.Status, code = "requested", http.StatusAccepted
+	case "cancel-backfill":
+		out.Status = "cancelled"
 	default:
 		paused := action == "pause"
 		out.Paused = &paused
 	}
 	writeJSON(w, code, out)
+}
+
+// maxBackfillBody bounds the body of POST .../backfill: a few short
+// fields.
+const maxBackfillBody = 4 << 10
+
+// backfillShape is the body a POST .../backfill takes, for its errors.
+const backfillShape = `{"from": RFC 3339, "to": RFC 3339, "force": bool, "overlap": string}`
+
+// backfill starts an authorized backfill of the task named name from the
+// request's body, and logs it.
+func (h *Handler) backfill(w http.ResponseWriter, r *http.Request, name string) {
+	from, to, opts, err := backfillRequest(w, r)
+	if err != nil {
+		h.log.Warn("admin: task control refused: bad backfill request", "task", name, "action", "backfill", "remote", r.RemoteAddr, "err", err)
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	b, err := h.s.Backfill(r.Context(), name, from, to, opts)
+	if err != nil {
+		h.log.Warn("admin: task control failed", "task", name, "action", "backfill", "remote", r.RemoteAddr, "err", err)
+		writeError(w, errorCode(err), err.Error())
+		return
+	}
+	h.log.Info("admin: task control", "task", name, "action", "backfill", "remote", r.RemoteAddr, "backfill", b.ID,
+		"from", b.From, "to", b.To, "instants", b.Total, "force", b.Force, "overlap", b.Overlap)
+	writeJSON(w, http.StatusAccepted, backfillJSON(b))
+}
+
+// backfillRequest decodes r's body, a BackfillRequestJSON, or returns an
+// error that names the field, the value and the rule.
+func backfillRequest(w http.ResponseWriter, r *http.Request) (from, to time.Time, opts scheduling.BackfillOptions, err error) {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBackfillBody))
+	dec.DisallowUnknownFields()
+	var req BackfillRequestJSON
+	if err := dec.Decode(&req); err != nil {
+		if errors.Is(err, io.EOF) {
+			return from, to, opts, fmt.Errorf("body: empty; want the JSON object %s", backfillShape)
+		}
+		return from, to, opts, fmt.Errorf("body: not the JSON object %s: %v", backfillShape, err)
+	}
+	if dec.More() {
+		return from, to, opts, fmt.Errorf("body: more than one JSON value; want the one object %s", backfillShape)
+	}
+	if from, err = backfillTime("from", "the range's first instant", req.From); err != nil {
+		return from, to, opts, err
+	}
+	if to, err = backfillTime("to", "the range's last instant, included", req.To); err != nil {
+		return from, to, opts, err
+	}
+	return from, to, scheduling.BackfillOptions{Overlap: req.Overlap, Force: req.Force}, nil
+}
+
+// backfillTime parses the RFC 3339 value v of the body's field.
+func backfillTime(field, what, v string) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, fmt.Errorf("body: %q is missing: want %s, RFC 3339 such as 2026-01-01T00:00:00Z", field, what)
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("body: %q %q: must be an RFC 3339 time such as 2026-01-01T00:00:00Z (%s)", field, v, what)
+	}
+	return t, nil
 }
 
 // authorized checks the request's bearer token against the configured one
@@ -287,11 +397,17 @@ func allow(w http.ResponseWriter, r *http.Request, method string) bool {
 }
 
 // errorCode maps a scheduler error to its status: 404 for an unknown task,
-// 501 without a task state store, 503 when the store failed.
+// 400 for a backfill it cannot run (its range or overlap), 409 for a
+// backfill while one is running or a cancel with none running, 501
+// without a task state store, 503 when the store failed.
 func errorCode(err error) int {
 	switch {
 	case errors.Is(err, scheduling.ErrUnknownTask):
 		return http.StatusNotFound
+	case errors.Is(err, scheduling.ErrInvalidBackfill), errors.Is(err, taskstate.ErrInvalid):
+		return http.StatusBadRequest
+	case errors.Is(err, taskstate.ErrBackfillRunning), errors.Is(err, scheduling.ErrNoBackfill):
+		return http.StatusConflict
 	case errors.Is(err, scheduling.ErrNoState):
 		return http.StatusNotImplemented
 	}

@@ -28,12 +28,13 @@ type Options struct {
 	// Routes are extra endpoints served beside the built-in ones, such as
 	// /metrics.
 	Routes []Route
-	// Token is the bearer token that POST /scheduledtasks/{name}/run, pause
-	// and resume require, compared in constant time; without one they are
-	// refused with 403. Leading and trailing whitespace (spaces, tabs, CR,
-	// LF, such as a secret file's final newline) is ignored, with a warning
-	// on Logger: no client can send it in a header. The ndigo CLI and the
-	// web console trim it from the token they send the same way.
+	// Token is the bearer token that POST /scheduledtasks/{name}/run, pause,
+	// resume, backfill and cancel-backfill require, compared in constant
+	// time; without one they are refused with 403. Leading and trailing
+	// whitespace (spaces, tabs, CR, LF, such as a secret file's final
+	// newline) is ignored, with a warning on Logger: no client can send it
+	// in a header. The ndigo CLI and the web console trim it from the token
+	// they send the same way.
 	Token Token
 	// Logger receives one line per control request, with the task, the
 	// action and the remote address (never the token); nil means
@@ -50,24 +51,40 @@ type Route struct {
 
 // A Handler serves the introspection and control endpoints:
 //
-//	GET  /scheduledtasks               the node, its driver and zone; every task: spec, next fire, last fires here and in the cluster, paused
-//	GET  /scheduledtasks/{name}/runs   the task's last recorded fires on any node, newest first
-//	GET  /scheduledtasks/{name}/audit  each instant of its schedule: ran, skipped, failed, missed, pending
-//	POST /scheduledtasks/{name}/run    one run of the task in the cluster, as soon as a node can (202)
-//	POST /scheduledtasks/{name}/pause  pause the task on every node
-//	POST /scheduledtasks/{name}/resume resume it
-//	     /scheduledtasks/{action}?name=N  the same five, with the name in the query (for "." and "..")
-//	GET  /locks                        the leases this node holds for runs in flight
-//	GET  /healthz                      200 if every check passes, 503 naming the failing ones (run at once)
+//	GET  /scheduledtasks                         the node, its driver and zone; every task: spec, next fire, last fires here and in the cluster, paused, last backfill
+//	GET  /scheduledtasks/{name}/runs             the task's last recorded fires on any node, newest first
+//	GET  /scheduledtasks/{name}/audit            each instant of its schedule: ran, skipped, failed, missed, pending
+//	POST /scheduledtasks/{name}/run              one run of the task in the cluster, as soon as a node can (202)
+//	POST /scheduledtasks/{name}/pause            pause the task on every node
+//	POST /scheduledtasks/{name}/resume           resume it
+//	POST /scheduledtasks/{name}/backfill         run the task once for each instant of its schedule in a range, cluster-wide (202, the backfill)
+//	POST /scheduledtasks/{name}/cancel-backfill  cancel its running backfill
+//	     /scheduledtasks/{action}?name=N         the same seven, with the name in the query (for "." and "..")
+//	GET  /locks                                  the leases this node holds for runs in flight
+//	GET  /healthz                                200 if every check passes, 503 naming the failing ones (run at once)
 //
 // The POST endpoints need the header "Authorization: Bearer <token>" with
 // [Options].Token (401 without it or with another, 403 when no token is
 // configured), and each is logged. Responses are JSON, errors
 // {"error": "..."} (404 for an unknown task, 405 with an Allow header for a
-// wrong method); timestamps are RFC 3339 in UTC. Task names go in the path
-// escaped (url.PathEscape), except "." and "..", which no client can send
-// as a path segment (URL resolution removes them, and browsers their %2E
-// escapes too): those go in the query, as
+// wrong method); timestamps are RFC 3339 in UTC.
+//
+// POST .../backfill takes the JSON body [BackfillRequestJSON], {"from":
+// RFC 3339, "to": RFC 3339, "force": bool, "overlap": string} (from and to
+// required, the range inclusive; see scheduling.Scheduler.Backfill), and
+// answers 202 with the backfill as started ([BackfillJSON]), which each
+// task of GET /scheduledtasks then shows as "backfill", with its progress,
+// from the node's next poll of the task state (every second). It answers
+// 400 for a body that is not such an object or a range or overlap the task
+// cannot take (the message names the field, the value and the rule), and
+// 409 while the task's last backfill is still running. POST
+// .../cancel-backfill answers 200, or 409 when the task has no backfill
+// running (the task exists: it is its state that conflicts, as for a
+// second backfill).
+//
+// Task names go in the path escaped (url.PathEscape), except "." and
+// "..", which no client can send as a path segment (URL resolution removes
+// them, and browsers their %2E escapes too): those go in the query, as
 // /scheduledtasks/runs?name=.. and POST /scheduledtasks/pause?name=.
 // (any name may). Mount it on a mux of your own under a prefix with
 // http.StripPrefix:
@@ -198,7 +215,8 @@ func (j *jsonError) Write(b []byte) (int, error) {
 }
 
 // TaskJSON is one task in GET /scheduledtasks. Every field is always
-// present: "" or null where it does not apply.
+// present, "" or null where it does not apply, but owner and backfill,
+// which are absent then.
 type TaskJSON struct {
 	Name            string       `json:"name"`
 	Type            string       `json:"type"`   // the controller type; "" for a plain func
@@ -232,6 +250,10 @@ type TaskJSON struct {
 	// RecentFires are the newest fires recorded on any node, newest first,
 	// at most scheduling.RecentFires; [] without the shared state.
 	RecentFires []RunJSON `json:"recentFires"`
+	// Backfill is the task's last backfill, running, done or cancelled
+	// (POST .../backfill), as this node's last poll of the task state read
+	// it; absent if it never had one.
+	Backfill *BackfillJSON `json:"backfill,omitempty"`
 }
 
 // TasksJSON is the body of GET /scheduledtasks.
@@ -248,8 +270,9 @@ type TasksJSON struct {
 // LastRunJSON is one fire of a task on this node.
 type LastRunJSON struct {
 	Fire            time.Time  `json:"fire"`
-	Manual          bool       `json:"manual"` // an operator asked for it (POST .../run)
-	Start           *time.Time `json:"start"`  // null if it did not run
+	Manual          bool       `json:"manual"`   // an operator asked for it (POST .../run)
+	Backfill        bool       `json:"backfill"` // a run of a backfill (POST .../backfill); fire is the instant it ran for
+	Start           *time.Time `json:"start"`    // null if it did not run
 	Duration        string     `json:"duration"`
 	DurationSeconds float64    `json:"durationSeconds"`
 	Outcome         string     `json:"outcome"`
@@ -285,6 +308,9 @@ func (h *Handler) tasks(w http.ResponseWriter, r *http.Request) {
 		if ti.ClusterLast != nil {
 			r := runJSON(*ti.ClusterLast)
 			t.ClusterLastRun = &r
+		}
+		if ti.Backfill != nil {
+			t.Backfill = backfillJSON(*ti.Backfill)
 		}
 		t.RecentFires = make([]RunJSON, len(ti.ClusterRecent))
 		for j, r := range ti.ClusterRecent {
@@ -326,7 +352,7 @@ func fireJSON(l scheduling.LastRun) *LastRunJSON {
 	if l.Fire.IsZero() {
 		return nil
 	}
-	j := &LastRunJSON{Fire: l.Fire.UTC(), Manual: l.Manual, Duration: l.Duration.String(),
+	j := &LastRunJSON{Fire: l.Fire.UTC(), Manual: l.Manual, Backfill: l.Backfill, Duration: l.Duration.String(),
 		DurationSeconds: l.Duration.Seconds(), Outcome: string(l.Outcome), Node: l.Node, Attempt: max(l.Attempt, 1), Token: l.Token}
 	if !l.Start.IsZero() {
 		j.Start = utc(l.Start)

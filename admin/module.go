@@ -49,8 +49,9 @@ type Config struct {
 }
 
 // The timeouts of [Module]'s server when [Config] leaves them zero. The
-// endpoints read no request body, so a request is about its headers; a
-// client slower than these holds a connection and a goroutine for nothing.
+// endpoints read no request body but POST .../backfill's few bytes, so a
+// request is about its headers; a client slower than these holds a
+// connection and a goroutine for nothing.
 // The idle timeout keeps the connections of the console (a request every
 // 2s) and of health probes every few seconds, and closes those left
 // behind.

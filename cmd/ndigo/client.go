@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -78,18 +79,35 @@ func (e *statusError) Error() string {
 
 // get returns the body of GET url.
 func (c *client) get(ctx context.Context, u string) ([]byte, error) {
-	return c.do(ctx, http.MethodGet, u)
+	return c.do(ctx, http.MethodGet, u, nil)
 }
 
 // post returns the body of POST url, sent with the bearer token.
 func (c *client) post(ctx context.Context, u string) ([]byte, error) {
-	return c.do(ctx, http.MethodPost, u)
+	return c.do(ctx, http.MethodPost, u, nil)
 }
 
-func (c *client) do(ctx context.Context, method, u string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, method, u, nil)
+// postJSON returns the body of POST url with v as its JSON body, sent
+// with the bearer token.
+func (c *client) postJSON(ctx context.Context, u string, v any) ([]byte, error) {
+	body, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
+	}
+	return c.do(ctx, http.MethodPost, u, body)
+}
+
+func (c *client) do(ctx context.Context, method, u string, body []byte) ([]byte, error) {
+	var r io.Reader
+	if body != nil {
+		r = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, r)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
 	if method != http.MethodGet && c.token != "" {
@@ -103,14 +121,14 @@ func (c *client) do(ctx context.Context, method, u string) ([]byte, error) {
 		return nil, fmt.Errorf("%s %s: %w", method, u, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: reading the response: %w", method, u, err)
 	}
 	if resp.StatusCode/100 == 2 {
-		return body, nil
+		return answer, nil
 	}
-	msg, fromAPI := serverMessage(body)
+	msg, fromAPI := serverMessage(answer)
 	return nil, &statusError{method: method, url: u, code: resp.StatusCode, msg: msg, hint: c.hint(method, resp.StatusCode, fromAPI)}
 }
 

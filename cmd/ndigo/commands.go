@@ -10,20 +10,25 @@ import (
 )
 
 // A command is one subcommand: how many arguments it takes, whether it
-// sends the token, and what it does with them.
+// sends the token, the flags of its own it takes (no other command takes
+// them), how it checks them (an error is a usage error), and what it does
+// with them.
 type command struct {
 	args      int
 	sendToken bool
-	do        func(ctx context.Context, c *client, args []string, out output) error
+	flags     []string
+	check     func(f *cmdFlags) error
+	do        func(ctx context.Context, c *client, args []string, f cmdFlags, out output) error
 }
 
 var commands = map[string]command{
-	"tasks":  {0, false, listTasks},
-	"runs":   {1, false, listRuns},
-	"audit":  {1, false, showAudit},
-	"run":    {1, true, mutate("run")},
-	"pause":  {1, true, mutate("pause")},
-	"resume": {1, true, mutate("resume")},
+	"tasks":    {args: 0, do: listTasks},
+	"runs":     {args: 1, do: listRuns},
+	"audit":    {args: 1, do: showAudit},
+	"run":      {args: 1, sendToken: true, do: mutate("run")},
+	"pause":    {args: 1, sendToken: true, do: mutate("pause")},
+	"resume":   {args: 1, sendToken: true, do: mutate("resume")},
+	"backfill": {args: 1, sendToken: true, flags: backfillFlags, check: checkBackfill, do: runBackfill},
 }
 
 // output is where a command's result goes: a table, or with json the
@@ -43,7 +48,7 @@ func (o output) raw(body []byte) (bool, error) {
 	return true, err
 }
 
-func listTasks(ctx context.Context, c *client, _ []string, out output) error {
+func listTasks(ctx context.Context, c *client, _ []string, _ cmdFlags, out output) error {
 	var res taskList
 	if printed, err := getJSON(ctx, c, c.endpoint("", ""), out, "the task list", &res); printed || err != nil {
 		return err
@@ -56,7 +61,7 @@ func listTasks(ctx context.Context, c *client, _ []string, out output) error {
 	return writeTasks(out.w, res.Tasks)
 }
 
-func listRuns(ctx context.Context, c *client, args []string, out output) error {
+func listRuns(ctx context.Context, c *client, args []string, _ cmdFlags, out output) error {
 	var res runs
 	if printed, err := getJSON(ctx, c, c.endpoint(args[0], "/runs"), out, "a run history", &res); printed || err != nil {
 		return err
@@ -68,7 +73,7 @@ func listRuns(ctx context.Context, c *client, args []string, out output) error {
 // exits with exitMissed.
 var errMissed = errors.New("missed fires")
 
-func showAudit(ctx context.Context, c *client, args []string, out output) error {
+func showAudit(ctx context.Context, c *client, args []string, _ cmdFlags, out output) error {
 	var res audit
 	printed, err := getJSON(ctx, c, c.endpoint(args[0], "/audit"), out, "an audit", &res)
 	if err != nil {
@@ -111,8 +116,8 @@ func getJSON(ctx context.Context, c *client, u string, out output, what string, 
 
 // mutate returns the command that POSTs verb (run, pause or resume) for
 // the named task.
-func mutate(verb string) func(context.Context, *client, []string, output) error {
-	return func(ctx context.Context, c *client, args []string, out output) error {
+func mutate(verb string) func(context.Context, *client, []string, cmdFlags, output) error {
+	return func(ctx context.Context, c *client, args []string, _ cmdFlags, out output) error {
 		u := c.endpoint(args[0], "/"+verb)
 		body, err := c.post(ctx, u)
 		if err != nil {

@@ -26,6 +26,33 @@ type task struct {
 	ClusterLastRun *taskRun   `json:"clusterLastRun"`
 	LastFire       *nodeFire  `json:"lastFire"` // this node's last fire, run or not
 	Failures       uint64     `json:"failures"` // this node's failed fires
+	Backfill       *backfill  `json:"backfill"` // the task's last backfill as the node's last poll read it; nil if none, or the node predates backfills
+}
+
+// backfill is a backfill: the answer to POST
+// /scheduledtasks/{name}/backfill, and a task's last one in GET
+// /scheduledtasks.
+type backfill struct {
+	ID      string    `json:"id"`
+	Task    string    `json:"task"`
+	From    time.Time `json:"from"`
+	To      time.Time `json:"to"`
+	Force   bool      `json:"force"`
+	Overlap string    `json:"overlap"` // "" for the task's own
+	Total   int       `json:"total"`   // the instants of the range
+	Taken   int       `json:"taken"`   // the instants taken to run
+	Refused int       `json:"refused"` // the instants refused as already run
+	State   string    `json:"state"`   // running, done, cancelled
+	Node    string    `json:"node"`    // the node that started it
+	Created time.Time `json:"created"`
+}
+
+// backfillRequest is the body of POST /scheduledtasks/{name}/backfill.
+type backfillRequest struct {
+	From    string `json:"from"`
+	To      string `json:"to"`
+	Force   bool   `json:"force,omitempty"`
+	Overlap string `json:"overlap,omitempty"`
 }
 
 // taskRun is one run of a task in the cluster. Attempt is 0 when the
@@ -35,6 +62,7 @@ type task struct {
 type taskRun struct {
 	Fire     time.Time  `json:"fire"`
 	Manual   bool       `json:"manual"`
+	Backfill bool       `json:"backfill"` // a run of a backfill; false from a node that predates backfills
 	Node     string     `json:"node"`
 	Attempt  int        `json:"attempt"`
 	Token    uint64     `json:"token"`
@@ -64,8 +92,8 @@ type runs struct {
 	Runs    []taskRun `json:"runs"`
 }
 
-// action is the answer to POST /scheduledtasks/{name}/run, pause or
-// resume.
+// action is the answer to POST /scheduledtasks/{name}/run, pause, resume
+// or cancel-backfill.
 type action struct {
 	Task   string `json:"task"`
 	Action string `json:"action"`

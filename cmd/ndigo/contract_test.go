@@ -86,6 +86,10 @@ func TestContractMatchesAdmin(t *testing.T) {
 		{"GET /scheduledtasks/{name}/runs", reflect.TypeFor[runs](), reflect.TypeFor[admin.RunsJSON]()},
 		{"GET /scheduledtasks/{name}/audit", reflect.TypeFor[audit](), reflect.TypeFor[admin.AuditJSON]()},
 		{"POST /scheduledtasks/{name}/run", reflect.TypeFor[action](), reflect.TypeFor[admin.ActionJSON]()},
+		{"POST /scheduledtasks/{name}/cancel-backfill", reflect.TypeFor[action](), reflect.TypeFor[admin.ActionJSON]()},
+		{"POST /scheduledtasks/{name}/backfill", reflect.TypeFor[backfill](), reflect.TypeFor[admin.BackfillJSON]()},
+		// What the CLI sends, the handler reads.
+		{"POST /scheduledtasks/{name}/backfill (body)", reflect.TypeFor[backfillRequest](), reflect.TypeFor[admin.BackfillRequestJSON]()},
 	} {
 		for _, d := range disagreements(c.endpoint, c.cli, c.api) {
 			t.Error(d)

@@ -1,22 +1,28 @@
 // Command ndigo controls the scheduled tasks of a cluster of ndigo nodes
 // through any one node's admin endpoints:
 //
-//	ndigo tasks          every task: cron, lock, next fire, paused, the last run in the cluster, a retry due
+//	ndigo tasks          every task: cron, lock, next fire, paused, the last run in the cluster, a retry due, its backfill
 //	ndigo runs NAME      the task's last recorded fires, cluster-wide, newest first, with their attempts
 //	ndigo audit NAME     each instant of the task's schedule: ran, skipped, failed, missed
 //	ndigo run NAME       one node runs the task once, as soon as it can, under its lock
 //	ndigo pause NAME     every node skips the task's fires until it is resumed
 //	ndigo resume NAME    the task runs again from its next fire
+//	ndigo backfill NAME --from TIME --to TIME [--force] [--overlap POLICY] [--wait]
+//	                     the task runs once for each instant of its schedule in the range, in order
+//	ndigo backfill NAME --cancel
+//	                     its running backfill stops: no node takes its next instant
 //
 // --admin URL (or NDIGO_ADMIN) names the node's admin address, by default
-// http://127.0.0.1:8081. run, pause and resume send the bearer token in
-// NDIGO_ADMIN_TOKEN: it is read from the environment only, so that it
-// stays out of shell history and process listings, and its leading and
+// http://127.0.0.1:8081. run, pause, resume and backfill send the bearer
+// token in NDIGO_ADMIN_TOKEN: it is read from the environment only, so that
+// it stays out of shell history and process listings, and its leading and
 // trailing whitespace is dropped, as the node drops its own (a token read
-// from a file works for both). --json prints the
-// server's JSON instead of a table. A failure exits with status 1 and the
-// server's message; a usage error with status 2; an audit that found a
-// missed fire with status 3, so that a cron job or a probe can alert on it.
+// from a file works for both). --json prints the server's JSON instead of
+// a table. A failure exits with status 1 and the server's message; a usage
+// error with status 2; an audit that found a missed fire with status 3, so
+// that a cron job or a probe can alert on it; backfill --wait, which draws
+// the backfill's progress on stderr until it ends, exits 0 when it is done
+// and 4 when it was cancelled.
 //
 // Install or run it with
 //
@@ -32,15 +38,18 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"time"
 )
 
-// Exit statuses: a failure of the request, a usage error, missed fires.
+// Exit statuses: a failure of the request, a usage error, missed fires,
+// a backfill waited for that was cancelled.
 const (
-	exitFailure = 1
-	exitUsage   = 2
-	exitMissed  = 3
+	exitFailure   = 1
+	exitUsage     = 2
+	exitMissed    = 3
+	exitCancelled = 4
 )
 
 func main() {
@@ -59,6 +68,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	admin := fs.String("admin", "", "")
 	asJSON := fs.Bool("json", false, "")
 	timeout := fs.Duration("timeout", 10*time.Second, "")
+	var f cmdFlags
+	fs.StringVar(&f.from, "from", "", "")
+	fs.StringVar(&f.to, "to", "", "")
+	fs.BoolVar(&f.force, "force", false, "")
+	fs.StringVar(&f.overlap, "overlap", "", "")
+	fs.BoolVar(&f.wait, "wait", false, "")
+	fs.DurationVar(&f.poll, "poll", defaultPoll, "")
+	fs.BoolVar(&f.cancel, "cancel", false, "")
 	pos, err := parseInterleaved(fs, args)
 	if errors.Is(err, flag.ErrHelp) || (err == nil && len(pos) > 0 && pos[0] == "help") {
 		fmt.Fprint(stdout, usage)
@@ -83,6 +100,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	if cmd.args == 1 && pos[1] == "" {
 		return usageError(stderr, fmt.Sprintf("%s: the task name is empty", pos[0]))
+	}
+	f.set = map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
+	for _, name := range backfillFlags {
+		if f.set[name] && !slices.Contains(cmd.flags, name) {
+			return usageError(stderr, fmt.Sprintf("--%s is a flag of backfill, not of %s", name, pos[0]))
+		}
+	}
+	if cmd.check != nil {
+		if err := cmd.check(&f); err != nil {
+			return usageError(stderr, err.Error())
+		}
 	}
 	if *timeout <= 0 {
 		return usageError(stderr, fmt.Sprintf("--timeout %v: must be positive", *timeout))
@@ -112,10 +141,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintln(stderr, "ndigo: NDIGO_ADMIN_TOKEN has leading or trailing whitespace (such as a file's final newline): sending the token without it")
 	}
 	c := &client{base: base, token: token, http: &http.Client{Transport: tr, Timeout: *timeout}}
-	if err := cmd.do(ctx, c, pos[1:], output{w: stdout, errw: stderr, json: *asJSON}); err != nil {
+	if err := cmd.do(ctx, c, pos[1:], f, output{w: stdout, errw: stderr, json: *asJSON}); err != nil {
 		fmt.Fprintf(stderr, "ndigo: %v\n", err)
-		if errors.Is(err, errMissed) {
+		switch {
+		case errors.Is(err, errMissed):
 			return exitMissed
+		case errors.Is(err, errBackfillCancelled):
+			return exitCancelled
 		}
 		return exitFailure
 	}

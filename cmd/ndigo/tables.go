@@ -19,7 +19,7 @@ func writeTasks(w io.Writer, tasks []task) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tCRON\tLOCK\tNEXT\tPAUSED\tLAST FIRE (CLUSTER)\tOUTCOME\tATTEMPT\tNODE\tTOKEN\tLAST FIRE HERE\tRETRY DUE\tFAILURES HERE")
+	fmt.Fprintln(tw, "NAME\tCRON\tLOCK\tNEXT\tPAUSED\tLAST FIRE (CLUSTER)\tOUTCOME\tATTEMPT\tNODE\tTOKEN\tLAST FIRE HERE\tRETRY DUE\tFAILURES HERE\tBACKFILL")
 	for _, t := range tasks {
 		paused := "unknown" // a handler without the control API
 		if t.Paused != nil {
@@ -33,8 +33,8 @@ func writeTasks(w io.Writer, tasks []task) error {
 		if t.LastFire != nil {
 			here = t.LastFire.Outcome
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", cell(t.Name), cell(t.Cron), cell(t.Lock), stamp(t.Next), paused,
-			strings.Join(cells(last), "\t"), cell(here), stamp(t.RetryAt), t.Failures)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", cell(t.Name), cell(t.Cron), cell(t.Lock), stamp(t.Next), paused,
+			strings.Join(cells(last), "\t"), cell(here), stamp(t.RetryAt), t.Failures, backfillCell(t.Backfill))
 	}
 	return tw.Flush()
 }
@@ -48,7 +48,10 @@ func writeRuns(w io.Writer, name string, res runs) error {
 	fmt.Fprintln(tw, "FIRE\tKIND\tATTEMPT\tNODE\tTOKEN\tSTART\tDURATION\tOUTCOME\tERROR")
 	for _, r := range res.Runs {
 		kind := "scheduled"
-		if r.Manual {
+		switch {
+		case r.Backfill:
+			kind = "backfill"
+		case r.Manual:
 			kind = "manual"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", stamp(&r.Fire), kind, attempt(r.Attempt, res.Retries, r.Start != nil),

@@ -5,20 +5,33 @@ package main
 const defaultAdmin = "http://127.0.0.1:8081"
 
 // unknownCommand follows an unknown command's name in its error.
-const unknownCommand = "the commands are tasks, runs, audit, run, pause, resume and help"
+const unknownCommand = "the commands are tasks, runs, audit, run, pause, resume, backfill and help"
 
 const usage = `Usage: ndigo [flags] COMMAND [NAME]
 
 Commands:
   tasks          list every task: cron, lock, next fire, paused, the last run in the cluster
-                 and its attempt, a retry due
+                 and its attempt, a retry due, its last backfill (running 512/1000: taken or
+                 refused of its instants)
   runs NAME      list the task's last recorded fires in the cluster, newest first, each
-                 with its attempt (2/4: the first of 3 retries of a failed run)
+                 with its kind (scheduled, manual, backfill) and attempt (2/4: the first
+                 of 3 retries of a failed run)
   audit NAME     what became of each instant of the task's schedule: ran, skipped,
                  failed, missed (no node ran it) or pending; exits 3 if any was missed
   run NAME       have one node run the task once, as soon as it can, under its lock
   pause NAME     make every node skip the task's fires until it is resumed
   resume NAME    let the task run again from its next fire
+  backfill NAME --from TIME --to TIME [--force] [--overlap POLICY] [--wait [--poll DURATION]]
+                 run the task once for each instant of its schedule from --from to --to
+                 (RFC 3339, such as 2026-01-01T00:00:00Z, both included), in order, each on
+                 whichever node takes it, under the task's lock; an instant that already ran
+                 is refused unless --force; --overlap skip, buffer-one (one at a time) or
+                 allow (up to the task's maxConcurrent), by default the task's own. --wait
+                 draws its progress on stderr, "[#####...............] 512/1000 (3 refused)
+                 running", every --poll (default 1s), until it is done or cancelled.
+                 With --json it prints the backfill: as started, or with --wait as it ended
+  backfill NAME --cancel
+                 cancel the task's running backfill: no node takes its next instant
   help           print this help
 
 Flags (before or after the command):
@@ -26,9 +39,9 @@ Flags (before or after the command):
   --json             print the server's JSON instead of a table
   --timeout DURATION give up on a request after this long (default 10s)
 
-run, pause and resume send the token in the environment variable
+run, pause, resume and backfill send the token in the environment variable
 NDIGO_ADMIN_TOKEN as a bearer token (the node's admin.token), without
 leading or trailing whitespace. The task names . and .. go in the query.
 Exit status: 0 done, 1 the request failed, 2 a usage error, 3 an audit found
-missed fires.
+missed fires, 4 a backfill waited for (--wait) was cancelled.
 `

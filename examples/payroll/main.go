@@ -95,7 +95,7 @@ var flags = []struct {
 	{"for", "exit cleanly after this long, e.g. 10s (default: run until a signal)", []string{"PAYROLL_FOR"}, false},
 	{"admin-addr", "serve /scheduledtasks, /locks and /healthz on this address, e.g. 127.0.0.1:8081", []string{"PAYROLL_ADMIN_ADDR"}, false},
 	{"metrics", "expose Prometheus metrics at /metrics on --admin-addr", []string{"PAYROLL_ADMIN_METRICS"}, true},
-	{"admin-token", "bearer token of the task control endpoints (run, pause, resume) on --admin-addr; " +
+	{"admin-token", "bearer token of the task control endpoints (run, pause, resume, backfill) on --admin-addr; " +
 		"prefer the variable, which other users cannot read from the process list", []string{"PAYROLL_ADMIN_TOKEN"}, false},
 }
 
