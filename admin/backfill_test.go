@@ -11,48 +11,24 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jonboulle/clockwork"
-
 	"github.com/ndigo/ndigo/internal/fakenode"
-	"github.com/ndigo/ndigo/scheduling"
 	"github.com/ndigo/ndigo/taskstate"
 )
 
-// backfilling is a real Handler, with the token secret, on a started
-// scheduler (node node-a, its locks in the process, on a fake clock at
-// epoch: a fakenode.Node) whose task state is store. Its task "report"
-// fires on the hour, under a lock; its first run blocks at the node's gate
-// until the test opens it, every other returns at once. The history of
-// "report" holds a run of instants[0] by node-b, which a backfill refuses
-// as already run. "plain" has no lock, which a backfill needs.
+// backfilling is a real Handler, with the token secret, on the backfill
+// tests' scenario (fakenode.Backfilling: node-a at epoch, "report" locked
+// with its first run blocked at the gate and instant 0 already run,
+// "plain" unlocked).
 type backfilling struct {
-	n        *fakenode.Node
-	h        *Handler
-	store    *taskstate.InProcess
-	instants []time.Time // the 10 hours before epoch, oldest first
+	*fakenode.Backfilling
+	h *Handler
 }
 
 func newBackfilling(t *testing.T) *backfilling {
 	t.Helper()
-	store, err := taskstate.NewInProcess(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := fakenode.New(t, clockwork.NewFakeClockAt(epoch), scheduling.Config{Node: "node-a", State: store})
-	n.Start(t,
-		scheduling.NewTask(n.BlockFirst(), scheduling.Cron("0 * * * *"), scheduling.Lock("report"), scheduling.LockTTL(time.Hour),
-			scheduling.Name("report")),
-		scheduling.NewTask(func(context.Context) error { return nil }, scheduling.Cron("@yearly"), scheduling.Name("plain")),
-	)
-	b := &backfilling{n: n, store: store}
-	for i := range 10 {
-		b.instants = append(b.instants, epoch.Add(time.Duration(i-10)*time.Hour))
-	}
-	ran := taskstate.Run{Fire: b.instants[0], Node: "node-b", Token: 1, Start: b.instants[0], Outcome: "ok"}
-	if err := store.Record(context.Background(), taskstate.TaskRun{Task: "report", Run: ran}); err != nil {
-		t.Fatal(err)
-	}
-	b.h, err = New(Options{Scheduler: n.S, Token: secret, Logger: slog.New(slog.DiscardHandler)})
+	b := &backfilling{Backfilling: fakenode.StartBackfilling(t, epoch)}
+	var err error
+	b.h, err = New(Options{Scheduler: b.S, Token: secret, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +38,7 @@ func newBackfilling(t *testing.T) *backfilling {
 // stored returns the store's last backfill of report.
 func (b *backfilling) stored(t *testing.T) (taskstate.Backfill, bool) {
 	t.Helper()
-	p, err := b.store.Poll(context.Background())
+	p, err := b.Store.Poll(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +91,7 @@ func decode(t *testing.T, body []byte, v any) map[string]any {
 // backfill with an overlap policy shows both.
 func TestBackfillOverHTTP(t *testing.T) {
 	b := newBackfilling(t)
-	in := b.instants
+	in := b.Instants
 	code, _, body := post(t, b.h, "/scheduledtasks/report/backfill", secret, rangeBody(in[0], in[9], ""))
 	var started BackfillJSON
 	raw := decode(t, body, &started)
@@ -137,7 +113,7 @@ func TestBackfillOverHTTP(t *testing.T) {
 
 	// The first instant ran already (node-b's run): refused; the second's
 	// run blocks.
-	b.n.StepTo(t, 3*time.Second)
+	b.StepTo(t, 3*time.Second)
 	tasks, rawTasks := listTasks(t, b.h, 2)
 	bf := tasks["report"].Backfill
 	if bf == nil || bf.ID != started.ID || bf.State != taskstate.BackfillRunning || bf.Taken != 1 || bf.Refused != 1 || !bf.Cursor.Equal(in[1]) {
@@ -169,8 +145,8 @@ func TestBackfillOverHTTP(t *testing.T) {
 	}
 
 	// The run in flight finishes; no further instant runs.
-	b.n.Gate.Open()
-	b.n.StepTo(t, 6*time.Second)
+	b.Gate.Open()
+	b.StepTo(t, 6*time.Second)
 	tasks, _ = listTasks(t, b.h, 2)
 	if bf := tasks["report"].Backfill; bf == nil || bf.State != taskstate.BackfillCancelled || bf.Taken != 1 || bf.Refused != 1 {
 		t.Errorf("report's backfill once cancelled: %+v, want cancelled, 1 taken, 1 refused", bf)
@@ -195,7 +171,7 @@ func TestBackfillOverHTTP(t *testing.T) {
 	if code != http.StatusAccepted || raw["force"] != true || raw["overlap"] != "skip" || started.Total != 3 {
 		t.Fatalf("POST a forced backfill: %d %s; want 202 with force and overlap", code, body)
 	}
-	b.n.StepTo(t, 9*time.Second)
+	b.StepTo(t, 9*time.Second)
 	tasks, _ = listTasks(t, b.h, 2)
 	if bf := tasks["report"].Backfill; bf == nil || bf.ID != started.ID || bf.State != taskstate.BackfillDone || bf.Taken != 3 || bf.Refused != 0 || !bf.Force {
 		t.Errorf("the forced backfill %+v, want done, 3 taken, none refused", bf)
@@ -208,7 +184,7 @@ func TestBackfillOverHTTP(t *testing.T) {
 // and 403 for the token, 405 for another method.
 func TestBackfillRefusals(t *testing.T) {
 	b := newBackfilling(t)
-	in := b.instants
+	in := b.Instants
 	ok := rangeBody(in[0], in[9], "")
 	for _, c := range []struct {
 		path, auth, body string
@@ -251,7 +227,7 @@ func TestBackfillRefusals(t *testing.T) {
 		t.Errorf("the store holds the backfill %+v after refusals only", got)
 	}
 
-	noToken := quietHandler(t, b.n.S)
+	noToken := quietHandler(t, b.S)
 	if code, _, body := post(t, noToken, "/scheduledtasks/report/backfill", "anything", ok); code != http.StatusForbidden {
 		t.Errorf("POST backfill with no token configured: %d %s; want 403", code, body)
 	}

@@ -24,14 +24,14 @@ const colBackfill = browsertest.ColLastFire + 1
 // backfill shows none.
 func TestConsoleShowsAndCancelsABackfill(t *testing.T) {
 	b := newBackfilling(t)
-	in := b.instants
-	started, err := b.n.S.Backfill(context.Background(), "report", in[0], in[9], scheduling.BackfillOptions{})
+	in := b.Instants
+	started, err := b.S.Backfill(context.Background(), "report", in[0], in[9], scheduling.BackfillOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The first instant ran already (node-b's run): refused, under the
 	// lock's token 1; the second's run, under token 2, blocks.
-	b.n.StepTo(t, 3*time.Second)
+	b.StepTo(t, 3*time.Second)
 	srv := httptest.NewServer(b.h)
 	t.Cleanup(srv.Close)
 	page := browsertest.OpenConsole(t, browsertest.New(t), srv.URL+"/#task=report")
@@ -68,8 +68,8 @@ func TestConsoleShowsAndCancelsABackfill(t *testing.T) {
 	}
 
 	// The run in flight finishes; the node's next poll reads the cancel.
-	b.n.Gate.Open()
-	b.n.StepTo(t, 6*time.Second)
+	b.Gate.Open()
+	b.StepTo(t, 6*time.Second)
 	page.WaitFor("the row to show the backfill cancelled", status+`.textContent === `+browsertest.JS(t, "cancelled 2/10 · 1 taken · 1 refused"+rangeText))
 	if got := browsertest.Eval[string](page, status+`.firstChild.className + "|" + (`+bar+` === null) + "|" + `+cancel+`.hidden`); got != "backfill-cancelled|true|true" {
 		t.Errorf("the cancelled backfill: %q, want it marked cancelled, no progress bar, no cancel button", got)

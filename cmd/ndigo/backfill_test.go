@@ -11,51 +11,25 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jonboulle/clockwork"
-
 	"github.com/ndigo/ndigo/admin"
 	"github.com/ndigo/ndigo/internal/fakenode"
 	"github.com/ndigo/ndigo/internal/syncbuf"
-	"github.com/ndigo/ndigo/scheduling"
 	"github.com/ndigo/ndigo/taskstate"
 )
 
-// backfillNode is a real scheduler (node node-a, in-process locks, a fake
-// clock at epoch: a fakenode.Node) on the task state store, and a real
-// admin handler on it with the token testToken, served at env's
-// NDIGO_ADMIN. Its task "report" fires on the hour under a lock; its
-// first run blocks at the node's gate until the test opens it, every other
-// returns at once. The history of report holds node-b's run of
-// instants[0], which a backfill refuses as already run. "plain" has no
-// lock, which a backfill needs.
+// backfillNode is the backfill tests' scenario (fakenode.Backfilling:
+// node-a at epoch, "report" locked with its first run blocked at the gate
+// and instant 0 already run, "plain" unlocked), and a real admin handler
+// on it with the token testToken, served at env's NDIGO_ADMIN.
 type backfillNode struct {
-	n        *fakenode.Node
-	store    *taskstate.InProcess
-	env      map[string]string
-	instants []time.Time // the 10 hours before epoch, oldest first
+	*fakenode.Backfilling
+	env map[string]string
 }
 
 func startBackfillNode(t *testing.T) *backfillNode {
 	t.Helper()
-	store, err := taskstate.NewInProcess(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := fakenode.New(t, clockwork.NewFakeClockAt(epoch), scheduling.Config{Node: "node-a", State: store})
-	n.Start(t,
-		scheduling.NewTask(n.BlockFirst(), scheduling.Cron("0 * * * *"), scheduling.Lock("report"), scheduling.LockTTL(time.Hour),
-			scheduling.Name("report")),
-		scheduling.NewTask(func(context.Context) error { return nil }, scheduling.Cron("@yearly"), scheduling.Name("plain")),
-	)
-	b := &backfillNode{n: n, store: store}
-	for i := range 10 {
-		b.instants = append(b.instants, epoch.Add(time.Duration(i-10)*time.Hour))
-	}
-	ran := taskstate.Run{Fire: b.instants[0], Node: "node-b", Token: 1, Start: b.instants[0], Outcome: "ok"}
-	if err := store.Record(context.Background(), taskstate.TaskRun{Task: "report", Run: ran}); err != nil {
-		t.Fatal(err)
-	}
-	h, err := admin.New(admin.Options{Scheduler: n.S, Token: testToken, Logger: slog.New(slog.DiscardHandler)})
+	b := &backfillNode{Backfilling: fakenode.StartBackfilling(t, epoch)}
+	h, err := admin.New(admin.Options{Scheduler: b.S, Token: testToken, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +42,7 @@ func startBackfillNode(t *testing.T) *backfillNode {
 // stored returns the store's last backfill of report.
 func (b *backfillNode) stored(t *testing.T) taskstate.Backfill {
 	t.Helper()
-	p, err := b.store.Poll(context.Background())
+	p, err := b.Store.Poll(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,12 +118,12 @@ func progressLines(t *testing.T, stderr string) []string {
 // shows its progress in BACKFILL; runs marks its runs.
 func TestBackfillWait(t *testing.T) {
 	b := startBackfillNode(t)
-	in := b.instants
+	in := b.Instants
 	r := ndigoAsync(b.env, "backfill", "report", "--from", rfc(in[0]), "--to", rfc(in[9]), "--wait", "--poll", "5ms")
 	r.waitStderr(t, "[....................] 0/10 (0 refused) running\n")
 	// The first instant ran already (node-b's run): refused; the second's
 	// run blocks.
-	b.n.StepTo(t, 3*time.Second)
+	b.StepTo(t, 3*time.Second)
 	r.waitStderr(t, "[####................] 2/10 (1 refused) running\n")
 	res := ndigo(t, b.env, "tasks")
 	if got := row(t, rows(t, res.stdout), "report"); res.code != 0 || got[13] != "running 2/10" {
@@ -159,8 +133,8 @@ func TestBackfillWait(t *testing.T) {
 		t.Errorf("tasks: plain %q, want no backfill", got)
 	}
 
-	b.n.Gate.Open()
-	b.n.StepTo(t, 6*time.Second)
+	b.Gate.Open()
+	b.StepTo(t, 6*time.Second)
 	res = r.exit(t)
 	id := b.stored(t).ID
 	want := `backfill ` + id + ` of "report" started: 10 instants from 2025-12-31T14:00:00Z to 2025-12-31T23:00:00Z` + "\n" +
@@ -192,10 +166,10 @@ func TestBackfillWait(t *testing.T) {
 // fails with the node's 409.
 func TestBackfillWaitCancelled(t *testing.T) {
 	b := startBackfillNode(t)
-	in := b.instants
+	in := b.Instants
 	r := ndigoAsync(b.env, "backfill", "report", "--from", rfc(in[0]), "--to", rfc(in[9]), "--wait", "--poll", "5ms")
 	r.waitStderr(t, "0/10 (0 refused) running\n")
-	b.n.StepTo(t, 3*time.Second)
+	b.StepTo(t, 3*time.Second)
 	r.waitStderr(t, "2/10 (1 refused) running\n")
 
 	res := ndigo(t, b.env, "backfill", "report", "--cancel")
@@ -211,8 +185,8 @@ func TestBackfillWaitCancelled(t *testing.T) {
 		t.Errorf("a second --cancel: exit %d, stderr %q; want 1 and the 409", res.code, res.stderr)
 	}
 
-	b.n.Gate.Open() // the run in flight finishes; the node's next poll reads the cancel
-	b.n.StepTo(t, 6*time.Second)
+	b.Gate.Open() // the run in flight finishes; the node's next poll reads the cancel
+	b.StepTo(t, 6*time.Second)
 	res = r.exit(t)
 	if want := `backfill ` + stored.ID + ` of "report" cancelled: 2 of 10 instants, 1 taken to run, 1 refused as already run` + "\n"; res.code != exitCancelled ||
 		!strings.HasSuffix(res.stdout, want) {
@@ -233,15 +207,15 @@ func TestBackfillWaitCancelled(t *testing.T) {
 // ended. --force and --overlap go to the node, which shows them.
 func TestBackfillStartAndJSON(t *testing.T) {
 	b := startBackfillNode(t)
-	in := b.instants
-	b.n.Gate.Open()
+	in := b.Instants
+	b.Gate.Open()
 	res := ndigo(t, b.env, "backfill", "report", "--from", rfc(in[0]), "--to", rfc(in[1]), "--force", "--overlap", "skip")
 	id := b.stored(t).ID
 	if want := `backfill ` + id + ` of "report" started: 2 instants from 2025-12-31T14:00:00Z to 2025-12-31T15:00:00Z (force, overlap skip)` + "\n"; res.code != 0 ||
 		res.stdout != want || res.stderr != "" {
 		t.Fatalf("backfill: exit %d, stdout %q, stderr %q; want %q", res.code, res.stdout, res.stderr, want)
 	}
-	b.n.StepTo(t, 3*time.Second)
+	b.StepTo(t, 3*time.Second)
 	if got := b.stored(t); got.State != taskstate.BackfillDone || got.Taken != 2 || !got.Force || got.Overlap != "skip" {
 		t.Fatalf("the store's backfill %+v, want done, both instants taken (forced), overlap skip", got)
 	}
@@ -251,11 +225,11 @@ func TestBackfillStartAndJSON(t *testing.T) {
 		!strings.Contains(res.stdout, `"id": "`+b.stored(t).ID+`",`) {
 		t.Errorf("--json backfill: exit %d, stdout %s; want the node's answer", res.code, res.stdout)
 	}
-	b.n.StepTo(t, 6*time.Second)
+	b.StepTo(t, 6*time.Second)
 
 	r := ndigoAsync(b.env, "backfill", "report", "--from", rfc(in[4]), "--to", rfc(in[6]), "--wait", "--poll", "5ms", "--json")
 	r.waitStderr(t, "0/3 (0 refused) running\n")
-	b.n.StepTo(t, 9*time.Second)
+	b.StepTo(t, 9*time.Second)
 	res = r.exit(t)
 	if res.code != 0 || !strings.HasPrefix(res.stdout, "{\n  \"id\": \""+b.stored(t).ID+"\",") || !strings.Contains(res.stdout, `"state": "done",`) ||
 		!strings.Contains(res.stdout, `"cursor": "2025-12-31T20:00:00Z",`) {
@@ -267,7 +241,7 @@ func TestBackfillStartAndJSON(t *testing.T) {
 // the rule; what only the node can check fails with its message (exit 1).
 func TestBackfillRefusals(t *testing.T) {
 	b := startBackfillNode(t)
-	from, to := rfc(b.instants[0]), rfc(b.instants[9])
+	from, to := rfc(b.Instants[0]), rfc(b.Instants[9])
 	for _, c := range []struct {
 		args []string
 		want string
@@ -299,7 +273,7 @@ func TestBackfillRefusals(t *testing.T) {
 		{b.env, []string{"backfill", "report", "--from", from, "--to", to, "--overlap", "queue"},
 			`/scheduledtasks/report/backfill: 400 Bad Request: scheduling: invalid backfill: task report: overlap "queue": must be one of "skip", "buffer-one", "allow"`},
 		{b.env, []string{"backfill", "report", "--from", from, "--to", to, "--overlap", "cancel-previous"}, `overlap "cancel-previous": refused for a backfill`},
-		{b.env, []string{"backfill", "report", "--from", rfc(b.instants[0].Add(time.Minute)), "--to", rfc(b.instants[0].Add(2 * time.Minute))},
+		{b.env, []string{"backfill", "report", "--from", rfc(b.Instants[0].Add(time.Minute)), "--to", rfc(b.Instants[0].Add(2 * time.Minute))},
 			`400 Bad Request: scheduling: invalid backfill: task report: range [2025-12-31 14:01:00 +0000 UTC, 2025-12-31 14:02:00 +0000 UTC]: holds no instant of the schedule "0 * * * *"`},
 		{b.env, []string{"backfill", "plain", "--from", from, "--to", to}, "400 Bad Request: scheduling: invalid backfill: task plain: needs lock"},
 		{b.env, []string{"backfill", "nope", "--from", from, "--to", to}, `404 Not Found`},

@@ -123,3 +123,39 @@ func FailFirst(err error) func(context.Context) error {
 		return nil
 	}
 }
+
+// A Backfilling is the scenario of the backfill tests: a started node
+// "node-a" on a fake clock at epoch whose task "report" (hourly, on lock
+// report, a lock TTL of an hour) blocks its first run at the Gate, and
+// whose task "plain" has no lock, which a backfill needs. The history of
+// report holds node-b's run of Instants[0], which a backfill refuses as
+// already run.
+type Backfilling struct {
+	*Node
+	Store    *taskstate.InProcess
+	Instants []time.Time // the 10 hours before epoch, oldest first
+}
+
+// StartBackfilling starts a Backfilling.
+func StartBackfilling(t testing.TB, epoch time.Time) *Backfilling {
+	t.Helper()
+	store, err := taskstate.NewInProcess(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := New(t, clockwork.NewFakeClockAt(epoch), scheduling.Config{Node: "node-a", State: store})
+	n.Start(t,
+		scheduling.NewTask(n.BlockFirst(), scheduling.Cron("0 * * * *"), scheduling.Lock("report"), scheduling.LockTTL(time.Hour),
+			scheduling.Name("report")),
+		scheduling.NewTask(func(context.Context) error { return nil }, scheduling.Cron("@yearly"), scheduling.Name("plain")),
+	)
+	b := &Backfilling{Node: n, Store: store}
+	for i := range 10 {
+		b.Instants = append(b.Instants, epoch.Add(time.Duration(i-10)*time.Hour))
+	}
+	ran := taskstate.Run{Fire: b.Instants[0], Node: "node-b", Token: 1, Start: b.Instants[0], Outcome: "ok"}
+	if err := store.Record(context.Background(), taskstate.TaskRun{Task: "report", Run: ran}); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
