@@ -291,10 +291,11 @@
 // is recorded as cancelled and not retried. A pause drops a fire left
 // waiting: the first node to poll it takes it and records it paused (as a
 // paused retry is), and a run going on a node that had not polled it yet
-// goes on, as every run in flight does through a pause. Under allow the lock key has
-// MaxConcurrent slots ([locks.AcquireSlot]): a fire takes the first free
-// slot and claims itself in one driver call (on a driver that takes many
-// fires in one, one round trip), with the slot key's own fencing token.
+// goes on, as every run in flight does through a pause. Under allow the
+// lock key has MaxConcurrent slots ([locks.AcquireSlot]): a fire takes the
+// first free slot and claims itself in one driver call (on a driver that
+// takes many fires in one, one round trip), with the slot key's own fencing
+// token.
 //
 // # Backfill
 //
