@@ -93,7 +93,8 @@ const heldSlack = time.Second
 // what became of each (a [FireStatus]).
 //
 // The instants audited are those of the history's span: from the fire of
-// its oldest kept record (or, with no record, this scheduler's start), at
+// its oldest kept record (when a backfill's run ran, its instant being
+// past; with no record, this scheduler's start), at
 // most AuditWindow back, to the horizon: now, less the task's jitter and
 // lock wait and the longest a run of the task can take unrecorded (its MaxRunTime; its lock TTL for a locked
 // task that does not renew, as the run is cancelled when its lease ends;
@@ -185,8 +186,20 @@ func audit(e *entry, runs []taskstate.Run, holders []holder, now, start time.Tim
 	if start.IsZero() {
 		from = start
 	}
-	if len(runs) > 0 {
-		from = runs[len(runs)-1].Fire // the oldest kept
+	// From the oldest kept record, the history holds every record since
+	// it was written: about its fire, but for a backfill's run, whose fire
+	// is a past instant, when it ran (a backfill's taken placeholder, with
+	// no start, tells neither).
+	for i := len(runs) - 1; i >= 0; i-- {
+		switch r := runs[i]; {
+		case !r.Backfill:
+			from = r.Fire
+		case !r.Start.IsZero():
+			from = r.Start
+		default:
+			continue
+		}
+		break
 	}
 	if from.IsZero() {
 		return a // not started, nothing recorded

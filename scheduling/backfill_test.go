@@ -269,3 +269,30 @@ func TestBackfillValidation(t *testing.T) {
 		t.Errorf("CancelBackfill of a task without one = %v, want ErrNoBackfill", err)
 	}
 }
+
+// A backfill's runs of past instants do not stretch the audit back over
+// the fires between them and now: after a backfill that fills the whole
+// kept history, the audit starts from its runs, and finds nothing missed.
+func TestBackfillLeavesTheAuditQuiet(t *testing.T) {
+	c := newCluster(t)
+	var x exclusive
+	c.start(2, func() []Task { return []Task{NewTask(x.task, Cron("0 * * * *"), Lock("k"), Name("report"))} })
+	c.step(2*time.Hour+5*time.Second, time.Second)
+	want := hourly(60)[:30] // 60 to 31 hours back: more than the history keeps
+	ctx := context.Background()
+	if _, err := c.nodes[0].Backfill(ctx, "report", want[0], want[29], BackfillOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.step(3*time.Second, time.Second)
+	if n := len(backfillRuns(t, &x)); n != 30 {
+		t.Fatalf("%d backfill runs, want 30", n)
+	}
+	a, err := c.nodes[1].Audit(ctx, "report")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Missed != 0 || a.From.Before(epoch.Add(2*time.Hour)) {
+		t.Fatalf("audit after the backfill: %d missed from %v; want none, from the backfill's runs (after %v)", a.Missed, a.From,
+			epoch.Add(2*time.Hour))
+	}
+}
