@@ -42,7 +42,8 @@ type BackfillOptions struct {
 
 // Backfill runs the task named name once for each instant of its schedule
 // in [from, to], in order, through the one path of every run (lock, hold
-// rules, the take of the instant, renewal, record): an instant runs on
+// rules, the take of the instant, renewal, record); to must be before now,
+// the schedule running the later instants. An instant runs on
 // whatever node of the cluster takes it first, under the task's lock, with
 // its fencing token, as a run whose [Run].Backfill is set and whose Fire is
 // the instant. It returns the backfill as started; its progress is in
@@ -67,6 +68,12 @@ func (s *Scheduler) Backfill(ctx context.Context, name string, from, to time.Tim
 	}
 	if _, err := backfillPolicy(e, opts.Overlap); err != nil {
 		return taskstate.Backfill{}, err
+	}
+	if now := s.clock.Now(); !to.Before(now) {
+		// The schedule runs those instants, under claims of their own: a
+		// backfill of them would run them twice.
+		return taskstate.Backfill{}, fmt.Errorf("%w: task %s: to %v: must be before now (%v): a backfill runs past instants, the schedule the others",
+			ErrInvalidBackfill, e.name, to, now)
 	}
 	total, err := backfillInstants(e, from, to)
 	if err != nil {

@@ -234,23 +234,25 @@ func TestBackfillValidation(t *testing.T) {
 	})
 	s := c.nodes[0]
 	ctx := context.Background()
-	from := epoch.Add(-10 * time.Hour)
+	from, past := epoch.Add(-10*time.Hour), epoch.Add(-time.Hour)
 	for _, tc := range []struct {
 		name, task string
 		from, to   time.Time
 		opts       BackfillOptions
 		want       string
 	}{
-		{"unknown task", "nope", from, epoch, BackfillOptions{}, `unknown task: "nope"`},
-		{"unlocked", "unlocked", from, epoch, BackfillOptions{}, "needs lock"},
+		{"unknown task", "nope", from, past, BackfillOptions{}, `unknown task: "nope"`},
+		{"unlocked", "unlocked", from, past, BackfillOptions{}, "needs lock"},
 		{"reversed", "report", epoch, from, BackfillOptions{}, "to must not be before from"},
-		{"unset", "report", time.Time{}, epoch, BackfillOptions{}, "from and to must be set"},
+		{"unset", "report", time.Time{}, past, BackfillOptions{}, "from and to must be set"},
 		{"no instant", "report", from.Add(time.Minute), from.Add(2 * time.Minute), BackfillOptions{}, `holds no instant of the schedule "0 * * * *"`},
-		{"too many", "often", epoch.Add(-48 * time.Hour), epoch, BackfillOptions{}, "more than 100000 instants"},
+		{"too many", "often", epoch.Add(-48 * time.Hour), past, BackfillOptions{}, "more than 100000 instants"},
+		{"future", "report", from, epoch.Add(time.Hour), BackfillOptions{}, "must be before now"},
+		{"now", "report", from, epoch, BackfillOptions{}, "must be before now"},
 		{"before 1970", "report", time.Unix(-3600, 0), time.Unix(3600, 0), BackfillOptions{}, "must be after 1970-01-01"},
-		{"cancel-previous", "report", from, epoch, BackfillOptions{Overlap: OverlapCancelPrevious}, `overlap "cancel-previous": refused for a backfill`},
-		{"allow without max", "report", from, epoch, BackfillOptions{Overlap: OverlapAllow}, `overlap "allow": needs the task's maxConcurrent`},
-		{"unknown policy", "report", from, epoch, BackfillOptions{Overlap: "queue"}, `overlap "queue": must be one of`},
+		{"cancel-previous", "report", from, past, BackfillOptions{Overlap: OverlapCancelPrevious}, `overlap "cancel-previous": refused for a backfill`},
+		{"allow without max", "report", from, past, BackfillOptions{Overlap: OverlapAllow}, `overlap "allow": needs the task's maxConcurrent`},
+		{"unknown policy", "report", from, past, BackfillOptions{Overlap: "queue"}, `overlap "queue": must be one of`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := s.Backfill(ctx, tc.task, tc.from, tc.to, tc.opts)
@@ -262,7 +264,7 @@ func TestBackfillValidation(t *testing.T) {
 			}
 		})
 	}
-	if _, err := s.Backfill(ctx, "report", from, epoch, BackfillOptions{}); err != nil {
+	if _, err := s.Backfill(ctx, "report", from, past, BackfillOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.CancelBackfill(ctx, "unlocked"); !errors.Is(err, ErrNoBackfill) {

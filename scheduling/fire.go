@@ -117,7 +117,7 @@ type firing struct {
 
 // fromStore reports a run that a node takes from the store (a manual request,
 // a retry) rather than claims by its instant.
-func (f *firing) fromStore() bool { return f.kind >= kindManual }
+func (f *firing) fromStore() bool { return f.kind >= kindManual } // manual, retry, backfill: the kinds after kindManual
 
 // manual reports a manual run, or a retry of one.
 func (f *firing) manual() bool {
