@@ -46,7 +46,9 @@ type StoreOptions struct {
 	// Table is the prefix of the store's tables, "table" or
 	// "schema.table" as Options.Table; "" means ndigo_tasks (tables
 	// ndigo_tasks_paused, ndigo_tasks_requests, ndigo_tasks_retries,
-	// ndigo_tasks_runs, ndigo_tasks_backfills and ndigo_tasks_ran).
+	// ndigo_tasks_runs, ndigo_tasks_backfills, ndigo_tasks_ran,
+	// ndigo_tasks_schedules and ndigo_tasks_generations, and the sequence
+	// ndigo_tasks_pauses).
 	Table string
 	// History is how many runs per task the store keeps; zero means
 	// taskstate.DefaultHistory.
@@ -56,9 +58,10 @@ type StoreOptions struct {
 // A Store is a taskstate.Store in PostgreSQL, shared by every node on the
 // same database and namespace. Make one with NewStore and call
 // CreateSchema once; it is safe for concurrent use. Each operation is one
-// statement, with the namespace and task name as bind parameters, sent
-// unprepared (pgx.QueryExecModeExec, whatever the pool's default mode), as
-// the driver's: it works through PgBouncer in transaction mode. A take
+// statement, with the namespace and the task's or schedule's name as bind
+// parameters, sent unprepared (pgx.QueryExecModeExec, whatever the pool's
+// default mode), as the driver's: it works through PgBouncer in
+// transaction mode. A take
 // deletes the request or retry, or moves the backfill's cursor, and inserts
 // the placeholder run in one statement; a manual run's, a retry's or a
 // backfill run's record deletes its placeholder, inserts the run, trims the
@@ -67,7 +70,12 @@ type StoreOptions struct {
 // Each task's last backfill is a row of its own, which a take updates (the
 // row lock orders racing takes) and a start replaces unless it is running;
 // the instants known to have run are rows of (task, fire) in Unix
-// nanoseconds.
+// nanoseconds. The stored schedules are rows of (name, body), body being
+// taskstate.EncodeSchedule's bytes; a schedule call changes its row and
+// moves the namespace's schedules generation (a row of its own, which
+// Poll reads) on in one statement, if it changed the schedules.
+// CreateSchema of this version adds these tables to those of an earlier
+// one.
 //
 // pgx never resends a query: a call whose reply was lost (the connection
 // broke after the statement ran) returns an error wrapping ErrDatabase, and
@@ -84,6 +92,7 @@ type Store struct {
 type storeStatements struct {
 	schema, pause, resume, paused, request, poll, take, takeRetry, record, retry, records, runs string
 	startBackfill, takeBackfill, endBackfill                                                    string
+	createSchedule, updateSchedule, deleteSchedule, schedules                                   string
 }
 
 var _ taskstate.Store = (*Store)(nil)
@@ -121,7 +130,8 @@ func NewStore(opts StoreOptions) (*Store, error) {
 	}
 	r := strings.NewReplacer("$PAUSED", name("_paused"), "$REQUESTS", name("_requests"), "$RUNS", name("_runs"), "$RETRIES", name("_retries"),
 		"$PAUSES", name("_pauses"), "$RECORD1", name("_record1"), "$RECORD", name("_record"),
-		"$BACKFILLS", name("_backfills"), "$RAN", name("_ran"), "$STARTBACKFILL", name("_startbackfill"))
+		"$BACKFILLS", name("_backfills"), "$RAN", name("_ran"), "$STARTBACKFILL", name("_startbackfill"),
+		"$SCHEDULES", name("_schedules"), "$GENERATIONS", name("_generations"))
 	s := &Store{pool: opts.Pool, ns: opts.Namespace, table: table, history: n, sql: storeStatements{
 		schema: fmt.Sprintf("SELECT pg_advisory_xact_lock(%d);\n", schemaLock([]string{"store", table})) +
 			r.Replace(storeSchemaSQL) + r.Replace(storeFunctionsSQL(storeRecordSQL, storeRetrySQL, storeStartBackfillSQL)),
@@ -134,7 +144,8 @@ func NewStore(opts StoreOptions) (*Store, error) {
 		poll: r.Replace(`SELECT 'request', task, at, 0, 0, false, NULL::text FROM $REQUESTS WHERE ns = $1::text
 			UNION ALL SELECT 'retry', task, fire, attempt, due, manual, NULL FROM $RETRIES WHERE ns = $1::text AND NOT taken
 			UNION ALL SELECT 'backfill', task, 0, 0, 0, false, to_jsonb(b)::text FROM $BACKFILLS b WHERE ns = $1::text
-			UNION ALL SELECT 'pauses', NULL::text, CASE WHEN is_called THEN last_value ELSE 0 END, 0, 0, false, NULL FROM $PAUSES`),
+			UNION ALL SELECT 'pauses', NULL::text, CASE WHEN is_called THEN last_value ELSE 0 END, 0, 0, false, NULL FROM $PAUSES
+			UNION ALL SELECT 'schedules', NULL, schedules, 0, 0, false, NULL FROM $GENERATIONS WHERE ns = $1::text`),
 		take:          r.Replace(storeTakeSQL),
 		takeRetry:     r.Replace(storeTakeRetrySQL),
 		record:        r.Replace(storeRecordSQL),
@@ -145,6 +156,10 @@ func NewStore(opts StoreOptions) (*Store, error) {
 		takeBackfill:  r.Replace(storeTakeBackfillSQL),
 		endBackfill: r.Replace(`UPDATE $BACKFILLS SET state = $4::text
 			WHERE ns = $1::text AND task = $2::text AND id = $3::text AND state = 'running'`),
+		createSchedule: r.Replace(createScheduleSQL),
+		updateSchedule: r.Replace(updateScheduleSQL),
+		deleteSchedule: r.Replace(deleteScheduleSQL),
+		schedules:      r.Replace(schedulesSQL),
 	}}
 	return s, nil
 }
@@ -217,12 +232,13 @@ func (s *Store) RequestRun(ctx context.Context, task string, at time.Time) error
 	return nil
 }
 
-// Poll returns the pending requests and retries, the backfills and the
-// pause generation, in one statement. The generation is the last value of a
-// sequence that SetPaused draws from, of every namespace in the tables (a
-// change in one namespace makes the others' nodes read their flags again,
-// which costs a read and changes nothing), and 0 before the first draw,
-// whose value is 1 too.
+// Poll returns the pending requests and retries, the backfills, the pause
+// generation and the schedules' generation, in one statement. The pause
+// generation is the last value of a sequence that SetPaused draws from, of
+// every namespace in the tables (a change in one namespace makes the
+// others' nodes read their flags again, which costs a read and changes
+// nothing), and 0 before the first draw, whose value is 1 too. The
+// schedules' generation is the namespace's row, 0 before the first change.
 func (s *Store) Poll(ctx context.Context) (taskstate.Poll, error) {
 	if err := taskstate.CheckContext(ctx); err != nil {
 		return taskstate.Poll{}, err
@@ -242,6 +258,8 @@ func (s *Store) Poll(ctx context.Context) (taskstate.Poll, error) {
 		switch kind {
 		case "pauses":
 			out.Pauses = at
+		case "schedules":
+			out.Schedules = at
 		case "request":
 			out.Requests[*task] = time.Unix(0, at).UTC()
 		case "retry":

@@ -8,7 +8,11 @@
 -- the first instant), and the instants of each task known to have run
 -- (fire: Unix nanoseconds), which a backfill refuses unless it forces them.
 -- SetPaused draws from the pauses sequence, whose last value is the pause
--- generation (taskstate.Poll.Pauses).
+-- generation (taskstate.Poll.Pauses). The stored schedules (body:
+-- taskstate.EncodeSchedule's bytes) and each namespace's generation of them
+-- (taskstate.Poll.Schedules), which the statement that changes them moves
+-- on, came later: CreateSchema adds their tables to a database that an
+-- earlier version made.
 CREATE TABLE IF NOT EXISTS $PAUSED (
 	ns   text NOT NULL,
 	task text NOT NULL,
@@ -61,3 +65,13 @@ CREATE TABLE IF NOT EXISTS $RAN (
 	PRIMARY KEY (ns, task, fire)
 );
 CREATE SEQUENCE IF NOT EXISTS $PAUSES;
+CREATE TABLE IF NOT EXISTS $SCHEDULES (
+	ns   text  NOT NULL,
+	name text  NOT NULL,
+	body bytea NOT NULL,
+	PRIMARY KEY (ns, name)
+);
+CREATE TABLE IF NOT EXISTS $GENERATIONS (
+	ns        text   NOT NULL PRIMARY KEY,
+	schedules bigint NOT NULL
+);

@@ -14,6 +14,7 @@ var (
 	RecordSHA       = recordScript.Hash()
 	RequestSHA      = requestScript.Hash()
 	PauseSHA        = pauseScript.Hash()
+	ScheduleSHA     = scheduleScript.Hash()
 	Scripts         = []*redis.Script{acquireScript, acquireClaimScript, extendScript, releaseScript, claimScript,
-		takeScript, recordScript, requestScript, pauseScript}
+		takeScript, recordScript, requestScript, pauseScript, scheduleScript}
 )

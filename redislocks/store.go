@@ -69,8 +69,10 @@ type StoreOptions struct {
 //	ndigo:{ns}:backfills         each task's last backfill: task name -> "<cursor> <taken> <refused> <state> <JSON>" (see backfilltake.lua)
 //	ndigo:{ns}:ran:t             the instants of t known to have run (taken by a backfill, or in the history when one started): a set of Unix nanoseconds zero-padded to 20 digits; it expires 90 days after the last
 //	ndigo:{ns}:pauses            the pause generation (taskstate.Poll.Pauses): INCR after each SetPaused; no expiry
+//	ndigo:{ns}:schedules         the stored schedules: name -> taskstate.EncodeSchedule's bytes; no expiry
+//	ndigo:{ns}:schedules:gen     the schedules' generation (taskstate.Poll.Schedules): INCR by each schedule call that changed them; no expiry
 //	ndigo:{ns}:runs:t            the newest runs, JSON each, newest first; it expires 90 days after the last
-//	ndigo:{ns}:call:<n>          a RequestRun, TakeRequest, TakeRetry or Record call's nonce n (a take's: what it took), for a minute
+//	ndigo:{ns}:call:<n>          a RequestRun, TakeRequest, TakeRetry, Record, backfill or schedule call's nonce n (a take's: what it took), for a minute
 //
 // The runs are in the namespace's hash slot, with the requests and the
 // retries, so that a take removes the request or retry and adds its
@@ -83,19 +85,25 @@ type StoreOptions struct {
 // nanoseconds, in place of "fire": the script copies the instant the
 // request holds.
 //
-// Task names travel as keys and arguments, never in script text. Each
-// operation is one round trip (a Record of many runs too: one pipeline),
-// but SetPaused, two (the flag and the pause generation are in different
-// Cluster slots). Every mutating call (SetPaused, RequestRun,
-// TakeRequest, TakeRetry, Record and the backfills') is a script that first looks for the key of the
-// call's nonce, made for the call and the same for go-redis's retries of it
+// Task names and schedule names travel as keys and arguments, never in
+// script text. Each operation is one round trip (a Record of many runs
+// too: one pipeline), but SetPaused, two (the flag and the pause generation
+// are in different Cluster slots). Every mutating call (SetPaused,
+// RequestRun, TakeRequest, TakeRetry, Record, the backfills' and the
+// schedules') is a script that first looks for the key of the call's
+// nonce, made for the call and the same for go-redis's retries of it
 // (go-redis resends a command whose reply was lost, by default up to 3
 // times): a retry whose first attempt ran answers what that attempt did and
 // changes nothing again, whatever other nodes did in between. A SetPaused
 // does not undo a later one, a RequestRun requests at most once, a
 // TakeRequest returns the request its first attempt took (or none) and never
-// a later one, a Record records once. A call whose every attempt lost its
-// reply returns an error wrapping ErrRedis, and may have taken effect (once).
+// a later one, a Record records once, a CreateSchedule answers nil (it
+// stored the schedule), an UpdateSchedule does not undo a later one, and a
+// DeleteSchedule answers true and does not delete a schedule created since.
+// A schedule call (schedule.lua) changes the schedules hash and moves their
+// generation on in one script, and Poll reads the generation with the rest.
+// A call whose every attempt lost its reply returns an error wrapping
+// ErrRedis, and may have taken effect (once).
 type Store struct {
 	client   redis.Cmdable
 	ns       string
@@ -107,6 +115,9 @@ type Store struct {
 	pauses    string        // the pause generation's key
 	nonce     string        // random prefix of the nonces of this store's calls
 	calls     atomic.Uint64 // numbers the calls that carry a nonce
+	// schedules is the hash of the stored schedules, scheduleGen their
+	// generation's key.
+	schedules, scheduleGen string
 }
 
 var _ taskstate.Store = (*Store)(nil)
@@ -124,10 +135,12 @@ func NewStore(opts StoreOptions) (*Store, error) {
 		return nil, err
 	}
 	return &Store{client: opts.Client, ns: opts.Namespace, history: n, requests: "ndigo:{" + opts.Namespace + "}:requests",
-		retries:   "ndigo:{" + opts.Namespace + "}:retries",
-		backfills: "ndigo:{" + opts.Namespace + "}:backfills",
-		pauses:    "ndigo:{" + opts.Namespace + "}:pauses",
-		nonce:     strconv.FormatUint(rand.Uint64(), 36) + "."}, nil
+		retries:     "ndigo:{" + opts.Namespace + "}:retries",
+		backfills:   "ndigo:{" + opts.Namespace + "}:backfills",
+		pauses:      "ndigo:{" + opts.Namespace + "}:pauses",
+		schedules:   "ndigo:{" + opts.Namespace + "}:schedules",
+		scheduleGen: "ndigo:{" + opts.Namespace + "}:schedules:gen",
+		nonce:       strconv.FormatUint(rand.Uint64(), 36) + "."}, nil
 }
 
 // callNonce returns a nonce for one call, the same for go-redis's retries
@@ -210,19 +223,20 @@ func (s *Store) RequestRun(ctx context.Context, task string, at time.Time) error
 	return nil
 }
 
-// Poll returns the pending requests and retries, the backfills and the
-// pause generation: three HGETALLs and a GET in one pipeline, one round
-// trip (the keys are in the namespace's slot). A retry or backfill whose
-// value does not read (written by hand) is left out.
+// Poll returns the pending requests and retries, the backfills, the pause
+// generation and the schedules' generation: three HGETALLs and two GETs in
+// one pipeline, one round trip (the keys are in the namespace's slot). A
+// retry or backfill whose value does not read (written by hand) is left
+// out.
 func (s *Store) Poll(ctx context.Context) (taskstate.Poll, error) {
 	if err := taskstate.CheckContext(ctx); err != nil {
 		return taskstate.Poll{}, err
 	}
 	var reqs, retries, backfills *redis.MapStringStringCmd
-	var gen *redis.StringCmd
+	var gen, scheduleGen *redis.StringCmd
 	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		reqs, retries, gen = p.HGetAll(ctx, s.requests), p.HGetAll(ctx, s.retries), p.Get(ctx, s.pauses)
-		backfills = p.HGetAll(ctx, s.backfills)
+		backfills, scheduleGen = p.HGetAll(ctx, s.backfills), p.Get(ctx, s.scheduleGen)
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
@@ -249,6 +263,7 @@ func (s *Store) Poll(ctx context.Context) (taskstate.Poll, error) {
 		}
 	}
 	out.Pauses, _ = gen.Int64() // none yet: 0
+	out.Schedules, _ = scheduleGen.Int64()
 	return out, nil
 }
 

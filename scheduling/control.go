@@ -163,6 +163,15 @@ func (s *Scheduler) startRequested() {
 		s.log.Info("reading manual-run requests works again")
 	}
 	s.flush() // the records that the store refused while it was down
+	if s.staleSchedules(p.Schedules) {
+		if err := s.readSchedules(ctx, p.Schedules); err != nil {
+			if !s.stopping() && !s.schedFailing.Swap(true) {
+				s.log.Warn("reading the stored schedules failed; retrying every poll", "err", err)
+			}
+		} else if s.schedFailing.Swap(false) {
+			s.log.Info("reading the stored schedules works again")
+		}
+	}
 
 	reqs := p.Requests
 	s.mu.Lock()

@@ -109,6 +109,18 @@ func Provide(constructor any) fx.Option {
 	)
 }
 
+// namedHandler is a handler registered with [Handler].
+type namedHandler struct {
+	name string
+	fn   HandlerFunc
+}
+
+// Handler registers fn with Module's scheduler as the handler named name,
+// which stored schedules name ([Scheduler.Handle], [Scheduler.CreateSchedule]).
+func Handler(name string, fn HandlerFunc) fx.Option {
+	return fx.Supply(fx.Annotated{Group: "scheduling.handlers", Target: namedHandler{name, fn}})
+}
+
 type moduleParams struct {
 	fx.In
 	Lifecycle     fx.Lifecycle
@@ -121,6 +133,7 @@ type moduleParams struct {
 	SkipLevel     slog.Level      `name:"scheduling.skip-level" optional:"true"`
 	Spread        SpreadMode      `name:"scheduling.spread" optional:"true"`
 	Registrations []registration  `group:"scheduling.tasks"`
+	Handlers      []namedHandler  `group:"scheduling.handlers"`
 	Listeners     []Listener      `group:"scheduling.listeners"`       // ListenersGroup
 	Wrappers      []DriverWrapper `group:"scheduling.driver-wrappers"` // DriverWrappersGroup
 	State         taskstate.Store `optional:"true"`
@@ -160,6 +173,11 @@ func newModuleScheduler(p moduleParams) (*Scheduler, error) {
 	}
 	if err := s.Add(tasks...); err != nil {
 		return nil, err
+	}
+	for _, h := range p.Handlers {
+		if err := s.Handle(h.name, h.fn); err != nil {
+			return nil, err
+		}
 	}
 	p.Lifecycle.Append(fx.Hook{
 		OnStart: func(context.Context) error {

@@ -67,6 +67,9 @@ type TaskInfo struct {
 	// Backfill is the task's last backfill, running or ended, as this
 	// node's last poll of the task state read it; nil if none.
 	Backfill *taskstate.Backfill
+	// Schedule is the stored schedule the task runs ([Scheduler.CreateSchedule]);
+	// nil for a task declared in code.
+	Schedule *taskstate.Schedule
 	// Retry is the pending retry of the task that this node knows of (from
 	// its last poll of the task state, or one its own failed run left
 	// since); nil if none.
@@ -97,6 +100,10 @@ type LeaseInfo struct {
 
 // entry is one task in a scheduler.
 type entry struct {
+	// flight is what this node knows of the task's fires; a stored
+	// schedule's entry hands it on to the entry that replaces it at an
+	// update, so that a run of the old spec still counts as in flight.
+	*flight
 	fn       func(context.Context) error
 	name     string
 	typ      string
@@ -105,16 +112,23 @@ type entry struct {
 	sched    schedule
 	seq      int    // registration order
 	claimKey string // the key of this task's fire claims; "" if unlocked
-
-	busy     atomic.Bool  // a fire is in flight on this node: single flight
-	inFlight atomic.Int32 // with OverlapAllow, the fires in flight on this node, instead of busy
-	waiting  atomic.Bool  // that fire is waiting for its lock
-	tried    atomic.Int64 // the latest fire (Unix ns) this node owned or found busy: a takeover does not try it again
+	// stored is the stored schedule the entry runs; nil for a task
+	// declared in code.
+	stored *taskstate.Schedule
 
 	// Guarded by Scheduler.mu.
 	next  time.Time // zero when the schedule has no further fire
 	at    time.Time // when next starts: next, plus its jitter (setNext)
 	index int       // in Scheduler.due; -1 when absent
+	gone  bool      // a stored schedule's entry, replaced or deleted: it fires no more
+}
+
+// flight is the state of a task's fires on this node.
+type flight struct {
+	busy     atomic.Bool  // a fire is in flight on this node: single flight
+	inFlight atomic.Int32 // with OverlapAllow, the fires in flight on this node, instead of busy
+	waiting  atomic.Bool  // that fire is waiting for its lock
+	tried    atomic.Int64 // the latest fire (Unix ns) this node owned or found busy: a takeover does not try it again
 
 	mu    sync.Mutex // protects last and stats, apart from Scheduler.mu so runs do not contend
 	last  *LastRun   // nil until the first fire; reused after
@@ -154,7 +168,7 @@ func (s *Scheduler) Tasks() []TaskInfo {
 	out := make([]TaskInfo, len(s.entries))
 	for i, e := range s.entries {
 		out[i] = TaskInfo{Name: e.name, Type: e.typ, Method: e.method, Spec: e.spec, Next: e.next,
-			Running: e.running(), Waiting: e.waiting.Load()}
+			Running: e.running(), Waiting: e.waiting.Load(), Schedule: e.stored}
 		if e.spec.Lock != "" && s.spread != nil {
 			out[i].Owner = s.ownerNow(e.spec.Lock)
 		}

@@ -104,6 +104,8 @@ type Scheduler struct {
 	startedAt     time.Time       // when Start ran; guarded by mu
 	pauses        pauseCache      // the paused flags read, kept while the store's pause generation holds
 	records       recorder        // the runs on their way to the shared history
+	stored        schedules       // the stored schedules and the handlers that run them
+	schedFailing  atomic.Bool     // the last read of the stored schedules failed
 
 	runCtx        context.Context // parent of every run; cancelled at the stop deadline
 	cancelRuns    context.CancelCauseFunc
@@ -113,6 +115,7 @@ type Scheduler struct {
 	mu           sync.Mutex // protects the fields below
 	status       state
 	entries      []*entry        // in registration order
+	seq          int             // the last entry's seq
 	names        map[string]bool // task names taken
 	byName       map[string]*entry
 	retries      map[string]taskstate.Retry    // the pending retries this node knows of, by task (see retryPending)
@@ -211,24 +214,61 @@ func (s *Scheduler) Add(tasks ...Task) error {
 	now := s.clock.Now()
 	for _, t := range tasks {
 		sched, _ := cache.parseFor(t.decl.Cron, t.Name(), t.Spec().DST) // validated above
-		e := &entry{fn: t.fn, name: t.Name(), typ: t.typ, method: t.method, spec: t.Spec(),
-			sched: sched, seq: len(s.entries), index: -1}
-		e.nextAfter(now)
-		if e.spec.Lock != "" {
-			e.claimKey = e.spec.Lock + "@" + e.name
-		}
-		s.byName[e.name] = e
-		s.entries = append(s.entries, e)
-		s.names[e.name] = true
-		if !e.next.IsZero() {
-			heap.Push(&s.due, e)
-		}
+		s.insert(t, sched, now, nil)
 	}
+	s.changed(now)
+	return nil
+}
+
+// insert adds t to the registry, in the place of old (the entry of a stored
+// schedule that t updates) if not nil. s.mu is held.
+func (s *Scheduler) insert(t Task, sched schedule, now time.Time, old *entry) *entry {
+	s.seq++
+	e := &entry{flight: new(flight), fn: t.fn, name: t.Name(), typ: t.typ, method: t.method, spec: t.Spec(),
+		sched: sched, seq: s.seq, index: -1}
+	e.nextAfter(now)
+	if e.spec.Lock != "" {
+		e.claimKey = e.spec.Lock + "@" + e.name
+	}
+	if old != nil {
+		e.flight, e.seq = old.flight, old.seq
+		s.entries[slices.Index(s.entries, old)] = e
+		s.unschedule(old)
+	} else {
+		s.entries = append(s.entries, e)
+	}
+	s.byName[e.name] = e
+	s.names[e.name] = true
+	if !e.next.IsZero() {
+		heap.Push(&s.due, e)
+	}
+	return e
+}
+
+// unschedule takes e out of the schedule: it fires no more, and a fire of
+// it in flight goes on. s.mu is held.
+func (s *Scheduler) unschedule(e *entry) {
+	e.gone = true
+	if e.index >= 0 {
+		heap.Remove(&s.due, e.index)
+	}
+}
+
+// remove takes e out of the registry and the schedule. s.mu is held.
+func (s *Scheduler) remove(e *entry) {
+	s.unschedule(e)
+	s.entries = slices.DeleteFunc(s.entries, func(x *entry) bool { return x == e })
+	delete(s.byName, e.name)
+	delete(s.names, e.name)
+}
+
+// changed tells the loop, and a spreading scheduler's group, that the tasks
+// changed at now. s.mu is held.
+func (s *Scheduler) changed(now time.Time) {
 	if s.spread != nil && s.status == started {
 		s.spread.group, s.spread.nextBeat = s.groupOf(), now
 	}
 	s.nudge()
-	return nil
 }
 
 // DriverName describes the scheduler's lock driver, as [DriverName] does:
@@ -533,6 +573,9 @@ func (s *Scheduler) loop() {
 		s.mu.Lock()
 		for _, f := range batch {
 			e := f.e
+			if e.gone {
+				continue // a stored schedule updated or deleted meanwhile
+			}
 			if e.setNext(e.sched.Next(f.fire)); !e.next.IsZero() && !e.at.After(now) {
 				e.nextAfter(now) // missed fires are not caught up
 			}

@@ -484,7 +484,7 @@ func TestLockedFireWithoutDriverNeverRuns(t *testing.T) {
 	// guard behind it, for a fire that reaches the runner anyway.
 	s, _, rec, _ := newTest(t, false)
 	var f fires
-	e := &entry{fn: f.task, name: "guarded", spec: Spec{Cron: "@daily", Lock: "k", LockTTL: time.Minute},
+	e := &entry{flight: new(flight), fn: f.task, name: "guarded", spec: Spec{Cron: "@daily", Lock: "k", LockTTL: time.Minute},
 		sched: gridSchedule{every: time.Hour}}
 	s.takeoff(1)
 	s.fire(firing{e: e, fire: epoch}, nil)

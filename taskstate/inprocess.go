@@ -1,6 +1,7 @@
 package taskstate
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -27,6 +28,10 @@ type InProcess struct {
 	// have run, in Unix nanoseconds.
 	backfills map[string]Backfill
 	ran       map[string]map[int64]bool
+	// schedules are the stored schedules' encodings, by name; gen is
+	// Poll.Schedules.
+	schedules map[string][]byte
+	gen       int64
 }
 
 var _ Store = (*InProcess)(nil)
@@ -41,7 +46,7 @@ func NewInProcess(history int) (*InProcess, error) {
 	}
 	return &InProcess{history: n, paused: map[string]bool{}, requests: map[string]time.Time{},
 		retries: map[string]Retry{}, taken: map[string]bool{}, runs: map[string][]Run{},
-		backfills: map[string]Backfill{}, ran: map[string]map[int64]bool{}}, nil
+		backfills: map[string]Backfill{}, ran: map[string]map[int64]bool{}, schedules: map[string][]byte{}}, nil
 }
 
 // SetPaused sets task's paused flag.
@@ -91,7 +96,7 @@ func (s *InProcess) Poll(ctx context.Context) (Poll, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p := Poll{Requests: maps.Clone(s.requests), Pauses: s.pauses}
+	p := Poll{Requests: maps.Clone(s.requests), Pauses: s.pauses, Schedules: s.gen}
 	if len(s.backfills) > 0 {
 		p.Backfills = maps.Clone(s.backfills)
 	}
@@ -277,5 +282,71 @@ func (s *InProcess) Runs(ctx context.Context, task string, limit int) ([]Run, er
 	out := slices.Clone(runs)
 	s.mu.Unlock()
 	slices.Reverse(out)
+	return out, nil
+}
+
+// CreateSchedule stores sc unless a schedule of its name is stored.
+func (s *InProcess) CreateSchedule(ctx context.Context, sc Schedule) error {
+	return s.putSchedule(ctx, sc, true)
+}
+
+// UpdateSchedule replaces the stored schedule of sc's name.
+func (s *InProcess) UpdateSchedule(ctx context.Context, sc Schedule) error {
+	return s.putSchedule(ctx, sc, false)
+}
+
+func (s *InProcess) putSchedule(ctx context.Context, sc Schedule, create bool) error {
+	if err := CheckContext(ctx); err != nil {
+		return err
+	}
+	b, err := EncodeSchedule(sc)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.schedules[sc.Name]
+	switch {
+	case create && ok:
+		return fmt.Errorf("%w: %q", ErrScheduleExists, sc.Name)
+	case !create && !ok:
+		return fmt.Errorf("%w: %q", ErrNoSchedule, sc.Name)
+	case !bytes.Equal(old, b):
+		s.schedules[sc.Name] = b
+		s.gen++
+	}
+	return nil
+}
+
+// DeleteSchedule removes the stored schedule of name.
+func (s *InProcess) DeleteSchedule(ctx context.Context, name string) (bool, error) {
+	if err := CheckScheduleName(ctx, name); err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.schedules[name]; !ok {
+		return false, nil
+	}
+	delete(s.schedules, name)
+	s.gen++
+	return true, nil
+}
+
+// Schedules returns the stored schedules, ordered by name.
+func (s *InProcess) Schedules(ctx context.Context) ([]Schedule, error) {
+	if err := CheckContext(ctx); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Schedule, 0, len(s.schedules))
+	for _, name := range slices.Sorted(maps.Keys(s.schedules)) {
+		sc, err := DecodeSchedule(s.schedules[name])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sc)
+	}
 	return out, nil
 }

@@ -58,7 +58,8 @@ var ErrInvalid = errors.New("taskstate: invalid argument")
 // A call to a store on a server can lose its reply after the server ran it
 // (a connection reset). What the caller then sees is each store's promise,
 // which the conformance suite checks for every mutating call (SetPaused,
-// RequestRun, TakeRequest, TakeRetry, Record) with another node's call between the lost
+// RequestRun, TakeRequest, TakeRetry, Record, the backfills' and the
+// schedules' calls) with another node's call between the lost
 // reply and what follows:
 //
 //   - a store whose client retries the call (redislocks: go-redis resends
@@ -68,7 +69,9 @@ var ErrInvalid = errors.New("taskstate: invalid argument")
 //     request (one call, at most one run), a TakeRequest returns the
 //     request its first attempt took and never a later one, a TakeRetry
 //     answers what its first attempt did, a Record records once (and
-//     leaves its retry once);
+//     leaves its retry once), a CreateSchedule answers nil, an
+//     UpdateSchedule does not undo a later one, and a DeleteSchedule
+//     answers true and does not delete a schedule created since;
 //   - a store whose client does not retry (pglocks: pgx never resends a
 //     query) returns an error, and the state is as if the call ran once or
 //     not at all, never twice;
@@ -148,6 +151,23 @@ type Store interface {
 	// (BackfillDone or BackfillCancelled) if it is running, and reports
 	// whether it did.
 	EndBackfill(ctx context.Context, task, id, state string) (bool, error)
+	// CreateSchedule stores sc, as [EncodeSchedule] encodes it, if no stored
+	// schedule has its name; otherwise it returns an error wrapping
+	// ErrScheduleExists and changes nothing. A schedule that
+	// [CheckSchedule] refuses is an error wrapping ErrInvalid. Once it
+	// returns nil, the Schedules of every later Poll differs from that of
+	// every Poll before the call.
+	CreateSchedule(ctx context.Context, sc Schedule) error
+	// UpdateSchedule replaces the stored schedule of sc's name with sc, as
+	// CreateSchedule stores it; if none has that name, it returns an error
+	// wrapping ErrNoSchedule and changes nothing.
+	UpdateSchedule(ctx context.Context, sc Schedule) error
+	// DeleteSchedule removes the stored schedule of name and reports whether
+	// there was one; the Schedules of later Polls differ as for
+	// CreateSchedule. The task's paused flag and runs are kept.
+	DeleteSchedule(ctx context.Context, name string) (bool, error)
+	// Schedules returns every stored schedule, ordered by name.
+	Schedules(ctx context.Context) ([]Schedule, error)
 	// Runs returns task's kept runs, newest first, at most limit of them;
 	// limit 0 means every kept run. It reads only the runs it returns. A
 	// negative limit is an error wrapping ErrInvalid.
@@ -252,6 +272,11 @@ type Poll struct {
 	// does) reads them again when Pauses changes, so that one read per
 	// poll stands for every task's flag.
 	Pauses int64
+	// Schedules is the stored schedules' generation: it changes with each
+	// CreateSchedule, UpdateSchedule and DeleteSchedule that changes them,
+	// so that a node reads the schedules again ([Store.Schedules]) only
+	// when it changed.
+	Schedules int64
 }
 
 // OutcomeTaken is the Outcome of the placeholder run that

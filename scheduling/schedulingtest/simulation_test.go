@@ -1086,6 +1086,24 @@ func (n *nodeStore) Poll(ctx context.Context) (p taskstate.Poll, err error) {
 	return p, err
 }
 
+func (n *nodeStore) CreateSchedule(ctx context.Context, sc taskstate.Schedule) error {
+	return n.call("CreateSchedule", sc.Name, func() error { return n.s.inner.CreateSchedule(ctx, sc) })
+}
+
+func (n *nodeStore) UpdateSchedule(ctx context.Context, sc taskstate.Schedule) error {
+	return n.call("UpdateSchedule", sc.Name, func() error { return n.s.inner.UpdateSchedule(ctx, sc) })
+}
+
+func (n *nodeStore) DeleteSchedule(ctx context.Context, name string) (ok bool, err error) {
+	err = n.call("DeleteSchedule", name, func() error { ok, err = n.s.inner.DeleteSchedule(ctx, name); return err })
+	return ok, err
+}
+
+func (n *nodeStore) Schedules(ctx context.Context) (scs []taskstate.Schedule, err error) {
+	err = n.call("Schedules", "", func() error { scs, err = n.s.inner.Schedules(ctx); return err })
+	return scs, err
+}
+
 func (n *nodeStore) StartBackfill(ctx context.Context, b taskstate.Backfill, ran []time.Time) error {
 	return n.call("StartBackfill", b.Task, func() error { return n.s.inner.StartBackfill(ctx, b, ran) })
 }

@@ -96,6 +96,8 @@ func Run(t *testing.T, newStores NewStores) {
 	t.Run("RetryResent", s.retryResent)
 	t.Run("Backfill", s.backfill)
 	t.Run("TakeBackfillOnce", s.takeBackfillOnce)
+	t.Run("Schedules", s.schedules)
+	t.Run("BadSchedules", s.badSchedules)
 	t.Run("History", s.history)
 	t.Run("DefaultHistory", s.defaultHistory)
 	t.Run("RecordMany", s.recordMany)
@@ -113,6 +115,9 @@ func Run(t *testing.T, newStores NewStores) {
 		t.Run("RecordRetry", s.lostRecordRetry)
 		t.Run("StartBackfill", s.lostStartBackfill)
 		t.Run("TakeBackfill", s.lostTakeBackfill)
+		t.Run("CreateSchedule", s.lostCreateSchedule)
+		t.Run("UpdateSchedule", s.lostUpdateSchedule)
+		t.Run("DeleteSchedule", s.lostDeleteSchedule)
 	})
 }
 

@@ -1,0 +1,316 @@
+package scheduling
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/ndigo/ndigo/taskstate"
+)
+
+// Errors of the stored schedules' calls.
+var (
+	// ErrUnknownHandler reports a stored schedule naming a handler that
+	// this node has not registered ([Scheduler.Handle]).
+	ErrUnknownHandler = errors.New("scheduling: unknown handler")
+	// ErrDeclaredInCode reports a stored schedule's call on the name of a
+	// task declared in code, which only a deploy changes.
+	ErrDeclaredInCode = errors.New("scheduling: the task is declared in code")
+	// ErrUnknownSchedule reports a stored schedule's call on a name that no
+	// stored schedule has.
+	ErrUnknownSchedule = errors.New("scheduling: unknown schedule")
+)
+
+// A HandlerFunc runs the fires of the stored schedules that name it: args
+// is the schedule's Args (nil for none), ctx the run's, as a task's.
+type HandlerFunc func(ctx context.Context, args json.RawMessage) error
+
+// A ScheduleInfo is a stored schedule as this node sees it.
+type ScheduleInfo struct {
+	taskstate.Schedule
+	// Problem is why this node does not run the schedule: its handler is
+	// not registered here (a node of an older build, in a rolling deploy),
+	// its name is a task's declared in code here, or it breaks a rule of
+	// this node's (its validation error); "" when this node runs it.
+	Problem string
+}
+
+// storedView is what a scheduler knows of one stored schedule: the schedule
+// as it read it, its encoding, and why it does not run it.
+type storedView struct {
+	sc      taskstate.Schedule
+	enc     []byte
+	problem string
+}
+
+// schedules is a scheduler's view of the stored schedules.
+type schedules struct {
+	read sync.Mutex // serializes the reads and their application
+	// Guarded by Scheduler.mu.
+	handlers map[string]HandlerFunc
+	views    map[string]*storedView // by name
+	list     []taskstate.Schedule   // as the last read returned them
+	gen      int64                  // the generation that list was read at
+	fresh    bool                   // list was read at gen
+}
+
+// Handle registers fn as the handler named name: the stored schedules that
+// name it run on this node, each fire calling fn with the schedule's
+// arguments. Register the same handlers on every node that should run
+// them; a node without a schedule's handler leaves it to the others and
+// lists it with its problem ([Scheduler.Schedules]). A name is 1 to
+// [taskstate.MaxScheduleNameLen] printable bytes, registered once.
+// Handlers may be registered before or after Start; the package's
+// [Handler] registers one through fx.
+func (s *Scheduler) Handle(name string, fn HandlerFunc) error {
+	if err := taskstate.CheckSchedule(taskstate.Schedule{Name: "x", Handler: name, Cron: "x"}); err != nil {
+		return fmt.Errorf("scheduling: Handle: %w", err)
+	}
+	if fn == nil {
+		return fmt.Errorf("scheduling: Handle %q: fn must not be nil", name)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stored.handlers == nil {
+		s.stored.handlers = map[string]HandlerFunc{}
+	}
+	if _, ok := s.stored.handlers[name]; ok {
+		return fmt.Errorf("scheduling: Handle %q: a handler of that name is registered", name)
+	}
+	s.stored.handlers[name] = fn
+	s.applySchedules(s.stored.list) // the schedules that waited for it
+	return nil
+}
+
+// CreateSchedule stores sc: a task that every node with its handler runs
+// from its next fire, as if declared in code with sc's cron expression,
+// lock and options (keys as the Scheduled tag's: "lockTtl", "overlap", ...;
+// [OptionKeys]), each run calling the handler with sc.Args. This node
+// applies it at once, the others at their next poll ([Config.RequestPoll]).
+// It is validated here as [Scheduler.Add] validates a task, and refused
+// with the same *ValidationError; a handler this node lacks is an error
+// wrapping ErrUnknownHandler, the name of a task declared in code one
+// wrapping ErrDeclaredInCode, a name already stored one wrapping
+// taskstate.ErrScheduleExists. Node and Updated are set here.
+func (s *Scheduler) CreateSchedule(ctx context.Context, sc taskstate.Schedule) error {
+	return s.putSchedule(ctx, sc, true)
+}
+
+// UpdateSchedule replaces the stored schedule of sc's name, as
+// CreateSchedule stores one: every node runs the new spec from its next
+// fire, and a run of the old one in flight goes on (the new spec's fires
+// wait for it as for any run of the task: its overlap policy and lock
+// decide). A name that no stored schedule has is an error wrapping
+// ErrUnknownSchedule.
+func (s *Scheduler) UpdateSchedule(ctx context.Context, sc taskstate.Schedule) error {
+	return s.putSchedule(ctx, sc, false)
+}
+
+func (s *Scheduler) putSchedule(ctx context.Context, sc taskstate.Schedule, create bool) error {
+	if s.state == nil {
+		return fmt.Errorf("%w: schedule %q cannot be stored: give the scheduler a taskstate.Store (Config.State)", ErrNoState, sc.Name)
+	}
+	sc.Node, sc.Updated = s.node, s.clock.Now().UTC()
+	if err := taskstate.CheckSchedule(sc); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	_, _, err := s.scheduleTask(sc)
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if create {
+		err = s.state.CreateSchedule(ctx, sc)
+	} else if err = s.state.UpdateSchedule(ctx, sc); errors.Is(err, taskstate.ErrNoSchedule) {
+		err = fmt.Errorf("%w: %q: create it first", ErrUnknownSchedule, sc.Name)
+	}
+	if err != nil {
+		return err
+	}
+	return s.readSchedules(ctx, -1)
+}
+
+// DeleteSchedule deletes the stored schedule named name: no node fires it
+// from its next poll (this node at once), and a run of it in flight
+// finishes. Its history and paused flag stay with its name. A name that no
+// stored schedule has is an error wrapping ErrUnknownSchedule; a task
+// declared in code, one wrapping ErrDeclaredInCode.
+func (s *Scheduler) DeleteSchedule(ctx context.Context, name string) error {
+	if s.state == nil {
+		return fmt.Errorf("%w: schedule %q cannot be deleted: give the scheduler a taskstate.Store (Config.State)", ErrNoState, name)
+	}
+	s.mu.Lock()
+	e := s.byName[name]
+	s.mu.Unlock()
+	if e != nil && e.stored == nil {
+		return fmt.Errorf("%w: task %q cannot be deleted at runtime: remove it from the code and deploy", ErrDeclaredInCode, name)
+	}
+	ok, err := s.state.DeleteSchedule(ctx, name)
+	switch {
+	case err != nil:
+		return err
+	case !ok:
+		return fmt.Errorf("%w: %q", ErrUnknownSchedule, name)
+	}
+	return s.readSchedules(ctx, -1)
+}
+
+// Schedules returns the stored schedules, read from the task state, ordered
+// by name, each with the reason this node does not run it, if any.
+func (s *Scheduler) Schedules(ctx context.Context) ([]ScheduleInfo, error) {
+	if s.state == nil {
+		return nil, fmt.Errorf("%w: no schedules are stored", ErrNoState)
+	}
+	scs, err := s.state.Schedules(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]ScheduleInfo, len(scs))
+	for i, sc := range scs {
+		out[i] = ScheduleInfo{Schedule: sc, Problem: s.problemOf(sc)}
+	}
+	return out, nil
+}
+
+// problemOf returns why this node does not run sc, "" if it does. s.mu is
+// held.
+func (s *Scheduler) problemOf(sc taskstate.Schedule) string {
+	if _, _, err := s.scheduleTask(sc); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// scheduleTask returns the task that sc declares, run by its handler, and
+// its schedule, validated as Add validates tasks against the others (the
+// entry of sc's name that it would replace aside). s.mu is held.
+func (s *Scheduler) scheduleTask(sc taskstate.Schedule) (Task, schedule, error) {
+	old := s.byName[sc.Name]
+	switch h := s.stored.handlers[sc.Handler]; {
+	case old != nil && old.stored == nil:
+		return Task{}, nil, fmt.Errorf("%w on this node: schedule %q has the name of a task declared in code; choose another name", ErrDeclaredInCode, sc.Name)
+	case h == nil:
+		return Task{}, nil, fmt.Errorf("%w: schedule %q names handler %q, which this node has not registered (Scheduler.Handle)", ErrUnknownHandler, sc.Name, sc.Handler)
+	}
+	h, args := s.stored.handlers[sc.Handler], sc.Args
+	opts := []Option{Cron(sc.Cron), Name(sc.Name)}
+	if sc.Lock != "" {
+		opts = append(opts, Lock(sc.Lock))
+	}
+	for _, k := range slices.Sorted(maps.Keys(sc.Options)) {
+		switch v := sc.Options[k]; k {
+		case "cron", "lock", "name":
+			opts = append(opts, invalid(k, v, "is a field of the schedule, not one of its options"))
+		default:
+			opts = append(opts, KeyOption(k, v))
+		}
+	}
+	t := NewTask(func(ctx context.Context) error { return h(ctx, args) }, opts...)
+	t.typ, t.method = "", ""
+	taken, rules := s.names, s.lockRules()
+	if old != nil {
+		taken = maps.Clone(s.names)
+		delete(taken, old.name)
+		if u, ok := rules.locked[old.spec.Lock]; ok && u.task == old.name {
+			delete(rules.locked, old.spec.Lock)
+		}
+	}
+	cache := newParseCache(s.loc)
+	if err := validateTasks([]Task{t}, taken, rules, cache); err != nil {
+		return Task{}, nil, err
+	}
+	sched, _ := cache.parseFor(t.decl.Cron, t.Name(), t.Spec().DST) // validated above
+	return t, sched, nil
+}
+
+// readSchedules reads the stored schedules and applies them; gen is the
+// generation that a poll read before, -1 after a change of this node's (the
+// next poll reads them again).
+func (s *Scheduler) readSchedules(ctx context.Context, gen int64) error {
+	s.stored.read.Lock()
+	defer s.stored.read.Unlock()
+	scs, err := s.state.Schedules(ctx)
+	if err != nil {
+		return fmt.Errorf("scheduling: reading the stored schedules: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stored.list, s.stored.gen, s.stored.fresh = scs, gen, gen >= 0
+	s.applySchedules(scs)
+	return nil
+}
+
+// stale reports whether a poll that read generation gen must read the
+// stored schedules again.
+func (s *Scheduler) staleSchedules(gen int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.stored.fresh || s.stored.gen != gen
+}
+
+// applySchedules makes this node's registry run scs: a new schedule is
+// added, a changed one replaces its entry (a run of the old in flight goes
+// on), a deleted one leaves, and one this node cannot run leaves too and is
+// logged once with its problem. s.mu is held.
+func (s *Scheduler) applySchedules(scs []taskstate.Schedule) {
+	if s.stored.views == nil {
+		s.stored.views = map[string]*storedView{}
+	}
+	now := s.clock.Now()
+	dirty := false
+	seen := make(map[string]bool, len(scs))
+	for _, sc := range scs {
+		seen[sc.Name] = true
+		enc, _ := taskstate.EncodeSchedule(sc)
+		v := s.stored.views[sc.Name]
+		e := s.byName[sc.Name]
+		if v != nil && v.problem == "" && bytes.Equal(v.enc, enc) && e != nil && e.stored != nil {
+			continue // running as it is
+		}
+		problem := ""
+		dirty = true
+		t, sched, err := s.scheduleTask(sc)
+		if err != nil {
+			problem = err.Error()
+			if e != nil && e.stored != nil {
+				s.remove(e)
+			}
+		} else {
+			var old *entry
+			if e != nil && e.stored != nil {
+				old = e
+			}
+			ne := s.insert(t, sched, now, old)
+			ne.stored = &sc
+			if v == nil || !bytes.Equal(v.enc, enc) {
+				s.log.Info("stored schedule applied", "task", sc.Name, "handler", sc.Handler, "cron", sc.Cron, "next", ne.next)
+			}
+		}
+		if problem != "" && (v == nil || v.problem != problem) {
+			s.log.Warn("stored schedule not run on this node", "task", sc.Name, "handler", sc.Handler, "problem", problem)
+		}
+		s.stored.views[sc.Name] = &storedView{sc: sc, enc: enc, problem: problem}
+	}
+	for name := range s.stored.views {
+		if seen[name] {
+			continue
+		}
+		if e := s.byName[name]; e != nil && e.stored != nil {
+			s.remove(e)
+			dirty = true
+			s.log.Info("stored schedule deleted", "task", name)
+		}
+		delete(s.stored.views, name)
+	}
+	if dirty {
+		s.changed(now)
+	}
+}

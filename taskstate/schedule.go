@@ -1,0 +1,142 @@
+package taskstate
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Errors of the stored schedules' calls.
+var (
+	// ErrScheduleExists reports a [Store.CreateSchedule] of a name that
+	// a stored schedule has.
+	ErrScheduleExists = errors.New("taskstate: a schedule of that name exists")
+	// ErrNoSchedule reports a [Store.UpdateSchedule] of a name that no
+	// stored schedule has.
+	ErrNoSchedule = errors.New("taskstate: no schedule of that name")
+)
+
+// Limits of a stored schedule, which [CheckSchedule] applies: a schedule is
+// a small value that every node reads at each change.
+const (
+	MaxScheduleNameLen = 200       // bytes of Name and of Handler
+	MaxScheduleArgsLen = 16 << 10  // bytes of Args
+	MaxScheduleOptions = 32        // entries of Options
+	MaxScheduleLen     = 128 << 10 // bytes of the whole encoded schedule
+)
+
+// A Schedule is a task declared at runtime rather than in code: every node
+// that has its handler (a func registered in code by that name) runs it as
+// a task of its own, as if declared with the same cron expression, lock
+// and options. The store keeps it as [EncodeSchedule] encodes it.
+type Schedule struct {
+	Name    string `json:"name"`           // the task's name
+	Handler string `json:"handler"`        // the name of the func that runs it
+	Cron    string `json:"cron"`           // the cron expression, as the cron option takes it
+	Lock    string `json:"lock,omitempty"` // the lock key; "" for an unlocked task
+	// Options are the task's other options, by the keys of the Scheduled
+	// tag ("lockTtl": "5m", "overlap": "buffer-one", ...).
+	Options map[string]string `json:"options,omitempty"`
+	// Args is a JSON value handed to each run; empty for none.
+	Args    json.RawMessage `json:"args,omitempty"`
+	Node    string          `json:"node,omitempty"`   // the node that created or last updated it
+	Updated time.Time       `json:"updated,omitzero"` // when
+}
+
+// EncodeSchedule returns the encoding of sc that stores keep, with its Args
+// compacted: a store compares schedules by these bytes. It fails as
+// [CheckSchedule] does.
+func EncodeSchedule(sc Schedule) ([]byte, error) {
+	if err := CheckSchedule(sc); err != nil {
+		return nil, err
+	}
+	if len(sc.Args) > 0 {
+		var b bytes.Buffer
+		if err := json.Compact(&b, sc.Args); err != nil {
+			return nil, fmt.Errorf("%w: schedule %q: args: %v", ErrInvalid, sc.Name, err)
+		}
+		sc.Args = b.Bytes()
+	}
+	sc.Updated = sc.Updated.UTC()
+	out, err := json.Marshal(sc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: schedule %q: %v", ErrInvalid, sc.Name, err)
+	}
+	if len(out) > MaxScheduleLen {
+		return nil, fmt.Errorf("%w: schedule %q encodes to %d bytes, over %d (taskstate.MaxScheduleLen)", ErrInvalid, sc.Name, len(out), MaxScheduleLen)
+	}
+	return out, nil
+}
+
+// DecodeSchedule decodes what [EncodeSchedule] encoded.
+func DecodeSchedule(b []byte) (Schedule, error) {
+	var sc Schedule
+	if err := json.Unmarshal(b, &sc); err != nil {
+		return Schedule{}, fmt.Errorf("taskstate: a stored schedule does not decode: %w", err)
+	}
+	return sc, nil
+}
+
+// CheckSchedule validates what a store keeps of a schedule, and returns an
+// error wrapping ErrInvalid that names the field, the value and the rule: a
+// Name and Handler of 1 to [MaxScheduleNameLen] bytes of printable UTF-8; a
+// Cron that is not empty; Options keys that are not empty, at most
+// [MaxScheduleOptions] of them; Args empty or one JSON value of at most
+// [MaxScheduleArgsLen] bytes. Whether the cron expression and options make
+// a valid task is the scheduler's to check.
+func CheckSchedule(sc Schedule) error {
+	for _, f := range []struct{ field, v string }{{"name", sc.Name}, {"handler", sc.Handler}} {
+		if err := checkLabel(f.field, f.v); err != nil {
+			return fmt.Errorf("%w: schedule %q: %v", ErrInvalid, sc.Name, err)
+		}
+	}
+	switch {
+	case strings.TrimSpace(sc.Cron) == "":
+		return fmt.Errorf("%w: schedule %q: cron %q must not be empty", ErrInvalid, sc.Name, sc.Cron)
+	case len(sc.Options) > MaxScheduleOptions:
+		return fmt.Errorf("%w: schedule %q: options has %d entries, over %d (taskstate.MaxScheduleOptions)", ErrInvalid, sc.Name, len(sc.Options), MaxScheduleOptions)
+	case len(sc.Args) > MaxScheduleArgsLen:
+		return fmt.Errorf("%w: schedule %q: args has %d bytes, over %d (taskstate.MaxScheduleArgsLen)", ErrInvalid, sc.Name, len(sc.Args), MaxScheduleArgsLen)
+	case len(sc.Args) > 0 && !json.Valid(sc.Args):
+		return fmt.Errorf("%w: schedule %q: args %.64q must be one JSON value", ErrInvalid, sc.Name, sc.Args)
+	}
+	for k := range sc.Options {
+		if k == "" {
+			return fmt.Errorf("%w: schedule %q: an options key must not be empty", ErrInvalid, sc.Name)
+		}
+	}
+	return nil
+}
+
+// checkLabel checks a schedule's name or handler.
+func checkLabel(field, v string) error {
+	switch {
+	case v == "":
+		return fmt.Errorf("%s %q must not be empty", field, v)
+	case len(v) > MaxScheduleNameLen:
+		return fmt.Errorf("%s %.32q… has %d bytes, over %d (taskstate.MaxScheduleNameLen)", field, v, len(v), MaxScheduleNameLen)
+	case !utf8.ValidString(v):
+		return fmt.Errorf("%s %q must be valid UTF-8", field, v)
+	case strings.IndexFunc(v, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0:
+		return fmt.Errorf("%s %q must be printable: no control characters or line breaks", field, v)
+	}
+	return nil
+}
+
+// CheckScheduleName validates the name of a [Store.DeleteSchedule] call, as
+// [CheckSchedule] validates a schedule's.
+func CheckScheduleName(ctx context.Context, name string) error {
+	if err := CheckContext(ctx); err != nil {
+		return err
+	}
+	if err := checkLabel("name", name); err != nil {
+		return fmt.Errorf("%w: schedule: %v", ErrInvalid, err)
+	}
+	return nil
+}
