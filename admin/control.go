@@ -130,11 +130,11 @@ type RunsJSON struct {
 }
 
 // ActionJSON is the body of a successful POST /scheduledtasks/{name}/run,
-// pause, resume or cancel-backfill.
+// pause, resume or cancel-backfill, and of DELETE /schedules/{name}.
 type ActionJSON struct {
 	Task   string `json:"task"`
-	Action string `json:"action"`           // run, pause, resume, cancel-backfill
-	Status string `json:"status,omitempty"` // run: "requested"; cancel-backfill: "cancelled"
+	Action string `json:"action"`           // run, pause, resume, cancel-backfill, delete-schedule
+	Status string `json:"status,omitempty"` // run: "requested"; cancel-backfill: "cancelled"; delete-schedule: "deleted"
 	Paused *bool  `json:"paused,omitempty"` // pause, resume: the task's paused flag now
 }
 

@@ -151,6 +151,9 @@ func New(opts Options) (*Handler, error) {
 	})
 	h.mux.HandleFunc("/scheduledtasks/{name}/{action}", h.scheduledTaskByPath)
 	h.mux.HandleFunc("/scheduledtasks/{action}", h.scheduledTaskByQuery)
+	h.mux.HandleFunc("GET /schedules", h.schedules)
+	h.mux.HandleFunc("POST /schedules", h.createSchedule)
+	h.mux.HandleFunc("/schedules/{name}", h.scheduleByName)
 	h.mux.HandleFunc("GET /locks", h.locks)
 	h.mux.HandleFunc("GET /healthz", h.health)
 	h.mux.HandleFunc("GET /{$}", h.console)
@@ -238,6 +241,7 @@ type TaskJSON struct {
 	Running         bool         `json:"running"`         // a fire is in flight on this node: running or waiting for its lock
 	Waiting         bool         `json:"waiting"`         // that fire waits for its lock
 	Owner           string       `json:"owner,omitempty"` // the node this one takes to own the task (spreading); absent otherwise
+	Handler         string       `json:"handler"`         // the handler of the stored schedule the task runs (POST /schedules); "" for a task declared in code
 	Runs            uint64       `json:"runs"`
 	Skips           uint64       `json:"skips"`
 	Failures        uint64       `json:"failures"`
@@ -305,6 +309,9 @@ func (h *Handler) tasks(w http.ResponseWriter, r *http.Request) {
 		t := TaskJSON{Name: ti.Name, Type: ti.Type, Method: ti.Method, Cron: ti.Spec.Cron, Lock: ti.Spec.Lock,
 			Renew: ti.Spec.Renew, Running: ti.Running, Waiting: ti.Waiting, Runs: ti.Runs, Skips: ti.Skips,
 			Failures: ti.Failures, LastFire: fireJSON(ti.Last), LastRun: fireJSON(ti.LastRan), Paused: ti.Paused, Owner: ti.Owner}
+		if ti.Schedule != nil {
+			t.Handler = ti.Schedule.Handler
+		}
 		if ti.ClusterLast != nil {
 			r := runJSON(*ti.ClusterLast)
 			t.ClusterLastRun = &r
