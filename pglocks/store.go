@@ -28,6 +28,8 @@ var (
 	storeTakeRetrySQL string
 	//go:embed store_retry.sql
 	storeRetrySQL string
+	//go:embed store_leavewaiting.sql
+	storeLeaveWaitingSQL string
 	//go:embed store_startbackfill.sql
 	storeStartBackfillSQL string
 	//go:embed store_takebackfill.sql
@@ -65,7 +67,9 @@ type StoreOptions struct {
 // deletes the request or retry, or moves the backfill's cursor, and inserts
 // the placeholder run in one statement; a manual run's, a retry's or a
 // backfill run's record deletes its placeholder, inserts the run, trims the
-// history and leaves the run's retry in one. A placeholder's JSON has
+// history and leaves the run's retry in one; LeaveWaiting inserts or
+// updates the task's retry row in one, the row lock ordering it with the
+// takes and records of the task's retry. A placeholder's JSON has
 // "fire_ns", the request's instant in Unix nanoseconds, in place of "fire".
 // Each task's last backfill is a row of its own, which a take updates (the
 // row lock orders racing takes) and a start replaces unless it is running;
@@ -91,6 +95,7 @@ type Store struct {
 
 type storeStatements struct {
 	schema, pause, resume, paused, request, poll, take, takeRetry, record, retry, records, runs string
+	leaveWaiting                                                                                string
 	startBackfill, takeBackfill, endBackfill                                                    string
 	createSchedule, updateSchedule, deleteSchedule, schedules                                   string
 }
@@ -148,6 +153,7 @@ func NewStore(opts StoreOptions) (*Store, error) {
 			UNION ALL SELECT 'schedules', NULL, schedules, 0, 0, false, NULL FROM $GENERATIONS WHERE ns = $1::text`),
 		take:          r.Replace(storeTakeSQL),
 		takeRetry:     r.Replace(storeTakeRetrySQL),
+		leaveWaiting:  r.Replace(storeLeaveWaitingSQL),
 		record:        r.Replace(storeRecordSQL),
 		retry:         r.Replace(storeRetrySQL),
 		records:       r.Replace(`SELECT $RECORD($1::text, $2::text[], $3::text[], $4::bigint, $5::text[], $6::text[])`),
@@ -320,6 +326,24 @@ func (s *Store) TakeRetry(ctx context.Context, task, node string, r taskstate.Re
 	err = s.pool.QueryRow(ctx, s.sql.takeRetry, pgx.QueryExecModeExec, s.ns, task, string(p), r.Fire.UnixNano(), r.Attempt).Scan(&n)
 	if err != nil {
 		return false, s.fail("TakeRetry", task, err)
+	}
+	return n == 1, nil
+}
+
+// LeaveWaiting makes r task's pending retry unless another is pending or
+// the last one taken is later, in one statement (store_leavewaiting.sql: an
+// INSERT … ON CONFLICT DO UPDATE of the task's retry row, which locks it).
+// It reports true if r is the task's last retry once it returns, pending or
+// taken, so that a call made again answers true.
+func (s *Store) LeaveWaiting(ctx context.Context, task string, r taskstate.Retry) (bool, error) {
+	if err := taskstate.CheckLeaveWaiting(ctx, task, r); err != nil {
+		return false, err
+	}
+	var n int
+	err := s.pool.QueryRow(ctx, s.sql.leaveWaiting, pgx.QueryExecModeExec, s.ns, task, r.Fire.UnixNano(), r.Attempt,
+		r.Due.UnixNano(), r.Manual).Scan(&n)
+	if err != nil {
+		return false, s.fail("LeaveWaiting", task, err)
 	}
 	return n == 1, nil
 }

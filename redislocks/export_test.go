@@ -16,5 +16,5 @@ var (
 	PauseSHA        = pauseScript.Hash()
 	ScheduleSHA     = scheduleScript.Hash()
 	Scripts         = []*redis.Script{acquireScript, acquireClaimScript, extendScript, releaseScript, claimScript,
-		takeScript, recordScript, requestScript, pauseScript, scheduleScript}
+		takeScript, recordScript, requestScript, pauseScript, scheduleScript, leaveWaitingScript}
 )

@@ -33,6 +33,8 @@ var (
 	takeSource string
 	//go:embed takeretry.lua
 	takeRetrySource string
+	//go:embed leavewaiting.lua
+	leaveWaitingSource string
 	//go:embed request.lua
 	requestSource string
 	//go:embed pause.lua
@@ -43,6 +45,9 @@ var (
 	takeRetryScript = redis.NewScript(takeRetrySource)
 	requestScript   = redis.NewScript(requestSource)
 	pauseScript     = redis.NewScript(pauseSource)
+	// leaveWaitingScript carries no call's nonce: its answer is read from
+	// the retries hash, the same for a resend.
+	leaveWaitingScript = redis.NewScript(leaveWaitingSource)
 )
 
 // StoreOptions configures a Store made by NewStore.
@@ -65,7 +70,7 @@ type StoreOptions struct {
 //	ndigo:{ns:t}:task:paused     "1" while the task is paused; no expiry
 //	ndigo:{ns:t}:task:call:<n>   a SetPaused call's nonce n, for a minute
 //	ndigo:{ns}:requests          the pending manual-run requests: task name -> Unix nanoseconds
-//	ndigo:{ns}:retries           each task's last retry: task name -> "<fire> <attempt> <due> <manual>[ t]" (Unix nanoseconds zero-padded to 20 digits, the attempt to 10, 0 or 1; " t" once taken)
+//	ndigo:{ns}:retries           each task's last retry or waiting fire (attempt 1): task name -> "<fire> <attempt> <due> <manual>[ t]" (Unix nanoseconds zero-padded to 20 digits, the attempt to 10, 0 or 1; " t" once taken)
 //	ndigo:{ns}:backfills         each task's last backfill: task name -> "<cursor> <taken> <refused> <state> <JSON>" (see backfilltake.lua)
 //	ndigo:{ns}:ran:t             the instants of t known to have run (taken by a backfill, or in the history when one started): a set of Unix nanoseconds zero-padded to 20 digits; it expires 90 days after the last
 //	ndigo:{ns}:pauses            the pause generation (taskstate.Poll.Pauses): INCR after each SetPaused; no expiry
@@ -94,7 +99,10 @@ type StoreOptions struct {
 // nonce, made for the call and the same for go-redis's retries of it
 // (go-redis resends a command whose reply was lost, by default up to 3
 // times): a retry whose first attempt ran answers what that attempt did and
-// changes nothing again, whatever other nodes did in between. A SetPaused
+// changes nothing again, whatever other nodes did in between; but
+// LeaveWaiting (leavewaiting.lua: an HGET of the retries hash and at most
+// an HSET), whose answer is read from the task's last retry, pending or
+// taken, and so is the same for a resend, carries none. A SetPaused
 // does not undo a later one, a RequestRun requests at most once, a
 // TakeRequest returns the request its first attempt took (or none) and never
 // a later one, a Record records once, a CreateSchedule answers nil (it
@@ -298,6 +306,22 @@ func (s *Store) TakeRetry(ctx context.Context, task, node string, r taskstate.Re
 		retryName(r), retryPlaceholder(r.Fire, r.Manual, r.Attempt, node), s.history, historyTTL.Milliseconds()).Int()
 	if err != nil {
 		return false, fail("TakeRetry", task, err)
+	}
+	return n == 1, nil
+}
+
+// LeaveWaiting makes r task's pending retry unless another is pending or
+// the last one taken is later, in one script (leavewaiting.lua: an HGET of
+// the retries hash and at most an HSET, one round trip). It carries no
+// nonce: a resend of a call whose reply was lost finds r the task's last
+// retry, pending or taken since by another node, and answers true.
+func (s *Store) LeaveWaiting(ctx context.Context, task string, r taskstate.Retry) (bool, error) {
+	if err := taskstate.CheckLeaveWaiting(ctx, task, r); err != nil {
+		return false, err
+	}
+	n, err := leaveWaitingScript.Run(ctx, s.client, []string{s.retries}, task, retryValue(r), retryNameLen).Int()
+	if err != nil {
+		return false, fail("LeaveWaiting", task, err)
 	}
 	return n == 1, nil
 }

@@ -674,6 +674,14 @@ func (s *Scheduler) skip(f firing, o Outcome, err error) {
 	if f.fromStore() && !f.taken && o != OutcomeLockFailed {
 		o = notRecorded
 	}
+	if o == OutcomeBuffered {
+		switch left, lerr := s.buffer(&f); {
+		case lerr != nil:
+			o, err = OutcomeLockFailed, fmt.Errorf("leaving the fire to wait for the run going: %w", lerr)
+		case !left:
+			o = OutcomeBufferFull
+		}
+	}
 	switch o {
 	case notRecorded:
 		return
@@ -682,7 +690,7 @@ func (s *Scheduler) skip(f firing, o Outcome, err error) {
 		s.log.Error("lock failed; fire not run", "task", e.name, "fire", f.fire, "lock", e.spec.Lock, "manual", f.manual(),
 			"attempt", f.attempt(), "err", err)
 	case OutcomeBuffered:
-		s.record(f, &LastRun{Fire: f.fire, Outcome: o, Node: s.node, Attempt: 1}, counts{skips: 1}, s.buffer(&f))
+		s.record(f, &LastRun{Fire: f.fire, Outcome: o, Node: s.node, Attempt: 1}, counts{skips: 1}, nil)
 		s.log.Info("a run of the task is going; fire waits for it", "task", e.name, "fire", f.fire, "lock", e.spec.Lock,
 			"overlap", e.spec.Overlap)
 	default:

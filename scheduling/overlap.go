@@ -68,20 +68,28 @@ func (e *entry) leave() {
 func (e *entry) running() bool { return e.busy.Load() || e.inFlight.Load() > 0 }
 
 // buffer leaves f, a scheduled or catch-up fire that this node claimed and
-// that found a run of its task going, pending in the task state (its
-// record's retry of attempt 1), so that the node that holds the lock once
-// that run ended runs it; with OverlapCancelPrevious it cancels the runs of
-// earlier fires going on this node at once (the other nodes do at their
-// next poll). It returns the pending run.
-func (s *Scheduler) buffer(f *firing) *taskstate.Retry {
-	r := &taskstate.Retry{Fire: f.fire, Attempt: 1, Due: s.clock.Now()}
+// that found a run of its task going, waiting in the task state
+// ([taskstate.Store.LeaveWaiting]: a pending run of attempt 1), so that the
+// node that holds the lock once that run ended runs it; with
+// OverlapCancelPrevious it then cancels the runs of earlier fires going on
+// this node at once (the other nodes do at their next poll). It reports
+// false if another fire already waits, in the cluster, or a retry is
+// pending: f is then skipped as OutcomeBufferFull, and cancels nothing.
+func (s *Scheduler) buffer(f *firing) (bool, error) {
+	r := taskstate.Retry{Fire: f.fire, Attempt: 1, Due: s.clock.Now()}
+	ctx, cancel := withTimeout(s.acquireCtx, s.clock, s.callBound(f.e))
+	defer cancel()
+	left, err := s.state.LeaveWaiting(ctx, f.e.name, r)
+	if err != nil || !left {
+		return false, err
+	}
 	s.mu.Lock()
-	s.leftPending(f.e.name, *r)
+	s.leftPending(f.e.name, r)
 	s.mu.Unlock()
 	if f.e.spec.Overlap == OverlapCancelPrevious {
 		s.supersede(f.e, f.fire)
 	}
-	return r
+	return true, nil
 }
 
 // supersede cancels the runs of e going on this node for fires before

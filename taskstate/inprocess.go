@@ -147,6 +147,25 @@ func (s *InProcess) TakeRetry(ctx context.Context, task, node string, r Retry) (
 	return true, nil
 }
 
+// LeaveWaiting makes r task's pending run unless another is pending or a
+// later fire's was.
+func (s *InProcess) LeaveWaiting(ctx context.Context, task string, r Retry) (bool, error) {
+	if err := CheckLeaveWaiting(ctx, task, r); err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.retries[task]
+	switch {
+	case ok && p.Fire.Equal(r.Fire) && p.Attempt == r.Attempt:
+		return true, nil
+	case ok && (!s.taken[task] || RetryLater(p, r)):
+		return false, nil
+	}
+	s.retries[task], s.taken[task] = r, false
+	return true, nil
+}
+
 // Record adds each run to its task's runs, in place of its placeholder if it
 // is manual or a retry, and leaves the runs' retries pending.
 func (s *InProcess) Record(ctx context.Context, runs ...TaskRun) error {

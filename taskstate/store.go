@@ -68,7 +68,7 @@ var ErrInvalid = errors.New("taskstate: invalid argument")
 //     a SetPaused does not undo a later one, a RequestRun makes at most one
 //     request (one call, at most one run), a TakeRequest returns the
 //     request its first attempt took and never a later one, a TakeRetry
-//     answers what its first attempt did, a Record records once (and
+//     answers what its first attempt did (and so does a LeaveWaiting), a Record records once (and
 //     leaves its retry once), a CreateSchedule answers nil, an
 //     UpdateSchedule does not undo a later one, and a DeleteSchedule
 //     answers true and does not delete a schedule created since;
@@ -108,6 +108,19 @@ type Store interface {
 	// race for one retry, exactly one gets true. An empty node, or a retry
 	// that [CheckRetry] refuses, is an error wrapping ErrInvalid.
 	TakeRetry(ctx context.Context, task, node string, r Retry) (ok bool, err error)
+	// LeaveWaiting makes r, a fire of task left to wait for the run going
+	// (Attempt 1: the scheduler's overlap buffer-one and cancel-previous),
+	// the task's pending run, to be taken as a retry is ([Store.TakeRetry]),
+	// unless the task has another pending run (of any fire or attempt, not
+	// taken yet) or its last pending run, pending or taken, is of a later
+	// fire: then it changes nothing and reports false. It reports true if
+	// r is the task's pending run once it returns, or was taken as it: a
+	// call sent again answers what the first did. Of the callers that race
+	// with different fires while none waits, exactly one gets true, so that
+	// at most one fire waits in the cluster. A retry that [CheckRetry]
+	// refuses, or of an attempt other than 1, is an error wrapping
+	// ErrInvalid.
+	LeaveWaiting(ctx context.Context, task string, r Retry) (bool, error)
 	// Record adds each run to its task's runs, in order, in one call (one
 	// round trip on a server: the scheduler records the runs that end
 	// together at once). Each Run's Error is cut by [CutError]; the store
@@ -222,6 +235,22 @@ func CheckTakeRetry(ctx context.Context, task, node string, r Retry) error {
 		return err
 	}
 	return CheckRetry(task, r)
+}
+
+// CheckLeaveWaiting validates the arguments of a LeaveWaiting call, as
+// CheckTask does for the other calls: r must pass CheckRetry and be of
+// attempt 1.
+func CheckLeaveWaiting(ctx context.Context, task string, r Retry) error {
+	if err := CheckTask(ctx, task); err != nil {
+		return err
+	}
+	if err := CheckRetry(task, r); err != nil {
+		return err
+	}
+	if r.Attempt != 1 {
+		return fmt.Errorf("%w: task %q: a waiting fire's attempt %d must be 1 (a retry is left by the record of the run it retries)", ErrInvalid, task, r.Attempt)
+	}
+	return nil
 }
 
 // CheckRetry validates a retry of TakeRetry or of a Record's run, and
