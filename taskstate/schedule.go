@@ -85,7 +85,8 @@ func DecodeSchedule(b []byte) (Schedule, error) {
 
 // CheckSchedule validates what a store keeps of a schedule, and returns an
 // error wrapping ErrInvalid that names the field, the value and the rule: a
-// Name and Handler of 1 to [MaxScheduleNameLen] bytes of printable UTF-8; a
+// Name and Handler of 1 to [MaxScheduleNameLen] bytes of printable UTF-8 (a
+// Name other than "." and ".."); a
 // Cron that is not empty; Options keys that are not empty, at most
 // [MaxScheduleOptions] of them; Args empty or one JSON value of at most
 // [MaxScheduleArgsLen] bytes. Whether the cron expression and options make
@@ -97,6 +98,8 @@ func CheckSchedule(sc Schedule) error {
 		}
 	}
 	switch {
+	case sc.Name == "." || sc.Name == "..":
+		return fmt.Errorf("%w: schedule name %q must not be . or ..: no URL path can name it (clients remove dot segments)", ErrInvalid, sc.Name)
 	case strings.TrimSpace(sc.Cron) == "":
 		return fmt.Errorf("%w: schedule %q: cron %q must not be empty", ErrInvalid, sc.Name, sc.Cron)
 	case len(sc.Options) > MaxScheduleOptions:

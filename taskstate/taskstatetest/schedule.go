@@ -168,6 +168,7 @@ func (s *suite) badSchedules(t *testing.T) {
 		{"empty name", bad(func(sc *taskstate.Schedule) { sc.Name = "" }), "name"},
 		{"name with a line break", bad(func(sc *taskstate.Schedule) { sc.Name += "\n" }), "printable"},
 		{"name too long", bad(func(sc *taskstate.Schedule) { sc.Name = strings.Repeat("n", taskstate.MaxScheduleNameLen+1) }), "over 200"},
+		{"dot-dot name", bad(func(sc *taskstate.Schedule) { sc.Name = ".." }), "must not be . or .."},
 		{"empty handler", bad(func(sc *taskstate.Schedule) { sc.Handler = "" }), "handler"},
 		{"empty cron", bad(func(sc *taskstate.Schedule) { sc.Cron = " " }), "cron"},
 		{"args not JSON", bad(func(sc *taskstate.Schedule) { sc.Args = json.RawMessage(`{"tenant":`) }), "JSON"},
