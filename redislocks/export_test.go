@@ -16,5 +16,6 @@ var (
 	PauseSHA        = pauseScript.Hash()
 	ScheduleSHA     = scheduleScript.Hash()
 	Scripts         = []*redis.Script{acquireScript, acquireClaimScript, extendScript, releaseScript, claimScript,
-		takeScript, recordScript, requestScript, pauseScript, scheduleScript, leaveWaitingScript}
+		takeScript, recordScript, requestScript, pauseScript, scheduleScript, leaveWaitingScript, takeRetryScript,
+		backfillStartScript, backfillTakeScript, backfillEndScript}
 )
