@@ -13,14 +13,22 @@ import (
 	"time"
 )
 
-// cmdFlags are the flags of one command (backfill's), which the other
-// commands refuse.
+// cmdFlags are the flags of the commands that have flags of their own
+// (backfill's, schedule create's and update's), which the other commands
+// refuse.
 type cmdFlags struct {
 	from, to            string // RFC 3339, as given
 	force, wait, cancel bool
 	overlap             string
 	poll                time.Duration
-	set                 map[string]bool // the flags given, by name
+
+	handler, cron, lock string
+	options             optionList        // --option KEY=VALUE, as given
+	args                string            // --args, as given
+	optionMap           map[string]string // options, parsed by checkSchedule
+	argsJSON            json.RawMessage   // args, checked by checkSchedule; nil without --args
+
+	set map[string]bool // the flags given, by name
 }
 
 // backfillFlags are backfill's flags.
@@ -40,7 +48,7 @@ var errBackfillCancelled = errors.New("backfill cancelled")
 
 // checkBackfill checks backfill's flags: --cancel alone, or --from and
 // --to, RFC 3339, the range not reversed; --poll only with --wait.
-func checkBackfill(f *cmdFlags) error {
+func checkBackfill(_ []string, f *cmdFlags) error {
 	if f.cancel {
 		for _, name := range backfillFlags {
 			if name != "cancel" && f.set[name] {

@@ -56,6 +56,18 @@ func (c *client) endpoint(task, suffix string) string {
 	return u + "/" + url.PathEscape(task) + suffix
 }
 
+// schedulesEndpoint returns the URL of the admin path /schedules, followed
+// by the schedule's name, path-escaped, unless it is "". The names "." and
+// ".." have no such URL (the node's mux takes them for dot segments and
+// redirects): checkScheduleName refuses them first.
+func (c *client) schedulesEndpoint(name string) string {
+	u := strings.TrimSuffix(c.base.String(), "/") + "/schedules"
+	if name == "" {
+		return u
+	}
+	return u + "/" + url.PathEscape(name)
+}
+
 // tokenSpace is what a token's ends lose, as the admin handler trims its
 // own token: a file's final newline (CRLF too), a pasted token's spaces.
 const tokenSpace = " \t\r\n\v\f"
@@ -97,6 +109,21 @@ func (c *client) postJSON(ctx context.Context, u string, v any) ([]byte, error) 
 	return c.do(ctx, http.MethodPost, u, body)
 }
 
+// putJSON returns the body of PUT url with v as its JSON body, sent with
+// the bearer token.
+func (c *client) putJSON(ctx context.Context, u string, v any) ([]byte, error) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return c.do(ctx, http.MethodPut, u, body)
+}
+
+// delete returns the body of DELETE url, sent with the bearer token.
+func (c *client) delete(ctx context.Context, u string) ([]byte, error) {
+	return c.do(ctx, http.MethodDelete, u, nil)
+}
+
 func (c *client) do(ctx context.Context, method, u string, body []byte) ([]byte, error) {
 	var r io.Reader
 	if body != nil {
@@ -129,7 +156,7 @@ func (c *client) do(ctx context.Context, method, u string, body []byte) ([]byte,
 		return answer, nil
 	}
 	msg, fromAPI := serverMessage(answer)
-	return nil, &statusError{method: method, url: u, code: resp.StatusCode, msg: msg, hint: c.hint(method, resp.StatusCode, fromAPI)}
+	return nil, &statusError{method: method, url: u, code: resp.StatusCode, msg: msg, hint: c.hint(method, u, resp.StatusCode, fromAPI)}
 }
 
 // serverMessage returns the "error" of a JSON error body and true, else
@@ -154,8 +181,10 @@ func serverMessage(body []byte) (string, bool) {
 
 // hint says what to do about a refusal the server's message may not
 // explain from the client's side.
-func (c *client) hint(method string, code int, fromAPI bool) string {
+func (c *client) hint(method, u string, code int, fromAPI bool) string {
 	switch {
+	case code == http.StatusNotFound && !fromAPI && strings.HasPrefix(u, c.schedulesEndpoint("")):
+		return "the node serves no such endpoint: is its ndigo a version without stored schedules?"
 	case code == http.StatusNotFound && !fromAPI:
 		return "the node serves no such endpoint: is its ndigo a version without the control API?"
 	case code == http.StatusUnauthorized && c.token == "":

@@ -6,29 +6,61 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 )
 
-// A command is one subcommand: how many arguments it takes, whether it
-// sends the token, the flags of its own it takes (no other command takes
-// them), how it checks them (an error is a usage error), and what it does
-// with them.
+// A command is one subcommand: how many arguments it takes and what its
+// argument names ("" for a task, or "schedule"), whether it sends the
+// token, the flags of its own it takes (no command but those naming them
+// takes them), how it checks its argument and flags (an error is a usage
+// error), and what it does with them.
 type command struct {
 	args      int
+	noun      string
 	sendToken bool
 	flags     []string
-	check     func(f *cmdFlags) error
+	check     func(args []string, f *cmdFlags) error
 	do        func(ctx context.Context, c *client, args []string, f cmdFlags, out output) error
 }
 
+// The commands by name; a schedule's are two words, "schedule" and a verb.
 var commands = map[string]command{
-	"tasks":    {args: 0, do: listTasks},
-	"runs":     {args: 1, do: listRuns},
-	"audit":    {args: 1, do: showAudit},
-	"run":      {args: 1, sendToken: true, do: mutate("run")},
-	"pause":    {args: 1, sendToken: true, do: mutate("pause")},
-	"resume":   {args: 1, sendToken: true, do: mutate("resume")},
-	"backfill": {args: 1, sendToken: true, flags: backfillFlags, check: checkBackfill, do: runBackfill},
+	"tasks":           {args: 0, do: listTasks},
+	"runs":            {args: 1, do: listRuns},
+	"audit":           {args: 1, do: showAudit},
+	"run":             {args: 1, sendToken: true, do: mutate("run")},
+	"pause":           {args: 1, sendToken: true, do: mutate("pause")},
+	"resume":          {args: 1, sendToken: true, do: mutate("resume")},
+	"backfill":        {args: 1, sendToken: true, flags: backfillFlags, check: checkBackfill, do: runBackfill},
+	"schedules":       {args: 0, do: listSchedules},
+	"schedule create": {args: 1, noun: "schedule", sendToken: true, flags: scheduleFlags, check: checkSchedule("create"), do: putSchedule("create")},
+	"schedule update": {args: 1, noun: "schedule", sendToken: true, flags: scheduleFlags, check: checkSchedule("update"), do: putSchedule("update")},
+	"schedule delete": {args: 1, noun: "schedule", sendToken: true, check: checkDelete, do: deleteSchedule},
+}
+
+// scheduleVerbs are the second words of the schedule commands.
+const scheduleVerbs = "create, update or delete"
+
+// ownFlags are the flags that only some commands take, in the order the
+// usage errors check them.
+var ownFlags = slices.Concat(backfillFlags, scheduleFlags)
+
+// flagOwners names the commands that take flag: "backfill", "schedule
+// create and schedule update".
+func flagOwners(flag string) string {
+	var names []string
+	for _, name := range slices.Sorted(maps.Keys(commands)) {
+		if slices.Contains(commands[name].flags, flag) {
+			names = append(names, name)
+		}
+	}
+	if len(names) > 1 {
+		return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+	}
+	return strings.Join(names, "")
 }
 
 // output is where a command's result goes: a table, or with json the

@@ -1,6 +1,9 @@
 package main
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // The types below mirror the JSON of package admin's API types, field by
 // field, with only what the CLI reads; TestContractMatchesAdmin keeps them
@@ -27,6 +30,7 @@ type task struct {
 	LastFire       *nodeFire  `json:"lastFire"` // this node's last fire, run or not
 	Failures       uint64     `json:"failures"` // this node's failed fires
 	Backfill       *backfill  `json:"backfill"` // the task's last backfill as the node's last poll read it; nil if none, or the node predates backfills
+	Handler        string     `json:"handler"`  // the handler of the stored schedule the task runs; "" for a task declared in code, or from a node that predates stored schedules
 }
 
 // backfill is a backfill: the answer to POST
@@ -93,7 +97,7 @@ type runs struct {
 }
 
 // action is the answer to POST /scheduledtasks/{name}/run, pause, resume
-// or cancel-backfill.
+// or cancel-backfill, and to DELETE /schedules/{name}.
 type action struct {
 	Task   string `json:"task"`
 	Action string `json:"action"`
@@ -120,4 +124,35 @@ type auditFire struct {
 	Outcome string    `json:"outcome"`
 	Node    string    `json:"node"`
 	Detail  string    `json:"detail"`
+}
+
+// scheduleList is the answer to GET /schedules.
+type scheduleList struct {
+	Node      string     `json:"node"` // the node answering
+	Schedules []schedule `json:"schedules"`
+}
+
+// schedule is one stored schedule of GET /schedules, and the answer to
+// POST /schedules and PUT /schedules/{name}.
+type schedule struct {
+	Name    string            `json:"name"`
+	Handler string            `json:"handler"`
+	Cron    string            `json:"cron"`
+	Lock    string            `json:"lock"`
+	Options map[string]string `json:"options"`
+	Args    json.RawMessage   `json:"args"` // null if none
+	Node    string            `json:"node"` // the node that created or last updated it
+	Updated time.Time         `json:"updated"`
+	Problem string            `json:"problem"` // why the node answering does not run it; "" if it does
+}
+
+// scheduleRequest is the body of POST /schedules and PUT /schedules/{name}:
+// the whole schedule, which a PUT replaces.
+type scheduleRequest struct {
+	Name    string            `json:"name"`
+	Handler string            `json:"handler"`
+	Cron    string            `json:"cron"`
+	Lock    string            `json:"lock,omitempty"`
+	Options map[string]string `json:"options,omitempty"`
+	Args    json.RawMessage   `json:"args,omitempty"`
 }

@@ -88,8 +88,13 @@ func TestContractMatchesAdmin(t *testing.T) {
 		{"POST /scheduledtasks/{name}/run", reflect.TypeFor[action](), reflect.TypeFor[admin.ActionJSON]()},
 		{"POST /scheduledtasks/{name}/cancel-backfill", reflect.TypeFor[action](), reflect.TypeFor[admin.ActionJSON]()},
 		{"POST /scheduledtasks/{name}/backfill", reflect.TypeFor[backfill](), reflect.TypeFor[admin.BackfillJSON]()},
+		{"GET /schedules", reflect.TypeFor[scheduleList](), reflect.TypeFor[admin.SchedulesJSON]()},
+		{"POST /schedules", reflect.TypeFor[schedule](), reflect.TypeFor[admin.ScheduleJSON]()},
+		{"PUT /schedules/{name}", reflect.TypeFor[schedule](), reflect.TypeFor[admin.ScheduleJSON]()},
+		{"DELETE /schedules/{name}", reflect.TypeFor[action](), reflect.TypeFor[admin.ActionJSON]()},
 		// What the CLI sends, the handler reads.
 		{"POST /scheduledtasks/{name}/backfill (body)", reflect.TypeFor[backfillRequest](), reflect.TypeFor[admin.BackfillRequestJSON]()},
+		{"POST /schedules (body)", reflect.TypeFor[scheduleRequest](), reflect.TypeFor[admin.ScheduleRequestJSON]()},
 	} {
 		for _, d := range disagreements(c.endpoint, c.cli, c.api) {
 			t.Error(d)

@@ -11,18 +11,25 @@
 //	                     the task runs once for each instant of its schedule in the range, in order
 //	ndigo backfill NAME --cancel
 //	                     its running backfill stops: no node takes its next instant
+//	ndigo schedules      the stored schedules (tasks declared at runtime) as the node sees them, and why it does not run one
+//	ndigo schedule create NAME --handler HANDLER --cron EXPR [--lock KEY] [--option KEY=VALUE ...] [--args JSON]
+//	                     every node with the handler runs the task from its next fire (the others from their next poll)
+//	ndigo schedule update NAME ...the same flags...
+//	                     the whole stored schedule is replaced: a flag left out is dropped
+//	ndigo schedule delete NAME
+//	                     no node fires the stored schedule from its next poll
 //
 // --admin URL (or NDIGO_ADMIN) names the node's admin address, by default
-// http://127.0.0.1:8081. run, pause, resume and backfill send the bearer
-// token in NDIGO_ADMIN_TOKEN: it is read from the environment only, so that
-// it stays out of shell history and process listings, and its leading and
-// trailing whitespace is dropped, as the node drops its own (a token read
-// from a file works for both). --json prints the server's JSON instead of
-// a table. A failure exits with status 1 and the server's message; a usage
-// error with status 2; an audit that found a missed fire with status 3, so
-// that a cron job or a probe can alert on it; backfill --wait, which draws
-// the backfill's progress on stderr until it ends, exits 0 when it is done
-// and 4 when it was cancelled.
+// http://127.0.0.1:8081. run, pause, resume, backfill and the schedule
+// commands send the bearer token in NDIGO_ADMIN_TOKEN: it is read from the
+// environment only, so that it stays out of shell history and process
+// listings, and its leading and trailing whitespace is dropped, as the node
+// drops its own (a token read from a file works for both). --json prints
+// the server's JSON instead of a table. A failure exits with status 1 and
+// the server's message; a usage error with status 2; an audit that found a
+// missed fire with status 3, so that a cron job or a probe can alert on it;
+// backfill --wait, which draws the backfill's progress on stderr until it
+// ends, exits 0 when it is done and 4 when it was cancelled.
 //
 // Install or run it with
 //
@@ -76,6 +83,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.BoolVar(&f.wait, "wait", false, "")
 	fs.DurationVar(&f.poll, "poll", defaultPoll, "")
 	fs.BoolVar(&f.cancel, "cancel", false, "")
+	fs.StringVar(&f.handler, "handler", "", "")
+	fs.StringVar(&f.cron, "cron", "", "")
+	fs.StringVar(&f.lock, "lock", "", "")
+	fs.Var(&f.options, "option", "")
+	fs.StringVar(&f.args, "args", "", "")
 	pos, err := parseInterleaved(fs, args)
 	if errors.Is(err, flag.ErrHelp) || (err == nil && len(pos) > 0 && pos[0] == "help") {
 		fmt.Fprint(stdout, usage)
@@ -87,29 +99,43 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if len(pos) == 0 {
 		return usageError(stderr, "no command given")
 	}
-	cmd, ok := commands[pos[0]]
+	name := pos[0]
+	if name == "schedule" {
+		if len(pos) == 1 {
+			return usageError(stderr, "schedule takes a verb, "+scheduleVerbs+", and the schedule's name")
+		}
+		name, pos = "schedule "+pos[1], pos[1:]
+	}
+	cmd, ok := commands[name]
 	if !ok {
-		return usageError(stderr, fmt.Sprintf("unknown command %q: %s", pos[0], unknownCommand))
+		if strings.HasPrefix(name, "schedule ") {
+			return usageError(stderr, fmt.Sprintf("unknown command %q: the verbs of schedule are %s", name, scheduleVerbs))
+		}
+		return usageError(stderr, fmt.Sprintf("unknown command %q: %s", name, unknownCommand))
+	}
+	noun := cmd.noun
+	if noun == "" {
+		noun = "task"
 	}
 	if len(pos)-1 != cmd.args {
 		want := "no argument"
 		if cmd.args == 1 {
-			want = "one argument, the task's name"
+			want = "one argument, the " + noun + "'s name"
 		}
-		return usageError(stderr, fmt.Sprintf("%s takes %s, got %d", pos[0], want, len(pos)-1))
+		return usageError(stderr, fmt.Sprintf("%s takes %s, got %d", name, want, len(pos)-1))
 	}
 	if cmd.args == 1 && pos[1] == "" {
-		return usageError(stderr, fmt.Sprintf("%s: the task name is empty", pos[0]))
+		return usageError(stderr, fmt.Sprintf("%s: the %s name is empty", name, noun))
 	}
 	f.set = map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
-	for _, name := range backfillFlags {
-		if f.set[name] && !slices.Contains(cmd.flags, name) {
-			return usageError(stderr, fmt.Sprintf("--%s is a flag of backfill, not of %s", name, pos[0]))
+	for _, fl := range ownFlags {
+		if f.set[fl] && !slices.Contains(cmd.flags, fl) {
+			return usageError(stderr, fmt.Sprintf("--%s is a flag of %s, not of %s", fl, flagOwners(fl), name))
 		}
 	}
 	if cmd.check != nil {
-		if err := cmd.check(&f); err != nil {
+		if err := cmd.check(pos[1:], &f); err != nil {
 			return usageError(stderr, err.Error())
 		}
 	}

@@ -37,14 +37,14 @@ func TestOverlapInTheTables(t *testing.T) {
 	n.StepTo(t, 2*time.Minute+30*time.Second)
 	res := ndigo(t, env, "tasks")
 	if want := []string{"sync", "@every 1m", "sync", "2026-01-01T00:03:00Z", "no", "2026-01-01T00:02:00Z", "buffered", "-",
-		"node-a", "-", "buffered", "-", "0", "-"}; res.code != 0 || !slices.Equal(row(t, rows(t, res.stdout), "sync"), want) {
+		"node-a", "-", "buffered", "-", "0", "-", "-"}; res.code != 0 || !slices.Equal(row(t, rows(t, res.stdout), "sync"), want) {
 		t.Errorf("tasks with 00:02 waiting: exit %d, row %q, want %q (%s)", res.code, row(t, rows(t, res.stdout), "sync"), want, res.stderr)
 	}
 
 	n.StepTo(t, 3*time.Minute+30*time.Second)
 	res = ndigo(t, env, "tasks")
 	if want := []string{"sync", "@every 1m", "sync", "2026-01-01T00:04:00Z", "no", "2026-01-01T00:03:00Z", "skipped: one waiting", "-",
-		"node-a", "-", "skipped: one waiting", "-", "0", "-"}; res.code != 0 || !slices.Equal(row(t, rows(t, res.stdout), "sync"), want) {
+		"node-a", "-", "skipped: one waiting", "-", "0", "-", "-"}; res.code != 0 || !slices.Equal(row(t, rows(t, res.stdout), "sync"), want) {
 		t.Errorf("tasks with 00:03 skipped: exit %d, row %q, want %q (%s)", res.code, row(t, rows(t, res.stdout), "sync"), want, res.stderr)
 	}
 

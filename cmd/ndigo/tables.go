@@ -19,7 +19,7 @@ func writeTasks(w io.Writer, tasks []task) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tCRON\tLOCK\tNEXT\tPAUSED\tLAST FIRE (CLUSTER)\tOUTCOME\tATTEMPT\tNODE\tTOKEN\tLAST FIRE HERE\tRETRY DUE\tFAILURES HERE\tBACKFILL")
+	fmt.Fprintln(tw, "NAME\tCRON\tLOCK\tNEXT\tPAUSED\tLAST FIRE (CLUSTER)\tOUTCOME\tATTEMPT\tNODE\tTOKEN\tLAST FIRE HERE\tRETRY DUE\tFAILURES HERE\tBACKFILL\tHANDLER")
 	for _, t := range tasks {
 		paused := "unknown" // a handler without the control API
 		if t.Paused != nil {
@@ -33,8 +33,9 @@ func writeTasks(w io.Writer, tasks []task) error {
 		if t.LastFire != nil {
 			here = t.LastFire.Outcome
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", cell(t.Name), cell(t.Cron), cell(t.Lock), stamp(t.Next), paused,
-			strings.Join(cells(last), "\t"), cell(here), stamp(t.RetryAt), t.Failures, backfillCell(t.Backfill))
+		// HANDLER marks a task that runs a stored schedule (ndigo schedules).
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", cell(t.Name), cell(t.Cron), cell(t.Lock), stamp(t.Next), paused,
+			strings.Join(cells(last), "\t"), cell(here), stamp(t.RetryAt), t.Failures, backfillCell(t.Backfill), cell(t.Handler))
 	}
 	return tw.Flush()
 }

@@ -5,14 +5,15 @@ package main
 const defaultAdmin = "http://127.0.0.1:8081"
 
 // unknownCommand follows an unknown command's name in its error.
-const unknownCommand = "the commands are tasks, runs, audit, run, pause, resume, backfill and help"
+const unknownCommand = "the commands are tasks, runs, audit, run, pause, resume, backfill, schedules, schedule create, schedule update, schedule delete and help"
 
 const usage = `Usage: ndigo [flags] COMMAND [NAME]
 
 Commands:
   tasks          list every task: cron, lock, next fire, paused, the last run in the cluster
                  and its attempt, a retry due, its last backfill (running 512/1000: taken or
-                 refused of its instants)
+                 refused of its instants), and the handler of a task that runs a stored
+                 schedule (- for a task declared in code)
   runs NAME      list the task's last recorded fires in the cluster, newest first, each
                  with its kind (scheduled, manual, backfill) and attempt (2/4: the first
                  of 3 retries of a failed run)
@@ -32,6 +33,29 @@ Commands:
                  With --json it prints the backfill: as started, or with --wait as it ended
   backfill NAME --cancel
                  cancel the task's running backfill: no node takes its next instant
+  schedules      list the stored schedules (tasks declared at runtime) as the node answering
+                 sees them: handler, cron, lock, options, args (cut to 40 characters; --json
+                 has them whole), when and by which node last stored, and PROBLEM HERE: why
+                 that node does not run it (its handler not registered there, say), also
+                 warned of on stderr
+  schedule create NAME --handler HANDLER --cron EXPR [--lock KEY]
+                 [--option KEY=VALUE ...] [--args JSON]
+                 store a schedule: every node that registered HANDLER (Scheduler.Handle)
+                 runs the task NAME on EXPR ("0 2 * * *", "*/10 * * * * *" with seconds
+                 first, "@every 5m"), under the lock KEY if given, with each --option
+                 (repeat the flag; the keys of the Scheduled tag, such as lockTtl=5m or
+                 overlap=skip), each run handed the JSON value of --args; the node
+                 answering runs it from its next fire, the others from their next poll
+                 (about a second)
+  schedule update NAME --handler HANDLER --cron EXPR [--lock KEY]
+                 [--option KEY=VALUE ...] [--args JSON]
+                 replace the whole stored schedule, as create stores one: what a flag
+                 left out set is dropped (no --lock: unlocked; no --option: no options;
+                 no --args: no arguments); the nodes take it up as create's; a run of
+                 the old in flight finishes
+  schedule delete NAME
+                 delete the stored schedule: the node answering fires it no more, the others
+                 from their next poll; a run in flight finishes; its history stays
   help           print this help
 
 Flags (before or after the command):
@@ -39,9 +63,10 @@ Flags (before or after the command):
   --json             print the server's JSON instead of a table
   --timeout DURATION give up on a request after this long (default 10s)
 
-run, pause, resume and backfill send the token in the environment variable
-NDIGO_ADMIN_TOKEN as a bearer token (the node's admin.token), without
-leading or trailing whitespace. The task names . and .. go in the query.
+run, pause, resume, backfill and schedule create, update and delete send the
+token in the environment variable NDIGO_ADMIN_TOKEN as a bearer token (the
+node's admin.token), without leading or trailing whitespace. The task names .
+and .. go in the query; no stored schedule can have them.
 Exit status: 0 done, 1 the request failed, 2 a usage error, 3 an audit found
 missed fires, 4 a backfill waited for (--wait) was cancelled.
 `
