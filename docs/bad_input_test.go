@@ -2,6 +2,7 @@ package docs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -48,6 +49,23 @@ func backfill(from, to time.Time, opts scheduling.BackfillOptions) func() error 
 		}
 		_, err := s.Backfill(context.Background(), "close", from, to, opts)
 		return err
+	}
+}
+
+// stored creates sc on a scheduler with the handler "report" and a task
+// declared in code, "close".
+func stored(sc taskstate.Schedule) func() error {
+	return func() error {
+		st, _ := taskstate.NewInProcess(0)
+		s := scheduling.New(scheduling.Config{Driver: locks.NewInProcessDriver(), State: st})
+		if err := s.Add(scheduling.NewTask((&Payroll{}).Close, scheduling.Cron("@hourly"), scheduling.Lock("k"),
+			scheduling.Name("close"))); err != nil {
+			return err
+		}
+		if err := s.Handle("report", func(context.Context, json.RawMessage) error { return nil }); err != nil {
+			return err
+		}
+		return s.CreateSchedule(context.Background(), sc)
 	}
 }
 
@@ -219,6 +237,16 @@ func badInputs() []badInput {
 			st, _ := taskstate.NewInProcess(0)
 			return st.StartBackfill(bg, taskstate.Backfill{Task: "t", From: day, To: day, Total: 1, Node: "n"}, nil)
 		}},
+		{"Scheduler.CreateSchedule", "`Options: {\"lockTtl\": \"-1s\"}`", scheduling.ErrInvalidSpec,
+			stored(taskstate.Schedule{Name: "report-acme", Handler: "report", Cron: "@daily", Lock: "r", Options: map[string]string{"lockTtl": "-1s"}})},
+		{"Scheduler.CreateSchedule", "`Options: {\"lockTTL\": \"5s\"}`", scheduling.ErrInvalidSpec,
+			stored(taskstate.Schedule{Name: "report-acme", Handler: "report", Cron: "@daily", Options: map[string]string{"lockTTL": "5s"}})},
+		{"Scheduler.CreateSchedule", "`Handler: \"export\"`, not registered", scheduling.ErrUnknownHandler,
+			stored(taskstate.Schedule{Name: "export-acme", Handler: "export", Cron: "@daily"})},
+		{"Scheduler.CreateSchedule", "`Name: \"close\"`, a task declared in code", scheduling.ErrDeclaredInCode,
+			stored(taskstate.Schedule{Name: "close", Handler: "report", Cron: "@daily"})},
+		{"Scheduler.CreateSchedule", "`Args: {\"tenant\":`", taskstate.ErrInvalid,
+			stored(taskstate.Schedule{Name: "report-acme", Handler: "report", Cron: "@daily", Args: json.RawMessage(`{"tenant":`)})},
 		{"scheduling.Validate", `nil func`, scheduling.ErrInvalidSpec, func() error { return scheduling.Validate(scheduling.NewTask(nil, scheduling.Cron("@daily"))) }},
 		{"annotations.Tasks", "`lockTtl:\"soon\"`", scheduling.ErrInvalidSpec, tagged(&TTLSoon{})},
 		{"annotations.Tasks", "`lockTTL:\"5s\"`", scheduling.ErrInvalidSpec, tagged(&MisspelledKey{})},

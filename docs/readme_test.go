@@ -3,6 +3,7 @@ package docs_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log"
@@ -136,6 +137,17 @@ func kit(ctx context.Context) error {
 	return err
 }
 
+// Stored schedules: the handler that they name.
+func tenantReports(send func(ctx context.Context, tenant string) error) fx.Option {
+	return scheduling.Handler("tenant-report", func(ctx context.Context, args json.RawMessage) error {
+		var a struct{ Tenant string }
+		if err := json.Unmarshal(args, &a); err != nil {
+			return err
+		}
+		return send(ctx, a.Tenant)
+	})
+}
+
 // The pager listener.
 type pager struct {
 	scheduling.NopListener
@@ -151,7 +163,7 @@ func (p *pager) Skipped(e scheduling.Event) {
 
 func page(string) {}
 
-var _ = []any{builderForm, manyNodes, ownClient, directLock, operated, kit, &pager{}}
+var _ = []any{builderForm, manyNodes, ownClient, directLock, operated, kit, &pager{}, tenantReports}
 
 // pages are the documents whose Go blocks must compile: the README and the
 // reference pages it links.

@@ -185,9 +185,11 @@
 //   - the paused flag: no call, a node keeping the flags it read until the
 //     store's pause generation moves on (see Control and history);
 //   - per node, one heartbeat per [Config.Heartbeat] and one poll (manual
-//     requests, pending retries, backfills and the pause generation, one
-//     call: on Redis a pipeline of four commands) per [Config.RequestPoll]:
-//     N·(1/Heartbeat + 1/RequestPoll)/F per fire;
+//     requests, pending retries, backfills and the pause and stored
+//     schedules' generations, one call: on Redis a pipeline of five
+//     commands) per [Config.RequestPoll]: N·(1/Heartbeat + 1/RequestPoll)/F
+//     per fire, and one read of the stored schedules per node when they
+//     change (see Stored schedules);
 //   - a backfill's instant: what a retry's attempt costs (see Backfill);
 //   - a failed run of a task that retries: its retry rides in the failure's
 //     record (no call of its own), and each retry costs the owner what a
@@ -284,7 +286,10 @@
 // pending in the task state as the retries are (attempt 1): the node that
 // holds the lock once the run ended takes it at its poll and runs it, with
 // the fire's instant as its [Run].Fire, so it still runs at most once. A
-// fire due while one waits is skipped ([OutcomeBufferFull]). Under
+// fire due while one waits is skipped ([OutcomeBufferFull]): the store
+// leaves a fire waiting only if none waits (taskstate.Store.LeaveWaiting,
+// one round trip on the buffering node, on that path only), so one waits
+// in the cluster whatever node each fire finds the run going on. Under
 // cancel-previous the node that buffers a fire cancels the runs of earlier
 // fires going on it at once, and every other node at its next poll (it
 // reads the pending runs there), with the cause [ErrSuperseded]; such a run
@@ -320,6 +325,31 @@
 // a manual run does (an Acquire, the take, a Release and the record: 3
 // round trips and a share of a Record), the other nodes one Acquire per
 // poll while the lock is held, nothing otherwise.
+//
+// # Stored schedules
+//
+// A task can also be declared at runtime, without a deploy: a stored
+// schedule (taskstate.Schedule: a name, a handler, a cron expression, a
+// lock, options by the Scheduled tag's keys, and arguments as a small JSON
+// value) that [Scheduler.CreateSchedule] keeps in the task state, and that
+// every node runs as a task of its own with the handler registered there
+// under that name ([Scheduler.Handle], or [Handler] through fx), each run
+// calling it with the arguments. It is validated as [Scheduler.Add]
+// validates a task, with the same [ValidationError]. Every node reads the
+// stored schedules when the generation that its poll reads changes
+// (taskstate.Poll.Schedules), and applies them: a new one runs from its
+// next fire, an update replaces the task's spec from its next fire (a run
+// of the old spec in flight goes on, and counts as the task's run going),
+// a deleted one fires no more (its run in flight finishes); this node at
+// once, the others within a poll. A node that lacks the handler (an older
+// build, during a rolling deploy), or on which the name is a task declared
+// in code, or whose rules the schedule breaks, does not run it, logs why
+// once, and lists it with its problem ([Scheduler.Schedules]); the nodes
+// that can run it do, each fire once as for any task. Tasks declared in
+// code cannot be deleted or replaced at runtime. A stored schedule costs no
+// driver or store call per fire beyond a task's; a change costs every node
+// one read of the stored schedules, and every poll one more command (on
+// Redis, in its pipeline: 5 in all).
 //
 // # History and audit
 //
