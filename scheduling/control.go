@@ -204,14 +204,14 @@ func (s *Scheduler) startRequested() {
 	}
 }
 
-// catchUps returns the fire each task with a catch-up window missed: its
+// catchUps returns the fire each of entries with a catch-up window missed: its
 // most recent scheduled instant within the window before now. The fire
 // then goes through the lock and the claim as any other, so that it runs on
 // one node, and only if no node claimed it. s.mu is held.
 
-func (s *Scheduler) catchUps(now time.Time) []firing {
+func (s *Scheduler) catchUps(now time.Time, entries []*entry) []firing {
 	var out []firing
-	for _, e := range s.entries {
+	for _, e := range entries {
 		if e.spec.CatchUp <= 0 {
 			continue
 		}

@@ -341,7 +341,9 @@
 // next fire, an update replaces the task's spec from its next fire (a run
 // of the old spec in flight goes on, and counts as the task's run going),
 // a deleted one fires no more (its run in flight finishes); this node at
-// once, the others within a poll. A node that lacks the handler (an older
+// once, the others within a poll. A node's first poll after Start catches
+// up the missed fire of a stored schedule with a catch-up window, as Start
+// does for the tasks declared in code. A node that lacks the handler (an older
 // build, during a rolling deploy), or on which the name is a task declared
 // in code, or whose rules the schedule breaks, does not run it, logs why
 // once, and lists it with its problem ([Scheduler.Schedules]); the nodes

@@ -332,7 +332,7 @@ func (s *Scheduler) Start() error {
 	}
 	heap.Init(&s.due)
 	s.logStarted()
-	missed := s.catchUps(now)
+	missed := s.catchUps(now, s.entries)
 	s.nextPoll = now // requests made while no node ran are looked for at once
 	if s.spread != nil {
 		s.spread.group, s.spread.nextBeat, s.spread.every = s.groupOf(), now, s.heartbeat()

@@ -57,6 +57,7 @@ type schedules struct {
 	list     []taskstate.Schedule   // as the last read returned them
 	gen      int64                  // the generation that list was read at
 	fresh    bool                   // list was read at gen
+	polled   bool                   // a poll read them since Start: the catch-ups are done
 }
 
 // Handle registers fn as the handler named name: the stored schedules that
@@ -65,8 +66,10 @@ type schedules struct {
 // them; a node without a schedule's handler leaves it to the others and
 // lists it with its problem ([Scheduler.Schedules]). A name is 1 to
 // [taskstate.MaxScheduleNameLen] printable bytes, registered once.
-// Handlers may be registered before or after Start; the package's
-// [Handler] registers one through fx.
+// Handlers may be registered before or after Start (before, for the node's
+// first poll to catch up the missed fires of the schedules that name them,
+// as Start does for tasks declared in code: [CatchUp]); the package's
+// [Handler] registers one through fx, before Start.
 func (s *Scheduler) Handle(name string, fn HandlerFunc) error {
 	if err := taskstate.CheckSchedule(taskstate.Schedule{Name: "x", Handler: name, Cron: "x"}); err != nil {
 		return fmt.Errorf("scheduling: Handle: %w", err)
@@ -232,8 +235,9 @@ func (s *Scheduler) scheduleTask(sc taskstate.Schedule) (Task, schedule, error) 
 }
 
 // readSchedules reads the stored schedules and applies them; gen is the
-// generation that a poll read before, -1 after a change of this node's (the
-// next poll reads them again).
+// generation that a poll read before (the caller is counted in flight, as a
+// poll is), -1 after a change of this node's (the next poll reads them
+// again).
 func (s *Scheduler) readSchedules(ctx context.Context, gen int64) error {
 	s.stored.read.Lock()
 	defer s.stored.read.Unlock()
@@ -242,9 +246,19 @@ func (s *Scheduler) readSchedules(ctx context.Context, gen int64) error {
 		return fmt.Errorf("scheduling: reading the stored schedules: %w", err)
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.stored.list, s.stored.gen, s.stored.fresh = scs, gen, gen >= 0
-	s.applySchedules(scs)
+	added := s.applySchedules(scs)
+	// A node's first poll after Start catches up the stored schedules'
+	// missed fires, as Start does the tasks declared in code.
+	var missed []firing
+	if gen >= 0 && !s.stored.polled && s.status == started {
+		s.stored.polled = true
+		missed = s.catchUps(s.clock.Now(), added)
+	}
+	s.mu.Unlock()
+	if len(missed) > 0 && !s.stopping() {
+		s.dispatch(missed)
+	}
 	return nil
 }
 
@@ -259,8 +273,9 @@ func (s *Scheduler) staleSchedules(gen int64) bool {
 // applySchedules makes this node's registry run scs: a new schedule is
 // added, a changed one replaces its entry (a run of the old in flight goes
 // on), a deleted one leaves, and one this node cannot run leaves too and is
-// logged once with its problem. s.mu is held.
-func (s *Scheduler) applySchedules(scs []taskstate.Schedule) {
+// logged once with its problem. It returns the entries it added (not those
+// that replaced one). s.mu is held.
+func (s *Scheduler) applySchedules(scs []taskstate.Schedule) (added []*entry) {
 	if s.stored.views == nil {
 		s.stored.views = map[string]*storedView{}
 	}
@@ -290,6 +305,9 @@ func (s *Scheduler) applySchedules(scs []taskstate.Schedule) {
 			}
 			ne := s.insert(t, sched, now, old)
 			ne.stored = &sc
+			if old == nil {
+				added = append(added, ne)
+			}
 			if v == nil || !bytes.Equal(v.enc, enc) {
 				s.log.Info("stored schedule applied", "task", sc.Name, "handler", sc.Handler, "cron", sc.Cron, "next", ne.next)
 			}
@@ -313,4 +331,5 @@ func (s *Scheduler) applySchedules(scs []taskstate.Schedule) {
 	if dirty {
 		s.changed(now)
 	}
+	return added
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -349,5 +351,38 @@ func TestStoredScheduleRollingDeploy(t *testing.T) {
 	c.step(10*time.Minute, time.Second)
 	if got := fireSet(t, h.of("report-acme")); len(got) != 20 {
 		t.Fatalf("%d runs in 20 minutes, want 20", len(got))
+	}
+}
+
+// A stored schedule with a catch-up window that no node ran while the
+// cluster was down runs its missed fire once, when the nodes start again
+// (at their first poll, which reads the stored schedules), as a task
+// declared in code does at Start.
+func TestStoredScheduleCatchesUpAtStart(t *testing.T) {
+	c := newCluster(t)
+	var h handled
+	sc := acmeReport()
+	sc.Cron, sc.Options = "@hourly", map[string]string{"catchUp": "1h"}
+	if err := c.store.CreateSchedule(context.Background(), sc); err != nil {
+		t.Fatal(err)
+	}
+	c.fc.Advance(30 * time.Minute) // the fire at epoch ran nowhere
+	for i := range 3 {
+		s := New(Config{Driver: c.driver, Clock: c.fc, Logger: slog.New(c.logs), Node: fmt.Sprintf("node-%d", i), State: c.store})
+		if err := s.Handle("tenant-report", h.fn); err != nil {
+			t.Fatal(err)
+		}
+		mustStart(t, s)
+		t.Cleanup(func() { _ = s.Stop(context.Background()) })
+		c.nodes = append(c.nodes, s)
+	}
+	c.step(2*time.Second, time.Second)
+	runs := h.of("report-acme")
+	if got := fireSet(t, runs); len(got) != 1 || !got[0].Equal(epoch) {
+		t.Fatalf("runs after the start = %+v, want the missed fire at %v once", runs, epoch)
+	}
+	c.step(time.Hour, time.Second)
+	if got := fireSet(t, h.of("report-acme")); len(got) != 2 {
+		t.Fatalf("%d runs an hour later, want 2 (the catch-up and the next fire)", len(got))
 	}
 }
