@@ -1,13 +1,13 @@
 # make test: every check CI runs. It installs redis-server, redis-sentinel,
-# PostgreSQL, PgBouncer and chromium from Debian's packages when they are
-# missing (as root), or says what to install.
+# PostgreSQL, PgBouncer, etcd-server and chromium from Debian's packages when
+# they are missing (as root), or says what to install.
 GO          ?= go
 STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 PKGS        := ./...
 
-.PHONY: test fmt vet staticcheck unit redis-server postgresql chromium bench chaos fuzz fuzz-short screenshots
+.PHONY: test fmt vet staticcheck unit redis-server postgresql etcd-server chromium bench chaos fuzz fuzz-short screenshots
 
-test: fmt vet staticcheck redis-server postgresql chromium unit fuzz-short
+test: fmt vet staticcheck redis-server postgresql etcd-server chromium unit fuzz-short
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); \
@@ -53,6 +53,18 @@ postgresql:
 			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql pgbouncer >/dev/null; \
 		else \
 			echo "make test needs PostgreSQL's initdb and postgres, and pgbouncer: install them (Debian: sudo apt-get install postgresql pgbouncer)"; exit 1; \
+		fi; \
+	fi
+
+# etcd-server: the etcd binary etcdlocks' tests start (internal/etcdproc):
+# etcd, in PATH or /usr/bin/etcd (package etcd-server, etcd 3.4).
+etcd-server:
+	@if ! command -v etcd >/dev/null 2>&1 && ! [ -x /usr/bin/etcd ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "installing etcd-server from Debian's packages"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null; \
+		else \
+			echo "make test needs etcd: install it (Debian: sudo apt-get install etcd-server)"; exit 1; \
 		fi; \
 	fi
 

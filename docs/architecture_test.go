@@ -19,24 +19,26 @@ func TestDependenciesPointDown(t *testing.T) {
 		return out
 	}
 	const goRedis = "github.com/redis/go-redis/v9"
+	const etcd = "go.etcd.io/etcd/client/v3"
 	observers := ndigo("admin", "metrics", "tracing")
 	rules := []struct {
 		pkg    string
 		forbid []string
 	}{
-		{"locks", append(ndigo("config", "scheduling", "annotations", "redislocks", "pglocks", "admin", "metrics", "tracing", "app"),
-			goRedis, "github.com/prometheus/client_golang/prometheus", "go.opentelemetry.io/otel")},
-		{"taskstate", append(ndigo("locks", "config", "scheduling", "annotations", "redislocks", "pglocks", "admin", "metrics", "tracing", "app"), goRedis)},
-		{"config", append(ndigo("locks", "scheduling", "annotations", "redislocks", "pglocks", "admin", "metrics", "tracing", "app"), goRedis)},
-		{"scheduling", append(ndigo("config", "annotations", "redislocks", "pglocks", "app"), append(observers, goRedis)...)},
-		{"annotations", append(ndigo("config", "redislocks", "pglocks", "app"), append(observers, goRedis)...)},
-		{"admin", append(ndigo("config", "redislocks", "pglocks", "annotations", "metrics", "tracing", "app"), goRedis)},
-		{"metrics", append(ndigo("config", "redislocks", "pglocks", "annotations", "admin", "tracing", "app"), goRedis)},
-		{"tracing", append(ndigo("config", "redislocks", "pglocks", "annotations", "admin", "metrics", "app"), goRedis)},
-		{"redislocks", append(ndigo("config", "scheduling", "annotations", "app", "pglocks"), observers...)},
-		{"pglocks", append(ndigo("config", "scheduling", "annotations", "app", "redislocks"), append(observers, goRedis)...)},
+		{"locks", append(ndigo("config", "scheduling", "annotations", "redislocks", "etcdlocks", "pglocks", "admin", "metrics", "tracing", "app"),
+			goRedis, etcd, "github.com/prometheus/client_golang/prometheus", "go.opentelemetry.io/otel")},
+		{"taskstate", append(ndigo("locks", "config", "scheduling", "annotations", "redislocks", "etcdlocks", "pglocks", "admin", "metrics", "tracing", "app"), goRedis, etcd)},
+		{"config", append(ndigo("locks", "scheduling", "annotations", "redislocks", "etcdlocks", "pglocks", "admin", "metrics", "tracing", "app"), goRedis, etcd)},
+		{"scheduling", append(ndigo("config", "annotations", "redislocks", "etcdlocks", "pglocks", "app"), append(observers, goRedis, etcd)...)},
+		{"annotations", append(ndigo("config", "redislocks", "etcdlocks", "pglocks", "app"), append(observers, goRedis, etcd)...)},
+		{"admin", append(ndigo("config", "redislocks", "etcdlocks", "pglocks", "annotations", "metrics", "tracing", "app"), goRedis, etcd)},
+		{"metrics", append(ndigo("config", "redislocks", "etcdlocks", "pglocks", "annotations", "admin", "tracing", "app"), goRedis, etcd)},
+		{"tracing", append(ndigo("config", "redislocks", "etcdlocks", "pglocks", "annotations", "admin", "metrics", "app"), goRedis, etcd)},
+		{"redislocks", append(ndigo("config", "scheduling", "annotations", "app", "pglocks", "etcdlocks"), append(observers, etcd)...)},
+		{"pglocks", append(ndigo("config", "scheduling", "annotations", "app", "redislocks", "etcdlocks"), append(observers, goRedis, etcd)...)},
+		{"etcdlocks", append(ndigo("config", "scheduling", "annotations", "app", "redislocks", "pglocks"), append(observers, goRedis)...)},
 		// The CLI speaks HTTP to a node: no framework code, so go run @latest builds it quickly.
-		{"cmd/ndigo", append(ndigo("config", "locks", "scheduling", "annotations", "redislocks", "pglocks", "app"), append(observers, goRedis)...)},
+		{"cmd/ndigo", append(ndigo("config", "locks", "scheduling", "annotations", "redislocks", "etcdlocks", "pglocks", "app"), append(observers, goRedis, etcd)...)},
 	}
 	for _, r := range rules {
 		out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", mod+r.pkg).CombinedOutput()

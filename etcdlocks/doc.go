@@ -1,0 +1,70 @@
+// Package etcdlocks is a locks.Driver on etcd: leases that a quorum of etcd
+// members agreed to, so that a lease survives the loss of any minority of
+// members, with fencing tokens that etcd itself orders.
+//
+// # Operations
+//
+// Acquire grants an etcd lease of the TTL (etcd counts whole seconds, so it
+// is rounded up) and, in a transaction, puts the lock key on it if the key
+// does not exist: two round trips, and a third that revokes the unused
+// lease when the key is held. Release revokes the etcd lease, which deletes
+// the key in the same step: one round trip. Extend keeps the etcd lease
+// alive (one round trip) when the new TTL fits in its whole seconds, and
+// otherwise moves the key to a new etcd lease in a transaction that checks
+// the key is still this acquisition's (its create revision and holder ID).
+// Claim (locks.Claimer) grants a lease of the claim's TTL and, in one
+// nested transaction, creates the claim key or replaces a lower claim: the
+// sequence numbers are zero-padded, so etcd's byte comparison orders them
+// as numbers. Heartbeat (locks.Membership) keeps the member's etcd lease
+// alive and reads the group's keys: two round trips.
+//
+// One etcd lease per acquisition, rather than one per driver kept alive in
+// the background: a lease must end at its own TTL when its holder stops
+// extending it (a run that outlives its lease without Renew), which a
+// driver-wide lease kept alive by a live process would not do.
+//
+// # Key layout
+//
+// For namespace ns every key starts with "ndigo/ns/": "lock/k/<key>" (the
+// holder's ID, on the acquisition's etcd lease), "claim/k/<key>" (the
+// latest claimed sequence number, on a lease of the claim's TTL) and
+// "members/<len>:<group>/<member>" (on the member's lease). A key longer
+// than 512 bytes appears as "h/" and its SHA-256 in hex instead of "k/" and
+// itself, so that a transaction naming it stays within etcd's request limit
+// up to locks.MaxKeyLen. No namespace's keys are another's.
+//
+// # Fencing tokens
+//
+// A lease's token is the revision at which its lock key was created. etcd
+// revisions are cluster-wide, never reused and increase with every write
+// the quorum commits, whatever member leads: a later acquisition of a key
+// always has a greater token, across leader changes, member restarts and
+// the whole cluster's restart (the revision is persisted).
+//
+// # Local expiry
+//
+// A lease's Done channel closes at a local monotonic deadline: the time the
+// Acquire (or the last successful Extend) was sent plus the TTL, less a
+// drift margin (Options.DriftRatio of the TTL plus Options.MinDrift, by
+// default 1% plus 2ms). etcd's lease starts when the leader grants it,
+// after the request was sent, and lasts at least the TTL (rounded up to a
+// second, and to etcd's minimum lease TTL, about 1.5 election timeouts), so
+// a holder that stops when Done closes stops before etcd could give the key
+// to another node. The rounding only keeps a key held longer than its
+// holder counts on: a released key is free at once, an abandoned one
+// within its etcd lease.
+//
+// # Waiting
+//
+// The driver implements locks.Watcher: one etcd watch of the namespace's
+// lock keys per driver, running while someone waits (and a moment after),
+// wakes one local waiter per deleted key; a watch that restarts wakes them
+// all.
+//
+// # Retries
+//
+// The etcd client resends a mutating call only when it knows the request
+// was not sent, so no call runs twice. A call whose reply is lost returns
+// an error wrapping ErrEtcd: Acquire then revokes the lease it granted, so
+// the key is free again whether the transaction ran or not.
+package etcdlocks

@@ -1,0 +1,320 @@
+package etcdlocks
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/ndigo/ndigo/internal/drift"
+	"github.com/ndigo/ndigo/internal/remotelease"
+	"github.com/ndigo/ndigo/internal/watchhub"
+	"github.com/ndigo/ndigo/locks"
+)
+
+// Options configure a Driver. Client and Namespace are required.
+type Options struct {
+	// Client is the etcd client; the driver never closes it.
+	Client *clientv3.Client
+	// Namespace isolates this driver's keys from other applications' on
+	// the same etcd: every key starts with "ndigo/<namespace>/". 1 to 64
+	// bytes of [A-Za-z0-9_.-].
+	Namespace string
+	// Clock times the leases' local deadlines; nil means the real clock.
+	Clock clockwork.Clock
+	// DriftRatio and MinDrift set the margin by which a lease's Done
+	// closes before its TTL ends (see the package documentation, Local
+	// expiry); zero means 1% and 2ms.
+	DriftRatio float64
+	MinDrift   time.Duration
+	// Logger receives the watch's reconnections; nil discards them.
+	Logger *slog.Logger
+}
+
+const (
+	defaultDriftRatio = 0.01
+	defaultMinDrift   = 2 * time.Millisecond
+	maxNamespaceLen   = 64
+)
+
+// A Driver hands out leases on etcd. Make one with [New]; it is safe for
+// concurrent use. [Driver.Close] stops its watch.
+type Driver struct {
+	client *clientv3.Client
+	ns     string
+	prefix string // "ndigo/<ns>/"
+	clock  clockwork.Clock
+	margin drift.Margin
+	hub    *watchhub.Hub
+	nonce  string        // random prefix of this driver's holder IDs
+	calls  atomic.Uint64 // numbers them
+
+	mu      sync.Mutex                  // protects members
+	members map[string]clientv3.LeaseID // each (group, member)'s lease, as Heartbeat last granted it
+}
+
+var (
+	_ locks.Driver     = (*Driver)(nil)
+	_ locks.Watcher    = (*Driver)(nil)
+	_ locks.Claimer    = (*Driver)(nil)
+	_ locks.MinTTLer   = (*Driver)(nil)
+	_ locks.Membership = (*Driver)(nil)
+)
+
+// New returns a driver for opts.
+func New(opts Options) (*Driver, error) {
+	if opts.Client == nil {
+		return nil, fmt.Errorf("%w: etcdlocks: Options.Client must not be nil", locks.ErrInvalid)
+	}
+	if err := CheckNamespace(opts.Namespace); err != nil {
+		return nil, fmt.Errorf("%w: Options.Namespace %q %v", ErrInvalidNamespace, opts.Namespace, err)
+	}
+	if opts.DriftRatio < 0 || opts.DriftRatio >= 0.5 {
+		return nil, fmt.Errorf("%w: etcdlocks: Options.DriftRatio %v must be in [0, 0.5)", locks.ErrInvalid, opts.DriftRatio)
+	}
+	if opts.MinDrift < 0 {
+		return nil, fmt.Errorf("%w: etcdlocks: Options.MinDrift %v must not be negative", locks.ErrInvalid, opts.MinDrift)
+	}
+	d := &Driver{client: opts.Client, ns: opts.Namespace, prefix: "ndigo/" + opts.Namespace + "/", clock: opts.Clock,
+		nonce: strconv.FormatUint(rand.Uint64(), 36) + ".", members: map[string]clientv3.LeaseID{}}
+	if d.clock == nil {
+		d.clock = clockwork.NewRealClock()
+	}
+	ratio, minDrift := opts.DriftRatio, opts.MinDrift
+	if ratio == 0 {
+		ratio = defaultDriftRatio
+	}
+	if minDrift == 0 {
+		minDrift = defaultMinDrift
+	}
+	d.margin = drift.New(ratio, minDrift)
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	w := &watcher{client: d.client, prefix: d.prefix + "lock/", log: log}
+	d.hub = watchhub.New(w.listen)
+	w.hub = d.hub
+	return d, nil
+}
+
+// CheckNamespace says why ns cannot be a namespace, or returns nil: 1 to 64
+// bytes of A-Z, a-z, 0-9, '_', '.' and '-', so that no namespace's keys are
+// another's ('/' is refused).
+func CheckNamespace(ns string) error {
+	switch {
+	case ns == "":
+		return errors.New("must not be empty")
+	case len(ns) > maxNamespaceLen:
+		return fmt.Errorf("is %d bytes long, the limit is %d", len(ns), maxNamespaceLen)
+	}
+	for i := 0; i < len(ns); i++ {
+		c := ns[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-') {
+			return fmt.Errorf("has %q at byte %d: only A-Z, a-z, 0-9, '_', '.' and '-' are allowed", c, i)
+		}
+	}
+	return nil
+}
+
+// String names the driver and its namespace, for logs: "etcdlocks
+// (namespace prod)".
+func (d *Driver) String() string { return "etcdlocks (namespace " + d.ns + ")" }
+
+// MinTTL implements locks.MinTTLer: the drift margin's floor (see Local
+// expiry). etcd rounds a lease up to whole seconds and to its own minimum,
+// which only keeps the key longer than the holder counts on.
+func (d *Driver) MinTTL() time.Duration { return d.margin.MinTTL() }
+
+// Close stops the driver's watch; its leases stay as they are.
+func (d *Driver) Close() { d.hub.Close() }
+
+// Watch implements locks.Watcher: the channel closes when the key is
+// deleted (released, or its lease expired), which one etcd watch of the
+// namespace's locks reports for every waiter of the driver.
+func (d *Driver) Watch(key string) (<-chan struct{}, func()) { return d.hub.Watch(name(key)) }
+
+// maxPlainKey is the longest key kept as it is in etcd's keys; a longer one
+// is kept as its SHA-256, so that a transaction naming it twice stays under
+// etcd's request limit (1.5 MiB by default) whatever the key's length, up
+// to locks.MaxKeyLen.
+const maxPlainKey = 512
+
+// name is how key appears in etcd's keys: "k/" and the key, or "h/" and
+// its SHA-256 in hex for a key longer than maxPlainKey.
+func name(key string) string {
+	if len(key) <= maxPlainKey {
+		return "k/" + key
+	}
+	sum := sha256.Sum256([]byte(key))
+	return "h/" + hex.EncodeToString(sum[:])
+}
+
+// lockKey is the etcd key of lock key.
+func (d *Driver) lockKey(key string) string { return d.prefix + "lock/" + name(key) }
+
+// seconds is the etcd lease TTL for ttl: whole seconds, rounded up.
+func seconds(ttl time.Duration) int64 { return int64((ttl + time.Second - 1) / time.Second) }
+
+// grant grants an etcd lease of at least ttl.
+func (d *Driver) grant(ctx context.Context, ttl time.Duration) (clientv3.LeaseID, error) {
+	g, err := d.client.Grant(ctx, seconds(ttl))
+	if err != nil {
+		return 0, err
+	}
+	return g.ID, nil
+}
+
+// revoke revokes id, on a context of its own bounded by ctx's deadline or a
+// second, so that a cancelled call still gives back what it granted.
+func (d *Driver) revoke(ctx context.Context, id clientv3.LeaseID) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	_, _ = d.client.Revoke(rctx, id)
+}
+
+// Acquire implements locks.Driver in two round trips: Grant of an etcd
+// lease of the TTL (rounded up to whole seconds), then a transaction that
+// puts the lock key on it if the key does not exist. The token is the
+// key's create revision, which etcd's quorum orders across every key and
+// member change. A held key gives the lease back (a third round trip).
+func (d *Driver) Acquire(ctx context.Context, key string, ttl time.Duration) (locks.Lease, error) {
+	if err := locks.Check(ctx, key, ttl); err != nil {
+		return nil, err
+	}
+	if err := d.margin.Check("etcdlocks", key, ttl); err != nil {
+		return nil, err
+	}
+	sent := d.clock.Now()
+	id, err := d.grant(ctx, ttl)
+	if err != nil {
+		return nil, fmt.Errorf("%w: acquire key %q: granting a lease: %w", ErrEtcd, key, err)
+	}
+	holder := d.nonce + strconv.FormatUint(d.calls.Add(1), 36)
+	k := d.lockKey(key)
+	resp, err := d.client.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
+		Then(clientv3.OpPut(k, holder, clientv3.WithLease(id))).Commit()
+	if err != nil {
+		d.revoke(ctx, id) // whether it took the key or not, the key is free again
+		return nil, fmt.Errorf("%w: acquire key %q: %w", ErrEtcd, key, err)
+	}
+	if !resp.Succeeded {
+		d.revoke(ctx, id)
+		return nil, fmt.Errorf("%w: key %q", locks.ErrNotAcquired, key)
+	}
+	return &lease{Lease: remotelease.New("etcdlocks", key, uint64(resp.Header.Revision), d.clock, d.margin, sent, ttl),
+		d: d, holder: holder, id: id, secs: seconds(ttl)}, nil
+}
+
+// Claim implements locks.Claimer: the claim key holds the latest claimed
+// sequence number, zero-padded so that etcd compares it as a number, on an
+// etcd lease of the TTL. One Grant and one transaction (nested: create the
+// key, or replace a lower claim); a refused claim gives its lease back.
+func (d *Driver) Claim(ctx context.Context, key string, seq int64, ttl time.Duration) (bool, error) {
+	if err := locks.CheckClaim(ctx, key, seq, ttl); err != nil {
+		return false, err
+	}
+	id, err := d.grant(ctx, ttl)
+	if err != nil {
+		return false, fmt.Errorf("%w: claim %d of key %q: granting a lease: %w", ErrEtcd, seq, key, err)
+	}
+	k, v := d.prefix+"claim/"+name(key), fmt.Sprintf("%020d", seq)
+	put := clientv3.OpPut(k, v, clientv3.WithLease(id))
+	resp, err := d.client.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).Then(put).
+		Else(clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.Value(k), "<", v)}, []clientv3.Op{put}, nil)).Commit()
+	if err != nil {
+		d.revoke(ctx, id)
+		return false, fmt.Errorf("%w: claim %d of key %q: %w", ErrEtcd, seq, key, err)
+	}
+	ok := resp.Succeeded || resp.Responses[0].GetResponseTxn().GetSucceeded()
+	if !ok {
+		d.revoke(ctx, id)
+	}
+	return ok, nil
+}
+
+// memberKey is the key of member in group: the group's length first, so
+// that no group's prefix is another's.
+func (d *Driver) memberPrefix(group string) string {
+	return d.prefix + "members/" + strconv.Itoa(len(group)) + ":" + group + "/"
+}
+
+// Heartbeat implements locks.Membership: the member's key lives on an etcd
+// lease of the TTL, which the next heartbeat keeps alive (one round trip)
+// or, once it lapsed, grants again (two); the members are the group's keys,
+// read in a second round trip (or in the same transaction as a new lease's
+// put).
+func (d *Driver) Heartbeat(ctx context.Context, group, member string, ttl time.Duration) ([]string, error) {
+	if err := locks.CheckMembership(ctx, group, member, ttl, false); err != nil {
+		return nil, err
+	}
+	p := d.memberPrefix(group)
+	mk := p + member
+	slot := strconv.Itoa(len(group)) + ":" + group + "/" + member
+	d.mu.Lock()
+	id, ok := d.members[slot]
+	d.mu.Unlock()
+	var kvs *clientv3.GetResponse
+	if ok {
+		if _, err := d.client.KeepAliveOnce(ctx, id); err == nil {
+			var gerr error
+			if kvs, gerr = d.client.Get(ctx, p, clientv3.WithPrefix(), clientv3.WithKeysOnly()); gerr != nil {
+				return nil, fmt.Errorf("%w: heartbeat of %q in group %q: %w", ErrEtcd, member, group, gerr)
+			}
+		} else if !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			return nil, fmt.Errorf("%w: heartbeat of %q in group %q: %w", ErrEtcd, member, group, err)
+		}
+	}
+	if kvs == nil {
+		nid, err := d.grant(ctx, ttl)
+		if err != nil {
+			return nil, fmt.Errorf("%w: heartbeat of %q in group %q: granting a lease: %w", ErrEtcd, member, group, err)
+		}
+		resp, err := d.client.Txn(ctx).Then(clientv3.OpPut(mk, "", clientv3.WithLease(nid)),
+			clientv3.OpGet(p, clientv3.WithPrefix(), clientv3.WithKeysOnly())).Commit()
+		if err != nil {
+			d.revoke(ctx, nid)
+			return nil, fmt.Errorf("%w: heartbeat of %q in group %q: %w", ErrEtcd, member, group, err)
+		}
+		d.mu.Lock()
+		d.members[slot] = nid
+		d.mu.Unlock()
+		kvs = (*clientv3.GetResponse)(resp.Responses[1].GetResponseRange())
+	}
+	out := make([]string, 0, len(kvs.Kvs))
+	for _, kv := range kvs.Kvs {
+		out = append(out, string(kv.Key[len(p):]))
+	}
+	return out, nil // etcd returns keys in byte order: sorted
+}
+
+// Leave implements locks.Membership: it deletes the member's key (and
+// revokes the lease it lived on).
+func (d *Driver) Leave(ctx context.Context, group, member string) error {
+	if err := locks.CheckMembership(ctx, group, member, 0, true); err != nil {
+		return err
+	}
+	slot := strconv.Itoa(len(group)) + ":" + group + "/" + member
+	d.mu.Lock()
+	id, ok := d.members[slot]
+	delete(d.members, slot)
+	d.mu.Unlock()
+	if _, err := d.client.Delete(ctx, d.memberPrefix(group)+member); err != nil {
+		return fmt.Errorf("%w: leave of %q from group %q: %w", ErrEtcd, member, group, err)
+	}
+	if ok {
+		d.revoke(ctx, id)
+	}
+	return nil
+}
