@@ -61,6 +61,13 @@
 // wakes one local waiter per deleted key; a watch that restarts wakes them
 // all.
 //
+// # Guarded writes
+//
+// [Guard] commits a holder's own writes to etcd in one transaction that
+// compares the lock key's create revision with the lease's token and its
+// value with the holder's ID: a stale holder's writes are refused by etcd,
+// not only by its own clock.
+//
 // # Retries
 //
 // The etcd client resends a mutating call only when it knows the request
