@@ -15,8 +15,13 @@
 // Claim (locks.Claimer) grants a lease of the claim's TTL and, in one
 // nested transaction, creates the claim key or replaces a lower claim: the
 // sequence numbers are zero-padded, so etcd's byte comparison orders them
-// as numbers. Heartbeat (locks.Membership) keeps the member's etcd lease
-// alive and reads the group's keys: two round trips.
+// as numbers. AcquireClaims (locks.ClaimAcquirer: how the scheduler takes
+// the locked fires due at one instant) grants each fire's lease at once
+// (one round trip of wall time, a Grant each, and one per claim TTL for the
+// claims) and takes up to 16 fires' keys and claims in one transaction of
+// nested ones; the leases a fire did not use are revoked after. Heartbeat
+// (locks.Membership) keeps the member's etcd lease alive and reads the
+// group's keys: two round trips.
 //
 // One etcd lease per acquisition, rather than one per driver kept alive in
 // the background: a lease must end at its own TTL when its holder stops
