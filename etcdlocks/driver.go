@@ -18,6 +18,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/ndigo/ndigo/internal/drift"
+	"github.com/ndigo/ndigo/internal/namespace"
 	"github.com/ndigo/ndigo/internal/remotelease"
 	"github.com/ndigo/ndigo/internal/watchhub"
 	"github.com/ndigo/ndigo/locks"
@@ -45,7 +46,6 @@ type Options struct {
 const (
 	defaultDriftRatio = 0.01
 	defaultMinDrift   = 2 * time.Millisecond
-	maxNamespaceLen   = 64
 )
 
 // A Driver hands out leases on etcd. Make one with [New]; it is safe for
@@ -112,21 +112,7 @@ func New(opts Options) (*Driver, error) {
 // CheckNamespace says why ns cannot be a namespace, or returns nil: 1 to 64
 // bytes of A-Z, a-z, 0-9, '_', '.' and '-', so that no namespace's keys are
 // another's ('/' is refused).
-func CheckNamespace(ns string) error {
-	switch {
-	case ns == "":
-		return errors.New("must not be empty")
-	case len(ns) > maxNamespaceLen:
-		return fmt.Errorf("is %d bytes long, the limit is %d", len(ns), maxNamespaceLen)
-	}
-	for i := 0; i < len(ns); i++ {
-		c := ns[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-') {
-			return fmt.Errorf("has %q at byte %d: only A-Z, a-z, 0-9, '_', '.' and '-' are allowed", c, i)
-		}
-	}
-	return nil
-}
+func CheckNamespace(ns string) error { return namespace.Check(ns) }
 
 // String names the driver and its namespace, for logs: "etcdlocks
 // (namespace prod)".

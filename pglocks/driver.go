@@ -259,6 +259,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/ndigo/ndigo/internal/drift"
+	"github.com/ndigo/ndigo/internal/namespace"
 	"github.com/ndigo/ndigo/internal/remotelease"
 	"github.com/ndigo/ndigo/internal/watchhub"
 	"github.com/ndigo/ndigo/locks"
@@ -301,7 +302,6 @@ const (
 	defaultTable      = "ndigo_locks"
 	defaultDriftRatio = 0.01
 	defaultMinDrift   = 2 * time.Millisecond
-	maxNamespaceLen   = 64
 	claimsSuffix      = "_claims"
 	membersSuffix     = "_members"
 )
@@ -400,21 +400,7 @@ func New(opts Options) (*Driver, error) {
 // namespace is 1 to 64 bytes of A-Z, a-z, 0-9, '_', '.' and '-', the same
 // rule as redislocks.CheckNamespace, so that one namespace setting suits
 // both drivers. New applies it to Options.Namespace.
-func CheckNamespace(ns string) error {
-	switch {
-	case ns == "":
-		return errors.New("must not be empty")
-	case len(ns) > maxNamespaceLen:
-		return fmt.Errorf("is %d bytes long, the limit is %d", len(ns), maxNamespaceLen)
-	}
-	for i := 0; i < len(ns); i++ {
-		c := ns[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-') {
-			return fmt.Errorf("has %q at byte %d; only A-Z, a-z, 0-9, '_', '.' and '-' are allowed", c, i)
-		}
-	}
-	return nil
-}
+func CheckNamespace(ns string) error { return namespace.Check(ns) }
 
 // CreateSchema creates the lock and claim tables if they do not exist, and
 // creates or replaces the driver's functions (see the package

@@ -177,6 +177,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ndigo/ndigo/internal/drift"
+	"github.com/ndigo/ndigo/internal/namespace"
 	"github.com/ndigo/ndigo/internal/remotelease"
 	"github.com/ndigo/ndigo/internal/watchhub"
 	"github.com/ndigo/ndigo/locks"
@@ -232,7 +233,6 @@ type Options struct {
 const (
 	defaultDriftRatio = 0.01
 	defaultMinDrift   = 2 * time.Millisecond
-	maxNamespaceLen   = 64
 	// counterTTL is the shortest life of a token counter. A longer life puts
 	// tokens further behind the clock (see the package documentation); a
 	// bounded one keeps counters of keys no longer used from piling up.
@@ -331,21 +331,7 @@ func checkNamespace(ns string) error {
 // namespace is 1 to 64 bytes of A-Z, a-z, 0-9, '_', '.' and '-', so that
 // it can neither be empty nor reach into another namespace's keys (':',
 // '{', '}' and spaces are refused). New applies it to Options.Namespace.
-func CheckNamespace(ns string) error {
-	switch {
-	case ns == "":
-		return errors.New("must not be empty")
-	case len(ns) > maxNamespaceLen:
-		return fmt.Errorf("is %d bytes long, the limit is %d", len(ns), maxNamespaceLen)
-	}
-	for i := 0; i < len(ns); i++ {
-		c := ns[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-') {
-			return fmt.Errorf("has %q at byte %d; only A-Z, a-z, 0-9, '_', '.' and '-' are allowed", c, i)
-		}
-	}
-	return nil
-}
+func CheckNamespace(ns string) error { return namespace.Check(ns) }
 
 // CheckURL says why go-redis cannot parse url (redis.ParseURL), or returns
 // nil. The reason never quotes the URL: go-redis's own errors may quote any
