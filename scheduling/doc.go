@@ -347,8 +347,12 @@
 // build, during a rolling deploy), or on which the name is a task declared
 // in code, or whose rules the schedule breaks, does not run it, logs why
 // once, and lists it with its problem ([Scheduler.Schedules]); the nodes
-// that can run it do, each fire once as for any task. Tasks declared in
-// code cannot be deleted or replaced at runtime. A stored schedule costs no
+// that can run it do, each fire once as for any task. With [Config.Spread],
+// a change of a locked schedule moves every node to another group (the
+// nodes with the same locked tasks, see Spreading) as it applies it: for up
+// to a poll, until every node did, a fire may be tried by one node of each
+// group, and still runs once. Tasks declared in code cannot be deleted or
+// replaced at runtime. A stored schedule costs no
 // driver or store call per fire beyond a task's; a change costs every node
 // one read of the stored schedules, and every poll one more command (on
 // Redis, in its pipeline: 5 in all).
