@@ -96,10 +96,7 @@ func (d *Driver) acquireClaims(ctx context.Context, fires []locks.FireLock, roun
 	wg.Wait()
 	used := map[clientv3.LeaseID]bool{}
 	defer func() {
-		var all []clientv3.LeaseID
-		for _, id := range lockIDs {
-			all = append(all, id)
-		}
+		all := append([]clientv3.LeaseID(nil), lockIDs...)
 		for _, id := range claimIDs {
 			all = append(all, id)
 		}

@@ -73,6 +73,58 @@
 // value with the holder's ID: a stale holder's writes are refused by etcd,
 // not only by its own clock.
 //
+// # Store
+//
+// Store is a taskstate.Store on the same etcd. For namespace ns its keys
+// start with "ndigo/ns/state/", apart from the driver's "lock/", "claim/"
+// and "members/". With <t> a task's name as the lock keys write it ("k/"
+// and the name, or "h/" and its SHA-256 past 512 bytes) after its length
+// and a colon, so that no task's keys are a prefix of another's:
+//
+//	paused/<t>       "1" while the task is paused
+//	pauses           rewritten by every SetPaused: its mod revision is Poll.Pauses
+//	requests/<t>     the pending manual-run request: JSON {task, at}
+//	retries/<t>      the task's last retry or waiting fire, pending or taken (JSON; "taken" once taken)
+//	backfills/<t>    the task's last backfill, as taskstate.Backfill's JSON
+//	ran/<t>/<n>      an instant known to have run, in Unix nanoseconds zero-padded to 20 digits
+//	seq/<t>          the number of the task's last run, rewritten by every change of its runs
+//	runs/<t>/<seq>   a kept run, as taskstate.Run's JSON, seq zero-padded to 20 digits; a
+//	                 placeholder's key ends in "/" and a digest of its fire, manual flag,
+//	                 attempt, backfill flag and node, so that a record finds the
+//	                 placeholder it replaces among the keys alone
+//	schedule/<name>  a stored schedule, as taskstate.EncodeSchedule encodes it
+//	schedules        rewritten by each schedule call that changes them: its mod revision is Poll.Schedules
+//
+// A call whose outcome compares decide is one transaction, one round trip:
+// SetPaused (the flag and the pause generation's key), RequestRun (put if
+// absent), CreateSchedule (put if absent), UpdateSchedule (put if the bytes
+// differ, else count the key) and DeleteSchedule (delete if present, with
+// the generation's key); Paused, Runs and Schedules are one Get, Runs
+// sorted by key descending and limited to the runs it returns; Poll is one
+// transaction of three prefix Gets (requests, retries, backfills) and the
+// two generations' keys. The others read what they change in one
+// transaction of Gets and then commit a transaction whose compares check
+// that the mod revisions they read are unchanged, both again on a
+// conflict: two round trips for TakeRequest, TakeRetry, LeaveWaiting,
+// Record (of any number of runs), StartBackfill, TakeBackfill and
+// EndBackfill, and one when the read decides (nothing pending, a stale
+// instant, a backfill already running). A change of a task's runs rewrites
+// its sequence key, whose compare stands for them all, trims the runs past
+// the history length with one range delete, and is in the same
+// transaction as the request, retry or backfill it goes with. A Record
+// that could exceed etcd's default --max-txn-ops (128) is recorded in
+// several transactions of whole tasks, and a StartBackfill of more than
+// 100 instants that ran notes the extra ones first, in transactions of
+// 100.
+//
+// etcd keeps these keys until they change: the runs of a task no longer
+// declared, and the instants known to have run, do not expire.
+//
+// The etcd client never resends a mutating call once sent: a call whose
+// reply is lost returns an error wrapping ErrEtcd, and the state is as if
+// it ran once or not at all (taskstatetest.Failed), but for a Record split
+// across transactions, some of whose tasks may then be recorded.
+//
 // # Retries
 //
 // The etcd client resends a mutating call only when it knows the request

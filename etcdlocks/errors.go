@@ -15,6 +15,7 @@ var ErrInvalidNamespace = fmt.Errorf("etcdlocks: invalid namespace: %w", locks.E
 // reachable, the quorum was lost, the call timed out or failed. It never
 // means the key is held (locks.ErrNotAcquired) or the lease lost
 // (locks.ErrLeaseLost): the outcome is unknown. The error wrapping it names
-// the key and wraps the client's error too, so errors.Is also finds
+// the key (for a Store, the task or the schedule) and wraps the client's
+// error too, so errors.Is also finds
 // context.DeadlineExceeded and the like.
 var ErrEtcd = errors.New("etcdlocks: etcd failed")

@@ -1,0 +1,315 @@
+package etcdlocks_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/ndigo/ndigo/etcdlocks"
+	"github.com/ndigo/ndigo/internal/etcdtest"
+	"github.com/ndigo/ndigo/taskstate"
+	"github.com/ndigo/ndigo/taskstate/taskstatetest"
+)
+
+// storeNamespaces numbers the namespaces of the stores the tests make.
+var storeNamespaces atomic.Int64
+
+// storeNamespace returns a namespace no other store of the shared member
+// has (go test -count=n included).
+func storeNamespace() string {
+	return fmt.Sprintf("store-%d-%d", time.Now().UnixNano(), storeNamespaces.Add(1))
+}
+
+// newStore returns a store on c in namespace ns keeping history runs.
+func newStore(t *testing.T, c *clientv3.Client, ns string, history int) *etcdlocks.Store {
+	t.Helper()
+	s, err := etcdlocks.NewStore(etcdlocks.StoreOptions{Client: c, Namespace: ns, History: history})
+	if err != nil {
+		t.Fatalf("NewStore: %v", err)
+	}
+	return s
+}
+
+// storeClientWith returns a client of the shared member whose unary calls go
+// through interceptor (inside the client's own retry interceptor: gRPC
+// runs the single grpc.WithUnaryInterceptor that clientv3 sets before the
+// chained ones), closed by t.Cleanup.
+func storeClientWith(t *testing.T, interceptor grpc.UnaryClientInterceptor) *clientv3.Client {
+	t.Helper()
+	cfg := etcdtest.Config(etcdtest.Start(t).Endpoints()...)
+	cfg.DialOptions = append(cfg.DialOptions, grpc.WithChainUnaryInterceptor(interceptor))
+	c, err := clientv3.New(cfg)
+	if err != nil {
+		t.Fatalf("client of the shared member: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// mutatingRequest reports whether req is an etcd request that changes something:
+// a Put, a DeleteRange, a Txn with one of those in either branch, a
+// LeaseGrant. A Txn of Gets alone (the store's reads) is not.
+func mutatingRequest(req any) bool {
+	switch r := req.(type) {
+	case *pb.PutRequest, *pb.DeleteRangeRequest, *pb.LeaseGrantRequest:
+		return true
+	case *pb.TxnRequest:
+		for _, ops := range [][]*pb.RequestOp{r.Success, r.Failure} {
+			for _, op := range ops {
+				switch o := op.Request.(type) {
+				case *pb.RequestOp_RequestPut, *pb.RequestOp_RequestDeleteRange:
+					return true
+				case *pb.RequestOp_RequestTxn:
+					if mutatingRequest(o.RequestTxn) {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
+}
+
+// A replyLoser loses the reply of the next mutating call once armed: the
+// call runs on the server, then the armed func runs, then the caller gets
+// codes.Unavailable, which clientv3's retry interceptor does not resend
+// for a mutating call (isSafeRetryMutableRPC resends only the "no address
+// available" and "no connection available" errors of a call never sent).
+type replyLoser struct {
+	mu   sync.Mutex
+	then func()
+}
+
+func (l *replyLoser) arm(then func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.then = then
+}
+
+func (l *replyLoser) intercept(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn,
+	invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	err := invoker(ctx, method, req, reply, cc, opts...)
+	if !mutatingRequest(req) {
+		return err
+	}
+	l.mu.Lock()
+	then := l.then
+	l.then = nil
+	l.mu.Unlock()
+	if then == nil {
+		return err
+	}
+	then()
+	return status.Error(codes.Unavailable, "taskstatetest: reply lost")
+}
+
+func TestStoreConformance(t *testing.T) {
+	c := etcdtest.Start(t).Client()
+	taskstatetest.Run(t, func(t *testing.T, history int) taskstatetest.Stores {
+		ns := storeNamespace()
+		l := &replyLoser{}
+		return taskstatetest.Stores{A: newStore(t, storeClientWith(t, l.intercept), ns, history), B: newStore(t, c, ns, history),
+			Loss: taskstatetest.Failed, LoseNextReply: l.arm}
+	})
+}
+
+// Bad options name the field, the value and the rule.
+func TestNewStoreRefusesBadOptions(t *testing.T) {
+	c := etcdtest.Start(t).Client()
+	for _, o := range []struct {
+		opts etcdlocks.StoreOptions
+		want string
+	}{
+		{etcdlocks.StoreOptions{Namespace: "ns"}, "StoreOptions.Client"},
+		{etcdlocks.StoreOptions{Client: c}, `StoreOptions.Namespace "" must not be empty`},
+		{etcdlocks.StoreOptions{Client: c, Namespace: "a/b"}, `has '/' at byte 1`},
+		{etcdlocks.StoreOptions{Client: c, Namespace: "ns", History: -1}, "History -1"},
+		{etcdlocks.StoreOptions{Client: c, Namespace: "ns", History: taskstate.MaxHistory + 1}, "History 1001"},
+	} {
+		if _, err := etcdlocks.NewStore(o.opts); !errors.Is(err, taskstate.ErrInvalid) || !strings.Contains(err.Error(), o.want) {
+			t.Errorf("NewStore(%+v) = %v, want taskstate.ErrInvalid naming %q", o.opts, err, o.want)
+		}
+	}
+	if _, err := etcdlocks.NewStore(etcdlocks.StoreOptions{Client: c, Namespace: "a/b"}); !errors.Is(err, etcdlocks.ErrInvalidNamespace) {
+		t.Errorf("NewStore with a bad namespace = %v, want ErrInvalidNamespace", err)
+	}
+}
+
+// A Poll is one round trip: one Txn of prefix Gets, whatever is pending.
+func TestStorePollIsOneRoundTrip(t *testing.T) {
+	var calls atomic.Int64
+	var methods sync.Map
+	c := storeClientWith(t, func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn,
+		invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		calls.Add(1)
+		methods.Store(method, true)
+		return invoker(ctx, method, req, reply, cc, opts...)
+	})
+	s := newStore(t, c, storeNamespace(), 0)
+	ctx := context.Background()
+	at := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	r := taskstate.Retry{Fire: at, Attempt: 2, Due: at.Add(time.Minute)}
+	b := taskstate.Backfill{ID: "b1", Task: "t2", From: at, To: at.Add(time.Hour), Total: 2, Node: "node-a", Created: at}
+	for _, err := range []error{s.RequestRun(ctx, "t1", at), s.SetPaused(ctx, "t1", true),
+		s.Record(ctx, taskstate.TaskRun{Task: "t2", Run: taskstate.Run{Fire: at, Node: "n", Outcome: "error"}, Retry: &r}),
+		s.StartBackfill(ctx, b, nil),
+		s.CreateSchedule(ctx, taskstate.Schedule{Name: "sc", Handler: "h", Cron: "* * * * *"})} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	calls.Store(0)
+	methods.Clear()
+	p, err := s.Poll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Requests) != 1 || len(p.Retries) != 1 || len(p.Backfills) != 1 || p.Pauses == 0 || p.Schedules == 0 {
+		t.Fatalf("Poll = %+v; want a request, a retry, a backfill and both generations", p)
+	}
+	var names []string
+	methods.Range(func(k, _ any) bool { names = append(names, k.(string)); return true })
+	if n := calls.Load(); n != 1 || len(names) != 1 || names[0] != "/etcdserverpb.KV/Txn" {
+		t.Fatalf("Poll made %d calls (%v), want one Txn", n, names)
+	}
+}
+
+// The history stays bounded: 100 records with History 5 leave 5 run keys,
+// the newest, whatever placeholders were among them.
+func TestStoreHistoryStaysBounded(t *testing.T) {
+	c := etcdtest.Start(t).Client()
+	ns := storeNamespace()
+	s := newStore(t, c, ns, 5)
+	ctx := context.Background()
+	at := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	for i := range 100 {
+		fire := at.Add(time.Duration(i) * time.Minute)
+		if i%10 == 3 { // a manual run: its take's placeholder, then its record
+			if err := s.RequestRun(ctx, "task", fire); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok, err := s.TakeRequest(ctx, "task", "node-a"); err != nil || !ok {
+				t.Fatalf("TakeRequest = %v, %v", ok, err)
+			}
+		}
+		r := taskstate.Run{Fire: fire, Manual: i%10 == 3, Node: "node-a", Token: uint64(i), Outcome: "ok"}
+		if err := s.Record(ctx, taskstate.TaskRun{Task: "task", Run: r}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp, err := c.Get(ctx, "ndigo/"+ns+"/state/runs/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Count != 5 {
+		t.Fatalf("%d run keys after 100 records with History 5, want 5", resp.Count)
+	}
+	runs, err := s.Runs(ctx, "task", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for j, r := range runs {
+		if want := uint64(99 - j); r.Token != want {
+			t.Errorf("Runs()[%d].Token = %d, want %d (newest first)", j, r.Token, want)
+		}
+	}
+}
+
+// The store's keys are under "state/", apart from the driver's: a lock
+// held in the namespace and a store's calls do not meet.
+func TestStoreKeysApartFromTheDriver(t *testing.T) {
+	c := etcdtest.Start(t).Client()
+	ns := storeNamespace()
+	s := newStore(t, c, ns, 0)
+	d := newDriver(t, c, ns)
+	ctx := context.Background()
+	l, err := d.Acquire(ctx, "state/runs/x", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Release(ctx) }()
+	if err := s.Record(ctx, taskstate.TaskRun{Task: "x", Run: taskstate.Run{Fire: time.Now(), Node: "n", Outcome: "ok"}}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Get(ctx, "ndigo/"+ns+"/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range resp.Kvs {
+		k := strings.TrimPrefix(string(kv.Key), "ndigo/"+ns+"/")
+		if !strings.HasPrefix(k, "state/") && !strings.HasPrefix(k, "lock/") {
+			t.Errorf("key %q is neither the store's nor the driver's", kv.Key)
+		}
+	}
+}
+
+// A Record of more runs than one etcd transaction takes (etcd's default
+// --max-txn-ops, 128) records them all, in transactions of whole tasks.
+func TestStoreRecordManyTasks(t *testing.T) {
+	c := etcdtest.Start(t).Client()
+	s := newStore(t, c, storeNamespace(), 3)
+	ctx := context.Background()
+	at := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	var batch []taskstate.TaskRun
+	for i := range 60 {
+		task := fmt.Sprintf("task-%02d", i)
+		for j := range 4 {
+			r := taskstate.Retry{Fire: at.Add(time.Duration(j) * time.Minute), Attempt: 2, Due: at.Add(time.Hour)}
+			batch = append(batch, taskstate.TaskRun{Task: task, Retry: &r,
+				Run: taskstate.Run{Fire: r.Fire, Node: "node-a", Token: uint64(j), Outcome: "error"}})
+		}
+	}
+	if err := s.Record(ctx, batch...); err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Poll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Retries) != 60 {
+		t.Fatalf("%d retries pending after a Record of 60 tasks' failures, want 60", len(p.Retries))
+	}
+	for i := range 60 {
+		task := fmt.Sprintf("task-%02d", i)
+		runs, err := s.Runs(ctx, task, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(runs) != 3 || runs[0].Token != 3 || runs[2].Token != 1 {
+			t.Fatalf("Runs(%q) = %+v, want tokens 3, 2, 1", task, runs)
+		}
+		if r := p.Retries[task]; !r.Fire.Equal(at.Add(3 * time.Minute)) {
+			t.Errorf("pending retry of %q = %+v, want the last fire's", task, r)
+		}
+	}
+}
+
+// A call whose reply is lost returns an error wrapping ErrEtcd that names
+// the task, and ran once: the client did not resend it.
+func TestStoreLostReplyIsErrEtcd(t *testing.T) {
+	l := &replyLoser{}
+	ns := storeNamespace()
+	s := newStore(t, storeClientWith(t, l.intercept), ns, 0)
+	other := newStore(t, etcdtest.Start(t).Client(), ns, 0)
+	ctx := context.Background()
+	at := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	l.arm(func() {})
+	err := s.RequestRun(ctx, "Payroll.Close", at)
+	if !errors.Is(err, etcdlocks.ErrEtcd) || !strings.Contains(err.Error(), `"Payroll.Close"`) || !strings.Contains(err.Error(), "reply lost") {
+		t.Fatalf("RequestRun whose reply was lost = %v, want ErrEtcd naming the task", err)
+	}
+	if got, ok, err := other.TakeRequest(ctx, "Payroll.Close", "node-b"); err != nil || !ok || !got.Equal(at) {
+		t.Fatalf("TakeRequest after the lost reply = %v, %v, %v; want the request: it ran", got, ok, err)
+	}
+}
