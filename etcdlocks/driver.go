@@ -43,11 +43,6 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-const (
-	defaultDriftRatio = 0.01
-	defaultMinDrift   = 2 * time.Millisecond
-)
-
 // A Driver hands out leases on etcd. Make one with [New]; it is safe for
 // concurrent use. [Driver.Close] stops its watch.
 type Driver struct {
@@ -80,25 +75,16 @@ func New(opts Options) (*Driver, error) {
 	if err := CheckNamespace(opts.Namespace); err != nil {
 		return nil, fmt.Errorf("%w: Options.Namespace %q %v", ErrInvalidNamespace, opts.Namespace, err)
 	}
-	if opts.DriftRatio < 0 || opts.DriftRatio >= 0.5 {
-		return nil, fmt.Errorf("%w: etcdlocks: Options.DriftRatio %v must be in [0, 0.5)", locks.ErrInvalid, opts.DriftRatio)
-	}
-	if opts.MinDrift < 0 {
-		return nil, fmt.Errorf("%w: etcdlocks: Options.MinDrift %v must not be negative", locks.ErrInvalid, opts.MinDrift)
+	margin, err := drift.FromOptions("etcdlocks", opts.DriftRatio, opts.MinDrift)
+	if err != nil {
+		return nil, err
 	}
 	d := &Driver{client: opts.Client, ns: opts.Namespace, prefix: "ndigo/" + opts.Namespace + "/", clock: opts.Clock,
 		nonce: strconv.FormatUint(rand.Uint64(), 36) + ".", members: map[string]clientv3.LeaseID{}}
 	if d.clock == nil {
 		d.clock = clockwork.NewRealClock()
 	}
-	ratio, minDrift := opts.DriftRatio, opts.MinDrift
-	if ratio == 0 {
-		ratio = defaultDriftRatio
-	}
-	if minDrift == 0 {
-		minDrift = defaultMinDrift
-	}
-	d.margin = drift.New(ratio, minDrift)
+	d.margin = margin
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

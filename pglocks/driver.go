@@ -299,11 +299,9 @@ type Options struct {
 }
 
 const (
-	defaultTable      = "ndigo_locks"
-	defaultDriftRatio = 0.01
-	defaultMinDrift   = 2 * time.Millisecond
-	claimsSuffix      = "_claims"
-	membersSuffix     = "_members"
+	defaultTable  = "ndigo_locks"
+	claimsSuffix  = "_claims"
+	membersSuffix = "_members"
 )
 
 // tablePart is one part of Options.Table: 56 bytes leave room for the
@@ -341,11 +339,9 @@ func New(opts Options) (*Driver, error) {
 	if err := CheckNamespace(opts.Namespace); err != nil {
 		return nil, fmt.Errorf("%w: Options.Namespace %q %v", ErrInvalidNamespace, opts.Namespace, err)
 	}
-	if opts.DriftRatio < 0 || opts.DriftRatio >= 0.5 {
-		return nil, fmt.Errorf("%w: pglocks: Options.DriftRatio %v must be in [0, 0.5)", locks.ErrInvalid, opts.DriftRatio)
-	}
-	if opts.MinDrift < 0 {
-		return nil, fmt.Errorf("%w: pglocks: Options.MinDrift %v must not be negative", locks.ErrInvalid, opts.MinDrift)
+	margin, err := drift.FromOptions("pglocks", opts.DriftRatio, opts.MinDrift)
+	if err != nil {
+		return nil, err
 	}
 	table := opts.Table
 	if table == "" {
@@ -373,14 +369,7 @@ func New(opts Options) (*Driver, error) {
 	if d.clock == nil {
 		d.clock = clockwork.NewRealClock()
 	}
-	ratio, minDrift := opts.DriftRatio, opts.MinDrift
-	if ratio == 0 {
-		ratio = defaultDriftRatio
-	}
-	if minDrift == 0 {
-		minDrift = defaultMinDrift
-	}
-	d.margin = drift.New(ratio, minDrift)
+	d.margin = margin
 	d.channel = channelName(table)
 	listen := opts.Listen
 	if listen == nil {

@@ -231,8 +231,6 @@ type Options struct {
 }
 
 const (
-	defaultDriftRatio = 0.01
-	defaultMinDrift   = 2 * time.Millisecond
 	// counterTTL is the shortest life of a token counter. A longer life puts
 	// tokens further behind the clock (see the package documentation); a
 	// bounded one keeps counters of keys no longer used from piling up.
@@ -280,11 +278,9 @@ func New(opts Options) (*Driver, error) {
 	if err := checkNamespace(opts.Namespace); err != nil {
 		return nil, err
 	}
-	if opts.DriftRatio < 0 || opts.DriftRatio >= 0.5 {
-		return nil, fmt.Errorf("%w: redislocks: Options.DriftRatio %v must be in [0, 0.5)", locks.ErrInvalid, opts.DriftRatio)
-	}
-	if opts.MinDrift < 0 {
-		return nil, fmt.Errorf("%w: redislocks: Options.MinDrift %v must not be negative", locks.ErrInvalid, opts.MinDrift)
+	margin, err := drift.FromOptions("redislocks", opts.DriftRatio, opts.MinDrift)
+	if err != nil {
+		return nil, err
 	}
 	replicas, err := newReplicaSync(opts)
 	if err != nil {
@@ -302,14 +298,7 @@ func New(opts Options) (*Driver, error) {
 	if d.clock == nil {
 		d.clock = clockwork.NewRealClock()
 	}
-	ratio, minDrift := opts.DriftRatio, opts.MinDrift
-	if ratio == 0 {
-		ratio = defaultDriftRatio
-	}
-	if minDrift == 0 {
-		minDrift = defaultMinDrift
-	}
-	d.margin = drift.New(ratio, minDrift)
+	d.margin = margin
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

@@ -54,3 +54,28 @@ func (d Margin) Check(pkg, key string, ttl time.Duration) error {
 	}
 	return nil
 }
+
+// The defaults of a driver's Options.DriftRatio and Options.MinDrift.
+const (
+	DefaultRatio = 0.01
+	DefaultMin   = 2 * time.Millisecond
+)
+
+// FromOptions validates a driver's Options.DriftRatio and Options.MinDrift
+// (pkg names the driver in the error, which wraps locks.ErrInvalid) and
+// returns their margin, zero values meaning the defaults.
+func FromOptions(pkg string, ratio float64, min time.Duration) (Margin, error) {
+	switch {
+	case ratio < 0 || ratio >= 0.5:
+		return Margin{}, fmt.Errorf("%w: %s: Options.DriftRatio %v must be in [0, 0.5)", locks.ErrInvalid, pkg, ratio)
+	case min < 0:
+		return Margin{}, fmt.Errorf("%w: %s: Options.MinDrift %v must not be negative", locks.ErrInvalid, pkg, min)
+	}
+	if ratio == 0 {
+		ratio = DefaultRatio
+	}
+	if min == 0 {
+		min = DefaultMin
+	}
+	return New(ratio, min), nil
+}
