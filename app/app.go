@@ -14,7 +14,8 @@
 //
 // The configuration chooses the lock driver and the task state in one
 // step: redis.url puts them in Redis, postgres.url in PostgreSQL, neither
-// keeps them in the process ([Backend]). A configuration module at the
+// keeps them in the process ([Backend]); etcd.endpoints puts them in etcd
+// when the application includes etcdlocks.Module ([Etcd]). A configuration module at the
 // root of the application (redislocks.Module, pglocks.Module, a driver of
 // your own through locks.Override) replaces them whatever the
 // configuration says.
@@ -39,6 +40,7 @@ import (
 
 	"github.com/ndigo/ndigo/annotations"
 	"github.com/ndigo/ndigo/config"
+	"github.com/ndigo/ndigo/internal/etcdconf"
 	"github.com/ndigo/ndigo/pglocks"
 	"github.com/ndigo/ndigo/redislocks"
 	"github.com/ndigo/ndigo/scheduling"
@@ -62,7 +64,7 @@ var Module = fx.Options(
 		fx.Provide(fx.Annotate(skipLevel, fx.ResultTags(`name:"`+scheduling.SkipLevelName+`"`))),
 		fx.Provide(fx.Annotate(zone, fx.ResultTags(`name:"`+scheduling.LocationName+`"`))),
 		fx.Provide(fx.Annotate(spreadMode, fx.ResultTags(`name:"`+scheduling.SpreadName+`"`))),
-		fx.Provide(placeholders, redisConfig, postgresConfig),
+		fx.Provide(placeholders, redisConfig, postgresConfig, etcdSection),
 	),
 	fx.Module("backend", fx.Provide(newBackend)),
 	scheduling.Module,
@@ -297,6 +299,20 @@ func zone(p frameworkParams) (*time.Location, error) {
 func redisConfig(p frameworkParams) redislocks.ModuleConfig {
 	return redislocks.ModuleConfig{URL: p.Framework.Redis.URL.Reveal(), Namespace: p.Framework.Redis.Namespace,
 		History: p.Framework.Redis.History}
+}
+
+// etcdSection hands the configuration's etcd section to
+// etcdlocks.Module, which is the only one to ask for it; it refuses a
+// configuration that also names redis.url or postgres.url.
+func etcdSection(p frameworkParams) (etcdconf.Section, error) {
+	e, fw := p.Framework.Etcd, p.Framework
+	if len(e.Endpoints) > 0 {
+		if err := oneStore(fw); err != nil {
+			return etcdconf.Section{}, err
+		}
+	}
+	return etcdconf.Section{Endpoints: e.Endpoints, Namespace: e.Namespace, Username: e.Username, Password: e.Password.Reveal(),
+		CAFile: e.CAFile, CertFile: e.CertFile, KeyFile: e.KeyFile, DialTimeout: e.DialTimeout, History: e.History}, nil
 }
 
 // postgresConfig adapts the configuration's postgres section for

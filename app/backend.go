@@ -3,6 +3,7 @@ package app
 import (
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
@@ -43,10 +44,16 @@ type backendParams struct {
 // for them.
 func newBackend(p backendParams) (Backend, locks.Driver, taskstate.Store, error) {
 	fw := p.Framework
+	if err := oneStore(fw); err != nil {
+		return Backend{}, nil, nil, err
+	}
 	switch {
-	case fw.Redis.URL != "" && fw.Postgres.URL != "":
-		return Backend{}, nil, nil, fmt.Errorf("app: the configuration names both redis.url (%s) and postgres.url (%s): "+
-			"the locks and the task state live in one of them; remove the other", fw.Redis.URL, fw.Postgres.URL)
+	case len(fw.Etcd.Endpoints) > 0:
+		// etcdlocks.Module, had it been included, would have replaced
+		// this constructor.
+		return Backend{}, nil, nil, fmt.Errorf("app: etcd.endpoints is set (%s), but the application does not include etcdlocks.Module, "+
+			"which provides the etcd driver: add it to app.Run or app.New (import github.com/ndigo/ndigo/etcdlocks), "+
+			"or remove the etcd section to keep in-process locks", strings.Join(fw.Etcd.Endpoints, ","))
 	case fw.Redis.URL != "":
 		c, d, st, err := redislocks.Open(p.Lifecycle, redisConfig(frameworkParams{Framework: fw}), p.Logger)
 		return Backend{Redis: c}, d, st, err
@@ -56,4 +63,27 @@ func newBackend(p backendParams) (Backend, locks.Driver, taskstate.Store, error)
 	}
 	st, err := taskstate.NewInProcess(0)
 	return Backend{}, locks.NewInProcessDriver(), st, err
+}
+
+// oneStore refuses a configuration that names more than one of the
+// stores: the locks and the task state live in one of them.
+func oneStore(fw Framework) error {
+	var named []string
+	if fw.Redis.URL != "" {
+		named = append(named, fmt.Sprintf("redis.url (%s)", fw.Redis.URL))
+	}
+	if fw.Postgres.URL != "" {
+		named = append(named, fmt.Sprintf("postgres.url (%s)", fw.Postgres.URL))
+	}
+	if len(fw.Etcd.Endpoints) > 0 {
+		named = append(named, fmt.Sprintf("etcd.endpoints (%s)", strings.Join(fw.Etcd.Endpoints, ",")))
+	}
+	if len(named) < 2 {
+		return nil
+	}
+	what := strings.Join(named, " and ")
+	if len(named) == 2 {
+		what = "both " + what
+	}
+	return fmt.Errorf("app: the configuration names %s: the locks and the task state live in one of them; keep one", what)
 }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/ndigo/ndigo/admin"
@@ -25,7 +26,7 @@ func init() {
 // provides the Framework to the graph:
 //
 //	node: billing-1
-//	redis:                # or postgres: (url, namespace), not both
+//	redis:                # or postgres: (url, namespace) or etcd:, one of them
 //	  url: redis://:password@redis.internal:6379/0
 //	  namespace: prod
 //	log:
@@ -45,6 +46,8 @@ type Framework struct {
 	Redis Redis `yaml:"redis"`
 	// Postgres configures the PostgreSQL lock driver (pglocks.Module).
 	Postgres Postgres `yaml:"postgres"`
+	// Etcd configures the etcd lock driver, which etcdlocks.Module adds.
+	Etcd Etcd `yaml:"etcd"`
 	// Log configures the process's slog handler.
 	Log Log `yaml:"log"`
 	// Zone is the IANA zone (Europe/Paris) of cron expressions without a
@@ -102,6 +105,60 @@ type Postgres struct {
 	// Namespace isolates the locks of one environment from others sharing
 	// the same database.
 	Namespace string `yaml:"namespace" default:"default" validate:"lock_namespace"`
+}
+
+// Etcd configures the etcd lock driver and task state. Unlike the redis
+// and postgres sections, which app.Module acts on itself, this one takes
+// effect when the application includes etcdlocks.Module, so that
+// applications without etcd do not link etcd's client; with endpoints set
+// and the module left out, startup fails saying so.
+//
+//	etcd:
+//	  endpoints: [https://etcd-0:2379, https://etcd-1:2379, https://etcd-2:2379]
+//	  ca-file: /etc/etcd/ca.pem
+//	  username: billing
+//	  password: ${ETCD_PASSWORD}   # or NDIGO_ETCD_PASSWORD under the app's prefix
+//	  namespace: prod
+type Etcd struct {
+	// Endpoints are the members' client URLs or host:port pairs; empty
+	// means no etcd.
+	Endpoints Endpoints `yaml:"endpoints" validate:"dive,required"`
+	// Namespace isolates the keys of one environment from others sharing
+	// the same cluster.
+	Namespace string `yaml:"namespace" default:"default" validate:"lock_namespace"`
+	// Username and Password authenticate with etcd's auth; Password needs
+	// Username.
+	Username string        `yaml:"username" validate:"required_with=Password"`
+	Password config.Secret `yaml:"password"`
+	// CAFile verifies the members' certificates; CertFile and KeyFile, set
+	// together, are the client's own for mutual TLS.
+	CAFile   string `yaml:"ca-file"`
+	CertFile string `yaml:"cert-file" validate:"required_with=KeyFile"`
+	KeyFile  string `yaml:"key-file" validate:"required_with=CertFile"`
+	// DialTimeout bounds connecting to a member and the quorum check at
+	// start; zero means 5s.
+	DialTimeout time.Duration `yaml:"dial-timeout" validate:"min=0"`
+	// History is how many runs per task the nodes keep in etcd; zero
+	// means 20.
+	History int `yaml:"history" validate:"min=0,max=1000"`
+}
+
+// Endpoints lists etcd members: a YAML list in the file, or
+// comma-separated in an environment variable (NDIGO_ETCD_ENDPOINTS=
+// https://etcd-0:2379,https://etcd-1:2379).
+type Endpoints []string
+
+// UnmarshalText reads comma-separated endpoints, spaces around each
+// trimmed; an empty text is none.
+func (e *Endpoints) UnmarshalText(b []byte) error {
+	*e = nil
+	if len(strings.TrimSpace(string(b))) == 0 {
+		return nil
+	}
+	for _, s := range strings.Split(string(b), ",") {
+		*e = append(*e, strings.TrimSpace(s))
+	}
+	return nil
 }
 
 // Log configures the process's slog handler.

@@ -37,6 +37,8 @@ func TestDependenciesPointDown(t *testing.T) {
 		{"redislocks", append(ndigo("config", "scheduling", "annotations", "app", "pglocks", "etcdlocks"), append(observers, etcd)...)},
 		{"pglocks", append(ndigo("config", "scheduling", "annotations", "app", "redislocks", "etcdlocks"), append(observers, goRedis, etcd)...)},
 		{"etcdlocks", append(ndigo("config", "scheduling", "annotations", "app", "redislocks", "pglocks"), append(observers, goRedis)...)},
+		// An application without etcd does not link its client: app hands etcdlocks its section (internal/etcdconf).
+		{"app", []string{mod + "etcdlocks", etcd}},
 		// The CLI speaks HTTP to a node: no framework code, so go run @latest builds it quickly.
 		{"cmd/ndigo", append(ndigo("config", "locks", "scheduling", "annotations", "redislocks", "etcdlocks", "pglocks", "app"), append(observers, goRedis, etcd)...)},
 	}

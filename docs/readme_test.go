@@ -20,11 +20,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jonboulle/clockwork"
 	"github.com/redis/go-redis/v9"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/fx"
 
 	"github.com/ndigo/ndigo/annotations"
 	"github.com/ndigo/ndigo/app"
 	"github.com/ndigo/ndigo/config"
+	"github.com/ndigo/ndigo/etcdlocks"
 	"github.com/ndigo/ndigo/locks"
 	"github.com/ndigo/ndigo/pglocks"
 	"github.com/ndigo/ndigo/redislocks"
@@ -74,6 +76,25 @@ func (c *Payslips) Close(ctx context.Context) error {
 		_, err := tx.Exec(ctx, "INSERT INTO payslips (month) VALUES ($1)", "2026-11")
 		return err // no successor acquires the key until this transaction ends
 	})
+}
+
+func (c *Payslips) CloseOnEtcd(ctx context.Context) error {
+	lease, _ := locks.FromContext(ctx)
+	_, err := etcdlocks.Guard(ctx, lease, clientv3.OpPut("payslips/2026-11", "closed"))
+	return err // locks.ErrLeaseLost: a successor holds the key; nothing is written
+}
+
+// An application on etcd.
+func onEtcd(ctx context.Context) error {
+	type Config struct {
+		app.Framework `yaml:",inline"`
+	}
+	err := app.Run(ctx,
+		config.Module[Config](config.LoadOptions{Path: "app.yaml", EnvPrefix: "APP_"}),
+		etcdlocks.Module, // reads the etcd section; app.Module alone links no etcd client
+		annotations.Provide(NewPayrollController),
+	)
+	return err
 }
 
 // The builder form.
@@ -163,7 +184,7 @@ func (p *pager) Skipped(e scheduling.Event) {
 
 func page(string) {}
 
-var _ = []any{builderForm, manyNodes, ownClient, directLock, operated, kit, &pager{}, tenantReports}
+var _ = []any{builderForm, onEtcd, manyNodes, ownClient, directLock, operated, kit, &pager{}, tenantReports}
 
 // pages are the documents whose Go blocks must compile: the README and the
 // reference pages it links.

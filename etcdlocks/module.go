@@ -13,6 +13,7 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 
+	"github.com/ndigo/ndigo/internal/etcdconf"
 	"github.com/ndigo/ndigo/internal/redact"
 	"github.com/ndigo/ndigo/locks"
 	"github.com/ndigo/ndigo/taskstate"
@@ -25,13 +26,14 @@ import (
 // locks.Module (see locks.Override). Start fails, naming the endpoints,
 // when no quorum answers a linearizable read within the dial timeout.
 var Module = fx.Options(
-	locks.Override("etcdlocks", newModuleDriver, fx.Provide(newClient),
+	locks.Override("etcdlocks", newModuleDriver, fx.Provide(fx.Private, chooseConfig), fx.Provide(newClient),
 		fx.Provide(fx.Annotate(newModuleStore, fx.ResultTags(`name:"etcdlocks.store"`)))),
 	fx.Decorate(fx.Annotate(func(s taskstate.Store) taskstate.Store { return s }, fx.ParamTags(`name:"etcdlocks.store"`))),
 )
 
-// ModuleConfig is what Module reads from the graph: the configuration's
-// etcd section. It prints and logs with Password redacted.
+// ModuleConfig is what Module reads from the graph: provide one, or let
+// app.Module hand Module the configuration's etcd section (app.Etcd). It
+// prints and logs with Password redacted.
 type ModuleConfig struct {
 	// Endpoints are the members' client URLs or host:port pairs
 	// ("https://etcd-0:2379"); at least one.
@@ -119,16 +121,34 @@ func (c ModuleConfig) clientConfig() (clientv3.Config, error) {
 	return cfg, nil
 }
 
+type configParams struct {
+	fx.In
+	Config  ModuleConfig     `optional:"true"`
+	Section etcdconf.Section `optional:"true"`
+}
+
+// moduleConfig is the configuration the module's constructors use.
+type moduleConfig ModuleConfig
+
+// chooseConfig chooses the module's configuration: the application's own
+// ModuleConfig, or else app.Module's etcd section.
+func chooseConfig(p configParams) moduleConfig {
+	if len(p.Config.Endpoints) > 0 {
+		return moduleConfig(p.Config)
+	}
+	return moduleConfig(p.Section)
+}
+
 type clientParams struct {
 	fx.In
+	Config    moduleConfig
 	Lifecycle fx.Lifecycle
-	Config    ModuleConfig
 }
 
 // newClient opens the module's client; OnStart checks that the quorum
 // answers, OnStop closes it.
 func newClient(p clientParams) (*clientv3.Client, error) {
-	cfg := p.Config
+	cfg := ModuleConfig(p.Config)
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
@@ -166,9 +186,9 @@ func newClient(p clientParams) (*clientv3.Client, error) {
 
 type moduleDriverParams struct {
 	fx.In
+	Config    moduleConfig
 	Lifecycle fx.Lifecycle
 	Client    *clientv3.Client
-	Config    ModuleConfig
 	Logger    *slog.Logger `optional:"true"`
 }
 
@@ -185,8 +205,8 @@ func newModuleDriver(p moduleDriverParams) (locks.Driver, error) {
 
 type moduleStoreParams struct {
 	fx.In
+	Config moduleConfig
 	Client *clientv3.Client
-	Config ModuleConfig
 }
 
 // newModuleStore builds the module's task state store on its client.

@@ -1,8 +1,10 @@
 package etcdlocks_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxtest"
 
+	"github.com/ndigo/ndigo/app"
 	"github.com/ndigo/ndigo/etcdlocks"
 	"github.com/ndigo/ndigo/internal/etcdtest"
 	"github.com/ndigo/ndigo/locks"
@@ -88,6 +91,71 @@ func TestModuleRefusesBadSettings(t *testing.T) {
 		}
 		if c.cfg.Password != "" && !strings.Contains(fmt.Sprint(c.cfg), "[REDACTED]") {
 			t.Errorf("ModuleConfig prints as %v; want the password redacted", c.cfg)
+		}
+	}
+}
+
+// In an application of package app, the module reads the configuration's
+// etcd section (app.Etcd) when the graph has no ModuleConfig of the
+// application's own, and the scheduler runs on etcd's driver and task
+// state; the section's password stays out of what the app logs.
+func TestModuleReadsTheAppsEtcdSection(t *testing.T) {
+	c := etcdtest.Start(t)
+	var d locks.Driver
+	var st taskstate.Store
+	var logs bytes.Buffer
+	fw := app.Framework{Etcd: app.Etcd{Endpoints: c.Endpoints(), Namespace: "app-section", History: 7, DialTimeout: 2 * time.Second}}
+	a := app.New(fx.Supply(fw), etcdlocks.Module, fx.Populate(&d, &st),
+		fx.Supply(fx.Annotate(io.Writer(&logs), fx.As(new(io.Writer)), fx.ResultTags(`name:"`+app.LogOutputName+`"`))))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := a.Stop(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}()
+	if ed, ok := d.(*etcdlocks.Driver); !ok || !strings.Contains(ed.String(), "app-section") {
+		t.Fatalf("driver %v (%T), want an *etcdlocks.Driver in namespace app-section", d, d)
+	}
+	if _, ok := st.(*etcdlocks.Store); !ok {
+		t.Fatalf("task state %T, want *etcdlocks.Store", st)
+	}
+	l, err := d.Acquire(ctx, "section", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	if got, err := c.Client().Get(ctx, "ndigo/app-section/lock/k/section"); err != nil || len(got.Kvs) != 1 {
+		t.Fatalf("the lock key in etcd: %v, %v; want it there", got, err)
+	}
+}
+
+// The etcd section with another store's URL, or without etcdlocks.Module
+// in the application, fails startup saying which settings and what to do.
+func TestAppRefusesEtcdSectionWithoutTheModuleOrWithAnotherStore(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		fw     app.Framework
+		module bool
+		want   string
+	}{
+		{"no module", app.Framework{Etcd: app.Etcd{Endpoints: []string{"127.0.0.1:1"}, Namespace: "n"}}, false,
+			"etcd.endpoints is set (127.0.0.1:1), but the application does not include etcdlocks.Module"},
+		{"and redis", app.Framework{Etcd: app.Etcd{Endpoints: []string{"127.0.0.1:1"}, Namespace: "n"},
+			Redis: app.Redis{URL: "redis://:s3cret@127.0.0.1:1", Namespace: "n"}}, true,
+			"names both redis.url (redis://:xxxxx@127.0.0.1:1) and etcd.endpoints (127.0.0.1:1)"},
+	} {
+		opts := []fx.Option{fx.Supply(c.fw), fx.Invoke(func(locks.Driver) {}),
+			fx.Supply(fx.Annotate(io.Discard, fx.As(new(io.Writer)), fx.ResultTags(`name:"`+app.LogOutputName+`"`)))}
+		if c.module {
+			opts = append(opts, etcdlocks.Module)
+		}
+		err := app.New(opts...).Err()
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%s: err = %v; want it to name %q, without the password", c.name, err, c.want)
 		}
 	}
 }

@@ -12,7 +12,7 @@ import (
 
 // A payroll process that cannot start says why once, exits non-zero, and
 // never prints a password: a bad task spec, a bad setting, an unreachable
-// Redis or PostgreSQL, both stores at once. --help exits 0.
+// Redis, PostgreSQL or etcd, two stores at once. --help exits 0.
 func TestStartFailuresExitNonZeroWithOneError(t *testing.T) {
 	bin := nodetest.BuildPayroll(t)
 	const password = "s3cret-pw"
@@ -26,8 +26,12 @@ func TestStartFailuresExitNonZeroWithOneError(t *testing.T) {
 		{"bad setting", nil, []string{"PAYROLL_LOCK_TTL=-5s"}, `payroll.lock-ttl "-5s"`},
 		{"unreachable Redis", []string{"--redis", "redis://user:" + password + "@127.0.0.1:1"}, nil, "cannot reach Redis at 127.0.0.1:1"},
 		{"unreachable PostgreSQL", []string{"--postgres", "postgres://user:" + password + "@127.0.0.1:1/app"}, nil, "cannot reach PostgreSQL at 127.0.0.1"},
+		{"unreachable etcd", []string{"--etcd", "127.0.0.1:1"}, []string{"PAYROLL_ETCD_USERNAME=user", "PAYROLL_ETCD_PASSWORD=" + password,
+			"PAYROLL_ETCD_DIAL_TIMEOUT=300ms"}, "cannot reach etcd at 127.0.0.1:1"},
 		{"two stores", []string{"--postgres", "postgres://user:" + password + "@127.0.0.1:1/app"},
 			[]string{"PAYROLL_REDIS_URL=redis://user:" + password + "@127.0.0.1:1"}, "the configuration names both redis.url"},
+		{"etcd and another store", []string{"--etcd", "127.0.0.1:1"},
+			[]string{"PAYROLL_REDIS_URL=redis://user:" + password + "@127.0.0.1:1"}, "and etcd.endpoints (127.0.0.1:1)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cmd := exec.Command(bin, c.args...)
@@ -49,7 +53,8 @@ func TestStartFailuresExitNonZeroWithOneError(t *testing.T) {
 			}
 		})
 	}
-	if out, err := exec.Command(bin, "--help").CombinedOutput(); err != nil || !strings.Contains(string(out), "-redis") || !strings.Contains(string(out), "-postgres") {
+	if out, err := exec.Command(bin, "--help").CombinedOutput(); err != nil || !strings.Contains(string(out), "-redis") || !strings.Contains(string(out), "-postgres") ||
+		!strings.Contains(string(out), "-etcd") {
 		t.Fatalf("--help: %v\n%s", err, out)
 	}
 }

@@ -15,6 +15,11 @@
 //
 //	go run ./examples/payroll --postgres postgres://app@localhost:5432/app --node a --cron '@every 1s'
 //
+// With --etcd it does so through an etcd cluster, whose transactions fence
+// its ledger (etcdlocks.Guard):
+//
+//	go run ./examples/payroll --etcd http://localhost:2379 --node a --cron '@every 1s'
+//
 // Every flag can also be set through the environment variable named beside
 // it in --help.
 package main
@@ -35,6 +40,7 @@ import (
 	"github.com/ndigo/ndigo/annotations"
 	"github.com/ndigo/ndigo/app"
 	"github.com/ndigo/ndigo/config"
+	"github.com/ndigo/ndigo/etcdlocks"
 	"github.com/ndigo/ndigo/scheduling"
 	"github.com/ndigo/ndigo/scheduling/schedulingtest"
 )
@@ -59,7 +65,7 @@ type Payroll struct {
 	// which a fire missed while no node ran is run when a node starts.
 	CatchUp string `yaml:"catch-up" env:"PAYROLL_CATCH_UP" default:"skip"`
 	// Retry is how many times CloseBooks retries a fire whose run failed;
-	// 0 does not retry. With --redis or --postgres the retry is pending in
+	// 0 does not retry. With --redis, --postgres or --etcd the retry is pending in
 	// the shared store, so another node runs it if this one dies.
 	Retry int `yaml:"retry" env:"PAYROLL_RETRY" default:"3" validate:"min=0,max=100"`
 	// RetryBackoff is the backoff before CloseBooks's first retry of a fire,
@@ -72,8 +78,9 @@ type Payroll struct {
 // The variables of app.Framework's redis.url and postgres.url under the
 // example's prefix: which one is set decides the lock driver and the ledger.
 const (
-	redisURLEnv    = "PAYROLL_REDIS_URL"
-	postgresURLEnv = "PAYROLL_POSTGRES_URL"
+	redisURLEnv      = "PAYROLL_REDIS_URL"
+	postgresURLEnv   = "PAYROLL_POSTGRES_URL"
+	etcdEndpointsEnv = "PAYROLL_ETCD_ENDPOINTS"
 )
 
 // flags maps each command-line flag to the environment variables that
@@ -85,8 +92,10 @@ var flags = []struct {
 }{
 	{"redis", "Redis URL; absent (and no --postgres): in-process locks on this node only", []string{redisURLEnv}, false},
 	{"postgres", "PostgreSQL URL: locks and the ledger in that database, instead of Redis", []string{postgresURLEnv}, false},
-	// One namespace flag for either store: the two settings take the same values.
-	{"namespace", "lock namespace shared by the nodes of one environment", []string{"PAYROLL_REDIS_NAMESPACE", "PAYROLL_POSTGRES_NAMESPACE"}, false},
+	{"etcd", "etcd endpoints, comma-separated: locks and the ledger in that cluster, instead of Redis", []string{etcdEndpointsEnv}, false},
+	// One namespace flag for any store: the settings take the same values.
+	{"namespace", "lock namespace shared by the nodes of one environment",
+		[]string{"PAYROLL_REDIS_NAMESPACE", "PAYROLL_POSTGRES_NAMESPACE", "PAYROLL_ETCD_NAMESPACE"}, false},
 	{"node", "this node's name (default: <hostname>-<pid>)", []string{"PAYROLL_NODE"}, false},
 	{"cron", "CloseBooks's schedule (default: @every 2s)", []string{"PAYROLL_CRON"}, false},
 	{"catch-up", "CloseBooks's catch-up: skip, or a window such as 1m (default: skip)", []string{"PAYROLL_CATCH_UP"}, false},
@@ -146,15 +155,21 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 // and its controllers. Configuration loads inside the graph
 // (config.Module), and its redis or postgres section chooses the lock
 // driver and task state there too (app.Backend): one load, and a bad
-// setting fails startup like any other error.
+// setting fails startup like any other error. With etcd endpoints, the
+// example includes etcdlocks.Module, which reads the etcd section, as an
+// application on etcd does.
 func options(env func(string) (string, bool), logOut io.Writer) []fx.Option {
+	store := fx.Provide(newLedger)
+	if e, _ := env(etcdEndpointsEnv); e != "" {
+		store = fx.Options(etcdlocks.Module, fx.Provide(provideEtcdLedger))
+	}
 	return []fx.Option{
+		store,
 		config.Module[Config](config.LoadOptions{EnvPrefix: "PAYROLL_", Env: env}),
 		fx.Supply(fx.Annotate(logOut, fx.As(new(io.Writer)), fx.ResultTags(`name:"`+app.LogOutputName+`"`))),
 		fx.Provide(func(cfg Config) clockwork.Clock {
 			return schedulingtest.SkewedClock(clockwork.NewRealClock(), cfg.Payroll.ClockOffset)
 		}),
-		fx.Provide(newLedger),
 		fx.Invoke(stopAfter),
 		annotations.Provide(NewPayrollController),
 		scheduling.Provide(reconcile),

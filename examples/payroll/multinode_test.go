@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ndigo/ndigo/internal/etcdtest"
 	"github.com/ndigo/ndigo/internal/nodetest"
 	"github.com/ndigo/ndigo/internal/pgtest"
 	"github.com/ndigo/ndigo/internal/redistest"
@@ -17,7 +18,8 @@ import (
 // an @every 1s schedule exactly once; after the node that ran last is
 // killed, the others go on running every fire exactly once; and the ledger
 // they share shows no stale holder's write. On Redis the ledger is fenced
-// by its script's token check, on PostgreSQL by pglocks.Guard.
+// by its script's token check, on PostgreSQL by pglocks.Guard, on etcd by
+// etcdlocks.Guard.
 func TestMultiNodeExactlyOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three processes for about 15s on each store")
@@ -29,6 +31,10 @@ func TestMultiNodeExactlyOnce(t *testing.T) {
 	t.Run("postgres", func(t *testing.T) {
 		srv := pgtest.Start(t)
 		multiNodeExactlyOnce(t, "--postgres", srv.URL(), newPGLedger(srv.Pool(), "e2e"))
+	})
+	t.Run("etcd", func(t *testing.T) {
+		c := etcdtest.StartCluster(t, 1)
+		multiNodeExactlyOnce(t, "--etcd", strings.Join(c.Endpoints(), ","), newEtcdLedger(c.Client(), "e2e"))
 	})
 }
 

@@ -134,7 +134,7 @@ func (p *Procs) StartPayroll(name, redisAddr, namespace, ttl string, args ...str
 }
 
 // StartPayrollOn is StartPayroll on the lock store that storeFlag names,
-// "--redis" or "--postgres", at url.
+// "--redis", "--postgres" or "--etcd", at url.
 func (p *Procs) StartPayrollOn(name, storeFlag, url, namespace, ttl string, args ...string) {
 	p.t.Helper()
 	if p.payroll == "" {
