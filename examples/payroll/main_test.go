@@ -5,7 +5,10 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/ndigo/ndigo/internal/etcdtest"
 	"github.com/ndigo/ndigo/internal/nodetest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.Cleanup(nodetest.RemoveBuilds)) }
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { nodetest.RemoveBuilds(0); etcdtest.StopShared() }))
+}
