@@ -126,5 +126,5 @@ screenshots: redis-server chromium
 # lock loops, the 3-node cluster run) and package locks' in-process
 # benchmarks, and rewrites BENCHMARKS.md's generated parts. About 30 minutes;
 # never part of make test.
-bench: redis-server postgresql
+bench: redis-server postgresql etcd-server
 	cd bench && $(GO) run ./cmd/benchreport -o ../BENCHMARKS.md

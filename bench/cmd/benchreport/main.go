@@ -2,7 +2,8 @@
 // rewrites the generated parts of BENCHMARKS.md with their medians and
 // ratios: the scheduler against gocron v2 and robfig/cron, the in-process
 // driver against a map-plus-mutex table, the Redis driver report of
-// redislockbench, the PostgreSQL driver report of pglockbench, and the
+// redislockbench, the PostgreSQL driver report of pglockbench, the etcd
+// driver beside etcd's Mutex, Redis and PostgreSQL of etcdlockbench, and the
 // 3-node run of clusterbench, and the scale benchmark of scalebench
 // (node processes beside gocron v2, the kill, graceful and PostgreSQL
 // modes). It is what `make bench` runs:
@@ -38,7 +39,9 @@ var (
 	redisDur  = flag.Duration("redis-duration", 2*time.Second, "-duration of redislockbench")
 	pgRuns    = flag.Int("postgres-runs", 5, "-runs of pglockbench")
 	pgDur     = flag.Duration("postgres-duration", 2*time.Second, "-duration of pglockbench")
-	only      = flag.String("parts", "machine,scheduler,inprocess,redis,postgres,cluster,scale", "the parts to regenerate; the others are kept as they are")
+	etcdRuns  = flag.Int("etcd-runs", 5, "-runs of etcdlockbench")
+	etcdDur   = flag.Duration("etcd-duration", 2*time.Second, "-duration of etcdlockbench")
+	only      = flag.String("parts", "machine,scheduler,inprocess,redis,postgres,etcd,cluster,scale", "the parts to regenerate; the others are kept as they are")
 	clRuns    = flag.Int("cluster-runs", 3, "-runs of clusterbench")
 	clDur     = flag.Duration("cluster-duration", time.Minute, "-duration of clusterbench")
 	scRuns    = flag.Int("scale-runs", 3, "-runs of scalebench's tables of nodes × tasks (its kill, graceful and PostgreSQL modes run once)")
@@ -61,6 +64,9 @@ func main() {
 		},
 		"postgres": func() string {
 			return run(".", "go", "run", "./cmd/pglockbench", "-runs", strconv.Itoa(*pgRuns), "-duration", pgDur.String())
+		},
+		"etcd": func() string {
+			return run(".", "go", "run", "./cmd/etcdlockbench", "-runs", strconv.Itoa(*etcdRuns), "-duration", etcdDur.String())
 		},
 		"cluster": func() string {
 			var out []string
