@@ -35,7 +35,7 @@ const (
 // BackendChecks returns the /healthz checks of the backends a scheduler
 // depends on: [LocksCheck] when driver (or a driver it wraps, see
 // locks.As) implements locks.HealthChecker, and [TaskStateCheck] when store
-// does. The Redis and PostgreSQL drivers and stores do; the in-process
+// does. The Redis, PostgreSQL and etcd drivers and stores do; the in-process
 // ones, which cannot be down while the process runs, do not, and get no
 // check. Either argument may be nil.
 //

@@ -10,6 +10,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/ndigo/ndigo/admin"
 	"github.com/ndigo/ndigo/etcdlocks"
 	"github.com/ndigo/ndigo/internal/etcdtest"
 	"github.com/ndigo/ndigo/locks"
@@ -80,10 +81,37 @@ func TestNamespacesAreIsolated(t *testing.T) {
 	}
 }
 
-// The health check answers while etcd does.
-func TestCheckHealth(t *testing.T) {
-	d := newDriver(t, etcdtest.Start(t).Client(), "health")
-	if err := d.CheckHealth(context.Background()); err != nil {
-		t.Fatal(err)
+// The driver's and the store's health checks, which /healthz runs
+// (admin.BackendChecks), pass while etcd answers, fail naming the
+// endpoints and what they check while it is down, and pass again once it
+// is back.
+func TestCheckHealthAcrossADownMember(t *testing.T) {
+	c := etcdtest.StartCluster(t, 1)
+	client := c.Client()
+	checks := admin.BackendChecks(newDriver(t, client, "health"), newStore(t, client, "health", 0))
+	if len(checks) != 2 {
+		t.Fatalf("BackendChecks = %d checks, want the locks and the task state", len(checks))
 	}
+	run := func(want string) {
+		t.Helper()
+		for _, ch := range checks {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			err := ch.Check(ctx)
+			cancel()
+			switch {
+			case want == "" && err != nil:
+				t.Errorf("%s check with etcd up: %v", ch.Name, err)
+			case want != "" && (!errors.Is(err, etcdlocks.ErrEtcd) || !strings.Contains(err.Error(), want) ||
+				!strings.Contains(err.Error(), c.Endpoints()[0])):
+				t.Errorf("%s check with etcd down: %v; want ErrEtcd naming %q and the endpoint", ch.Name, err, want)
+			}
+		}
+	}
+	run("")
+	m := c.Members()[0]
+	m.Kill()
+	run("health check of")
+	m.Restart()
+	c.Leader()
+	run("")
 }
