@@ -13,19 +13,25 @@ fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change these files (run gofmt -w):"; echo "$$out"; exit 1; fi
 
+# TAGS: the build tags of the optional parts, which vet, staticcheck and
+# the tests build too (the payroll example's --etcd: examples/payroll/etcd*.go).
+TAGS        := etcd
+
 vet:
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags $(TAGS) ./examples/...
 	cd bench && $(GO) vet ./...
 
 staticcheck:
 	$(STATICCHECK) $(PKGS)
+	$(STATICCHECK) -tags $(TAGS) ./examples/...
 
 # unit: -p 4 runs four packages' tests at once on 2 cores: most of the long
 # ones (the fault tests, the payroll processes, the servers' conformance)
 # wait on real servers and processes rather than compute, and one at a time
 # left the cores idle (make test took 12 minutes at -p 2, 7 at -p 4).
 unit:
-	$(GO) test -race -count=1 -p 4 $(PKGS)
+	$(GO) test -race -count=1 -p 4 -tags $(TAGS) $(PKGS)
 
 # redis-server: the Redis binaries the tests start: redis-server and
 # redis-cli (package redis-server), redis-sentinel (package redis-sentinel).

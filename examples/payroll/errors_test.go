@@ -2,10 +2,13 @@ package main
 
 import (
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
+
+	"go.uber.org/fx"
 
 	"github.com/ndigo/ndigo/internal/nodetest"
 )
@@ -56,5 +59,17 @@ func TestStartFailuresExitNonZeroWithOneError(t *testing.T) {
 	if out, err := exec.Command(bin, "--help").CombinedOutput(); err != nil || !strings.Contains(string(out), "-redis") || !strings.Contains(string(out), "-postgres") ||
 		!strings.Contains(string(out), "-etcd") {
 		t.Fatalf("--help: %v\n%s", err, out)
+	}
+}
+
+// A binary built without the tag etcd refuses --etcd saying how to build
+// one with it.
+func TestEtcdWithoutTheTagSaysHowToBuild(t *testing.T) {
+	defer func(s fx.Option) { etcdStore = s }(etcdStore)
+	etcdStore = withoutEtcd()
+	env := map[string]string{etcdEndpointsEnv: "127.0.0.1:1"}
+	err := fx.New(append(options(func(k string) (string, bool) { v, ok := env[k]; return v, ok }, io.Discard), fx.NopLogger)...).Err()
+	if err == nil || !strings.Contains(err.Error(), "go run -tags etcd ./examples/payroll --etcd") {
+		t.Fatalf("options with --etcd in a build without the tag: %v; want the error saying to build with -tags etcd", err)
 	}
 }

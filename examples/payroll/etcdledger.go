@@ -1,3 +1,5 @@
+//go:build etcd
+
 package main
 
 import (
@@ -8,6 +10,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/fx"
 
 	"github.com/ndigo/ndigo/etcdlocks"
 	"github.com/ndigo/ndigo/locks"
@@ -22,6 +25,8 @@ type etcdLedger struct {
 	client *clientv3.Client
 	prefix string
 }
+
+func init() { etcdStore = fx.Options(etcdlocks.Module, fx.Provide(provideEtcdLedger)) }
 
 func newEtcdLedger(c *clientv3.Client, namespace string) *etcdLedger {
 	return &etcdLedger{client: c, prefix: "ndigo-payroll/" + namespace + "/ledger/"}

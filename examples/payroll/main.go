@@ -16,9 +16,11 @@
 //	go run ./examples/payroll --postgres postgres://app@localhost:5432/app --node a --cron '@every 1s'
 //
 // With --etcd it does so through an etcd cluster, whose transactions fence
-// its ledger (etcdlocks.Guard):
+// its ledger (etcdlocks.Guard). etcd's client (gRPC and its dependencies)
+// is built in only with the build tag etcd, so that the example's first
+// build, the first thing a new user runs, does not compile it:
 //
-//	go run ./examples/payroll --etcd http://localhost:2379 --node a --cron '@every 1s'
+//	go run -tags etcd ./examples/payroll --etcd http://localhost:2379 --node a --cron '@every 1s'
 //
 // Every flag can also be set through the environment variable named beside
 // it in --help.
@@ -40,7 +42,6 @@ import (
 	"github.com/ndigo/ndigo/annotations"
 	"github.com/ndigo/ndigo/app"
 	"github.com/ndigo/ndigo/config"
-	"github.com/ndigo/ndigo/etcdlocks"
 	"github.com/ndigo/ndigo/scheduling"
 	"github.com/ndigo/ndigo/scheduling/schedulingtest"
 )
@@ -161,7 +162,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 func options(env func(string) (string, bool), logOut io.Writer) []fx.Option {
 	store := fx.Provide(newLedger)
 	if e, _ := env(etcdEndpointsEnv); e != "" {
-		store = fx.Options(etcdlocks.Module, fx.Provide(provideEtcdLedger))
+		store = etcdStore
 	}
 	return []fx.Option{
 		store,
@@ -174,6 +175,17 @@ func options(env func(string) (string, bool), logOut io.Writer) []fx.Option {
 		annotations.Provide(NewPayrollController),
 		scheduling.Provide(reconcile),
 	}
+}
+
+// etcdStore is the example's lock store and ledger on etcd: etcdlocks.Module
+// and a ledger on its client, in a binary built with -tags etcd (etcd.go).
+var etcdStore = withoutEtcd()
+
+// withoutEtcd is etcdStore in a build without the tag etcd: the error that
+// says how to build the example with it.
+func withoutEtcd() fx.Option {
+	return fx.Error(errors.New("payroll: --etcd (" + etcdEndpointsEnv + ") needs etcd's client, which this binary " +
+		"was built without: build the example with the tag etcd, as in go run -tags etcd ./examples/payroll --etcd ENDPOINTS"))
 }
 
 // newLedger keeps the ledger where the configuration put the locks: in

@@ -298,8 +298,8 @@ var payrollBuild struct {
 	err      error
 }
 
-// BuildPayroll builds the payroll example, once per test process, and
-// returns the binary's path. The binary lives in a directory of its own
+// BuildPayroll builds the payroll example with the tag etcd (so that it
+// takes --etcd), once per test process, and returns the binary's path. The binary lives in a directory of its own
 // until [RemoveBuilds], which the TestMain of a package that calls
 // BuildPayroll runs when its tests end.
 func BuildPayroll(t testing.TB) string {
@@ -310,7 +310,7 @@ func BuildPayroll(t testing.TB) string {
 			return
 		}
 		b.bin = filepath.Join(b.dir, "payroll")
-		if out, err := exec.Command("go", "build", "-o", b.bin, "github.com/ndigo/ndigo/examples/payroll").CombinedOutput(); err != nil {
+		if out, err := exec.Command("go", "build", "-tags", "etcd", "-o", b.bin, "github.com/ndigo/ndigo/examples/payroll").CombinedOutput(); err != nil {
 			b.err = fmt.Errorf("go build examples/payroll: %w\n%s", err, out)
 		}
 	})
