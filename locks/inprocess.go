@@ -13,7 +13,7 @@ import (
 
 // processTable is the lease table that every InProcessDriver on the real
 // clock shares, so that two schedulers in one process never both hold a key.
-var processTable = newTable(clockwork.NewRealClock())
+var processTable = newTable(clockwork.NewRealClock(), true)
 
 // An InProcessDriver is a Driver whose leases live in this process's memory.
 // It is correct on one node and meaningless across nodes. Every driver made
@@ -33,7 +33,7 @@ type InProcessOption func(*InProcessDriver)
 func WithClock(c clockwork.Clock) InProcessOption {
 	return func(d *InProcessDriver) {
 		if c != nil {
-			d.t = newTable(c)
+			d.t = newTable(c, false)
 		}
 	}
 }
@@ -51,18 +51,31 @@ func NewInProcessDriver(opts ...InProcessOption) *InProcessDriver {
 // watching keys.
 type table struct {
 	clock clockwork.Clock
+	// real reports that clock is the real one, read with time.Since: it
+	// reads the monotonic clock only, where clockwork's Since reads the
+	// wall clock too, at twice the cost.
+	real bool
 	// base is the table's epoch: times in the table are durations since
-	// base (clock.Since is cheaper than clock.Now). A time plus a TTL of at
-	// most MaxTTL cannot overflow until the table is 291 years old.
+	// base. A time plus a TTL of at most MaxTTL cannot overflow until the
+	// table is 291 years old.
 	base time.Time
 
-	mu       sync.Mutex                          // protects the fields below and every lease's mutable fields
-	holders  map[string]*inProcessLease          // the latest lease of each key; it may have expired
-	watchers map[string]*watch                   // waiters to wake when a key is released
-	claims   map[string]claimRecord              // the latest claim of each key; it may have expired
-	groups   map[string]map[string]time.Duration // Membership: each group's members, until when (since base)
-	last     uint64                              // the last fencing token issued
-	sweepAt  int                                 // len(holders)+len(claims) at which expired entries are dropped
+	mu      sync.Mutex                          // protects the fields below, every slot and every lease's mutable fields
+	keys    map[string]*slot                    // each key's latest lease and waiters; a free slot stays until a sweep
+	claims  map[string]claimRecord              // the latest claim of each key; it may have expired
+	groups  map[string]map[string]time.Duration // Membership: each group's members, until when (since base)
+	last    uint64                              // the last fencing token issued
+	sweepAt int                                 // len(keys)+len(claims) at which expired entries are dropped
+}
+
+// A slot is a key's entry in the table. It outlives the leases on the key,
+// so that a key taken again finds its slot in one map lookup and a release
+// needs none.
+type slot struct {
+	t      *table
+	key    string
+	holder *inProcessLease // the latest lease; nil once released; it may have expired
+	w      *watch          // the waiters to wake when the key is released; nil if none
 }
 
 // claimRecord is the latest claim of a key.
@@ -81,9 +94,17 @@ type watch struct {
 	n  int // watchers that have not stopped
 }
 
-func newTable(c clockwork.Clock) *table {
-	return &table{clock: c, base: c.Now(), holders: map[string]*inProcessLease{}, watchers: map[string]*watch{},
+func newTable(c clockwork.Clock, real bool) *table {
+	return &table{clock: c, real: real, base: c.Now(), keys: map[string]*slot{},
 		claims: map[string]claimRecord{}, groups: map[string]map[string]time.Duration{}, sweepAt: minSweep}
+}
+
+// now returns the time since t.base on t's clock.
+func (t *table) now() time.Duration {
+	if t.real {
+		return time.Since(t.base)
+	}
+	return t.clock.Since(t.base)
 }
 
 // Acquire implements Driver.
@@ -100,7 +121,7 @@ func (d *InProcessDriver) Claim(ctx context.Context, key string, seq int64, ttl 
 		return false, err
 	}
 	t := d.t
-	now := t.clock.Since(t.base)
+	now := t.now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.claim(now, key, seq, ttl), nil
@@ -121,7 +142,7 @@ func (d *InProcessDriver) AcquireClaims(ctx context.Context, fires []FireLock) [
 // acquireClaim acquires key and, with c, claims it as AcquireClaims does.
 func (d *InProcessDriver) acquireClaim(key string, ttl time.Duration, c *FireClaim) (Lease, error) {
 	t := d.t
-	now := t.clock.Since(t.base)
+	now := t.now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if c != nil {
@@ -129,19 +150,23 @@ func (d *InProcessDriver) acquireClaim(key string, ttl time.Duration, c *FireCla
 			return nil, fmt.Errorf("%w: claim %q of %d", ErrClaimed, c.Key, c.Seq)
 		}
 	}
-	if cur := t.holders[key]; cur != nil && now < cur.expires {
+	s := t.keys[key]
+	if s == nil {
+		s = &slot{t: t, key: key}
+		t.keys[key] = s
+	} else if s.holder != nil && now < s.holder.expires {
 		if c != nil && c.EvenIfHeld {
 			t.claim(now, c.Key, c.Seq, c.TTL)
 		}
 		return nil, fmt.Errorf("%w: key %q is held", ErrNotAcquired, key)
 	}
 	t.last++
-	l := &inProcessLease{t: t, key: key, token: t.last, expires: now + ttl}
-	t.holders[key] = l
+	l := &inProcessLease{s: s, token: t.last, expires: now + ttl}
+	s.holder = l
 	if c != nil {
 		t.claim(now, c.Key, c.Seq, c.TTL)
 	}
-	if len(t.holders)+len(t.claims) >= t.sweepAt {
+	if len(t.keys)+len(t.claims) >= t.sweepAt {
 		t.sweep(now)
 	}
 	return l, nil
@@ -154,7 +179,7 @@ func (t *table) claim(now time.Duration, key string, seq int64, ttl time.Duratio
 		return false
 	}
 	t.claims[key] = claimRecord{seq: seq, expires: now + ttl}
-	if len(t.holders)+len(t.claims) >= t.sweepAt {
+	if len(t.keys)+len(t.claims) >= t.sweepAt {
 		t.sweep(now)
 	}
 	return true
@@ -168,10 +193,15 @@ func (d *InProcessDriver) Watch(key string) (<-chan struct{}, func()) {
 	t := d.t
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	w := t.watchers[key]
+	s := t.keys[key]
+	if s == nil {
+		s = &slot{t: t, key: key}
+		t.keys[key] = s
+	}
+	w := s.w
 	if w == nil {
 		w = &watch{ch: make(chan struct{})}
-		t.watchers[key] = w
+		s.w = w
 	}
 	w.n++
 	var once sync.Once
@@ -179,20 +209,21 @@ func (d *InProcessDriver) Watch(key string) (<-chan struct{}, func()) {
 		once.Do(func() {
 			t.mu.Lock()
 			defer t.mu.Unlock()
-			if w.n--; w.n == 0 && t.watchers[key] == w {
-				delete(t.watchers, key)
+			if w.n--; w.n == 0 && s.w == w {
+				s.w = nil
 			}
 		})
 	}
 }
 
-// sweep forgets every expired lease and claim and sets the next sweep's
-// size. Expired entries count for nothing whether they are in the table or
-// not. t.mu must be held.
+// sweep forgets every expired lease and claim, and the slots that then
+// hold neither a lease nor waiters, and sets the next sweep's size. Expired
+// entries count for nothing whether they are in the table or not. t.mu
+// must be held.
 func (t *table) sweep(now time.Duration) {
-	for key, l := range t.holders {
-		if now >= l.expires {
-			delete(t.holders, key)
+	for key, s := range t.keys {
+		if (s.holder == nil || now >= s.holder.expires) && s.w == nil {
+			delete(t.keys, key)
 		}
 	}
 	for key, c := range t.claims {
@@ -200,21 +231,20 @@ func (t *table) sweep(now time.Duration) {
 			delete(t.claims, key)
 		}
 	}
-	t.sweepAt = max(minSweep, 2*(len(t.holders)+len(t.claims)))
+	t.sweepAt = max(minSweep, 2*(len(t.keys)+len(t.claims)))
 }
 
-// free forgets key's lease and wakes the key's watchers. t.mu must be held.
-func (t *table) free(key string) {
-	delete(t.holders, key)
-	if w := t.watchers[key]; w != nil {
-		close(w.ch)
-		delete(t.watchers, key)
+// free forgets the slot's lease and wakes its watchers. t.mu must be held.
+func (s *slot) free() {
+	s.holder = nil
+	if s.w != nil {
+		close(s.w.ch)
+		s.w = nil
 	}
 }
 
 type inProcessLease struct {
-	t     *table
-	key   string
+	s     *slot
 	token uint64
 
 	// Guarded by t.mu.
@@ -226,23 +256,23 @@ type inProcessLease struct {
 }
 
 // Key implements Lease.
-func (l *inProcessLease) Key() string { return l.key }
+func (l *inProcessLease) Key() string { return l.s.key }
 
 // Token implements Lease.
 func (l *inProcessLease) Token() uint64 { return l.token }
 
 // live reports whether l is the key's current, unexpired lease. t.mu must be held.
 func (l *inProcessLease) live(now time.Duration) bool {
-	return l.state == leasestate.Held && l.t.holders[l.key] == l && now < l.expires
+	return l.state == leasestate.Held && l.s.holder == l && now < l.expires
 }
 
 // Extend implements Lease.
 func (l *inProcessLease) Extend(ctx context.Context, ttl time.Duration) error {
-	if err := Check(ctx, l.key, ttl); err != nil {
+	if err := Check(ctx, l.s.key, ttl); err != nil {
 		return err
 	}
-	t := l.t
-	now := t.clock.Since(t.base)
+	t := l.s.t
+	now := t.now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !l.live(now) {
@@ -257,8 +287,8 @@ func (l *inProcessLease) Extend(ctx context.Context, ttl time.Duration) error {
 
 // Release implements Lease.
 func (l *inProcessLease) Release(context.Context) error {
-	t := l.t
-	now := t.clock.Since(t.base)
+	t := l.s.t
+	now := t.now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if l.state == leasestate.Released {
@@ -280,7 +310,7 @@ func (l *inProcessLease) lose() error {
 		l.state = leasestate.Lost
 	}
 	l.finish()
-	return fmt.Errorf("%w: key %q token %d", ErrLeaseLost, l.key, l.token)
+	return fmt.Errorf("%w: key %q token %d", ErrLeaseLost, l.s.key, l.token)
 }
 
 // finish closes l's Done channel and, if l still holds its key's table
@@ -289,15 +319,15 @@ func (l *inProcessLease) finish() {
 	if l.done != nil {
 		l.done.Close()
 	}
-	if l.t.holders[l.key] == l {
-		l.t.free(l.key)
+	if l.s.holder == l {
+		l.s.free()
 	}
 }
 
 // Done implements Lease.
 func (l *inProcessLease) Done() <-chan struct{} {
-	t := l.t
-	now := t.clock.Since(t.base)
+	t := l.s.t
+	now := t.now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if l.done == nil {
@@ -308,8 +338,8 @@ func (l *inProcessLease) Done() <-chan struct{} {
 
 // expire runs at l's local expiry, or later if l was extended meanwhile.
 func (l *inProcessLease) expire() {
-	t := l.t
-	now := t.clock.Since(t.base)
+	t := l.s.t
+	now := t.now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !l.done.Armed() {

@@ -51,7 +51,7 @@ func (d *InProcessDriver) Heartbeat(ctx context.Context, group, member string, t
 		return nil, err
 	}
 	t := d.t
-	now := t.clock.Since(t.base)
+	now := t.now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	g := t.groups[group]

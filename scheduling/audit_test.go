@@ -206,7 +206,7 @@ func auditEntry(t *testing.T, lock string, spec Spec) *entry {
 		t.Fatal(err)
 	}
 	spec.Lock = lock
-	return &entry{flight: new(flight), name: "a", spec: spec, sched: sched}
+	return &entry{flight: new(flight), name: "a", spec: &spec, sched: sched}
 }
 
 func at(m int) time.Time { return epoch.Add(time.Duration(m) * time.Minute) }
@@ -311,14 +311,14 @@ func TestAuditLongIntervalsAndJitteredHolds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &entry{flight: new(flight), name: "nightly", spec: Spec{Lock: "k", LockTTL: time.Minute}, sched: every3h}
+	e := &entry{flight: new(flight), name: "nightly", spec: &Spec{Lock: "k", LockTTL: time.Minute}, sched: every3h}
 	runs := []taskstate.Run{{Fire: epoch, Node: "n1", Start: epoch, Outcome: "ok"}}
 	a := audit(e, runs, []holder{{"nightly", runs[0]}}, epoch.Add(20*time.Hour), time.Time{})
 	if !a.From.Equal(epoch) || a.Missed != 6 || a.Ran != 1 {
 		t.Errorf("every 3h: from %v, ran %d, missed %d; want from the run, 1 ran, 6 missed (03:00 to 18:00)", a.From, a.Ran, a.Missed)
 	}
 	daily, _ := parseSchedule("0 0 * * *", time.UTC)
-	e = &entry{flight: new(flight), name: "b", spec: Spec{Lock: "k", LockTTL: time.Minute, Jitter: 30 * time.Minute}, sched: daily}
+	e = &entry{flight: new(flight), name: "b", spec: &Spec{Lock: "k", LockTTL: time.Minute, Jitter: 30 * time.Minute}, sched: daily}
 	shifted := epoch.Add(24 * time.Hour).Add(jitterOffset("b", epoch.Add(24*time.Hour), 30*time.Minute))
 	own := taskstate.Run{Fire: epoch, Node: "n1", Start: epoch, Outcome: "ok"}
 	other := taskstate.Run{Fire: shifted.Add(-time.Minute), Node: "n2", Start: shifted.Add(-time.Minute), Duration: 2 * time.Minute, Outcome: "ok"}

@@ -177,7 +177,7 @@ func backfillInstants(e *entry, from, to time.Time) (int, error) {
 	}
 	if n == 0 {
 		return 0, fmt.Errorf("%w: task %s: range [%v, %v]: holds no instant of the schedule %q",
-			ErrInvalidBackfill, e.name, from, to, e.spec.Cron)
+			ErrInvalidBackfill, e.name, from, to, e.cron)
 	}
 	return n, nil
 }

@@ -131,14 +131,14 @@ func daysInMonth(year, month int) int {
 
 // utcSchedule is a cron spec on a zone without DST changes.
 type utcSchedule struct {
-	spec *cron.SpecSchedule // evaluated in UTC
-	loc  *time.Location     // the zone of the fields; fixed offset
+	spec cron.SpecSchedule // evaluated in UTC
+	loc  *time.Location    // the zone of the fields; fixed offset
 }
 
-func (u utcSchedule) Next(t time.Time) time.Time {
+func (u *utcSchedule) Next(t time.Time) time.Time {
 	_, off := t.In(u.loc).Zone()
 	shift := time.Duration(off) * time.Second
-	n := nextUTC(u.spec, t.Add(shift))
+	n := nextUTC(&u.spec, t.Add(shift))
 	if n.IsZero() {
 		return n
 	}

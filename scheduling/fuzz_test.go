@@ -64,7 +64,7 @@ func FuzzNextUTC(f *testing.F) {
 			utc := *spec
 			utc.Location = time.UTC
 			want := ref.Next(from)
-			got := utcSchedule{spec: &utc, loc: loc}.Next(from)
+			got := (&utcSchedule{spec: utc, loc: loc}).Next(from)
 			if !got.Equal(want) {
 				t.Fatalf("%q in %v from %v: got %v, robfig %v", expr, loc, from, got, want)
 			}

@@ -23,6 +23,9 @@ var (
 // hasH reports whether expr uses H in a field: an item "H", "H(a-b)",
 // "H/n" or "H(a-b)/n".
 func hasH(expr string) bool {
+	if strings.IndexByte(expr, 'H') < 0 {
+		return false // most expressions: no H item, and nothing to split
+	}
 	for _, f := range strings.Fields(expr) {
 		for _, item := range strings.Split(f, ",") {
 			if item == "H" || strings.HasPrefix(item, "H(") || strings.HasPrefix(item, "H/") {

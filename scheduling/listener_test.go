@@ -222,7 +222,7 @@ func TestListenerSeesSkipsByReason(t *testing.T) {
 	t.Run("no driver", func(t *testing.T) {
 		l := &recListener{}
 		s, _, _, _ := newListened(t, false, l)
-		e := &entry{flight: new(flight), fn: noop, name: "t", spec: Spec{Cron: "@daily", Lock: "k", LockTTL: time.Minute},
+		e := &entry{flight: new(flight), fn: noop, name: "t", cron: "@daily", spec: &Spec{Lock: "k", LockTTL: time.Minute},
 			sched: gridSchedule{every: time.Hour}}
 		s.takeoff(1)
 		s.fire(firing{e: e, fire: epoch}, nil)

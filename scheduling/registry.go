@@ -104,23 +104,27 @@ type entry struct {
 	// schedule's entry hands it on to the entry that replaces it at an
 	// update, so that a run of the old spec still counts as in flight.
 	*flight
-	fn       func(context.Context) error
-	name     string
-	typ      string
-	method   string
-	spec     Spec
+	fn     func(context.Context) error
+	name   string
+	typ    string
+	method string
+	cron   string // Spec.Cron
+	// spec is the task's spec but for Cron, which is empty here: the
+	// tasks of one Add whose specs differ in their expressions alone share
+	// it. Use Spec for the whole of it.
+	spec     *Spec
 	sched    schedule
-	seq      int    // registration order
+	seq      int32  // registration order
 	claimKey string // the key of this task's fire claims; "" if unlocked
 	// stored is the stored schedule the entry runs; nil for a task
 	// declared in code.
 	stored *taskstate.Schedule
 
 	// Guarded by Scheduler.mu.
-	next  time.Time // zero when the schedule has no further fire
-	at    time.Time // when next starts: next, plus its jitter (setNext)
-	index int       // in Scheduler.due; -1 when absent
-	gone  bool      // a stored schedule's entry, replaced or deleted: it fires no more
+	next   time.Time     // zero when the schedule has no further fire
+	jitter time.Duration // next starts this much after its instant (setNext)
+	index  int32         // in Scheduler.due; -1 when absent
+	gone   bool          // a stored schedule's entry, replaced or deleted: it fires no more
 }
 
 // flight is the state of a task's fires on this node.
@@ -130,32 +134,60 @@ type flight struct {
 	waiting  atomic.Bool  // that fire is waiting for its lock
 	tried    atomic.Int64 // the latest fire (Unix ns) this node owned or found busy: a takeover does not try it again
 
-	mu    sync.Mutex // protects last and stats, apart from Scheduler.mu so runs do not contend
-	last  *LastRun   // nil until the first fire; reused after
-	ran   *LastRun   // nil until the first run; reused after
+	mu   sync.Mutex // protects hist, apart from Scheduler.mu so runs do not contend
+	hist *history   // nil until the first fire, so that an idle task keeps none
+}
+
+// history is what a task's fires left on this node.
+type history struct {
+	last  LastRun // the last fire
+	ran   LastRun // the last run; zero Fire until the first
 	stats counts
 }
 
 type counts struct{ runs, skips, failures uint64 }
 
+// Spec returns the task's spec.
+func (e *entry) Spec() Spec {
+	s := *e.spec
+	s.Cron = e.cron
+	return s
+}
+
+// specPool shares one Spec between the tasks whose specs (Cron aside)
+// are equal. A nil pool shares nothing.
+type specPool map[Spec]*Spec
+
+// share returns the pool's Spec equal to s but for Cron, which it leaves
+// empty.
+func (p specPool) share(s Spec) *Spec {
+	s.Cron = ""
+	if sp, ok := p[s]; ok {
+		return sp
+	}
+	sp := &s
+	if p != nil {
+		p[s] = sp
+	}
+	return sp
+}
+
 // record stores the outcome of a fire and returns the previous fire's
 // ("" before the first).
 func (e *entry) record(r LastRun, c counts) (prev Outcome) {
 	e.mu.Lock()
-	if e.last == nil {
-		e.last = new(LastRun)
+	if e.hist == nil {
+		e.hist = new(history)
 	}
-	prev = e.last.Outcome
-	*e.last = r
+	h := e.hist
+	prev = h.last.Outcome
+	h.last = r
 	if c.runs > 0 {
-		if e.ran == nil {
-			e.ran = new(LastRun)
-		}
-		*e.ran = r
+		h.ran = r
 	}
-	e.stats.runs += c.runs
-	e.stats.skips += c.skips
-	e.stats.failures += c.failures
+	h.stats.runs += c.runs
+	h.stats.skips += c.skips
+	h.stats.failures += c.failures
 	e.mu.Unlock()
 	return prev
 }
@@ -167,7 +199,7 @@ func (s *Scheduler) Tasks() []TaskInfo {
 	defer s.mu.Unlock()
 	out := make([]TaskInfo, len(s.entries))
 	for i, e := range s.entries {
-		out[i] = TaskInfo{Name: e.name, Type: e.typ, Method: e.method, Spec: e.spec, Next: e.next,
+		out[i] = TaskInfo{Name: e.name, Type: e.typ, Method: e.method, Spec: e.Spec(), Next: e.next,
 			Running: e.running(), Waiting: e.waiting.Load(), Schedule: e.stored}
 		if e.spec.Lock != "" && s.spread != nil {
 			out[i].Owner = s.ownerNow(e.spec.Lock)
@@ -179,12 +211,9 @@ func (s *Scheduler) Tasks() []TaskInfo {
 			out[i].Backfill = &b
 		}
 		e.mu.Lock()
-		out[i].Runs, out[i].Skips, out[i].Failures = e.stats.runs, e.stats.skips, e.stats.failures
-		if e.last != nil {
-			out[i].Last = *e.last
-		}
-		if e.ran != nil {
-			out[i].LastRan = *e.ran
+		if h := e.hist; h != nil {
+			out[i].Runs, out[i].Skips, out[i].Failures = h.stats.runs, h.stats.skips, h.stats.failures
+			out[i].Last, out[i].LastRan = h.last, h.ran
 		}
 		e.mu.Unlock()
 	}
@@ -232,11 +261,15 @@ func (h *holding) release(ctx context.Context) error {
 // jitter that a hash of the task's name and the instant picks below
 // spec.Jitter. s.mu is held.
 func (e *entry) setNext(next time.Time) {
-	e.next, e.at = next, next
+	e.next, e.jitter = next, 0
 	if j := e.spec.Jitter; j > 0 && !next.IsZero() {
-		e.at = next.Add(jitterOffset(e.name, next, j))
+		e.jitter = jitterOffset(e.name, next, j)
 	}
 }
+
+// at returns when e's next fire starts: its instant, plus its jitter.
+// s.mu is held.
+func (e *entry) at() time.Time { return e.next.Add(e.jitter) }
 
 // nextAfter sets e's next fire to the first whose start is after now:
 // with Jitter, a fire whose instant has passed may not have started yet,
@@ -244,7 +277,7 @@ func (e *entry) setNext(next time.Time) {
 // held.
 func (e *entry) nextAfter(now time.Time) {
 	for t := e.sched.Next(now.Add(-e.spec.Jitter)); !t.IsZero(); t = e.sched.Next(t) {
-		if e.setNext(t); e.at.After(now) {
+		if e.setNext(t); e.at().After(now) {
 			return
 		}
 	}

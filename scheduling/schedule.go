@@ -102,11 +102,11 @@ func parseSchedule(expr string, loc *time.Location) (s schedule, err error) {
 	utc.Location = time.UTC
 	switch {
 	case fixedZone(spec.Location):
-		s = utcSchedule{spec: &utc, loc: spec.Location}
+		s = &utcSchedule{spec: utc, loc: spec.Location}
 	case spec.Hour&allHours == allHours && !subHourChanges(spec.Location):
 		s = spec
 	default:
-		s = wallSchedule{utc: &utc, loc: spec.Location}
+		s = &wallSchedule{utc: utc, loc: spec.Location}
 	}
 	if field := emptyField(spec); field != "" {
 		return nil, fmt.Errorf("the %s field names no value (an empty list such as \",\"), so the expression never fires", field)
@@ -180,7 +180,7 @@ func (g gridSchedule) Next(t time.Time) time.Time {
 // when clocks fall back, at the end of the gap when they spring forward
 // (the DST policy "once,shift"); twice and skip choose otherwise.
 type wallSchedule struct {
-	utc *cron.SpecSchedule // the spec evaluated in UTC, which has no DST
+	utc cron.SpecSchedule // the spec evaluated in UTC, which has no DST
 	loc *time.Location
 	// twice fires a wall time that clocks fall back over at both of its
 	// occurrences; skip does not fire a wall time that a spring-forward
@@ -188,7 +188,7 @@ type wallSchedule struct {
 	twice, skip bool
 }
 
-func (w wallSchedule) Next(t time.Time) time.Time {
+func (w *wallSchedule) Next(t time.Time) time.Time {
 	lt := t.In(w.loc)
 	wall := time.Date(lt.Year(), lt.Month(), lt.Day(), lt.Hour(), lt.Minute(), lt.Second(), lt.Nanosecond(), time.UTC)
 	// Under twice, the wall times that clocks are about to fall back over
@@ -207,7 +207,7 @@ func (w wallSchedule) Next(t time.Time) time.Time {
 	// Candidates before t occur only for wall times repeated by a fall-back
 	// or within back of t's: a few hours of them at most.
 	for range 4000 + int(2*back/time.Second) {
-		wall = nextUTC(w.utc, wall)
+		wall = nextUTC(&w.utc, wall)
 		if wall.IsZero() || (!best.IsZero() && wall.Sub(bestWall) > back) {
 			break
 		}
@@ -304,9 +304,10 @@ func parseDST(s string) (dstPolicy, error) {
 // one that follows elapsed time (every hour, a fixed zone) has no wall
 // time that clocks repeat or skip.
 func withDST(s schedule, p dstPolicy) schedule {
-	if w, ok := s.(wallSchedule); ok {
-		w.twice, w.skip = p.twice, p.skip
-		return w
+	if w, ok := s.(*wallSchedule); ok {
+		c := *w // w may be shared: the parse cache hands it to every task of its expression
+		c.twice, c.skip = p.twice, p.skip
+		return &c
 	}
 	return s
 }

@@ -114,10 +114,9 @@ type Scheduler struct {
 
 	mu           sync.Mutex // protects the fields below
 	status       state
-	entries      []*entry        // in registration order
-	seq          int             // the last entry's seq
-	names        map[string]bool // task names taken
-	byName       map[string]*entry
+	entries      []*entry                      // in registration order
+	seq          int32                         // the last entry's seq
+	byName       map[string]*entry             // the task names taken
 	retries      map[string]taskstate.Retry    // the pending retries this node knows of, by task (see retryPending)
 	left         map[string]time.Time          // when this node left each task's pending run in retries (see dueRetries)
 	backfills    map[string]taskstate.Backfill // each task's last backfill, as the last poll read it
@@ -153,7 +152,6 @@ func New(cfg Config) *Scheduler {
 		wake:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 		loopDone: make(chan struct{}),
-		names:    map[string]bool{},
 		byName:   map[string]*entry{},
 		retries:  map[string]taskstate.Retry{},
 		driving:  map[string]bool{},
@@ -207,25 +205,33 @@ func (s *Scheduler) Add(tasks ...Task) error {
 	if s.status == stopped {
 		return errors.New("scheduling: Add after Stop")
 	}
-	cache := newParseCache(s.loc)
-	if err := validateTasks(tasks, s.names, s.lockRules(), cache); err != nil {
+	cache := newParseCache(s.loc, len(tasks))
+	if err := validateTasks(tasks, s.taken(""), s.lockRules(), cache); err != nil {
 		return err
 	}
+	if len(s.entries) == 0 {
+		// A first Add sizes the registry at once rather than by doubling.
+		s.entries = make([]*entry, 0, len(tasks))
+		s.byName = make(map[string]*entry, len(tasks))
+		s.due = make(entryHeap, 0, len(tasks))
+	}
 	now := s.clock.Now()
+	specs := specPool{}
 	for _, t := range tasks {
 		sched, _ := cache.parseFor(t.decl.Cron, t.Name(), t.Spec().DST) // validated above
-		s.insert(t, sched, now, nil)
+		s.insert(t, sched, specs, now, nil)
 	}
 	s.changed(now)
 	return nil
 }
 
 // insert adds t to the registry, in the place of old (the entry of a stored
-// schedule that t updates) if not nil. s.mu is held.
-func (s *Scheduler) insert(t Task, sched schedule, now time.Time, old *entry) *entry {
+// schedule that t updates) if not nil, its spec shared through specs.
+// s.mu is held.
+func (s *Scheduler) insert(t Task, sched schedule, specs specPool, now time.Time, old *entry) *entry {
 	s.seq++
-	e := &entry{flight: new(flight), fn: t.fn, name: t.Name(), typ: t.typ, method: t.method, spec: t.Spec(),
-		sched: sched, seq: s.seq, index: -1}
+	e := &entry{flight: new(flight), fn: t.fn, name: t.Name(), typ: t.typ, method: t.method, cron: t.decl.Cron,
+		spec: specs.share(t.Spec()), sched: sched, seq: s.seq, index: -1}
 	e.nextAfter(now)
 	if e.spec.Lock != "" {
 		e.claimKey = e.spec.Lock + "@" + e.name
@@ -238,7 +244,6 @@ func (s *Scheduler) insert(t Task, sched schedule, now time.Time, old *entry) *e
 		s.entries = append(s.entries, e)
 	}
 	s.byName[e.name] = e
-	s.names[e.name] = true
 	if !e.next.IsZero() {
 		heap.Push(&s.due, e)
 	}
@@ -250,7 +255,7 @@ func (s *Scheduler) insert(t Task, sched schedule, now time.Time, old *entry) *e
 func (s *Scheduler) unschedule(e *entry) {
 	e.gone = true
 	if e.index >= 0 {
-		heap.Remove(&s.due, e.index)
+		heap.Remove(&s.due, int(e.index))
 	}
 }
 
@@ -259,7 +264,15 @@ func (s *Scheduler) remove(e *entry) {
 	s.unschedule(e)
 	s.entries = slices.DeleteFunc(s.entries, func(x *entry) bool { return x == e })
 	delete(s.byName, e.name)
-	delete(s.names, e.name)
+}
+
+// taken returns whether a name is taken by a task of the registry other
+// than the one named except. s.mu is held while it is called.
+func (s *Scheduler) taken(except string) func(string) bool {
+	return func(name string) bool {
+		_, ok := s.byName[name]
+		return ok && name != except
+	}
 }
 
 // changed tells the loop, and a spreading scheduler's group, that the tasks
@@ -326,7 +339,7 @@ func (s *Scheduler) Start() error {
 	// schedule starts now.
 	now := s.clock.Now()
 	for _, e := range s.due {
-		if !e.at.After(now) {
+		if !e.at().After(now) {
 			e.nextAfter(now)
 		}
 	}
@@ -391,7 +404,7 @@ func (s *Scheduler) logStarted() {
 	}
 	s.log.Info("scheduler started", "node", s.node, "driver", s.DriverName(), "zone", zoneName(s.loc, s.clock.Now()), "tasks", len(s.entries))
 	for _, e := range s.entries {
-		args := []any{"task", e.name, "cron", e.spec.Cron}
+		args := []any{"task", e.name, "cron", e.cron}
 		if e.spec.Lock != "" {
 			args = append(args, "lock", e.spec.Lock)
 		}
@@ -543,9 +556,9 @@ func (s *Scheduler) loop() {
 		s.parked = false
 		now := s.clock.Now()
 		batch = batch[:0]
-		for len(s.due) > 0 && !s.due[0].at.After(now) {
+		for len(s.due) > 0 && !s.due[0].at().After(now) {
 			e := heap.Pop(&s.due).(*entry)
-			batch = append(batch, firing{e: e, fire: e.next, at: e.at})
+			batch = append(batch, firing{e: e, fire: e.next, at: e.at()})
 		}
 		poll := s.state != nil && !s.nextPoll.After(now)
 		if poll {
@@ -576,7 +589,7 @@ func (s *Scheduler) loop() {
 			if e.gone {
 				continue // a stored schedule updated or deleted meanwhile
 			}
-			if e.setNext(e.sched.Next(f.fire)); !e.next.IsZero() && !e.at.After(now) {
+			if e.setNext(e.sched.Next(f.fire)); !e.next.IsZero() && !e.at().After(now) {
 				e.nextAfter(now) // missed fires are not caught up
 			}
 			if !e.next.IsZero() {
@@ -586,7 +599,7 @@ func (s *Scheduler) loop() {
 		var fired <-chan time.Time
 		var wakeAt time.Time
 		if len(s.due) > 0 {
-			wakeAt = s.due[0].at
+			wakeAt = s.due[0].at()
 		}
 		if s.state != nil && (wakeAt.IsZero() || s.nextPoll.Before(wakeAt)) {
 			wakeAt = s.nextPoll
@@ -667,18 +680,18 @@ type entryHeap []*entry
 
 func (h entryHeap) Len() int { return len(h) }
 func (h entryHeap) Less(i, j int) bool {
-	if !h[i].at.Equal(h[j].at) {
-		return h[i].at.Before(h[j].at)
+	if a, b := h[i].at(), h[j].at(); !a.Equal(b) {
+		return a.Before(b)
 	}
 	return h[i].seq < h[j].seq
 }
 func (h entryHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
-	h[i].index, h[j].index = i, j
+	h[i].index, h[j].index = int32(i), int32(j)
 }
 func (h *entryHeap) Push(x any) {
 	e := x.(*entry)
-	e.index = len(*h)
+	e.index = int32(len(*h))
 	*h = append(*h, e)
 }
 func (h *entryHeap) Pop() any {
@@ -701,7 +714,7 @@ func init() {
 // is held.
 func (s *Scheduler) quiet() bool {
 	now := s.clock.Now()
-	return s.parked && (len(s.due) == 0 || s.due[0].at.After(now)) &&
+	return s.parked && (len(s.due) == 0 || s.due[0].at().After(now)) &&
 		(s.state == nil || s.nextPoll.After(now)) && !s.beatDue(now)
 }
 
@@ -741,5 +754,5 @@ func (s *Scheduler) nextFire() time.Time {
 	if len(s.due) == 0 {
 		return time.Time{}
 	}
-	return s.due[0].at
+	return s.due[0].at()
 }

@@ -484,15 +484,15 @@ func TestLockedFireWithoutDriverNeverRuns(t *testing.T) {
 	// guard behind it, for a fire that reaches the runner anyway.
 	s, _, rec, _ := newTest(t, false)
 	var f fires
-	e := &entry{flight: new(flight), fn: f.task, name: "guarded", spec: Spec{Cron: "@daily", Lock: "k", LockTTL: time.Minute},
+	e := &entry{flight: new(flight), fn: f.task, name: "guarded", cron: "@daily", spec: &Spec{Lock: "k", LockTTL: time.Minute},
 		sched: gridSchedule{every: time.Hour}}
 	s.takeoff(1)
 	s.fire(firing{e: e, fire: epoch}, nil)
 	if f.count() != 0 || e.busy.Load() {
 		t.Fatalf("ran %d times; slot held %v", f.count(), e.busy.Load())
 	}
-	if e.last == nil || e.last.Outcome != OutcomeLockFailed || !errors.Is(e.last.Err, ErrNoDriver) {
-		t.Fatalf("last %+v", e.last)
+	if e.hist == nil || e.hist.last.Outcome != OutcomeLockFailed || !errors.Is(e.hist.last.Err, ErrNoDriver) {
+		t.Fatalf("history %+v", e.hist)
 	}
 	if logs := rec.find("lock failed"); len(logs) != 1 || logs[0].level != slog.LevelError || logs[0].attrs["task"] != "guarded" {
 		t.Fatalf("logs %+v", logs)

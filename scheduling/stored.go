@@ -218,15 +218,14 @@ func (s *Scheduler) scheduleTask(sc taskstate.Schedule) (Task, schedule, error) 
 	}
 	t := NewTask(func(ctx context.Context) error { return h(ctx, args) }, opts...)
 	t.typ, t.method = "", ""
-	taken, rules := s.names, s.lockRules()
+	taken, rules := s.taken(""), s.lockRules()
 	if old != nil {
-		taken = maps.Clone(s.names)
-		delete(taken, old.name)
+		taken = s.taken(old.name)
 		if u, ok := rules.locked[old.spec.Lock]; ok && u.task == old.name {
 			delete(rules.locked, old.spec.Lock)
 		}
 	}
-	cache := newParseCache(s.loc)
+	cache := newParseCache(s.loc, 1)
 	if err := validateTasks([]Task{t}, taken, rules, cache); err != nil {
 		return Task{}, nil, err
 	}
@@ -303,7 +302,7 @@ func (s *Scheduler) applySchedules(scs []taskstate.Schedule) (added []*entry) {
 			if e != nil && e.stored != nil {
 				old = e
 			}
-			ne := s.insert(t, sched, now, old)
+			ne := s.insert(t, sched, nil, now, old)
 			ne.stored = &sc
 			if old == nil {
 				added = append(added, ne)

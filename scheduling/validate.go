@@ -1,17 +1,12 @@
 package scheduling
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
-
-	"github.com/go-playground/validator/v10"
 
 	"github.com/ndigo/ndigo/locks"
 )
@@ -19,24 +14,25 @@ import (
 // declared is what a task's options record, before validation and
 // defaults ([Spec] is the result). Pointer fields distinguish "not set"
 // from a zero value, so that a lock option given without a lock is
-// reported.
+// reported. The opt tags name the options in problems; optionErrors checks
+// each field's own rules.
 type declared struct {
-	Cron         string         `opt:"cron" validate:"required,cronexpr"`
-	Lock         *string        `opt:"lock" validate:"omitempty,min=1"`
-	LockWait     *time.Duration `opt:"lockWait" validate:"omitempty,excluded_without=Lock,gte=0"`
-	LockWaitStep *time.Duration `opt:"lockWaitStep" validate:"omitempty,excluded_without=Lock,gt=0"`
-	LockTTL      *time.Duration `opt:"lockTtl" validate:"omitempty,excluded_without=Lock,gt=0"`
-	MaxRunTime   *time.Duration `opt:"maxRunTime" validate:"omitempty,gt=0"`
-	Renew        bool           `opt:"renew" validate:"excluded_without=Lock"`
-	CatchUp      *time.Duration `opt:"catchUp" validate:"omitempty,gte=0"`
-	Jitter       *time.Duration `opt:"jitter" validate:"omitempty,gte=0"`
+	Cron         string         `opt:"cron"`
+	Lock         *string        `opt:"lock"`
+	LockWait     *time.Duration `opt:"lockWait"`
+	LockWaitStep *time.Duration `opt:"lockWaitStep"`
+	LockTTL      *time.Duration `opt:"lockTtl"`
+	MaxRunTime   *time.Duration `opt:"maxRunTime"`
+	Renew        bool           `opt:"renew"`
+	CatchUp      *time.Duration `opt:"catchUp"`
+	Jitter       *time.Duration `opt:"jitter"`
 	DST          *string        `opt:"dst"`
-	Retry        *int           `opt:"retry" validate:"omitempty,gte=0"`
-	RetryBackoff *time.Duration `opt:"retryBackoff" validate:"omitempty,excluded_without=Retry,gt=0"`
-	RetryMax     *time.Duration `opt:"retryMaxBackoff" validate:"omitempty,excluded_without=Retry,gt=0"`
+	Retry        *int           `opt:"retry"`
+	RetryBackoff *time.Duration `opt:"retryBackoff"`
+	RetryMax     *time.Duration `opt:"retryMaxBackoff"`
 	Overlap      *string        `opt:"overlap"`
-	MaxConc      *int           `opt:"maxConcurrent" validate:"omitempty,gt=0"`
-	Name         *string        `opt:"name" validate:"omitempty,min=1"`
+	MaxConc      *int           `opt:"maxConcurrent"`
+	Name         *string        `opt:"name"`
 }
 
 // A Problem is one thing wrong with one task's spec.
@@ -103,7 +99,7 @@ func (e *ValidationError) Unwrap() error { return ErrInvalidSpec }
 // the lock driver, which only a scheduler knows) and returns a
 // *ValidationError listing every problem, or nil.
 func Validate(tasks ...Task) error {
-	return validateTasks(tasks, nil, lockRules{claims: true, state: true}, newParseCache(nil))
+	return validateTasks(tasks, nil, lockRules{claims: true, state: true}, newParseCache(nil, len(tasks)))
 }
 
 // lockRules is what a scheduler's driver asks of locked tasks. The zero
@@ -124,26 +120,67 @@ type lockUser struct {
 	allow bool
 }
 
-var (
-	validateOnce sync.Once
-	specValidate *validator.Validate
-)
+// An optionError is an option that breaks a rule of its own (optionErrors).
+type optionError struct {
+	option string // as in declared's opt tags
+	rule   string // required, cronexpr, min (not empty), gt, gte, or excluded_without
+	param  string // excluded_without's: the option it needs, Lock or Retry
+	value  any    // the option's value
+}
 
-func specValidator() *validator.Validate {
-	validateOnce.Do(func() {
-		v := validator.New(validator.WithRequiredStructEnabled())
-		v.RegisterTagNameFunc(func(f reflect.StructField) string { return f.Tag.Get("opt") })
-		// validator's own "cron" tag is a regular expression that rejects
-		// valid expressions; the parser that will run the spec decides.
-		if err := v.RegisterValidationCtx("cronexpr", func(ctx context.Context, fl validator.FieldLevel) bool {
-			_, err := cacheFrom(ctx).parse(fl.Field().String())
-			return err == nil
-		}); err != nil {
-			panic(err)
+// optionErrors checks each option of d against its own rules, in d's
+// field order, and returns the first rule that each option breaks: the
+// expression is required and must parse, a lock or name given must not be
+// empty, lock durations need a lock and retry backoffs a retry, and
+// durations and counts must not be negative (positive where zero means
+// nothing).
+func optionErrors(d *declared, cache *parseCache) []optionError {
+	var errs []optionError
+	fail := func(option, rule, param string, value any) {
+		errs = append(errs, optionError{option, rule, param, value})
+	}
+	if d.Cron == "" {
+		fail("cron", "required", "", d.Cron)
+	} else if _, err := cache.parse(d.Cron); err != nil {
+		fail("cron", "cronexpr", "", d.Cron)
+	}
+	if d.Lock != nil && *d.Lock == "" {
+		fail("lock", "min", "", *d.Lock)
+	}
+	// dur checks an option given (p not nil): it needs the option named
+	// need if that one is not given, and must be positive (gt) or not
+	// negative (gte).
+	dur := func(option string, p *time.Duration, need string, needed bool, rule string) {
+		switch {
+		case p == nil:
+		case need != "" && !needed:
+			fail(option, "excluded_without", need, *p)
+		case rule == "gt" && *p <= 0, rule == "gte" && *p < 0:
+			fail(option, rule, "", *p)
 		}
-		specValidate = v
-	})
-	return specValidate
+	}
+	locked, retried := d.Lock != nil, d.Retry != nil
+	dur("lockWait", d.LockWait, "Lock", locked, "gte")
+	dur("lockWaitStep", d.LockWaitStep, "Lock", locked, "gt")
+	dur("lockTtl", d.LockTTL, "Lock", locked, "gt")
+	dur("maxRunTime", d.MaxRunTime, "", true, "gt")
+	if d.Renew && !locked {
+		fail("renew", "excluded_without", "Lock", d.Renew)
+	}
+	dur("catchUp", d.CatchUp, "", true, "gte")
+	dur("jitter", d.Jitter, "", true, "gte")
+	if d.Retry != nil && *d.Retry < 0 {
+		fail("retry", "gte", "", *d.Retry)
+	}
+	dur("retryBackoff", d.RetryBackoff, "Retry", retried, "gt")
+	dur("retryMaxBackoff", d.RetryMax, "Retry", retried, "gt")
+	if d.MaxConc != nil && *d.MaxConc <= 0 {
+		fail("maxConcurrent", "gt", "", *d.MaxConc)
+	}
+	if d.Name != nil && *d.Name == "" {
+		fail("name", "min", "", *d.Name)
+	}
+	return errs
 }
 
 // A parseCache parses each distinct cron expression of one validation once,
@@ -159,8 +196,9 @@ type parsed struct {
 	err error
 }
 
-func newParseCache(loc *time.Location) *parseCache {
-	return &parseCache{loc: loc, m: map[string]parsed{}}
+// newParseCache returns a cache for about n expressions.
+func newParseCache(loc *time.Location, n int) *parseCache {
+	return &parseCache{loc: loc, m: make(map[string]parsed, n)}
 }
 
 func (c *parseCache) parse(expr string) (schedule, error) {
@@ -193,23 +231,12 @@ func (c *parseCache) parseFor(expr, name, dst string) (schedule, error) {
 	return withDST(s, p), nil
 }
 
-type cacheKey struct{}
-
-func cacheFrom(ctx context.Context) *parseCache {
-	if c, ok := ctx.Value(cacheKey{}).(*parseCache); ok {
-		return c
-	}
-	return newParseCache(nil)
-}
-
 // validateTasks checks every task and returns a *ValidationError listing all
-// problems. taken holds the names already in use. Locked tasks are checked
+// problems. taken, if not nil, reports the names already in use. Locked tasks are checked
 // against the driver's rules. Parsed schedules are left in cache.
-func validateTasks(tasks []Task, taken map[string]bool, rules lockRules, cache *parseCache) error {
+func validateTasks(tasks []Task, taken func(string) bool, rules lockRules, cache *parseCache) error {
 	var problems []Problem
-	names := map[string]bool{}
-	v := specValidator()
-	ctx := context.WithValue(context.Background(), cacheKey{}, cache)
+	names := make(map[string]bool, len(tasks))
 	for _, t := range tasks {
 		add := func(p Problem) {
 			p.Task, p.Type, p.Method = t.Name(), t.typ, t.method
@@ -227,22 +254,15 @@ func validateTasks(tasks []Task, taken map[string]bool, rules lockRules, cache *
 			add(p)
 			unread[p.Option] = true
 		}
-		depends := func(fe validator.FieldError) bool {
-			return unread["tag"] || unread[fe.Field()] || (fe.Tag() == "excluded_without" && unread["lock"])
+		depends := func(oe optionError) bool {
+			return unread["tag"] || unread[oe.option] || (oe.rule == "excluded_without" && unread["lock"])
 		}
 		if t.fn == nil {
 			add(Problem{Option: "func", Rule: "must not be nil"})
 		}
-		if err := v.StructCtx(ctx, t.decl); err != nil {
-			var fes validator.ValidationErrors
-			if !errors.As(err, &fes) {
-				add(Problem{Option: "spec", Rule: err.Error()})
-				continue
-			}
-			for _, fe := range fes {
-				if !depends(fe) {
-					add(Problem{Option: fe.Field(), Value: optionValue(fe.Value()), Rule: ruleText(cache, t.decl, fe)})
-				}
+		for _, oe := range optionErrors(&t.decl, cache) {
+			if !depends(oe) {
+				add(Problem{Option: oe.option, Value: optionValue(oe.value), Rule: ruleText(cache, t.decl, oe)})
 			}
 		}
 		if t.decl.Lock != nil {
@@ -315,7 +335,7 @@ func validateTasks(tasks []Task, taken map[string]bool, rules lockRules, cache *
 			}
 		}
 		name := t.Name()
-		if names[name] || taken[name] {
+		if names[name] || taken != nil && taken(name) {
 			add(Problem{Option: "name", Value: name, Rule: "must be unique within the scheduler; set a distinct name with Name or the name tag"})
 		}
 		names[name] = true
@@ -436,8 +456,8 @@ func optionValue(v any) string {
 	return fmt.Sprint(v)
 }
 
-func ruleText(cache *parseCache, s declared, fe validator.FieldError) string {
-	switch fe.Tag() {
+func ruleText(cache *parseCache, s declared, oe optionError) string {
+	switch oe.rule {
 	case "required":
 		return "is required"
 	case "cronexpr":
@@ -450,12 +470,12 @@ func ruleText(cache *parseCache, s declared, fe validator.FieldError) string {
 	case "gt":
 		return "must be positive"
 	case "excluded_without":
-		if fe.Param() == "Retry" {
+		if oe.param == "Retry" {
 			return "needs retry: it only applies to a task that retries"
 		}
 		return "needs lock: it only applies to a locked task"
 	}
-	return fmt.Sprintf("breaks rule %q", fe.Tag())
+	return fmt.Sprintf("breaks rule %q", oe.rule)
 }
 
 // shortestGap returns the shortest interval between the next 256 instants
