@@ -161,6 +161,7 @@ func New(cfg Config) *Scheduler {
 		state:    cfg.State,
 		poll:     cfg.RequestPoll,
 	}
+	s.stored.read = make(chan struct{}, 1)
 	if s.poll <= 0 {
 		s.poll = DefaultRequestPoll
 	}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sync"
 
 	"github.com/ndigo/ndigo/taskstate"
 )
@@ -50,7 +49,12 @@ type storedView struct {
 
 // schedules is a scheduler's view of the stored schedules.
 type schedules struct {
-	read sync.Mutex // serializes the reads and their application
+	// read serializes the reads and their application: a one-slot
+	// semaphore rather than a sync.Mutex, held across a store call, so
+	// that in a testing/synctest bubble (the cluster simulation) a poll
+	// waiting for another's read counts as durably blocked and fake time
+	// goes on; behind a mutex it would not, and the bubble would hang.
+	read chan struct{}
 	// Guarded by Scheduler.mu.
 	handlers map[string]HandlerFunc
 	views    map[string]*storedView // by name
@@ -238,8 +242,8 @@ func (s *Scheduler) scheduleTask(sc taskstate.Schedule) (Task, schedule, error) 
 // poll is), -1 after a change of this node's (the next poll reads them
 // again).
 func (s *Scheduler) readSchedules(ctx context.Context, gen int64) error {
-	s.stored.read.Lock()
-	defer s.stored.read.Unlock()
+	s.stored.read <- struct{}{}
+	defer func() { <-s.stored.read }()
 	scs, err := s.state.Schedules(ctx)
 	if err != nil {
 		return fmt.Errorf("scheduling: reading the stored schedules: %w", err)
