@@ -4,7 +4,7 @@
 // driver against a map-plus-mutex table and a lean one, the Redis driver
 // report of redislockbench, the PostgreSQL driver report of pglockbench,
 // the etcd driver beside etcd's Mutex, Redis and PostgreSQL of
-// etcdlockbench, and the
+// etcdlockbench, the first builds of buildbench, and the
 // 3-node run of clusterbench, and the scale benchmark of scalebench
 // (node processes beside gocron v2, the kill, graceful and PostgreSQL
 // modes). It is what `make bench` runs:
@@ -41,8 +41,9 @@ var (
 	pgRuns    = flag.Int("postgres-runs", 5, "-runs of pglockbench")
 	pgDur     = flag.Duration("postgres-duration", 2*time.Second, "-duration of pglockbench")
 	etcdRuns  = flag.Int("etcd-runs", 5, "-runs of etcdlockbench")
+	buildRuns = flag.Int("build-runs", 3, "-runs of buildbench")
 	etcdDur   = flag.Duration("etcd-duration", 2*time.Second, "-duration of etcdlockbench")
-	only      = flag.String("parts", "machine,scheduler,inprocess,redis,postgres,etcd,cluster,scale", "the parts to regenerate; the others are kept as they are")
+	only      = flag.String("parts", "machine,scheduler,inprocess,redis,postgres,etcd,cluster,scale,build", "the parts to regenerate; the others are kept as they are")
 	clRuns    = flag.Int("cluster-runs", 3, "-runs of clusterbench")
 	clDur     = flag.Duration("cluster-duration", time.Minute, "-duration of clusterbench")
 	scRuns    = flag.Int("scale-runs", 3, "-runs of scalebench's tables of nodes × tasks (its kill, graceful and PostgreSQL modes run once)")
@@ -65,6 +66,9 @@ func main() {
 		},
 		"postgres": func() string {
 			return run(".", "go", "run", "./cmd/pglockbench", "-runs", strconv.Itoa(*pgRuns), "-duration", pgDur.String())
+		},
+		"build": func() string {
+			return run(".", "go", "run", "./cmd/buildbench", "-runs", strconv.Itoa(*buildRuns))
 		},
 		"etcd": func() string {
 			return run(".", "go", "run", "./cmd/etcdlockbench", "-runs", strconv.Itoa(*etcdRuns), "-duration", etcdDur.String())
