@@ -13,7 +13,7 @@ DECLARE
 	i bigint;
 BEGIN
 	FOR i IN SELECT f.o FROM unnest($2) WITH ORDINALITY AS f(k, o) ORDER BY f.k COLLATE "C", f.o LOOP
-		replies[i] := (SELECT a FROM $ACQUIRE_CLAIM($1, $2[i], $3[i], $4[i], $5[i], $6[i], $7[i], false) AS a);
+		replies[i] := $ACQUIRE_CLAIM($1, $2[i], $3[i], $4[i], $5[i], $6[i], $7[i], false);
 	END LOOP;
 	FOR i IN 1 .. coalesce(array_length($2, 1), 0) LOOP
 		RETURN NEXT replies[i];

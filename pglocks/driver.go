@@ -18,19 +18,21 @@
 //
 // CreateSchema makes three tables (names from Options.Table, by default
 // ndigo_locks, ndigo_locks_claims and ndigo_locks_members), a sequence and
-// five functions:
+// seven functions:
 //
-//	ndigo_locks         (ns, digest) primary key, key text, token bigint, expires_at timestamptz
+//	ndigo_locks         (ns, digest) primary key, key text, token bigint, expires_at timestamptz,
+//	                    waited boolean
 //	ndigo_locks_claims  (ns, digest) primary key, key text, seq bigint, expires_at timestamptz
 //	                    index on (ns, expires_at)
 //	ndigo_locks_members (ns, grp, member) primary key, expires_at timestamptz
 //	                    (locks.Membership: one row per live member of a group)
 //	ndigo_tokens_<h>    the sequence every fencing token comes from
-//	ndigo_acquire_v3_<h>, ndigo_extend_v3_<h>, ndigo_release_v3_<h>,
-//	ndigo_claim_v3_<h>, ndigo_guard_v3_<h>, ndigo_acquire_claim_v3_<h>
+//	ndigo_acquire_v5_<h>, ndigo_extend_v5_<h>, ndigo_release_v5_<h>,
+//	ndigo_claim_v5_<h>, ndigo_guard_v5_<h>, ndigo_acquire_claim_v5_<h>,
+//	ndigo_acquire_claims_v5_<h>
 //	                    in the lock table's schema, <h> a hash of its name
-//	                    (v2 before this version: nodes of both can run on
-//	                    the same tables during an upgrade)
+//	                    (v4 before this version: nodes of both can run on
+//	                    the same tables during an upgrade, see Waiting)
 //
 // A row is found by digest, the sha256 of its key's UTF-8 bytes, so a key
 // of any length that locks.Check accepts (up to locks.MaxKeyLen, 1 MiB) fits
@@ -57,7 +59,8 @@
 // of the key that it could lock at once (UPDATE … WHERE ctid = (SELECT …
 // WHERE expires_at <= clock_timestamp() FOR UPDATE SKIP LOCKED)), or, if
 // the key has no row, inserts one (INSERT … ON CONFLICT DO NOTHING),
-// returning the token; no row returned means held. Extend and
+// returning the token; 0 means held. A held key's row is marked waited
+// when the calling driver watches the key (see Waiting). Extend and
 // Release are an UPDATE of the row WHERE token = the lease's AND expires_at
 // > clock_timestamp(). Claim is INSERT … ON CONFLICT (ns, digest) DO UPDATE
 // … WHERE seq < the new seq OR expires_at <= clock_timestamp(). An Acquire
@@ -99,7 +102,8 @@
 //
 // A free row means the same as no row: the key's next Acquire takes it or
 // inserts a new one, with a token above every earlier one either way. So
-// an Acquire of a key without a row, before it inserts one, examines the 32
+// an Acquire of a key without a row that is new to its driver (not among
+// the last 1,024 distinct keys the driver acquired), before it inserts one, examines the 32
 // rows of its namespace that follow the key's digest in the primary key
 // (wrapping around; all the other rows, if there are fewer) and deletes the
 // free ones among them, up to 8, skipping rows another transaction locks (a
@@ -134,6 +138,21 @@
 // others lock, and so reclaim fewer. There is no background goroutine: a
 // namespace that stops taking new keys keeps its free rows until it takes
 // one again.
+//
+// A key the driver acquired lately puts its row back without reclaiming:
+// its row was a free row that another key's Acquire reclaimed, and
+// reclaiming for it would take the free rows of other keys in use, each of
+// which would put its own back and reclaim in turn. Keys in use between
+// their leases are free rows most of the time, so each inserting Acquire
+// started a chain: at 64 goroutines on distinct keys, 69% of the cycles
+// inserted a row and deleted others (an index entry and a dead row each),
+// where they otherwise update their own row in place
+// (TestKeysInUseKeepTheirRows: 40 keys in use and 10 one-off keys, 124 rows
+// inserted, 426 before). Putting a row back adds none that the
+// reclamation had not taken, so rows are at most the bound above plus the
+// free rows of keys in use: at most 1,024 per driver, the keys each
+// remembers (one namespace that cycles one key at a time through 20 keys
+// keeps their 20 rows, where it kept 1 and inserted a row every time).
 //
 // A claim row (locks.Claimer) holds the latest sequence number claimed for
 // its key and when that record expires; a successful claim overwrites it,
@@ -236,15 +255,36 @@
 // the first Watch and stops a short while after the last watcher stops, or
 // at once on Close. It needs a direct session: through PgBouncer in
 // transaction mode, point Options.Listen at PostgreSQL itself (or a
-// session-mode pool). Every release notifies, contended or not: NOTIFY
-// serializes committing transactions that notify, a cost of one short lock
-// per release. Polling at the wait step remains the fallback for expiries
+// session-mode pool). Polling at the wait step remains the fallback for expiries
 // and missed notifications; the listening connection is replaced after 10s
 // of silence, waking every waiter.
+//
+// Only a release of a key that a watcher waited for notifies. An Acquire
+// that finds the key held, by a driver with a watcher of the key (as
+// locks.Wait has: it watches, then acquires), marks the key's row waited;
+// the mark stays until the row is deleted (reclaimed while free), and the
+// releases of a marked row notify. So a key that no watching driver ever
+// found held costs no NOTIFY, which takes a database-wide lock from the
+// notifying transaction's commit to its end, serializing the commits of
+// every notifying transaction: at 16 goroutines on distinct keys, a
+// notification per release halved the cycles (BENCHMARKS.md). The mark is
+// made on the row's latest version and only while it is held, so a release
+// that commits before it leaves the key free, and the Acquire takes it; a
+// row that other statements keep locked through the Acquire's retries is
+// left unmarked, and a watcher of the driver tries again 50ms later instead
+// of at its poll step. Acquires inside AcquireClaims do not mark (the
+// scheduler's wait for a held key is a locks.Wait, whose Acquires do). A
+// watcher of a key whose holder expired (no release), and whose row was
+// reclaimed and inserted again before the watcher's next Acquire, is woken
+// by the new holder's release only if a watching driver found that holder
+// too: otherwise it polls. During an upgrade from the previous version, its
+// nodes' Acquires do not mark: their waiters poll for keys that nodes of
+// this version release.
 package pglocks
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -319,6 +359,7 @@ type Driver struct {
 	margin  drift.Margin
 	channel string // the notification channel of releases
 	hub     *watchhub.Hub
+	recent  recent // the keys acquired lately, which do not reclaim
 }
 
 var (
@@ -464,17 +505,35 @@ func (d *Driver) Acquire(ctx context.Context, key string, ttl time.Duration) (lo
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
+	// A driver with a watcher of the key marks its row waited when the key
+	// is held, so that the holder's Release notifies (see Waiting); a key
+	// it acquired lately does not reclaim (see recent).
+	sum := keySum(d.ns, key)
+	p := hex.EncodeToString(sum[:])
+	watched, reclaim := d.hub.Waiting(p) > 0, !d.recent.has(sum)
 	sent := d.clock.Now()
 	var token int64
-	err := d.pool.QueryRow(ctx, d.sql.acquire, pgx.QueryExecModeExec, d.ns, key, micros(ttl), true).Scan(&token)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("%w: key %q is held", locks.ErrNotAcquired, key)
-	}
+	err := d.pool.QueryRow(ctx, d.sql.acquire, pgx.QueryExecModeExec, d.ns, key, micros(ttl), reclaim, watched).Scan(&token)
 	if err != nil {
 		return nil, fmt.Errorf("%w: acquire key %q: %w", ErrDatabase, key, err)
 	}
+	if token <= 0 {
+		if token < 0 {
+			// Held, and its row stayed locked by other statements, so
+			// unmarked: its Release may notify nobody. A watcher tries
+			// again soon instead of at its poll step.
+			d.hub.WakeAfter(p, remarkAfter)
+		}
+		return nil, fmt.Errorf("%w: key %q is held", locks.ErrNotAcquired, key)
+	}
+	d.recent.add(sum)
 	return &handle{remotelease.New("pglocks", key, uint64(token), d.clock, d.margin, sent, ttl), d}, nil
 }
+
+// remarkAfter is how soon a watcher of a key tries again after an Acquire
+// found the key held but could not mark its row waited: a few times the
+// retries (2, 4 and 8ms) that the Acquire spent on the locked row.
+const remarkAfter = 50 * time.Millisecond
 
 // maxFiresPerCall bounds the fires of one AcquireClaims statement: its
 // transaction keeps the rows it locks until the last fire is taken.

@@ -21,3 +21,8 @@ func Watchers(d *Driver, key string) int {
 func TokenSequence(d *Driver) string {
 	return d.sql.tokens
 }
+
+// Channel returns the notification channel of d's releases.
+func Channel(d *Driver) string {
+	return d.channel
+}

@@ -42,6 +42,9 @@ func (l *handle) Release(ctx context.Context) error {
 	return l.ReleaseWith(ctx, func(ctx context.Context) (bool, error) {
 		var ok bool
 		err := d.pool.QueryRow(ctx, d.sql.release, pgx.QueryExecModeExec, d.ns, l.Key(), int64(l.Token()), d.channel).Scan(&ok)
+		if err == nil && !ok {
+			err = pgx.ErrNoRows
+		}
 		return held(err, "release", l)
 	})
 }

@@ -446,3 +446,82 @@ func TestTokenDrawnAfterTheRowIsIn(t *testing.T) {
 		t.Fatalf("token %d after an acquisition with token %d: a key's token went back", r.l.Token(), token)
 	}
 }
+
+// TestKeysInUseKeepTheirRows: keys acquired and released over and over
+// (40, more than the 32 rows an inserting Acquire examines) by one driver,
+// with a one-off key now and then whose Acquire reclaims free rows of
+// those keys, put their rows back without reclaiming in turn: the rows
+// inserted are the keys' first, the one-off keys', and at most 8 per
+// one-off key put back. Before, each key put back reclaimed 8 more rows of
+// keys in use, and most Acquires inserted a row and deleted others.
+func TestKeysInUseKeepTheirRows(t *testing.T) {
+	p := pool(t)
+	ctx := context.Background()
+	schema := newSchema(t, p, "inuse")
+	d, err := pglocks.New(pglocks.Options{Pool: p, Namespace: "inuse", Table: schema + ".ndigo_locks"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.CreateSchema(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{
+		"CREATE TABLE " + schema + ".inserts (n bigint NOT NULL)",
+		"INSERT INTO " + schema + ".inserts VALUES (0)",
+		"CREATE FUNCTION " + schema + ".count_insert() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN UPDATE " + schema + ".inserts SET n = n + 1; RETURN NULL; END $$",
+		"CREATE TRIGGER count_insert AFTER INSERT ON " + schema + ".ndigo_locks FOR EACH ROW EXECUTE FUNCTION " + schema + ".count_insert()",
+	} {
+		if _, err := p.Exec(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cycle := func(key string) {
+		t.Helper()
+		l, err := d.Acquire(ctx, key, time.Minute)
+		if err != nil {
+			t.Fatalf("Acquire(%s): %v", key, err)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatalf("Release(%s): %v", key, err)
+		}
+	}
+	const keys, rounds = 40, 10
+	// Their first Acquires, all held at once, find no free row to reclaim.
+	var held []locks.Lease
+	for k := range keys {
+		l, err := d.Acquire(ctx, fmt.Sprint("in-use-", k), time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, l)
+	}
+	for _, l := range held {
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for r := range rounds {
+		for k := range keys {
+			cycle(fmt.Sprint("in-use-", k))
+			if k == keys/2 {
+				cycle(fmt.Sprint("one-off-", r))
+			}
+		}
+	}
+	var inserts int
+	if err := p.QueryRow(ctx, "SELECT n FROM "+schema+".inserts").Scan(&inserts); err != nil {
+		t.Fatal(err)
+	}
+	if most := keys + rounds + 8*rounds; inserts > most {
+		t.Errorf("%d rows inserted for %d keys in use and %d one-off keys, want at most %d", inserts, keys, rounds, most)
+	}
+	var rows int
+	if err := p.QueryRow(ctx, "SELECT count(*) FROM "+schema+".ndigo_locks").Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows > keys+rounds {
+		t.Errorf("%d lock rows left for %d keys", rows, keys+rounds)
+	}
+	t.Logf("%d rows inserted, %d left", inserts, rows)
+}

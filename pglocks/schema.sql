@@ -3,13 +3,16 @@
 -- is sha256 of the key's UTF-8 bytes, so that keys of any length fit the
 -- index; key is kept to check it and to show it. A key is free when
 -- expires_at is past; Release sets it to -infinity. token is the lease's
--- fencing token, drawn from $TOKENS when the lease was acquired.
+-- fencing token, drawn from $TOKENS when the lease was acquired. waited
+-- says that an Acquire of a driver watching the key found it held, since
+-- the row was inserted: only then does a Release notify (release.sql).
 CREATE TABLE IF NOT EXISTS $LOCKS (
 	ns         text        NOT NULL,
 	digest     bytea       NOT NULL,
 	key        text        NOT NULL,
 	token      bigint      NOT NULL,
 	expires_at timestamptz NOT NULL,
+	waited     boolean     NOT NULL DEFAULT false,
 	PRIMARY KEY (ns, digest)
 );
 -- The claim rows (locks.Claimer): one per (namespace, key) claimed within
@@ -61,6 +64,14 @@ BEGIN
 		SELECT conname INTO pk FROM pg_constraint WHERE conrelid = '$CLAIMS'::regclass AND contype = 'p';
 		EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', '$CLAIMS', pk);
 		ALTER TABLE $CLAIMS ALTER COLUMN digest SET NOT NULL, ADD PRIMARY KEY (ns, digest);
+	END IF;
+	-- The lock table of the layout before waited: the column is added with
+	-- its default (no rewrite of the rows), every row unmarked, so the
+	-- releases of the leases held then notify only once an Acquire of a
+	-- watching driver marks them. Checked first: ALTER TABLE would take its
+	-- lock, and wait for the guarded transactions, on every CreateSchema.
+	IF NOT EXISTS (SELECT FROM pg_attribute WHERE attrelid = '$LOCKS'::regclass AND attname = 'waited' AND NOT attisdropped) THEN
+		ALTER TABLE $LOCKS ADD COLUMN waited boolean NOT NULL DEFAULT false;
 	END IF;
 END
 $migrate$;

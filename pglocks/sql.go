@@ -54,22 +54,27 @@ type statements struct {
 // as the unnamed statement (which PgBouncer's transaction mode needs) is
 // parsed and planned on every call: most of the work of a lock operation.
 // The statement refers to its parameters as $1, $2, … as before.
+//
+// A function that answers one value returns it (RETURNS bigint), and is
+// called as SELECT f(…): PostgreSQL then plans and runs a Result node,
+// where SELECT * FROM f(…) of a set-returning function adds a function scan
+// and a tuplestore to every call.
 type function struct {
 	op     string // names it
 	params string // the parameters' types
-	result string // the type of its rows
+	result string // its RETURNS clause: a type, or SETOF a type
 	body   string // one statement, whose rows the function returns
 	block  bool   // body is a whole PL/pgSQL block (DECLARE … BEGIN … END) instead
 }
 
 var functions = []function{
-	{"acquire", "text, text, bigint, boolean", "bigint", acquireSQL, true},
-	{"extend", "text, text, bigint, bigint", "boolean", extendSQL, false},
-	{"release", "text, text, bigint, text", "boolean", releaseSQL, false},
-	{"claim", "text, text, bigint, bigint", "boolean", claimSQL, false},
-	{"guard", "text, text, bigint", "boolean", guardSQL, true},
+	{"acquire", "text, text, bigint, boolean, boolean", "bigint", acquireSQL, true},
+	{"extend", "text, text, bigint, bigint", "SETOF boolean", extendSQL, false},
+	{"release", "text, text, bigint, text", "boolean", releaseSQL, true},
+	{"claim", "text, text, bigint, bigint", "SETOF boolean", claimSQL, false},
+	{"guard", "text, text, bigint", "SETOF boolean", guardSQL, true},
 	{"acquire_claim", "text, text, bigint, text, bigint, bigint, boolean, boolean", "bigint", acquireClaimSQL, true},
-	{"acquire_claims", "text, text[], bigint[], text[], bigint[], bigint[], boolean[]", "bigint", acquireClaimsSQL, true},
+	{"acquire_claims", "text, text[], bigint[], text[], bigint[], bigint[], boolean[]", "SETOF bigint", acquireClaimsSQL, true},
 }
 
 // layout names the table layout the functions are written for. It is part
@@ -77,7 +82,7 @@ var functions = []function{
 // the previous version, which may still run on some nodes during an
 // upgrade, and recreates them when it starts) and these never replace each
 // other.
-const layout = "v4"
+const layout = "v5"
 
 // newStatements fills in the tables named by locks and claims, each a table
 // name optionally preceded by its schema. The schema script takes a
@@ -105,13 +110,17 @@ func newStatements(locks, claims []string) statements {
 		if !f.block {
 			body = "BEGIN\nRETURN QUERY\n" + body + ";\nEND"
 		}
-		fmt.Fprintf(&schema, "CREATE OR REPLACE FUNCTION %s(%s) RETURNS SETOF %s LANGUAGE plpgsql AS $ndigo$\n%s\n$ndigo$;\n",
+		fmt.Fprintf(&schema, "CREATE OR REPLACE FUNCTION %s(%s) RETURNS %s LANGUAGE plpgsql AS $ndigo$\n%s\n$ndigo$;\n",
 			fn, f.params, f.result, body)
 		args := make([]string, strings.Count(f.params, ",")+1)
 		for i, t := range strings.Split(f.params, ", ") {
 			args[i] = fmt.Sprintf("$%d::%s", i+1, t)
 		}
-		*calls[f.op] = "SELECT * FROM " + fn + "(" + strings.Join(args, ", ") + ")"
+		call := fn + "(" + strings.Join(args, ", ") + ")"
+		if strings.HasPrefix(f.result, "SETOF ") {
+			call = "* FROM " + call
+		}
+		*calls[f.op] = "SELECT " + call
 	}
 	s.schema = schema.String()
 	return s

@@ -36,8 +36,13 @@ func channelName(table string) string {
 // newline, so no two (ns, key) pairs share the string hashed; the fixed
 // length keeps every payload under PostgreSQL's 8000-byte limit.
 func payload(ns, key string) string {
-	sum := md5.Sum([]byte(ns + "\n" + key))
+	sum := keySum(ns, key)
 	return hex.EncodeToString(sum[:])
+}
+
+// keySum is the md5 sum of ns, a newline and key: the payload's bytes.
+func keySum(ns, key string) [md5.Size]byte {
+	return md5.Sum([]byte(ns + "\n" + key))
 }
 
 // listener is what keeps a driver's connection LISTENing for releases.

@@ -70,6 +70,44 @@ func ndigoLoop(pool *pgxpool.Pool, retry time.Duration) (*lockbench.Contender, e
 	}, nil
 }
 
+// floorTable is the table of the write floors, a row per key.
+var floorTable = pgx.Identifier{"pglockbench_floor"}.Sanitize()
+
+// writeFloor is not a lock: it measures what a cycle that keeps its state
+// in a row costs at least on this server. Lock updates the key's row (a
+// HOT update of one row by primary key, the key's row inserted by the first
+// call), and the release updates it again when writes is 2, or sends
+// SELECT 1 when it is 1, each an unnamed statement as pglocks sends them:
+// two statements per cycle, as every contender here. Nothing waits, so on
+// one shared key the goroutines only take turns on the row's lock.
+func writeFloor(pool *pgxpool.Pool, writes int) *lockbench.Contender {
+	lock := "UPDATE " + floorTable + " SET n = n + 1, at = clock_timestamp() WHERE key = $1"
+	release := "SELECT 1"
+	if writes == 2 {
+		release = "UPDATE " + floorTable + " SET at = '-infinity' WHERE key = $1"
+	}
+	return &lockbench.Contender{
+		Lock: func(ctx context.Context, key string) (func(context.Context) error, error) {
+			tag, err := pool.Exec(ctx, lock, pgx.QueryExecModeExec, key)
+			if err == nil && tag.RowsAffected() == 0 {
+				_, err = pool.Exec(ctx, "INSERT INTO "+floorTable+" VALUES ($1, 0, clock_timestamp()) ON CONFLICT DO NOTHING", pgx.QueryExecModeExec, key)
+			}
+			if err != nil {
+				return nil, err
+			}
+			return func(ctx context.Context) error {
+				if writes == 2 {
+					_, err := pool.Exec(ctx, release, pgx.QueryExecModeExec, key)
+					return err
+				}
+				_, err := pool.Exec(ctx, release, pgx.QueryExecModeExec)
+				return err
+			}, nil
+		},
+		Close: func() {},
+	}
+}
+
 // advisoryID maps a key to the bigint of an advisory lock on the client,
 // so that the server does no hashing the other contenders would not do.
 func advisoryID(key string) int64 {

@@ -13,7 +13,10 @@
 // by its LISTEN/NOTIFY Watcher; again with one more watcher held for the
 // whole run, so that its listening connection never idles out; and as its
 // bare Acquire in a retry loop; the advisory try-lock loop retries every
-// -retry; pg_advisory_lock waits in the server. (The "same SQL loop", the
+// -retry; pg_advisory_lock waits in the server. Two write floors, which
+// are not locks, show what a cycle that keeps its state in a row costs at
+// least on the same server: an UPDATE of the key's row, then a second
+// UPDATE of it or SELECT 1, each an unnamed statement. (The "same SQL loop", the
 // driver's .sql files sent as statements, was retired when Acquire became a
 // PL/pgSQL block, which cannot be sent as one: BENCHMARKS.md keeps its last
 // figures.)
@@ -85,6 +88,12 @@ func factories() []factory {
 		{name: "pg_advisory_lock (blocking)", make: func(p *pgxpool.Pool) (*lockbench.Contender, error) {
 			return advisoryBlocking(p, pgx.QueryExecModeExec), nil
 		}, handoff: true},
+		{name: "write floor: 2 UPDATEs", make: func(p *pgxpool.Pool) (*lockbench.Contender, error) {
+			return writeFloor(p, 2), nil
+		}},
+		{name: "write floor: UPDATE + SELECT 1", make: func(p *pgxpool.Pool) (*lockbench.Contender, error) {
+			return writeFloor(p, 1), nil
+		}},
 	}
 	return lockbench.Select(all, func(f factory) string { return f.name }, *only)
 }
@@ -211,6 +220,10 @@ func prepare(ctx context.Context, srv *pgproc.Server) (*bench, error) {
 		admin.Close()
 		return nil, err
 	}
+	if _, err := admin.Exec(ctx, "CREATE TABLE "+floorTable+" (key text PRIMARY KEY, n bigint NOT NULL, at timestamptz NOT NULL)"); err != nil {
+		admin.Close()
+		return nil, err
+	}
 	return b, nil
 }
 
@@ -228,7 +241,7 @@ func (c *counter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndDat
 // setup empties the lock tables and returns a counted pool of -pool
 // connections and the contender on it.
 func (b *bench) setup(ctx context.Context, f factory) (*pgxpool.Pool, *counter, *lockbench.Contender, error) {
-	if _, err := b.admin.Exec(ctx, "TRUNCATE "+table+", "+pgx.Identifier{"ndigo_locks_claims"}.Sanitize()); err != nil {
+	if _, err := b.admin.Exec(ctx, "TRUNCATE "+table+", "+pgx.Identifier{"ndigo_locks_claims"}.Sanitize()+", "+floorTable); err != nil {
 		return nil, nil, nil, err
 	}
 	cfg, err := pgxpool.ParseConfig(b.url)
