@@ -1,13 +1,13 @@
 -- Acquire a lease and mint its fencing token in one step.
 -- KEYS[1] the lock key, KEYS[2] the token counter key (same hash slot).
--- ARGV[1] the lease TTL in ms, ARGV[2] the counter's TTL in ms, ARGV[3] the
--- calling Acquire's nonce, the same across the client's retries of it,
--- ARGV[4] the caller: '0' a plain Acquire, '1' an Acquire of locks.Wait that
--- has not waited yet, '2' one that has waited; ARGV[5], when acquireclaim.lua
--- calls this as a function, the server's TIME that it read once for all its
--- fires (a script runs alone, and each fire's key has a counter of its own).
--- Returns the token (> 0); 0 when a lease holds the key; -1 when a handoff
--- reservation holds it.
+-- ARGV[1] the lease TTL in ms, ARGV[2] the calling Acquire's nonce, the
+-- same across the client's retries of it, ARGV[3] the caller: '0' a plain
+-- Acquire, '1' an Acquire of locks.Wait that has not waited yet, '2' one
+-- that has waited; ARGV[4], when acquireclaim.lua calls this as a function,
+-- the server's TIME that it read once for all its fires (a script runs
+-- alone, and each fire's key has a counter of its own).
+-- Returns the token (> 0, as a decimal string); 0 when a lease holds the
+-- key; -1 when a handoff reservation holds it.
 --
 -- A lease's value is "<token>:<nonce>" followed by its mark: nothing, '+'
 -- once a plain Acquire was refused during the lease (its Release tells
@@ -27,20 +27,22 @@
 -- the last mints) cannot make a token go back, as long as the minting
 -- server's clock is not behind the clock that minted the last token. The
 -- counter only separates mints within one microsecond and rides out small
--- clock steps back, so it can expire and never leaks. It is written with
--- TIME first and read back in the same command (SET ... GET): only when it
--- was not behind TIME is it written a second time. Microseconds stay exact in
--- a Lua number until 2^53, around the year 2255.
+-- clock steps back, so it can expire and never leaks: the mint that finds
+-- no counter starts one that lives max(lease TTL, 24h); later mints keep
+-- that TTL (SET ... KEEPTTL GET writes TIME and reads the last token back in
+-- one command; only when that was not behind TIME is it written a second
+-- time). The token is TIME's two fields joined as text, compared as numbers;
+-- microseconds stay exact in a Lua number until 2^53, around the year 2255.
 local held = redis.call('GET', KEYS[1])
 local mark = ''
 if held then
-  local want = ARGV[4] == '0' and '+' or '*'
+  local want = ARGV[3] == '0' and '+' or '*'
   local last = string.sub(held, -1)
   if last ~= '+' and last ~= '*' then
     last = ''
   end
   if string.sub(held, 1, 1) == '~' then
-    if ARGV[4] ~= '2' then
+    if ARGV[3] ~= '2' then
       if last ~= '*' and last ~= want then
         redis.call('SET', KEYS[1], '~' .. want, 'KEEPTTL')
       end
@@ -50,8 +52,8 @@ if held then
   else
     local body = string.sub(held, 1, #held - #last)
     local sep = string.find(body, ':', 1, true)
-    if sep and string.sub(body, sep + 1) == ARGV[3] then
-      return tonumber(string.sub(body, 1, sep - 1))
+    if sep and string.sub(body, sep + 1) == ARGV[2] then
+      return string.sub(body, 1, sep - 1)
     end
     if last == '' then
       redis.call('APPEND', KEYS[1], want)
@@ -61,14 +63,21 @@ if held then
     return 0
   end
 end
-local now = ARGV[5] or redis.call('TIME')
-local token = tonumber(now[1]) * 1000000 + tonumber(now[2])
-local s = string.format('%d', token)
-local prev = tonumber(redis.call('SET', KEYS[2], s, 'PX', ARGV[2], 'GET'))
-if prev and prev >= token then
-  token = prev + 1
-  s = string.format('%d', token)
-  redis.call('SET', KEYS[2], s, 'PX', ARGV[2])
+local now = ARGV[4] or redis.call('TIME')
+local us = now[2]
+if #us < 6 then
+  us = string.rep('0', 6 - #us) .. us
 end
-redis.call('SET', KEYS[1], s .. ':' .. ARGV[3] .. mark, 'PX', ARGV[1])
+local token = now[1] .. us
+local prev = redis.call('SET', KEYS[2], token, 'KEEPTTL', 'GET')
+if not prev then
+  redis.call('PEXPIRE', KEYS[2], math.max(tonumber(ARGV[1]), 86400000))
+else
+  prev = tonumber(prev)
+  if prev and prev >= tonumber(token) then
+    token = string.format('%d', prev + 1)
+    redis.call('SET', KEYS[2], token, 'KEEPTTL')
+  end
+end
+redis.call('SET', KEYS[1], token .. ':' .. ARGV[2] .. mark, 'PX', ARGV[1])
 return token

@@ -7,15 +7,21 @@
 // # Operations
 //
 // Each operation is one Lua script, so one round trip. Acquire is GET of
-// the lock key, then on a free key TIME, SET of the token counter (reading
-// the old value back in the same command) and SET PX of the lease; on a held
-// key it only marks the lease (APPEND or SETRANGE of one byte) the first
-// time a caller of a kind is refused. Release is GET and DEL (or SET of a
-// handoff reservation, see Fairness) of the lock key, GET and SET of the
-// tombstone, and PUBLISH only when someone waited. Extend is GET and
-// PEXPIRE. An uncontended Acquire and Release cost 10 server commands in
-// all, the two scripts included (INFO commandstats counts both). A NOSCRIPT
-// reply (the script cache was emptied) costs one more round trip, once.
+// the lock key, then on a free key TIME, SET of the token counter (KEEPTTL,
+// reading the old value back in the same command; PEXPIRE when the counter
+// was missing) and SET PX of the lease; on a held key it only marks the
+// lease (APPEND or SETRANGE of one byte) the first time a caller of a kind
+// is refused. Release is GET and DEL (or SET of a handoff reservation, see
+// Fairness) of the lock key, LPUSH and PTTL of the tombstone (PEXPIRE when
+// less than a minute of it is left, LTRIM once it holds 16 entries), and
+// PUBLISH only when someone waited. Extend is GET and PEXPIRE. An
+// uncontended Acquire and Release cost 10 server commands in all, the two
+// scripts included (INFO commandstats counts both), plus an LTRIM every 8th
+// release of a key. They are cheap ones (no string of several leases read
+// and rewritten, no string.format): redis-server runs about 100,000
+// instructions for the cycle, bsm/redislock's takes 56,000 (see
+// BENCHMARKS.md, Redis driver). A NOSCRIPT reply (the script cache was
+// emptied) costs one more round trip, once.
 // AcquireClaims (locks.ClaimAcquirer: how the scheduler takes the locked
 // fires due at one instant) is Acquire's script preceded by GET of the
 // claim key and followed by SET PX of the claim, for each fire, in one
@@ -37,8 +43,8 @@
 //     attempt found the key held, and that finds it free, acquires it, as a
 //     call made a little later would.)
 //   - Release leaves a tombstone naming the released lease: a retry that
-//     finds the key gone (or taken by a successor) and its lease in the
-//     tombstone answers nil, instead of ErrLeaseLost.
+//     finds the key gone (or taken by a successor) and its lease among the
+//     tombstone's newest 8 answers nil, instead of ErrLeaseLost.
 //   - Extend sets the TTL again from a later instant, which only moves
 //     Redis's expiry further past the local deadline (measured from before
 //     the first attempt).
@@ -54,8 +60,9 @@
 //	                         or "*" once an Acquire of locks.Wait was; or a handoff reservation:
 //	                         "~" plus the same marks, for at most 10ms
 //	ndigo:{ns:k}:token       the last token minted for k (or a later TIME); it expires
-//	ndigo:{ns:k}:tombstone   the last 8 leases of k released by their holders, "<token>:<nonce>" each,
-//	                         newest first, space-separated; it expires a minute after the last release
+//	ndigo:{ns:k}:released    the tombstone: a list of the last 8 to 16 leases of k released by their
+//	                         holders, "<token>:<nonce>" each, newest first; it expires one to two
+//	                         minutes after the last release
 //	ndigo:ns:released:k      the channel a release is published on (the message is the token)
 //	ndigo:{ns:k}:claim       the latest claim (locks.Claimer): "<seq>:<nonce>"; it expires
 //
@@ -78,8 +85,11 @@
 // clock that minted the previous one by more than the time between the two
 // mints. Keep the servers' clocks synchronised (NTP) well within your
 // failover time. The counter only separates mints within one microsecond and
-// rides out small steps back of one server's clock; it expires max(lease TTL,
-// 24h) after the last acquisition and never leaks.
+// rides out small steps back of one server's clock; it never leaks: the mint
+// that finds it missing starts it with a life of max(lease TTL, 24h), and
+// later mints keep that TTL rather than pay to refresh it, so a key in use
+// loses its counter once a day, until its next mint starts another (the
+// assumption above covers that moment as any counter loss).
 //
 // # Failover
 //
@@ -230,21 +240,12 @@ type Options struct {
 	MinReplicasTimeout time.Duration
 }
 
-const (
-	// counterTTL is the shortest life of a token counter. A longer life puts
-	// tokens further behind the clock (see the package documentation); a
-	// bounded one keeps counters of keys no longer used from piling up.
-	counterTTL = 24 * time.Hour
-	// tombstoneTTL is how long a released lease stays recognisable to a
-	// retry of its Release after the key's last release: far longer than
-	// go-redis's retries of one command take with its default timeouts.
-	tombstoneTTL = time.Minute
-	// handoffTTL bounds a handoff reservation (see Fairness): far longer
-	// than a notified waiter takes to come back on a healthy link, and
-	// short, because a reservation whose waiters gave up keeps the key
-	// from everyone until it lapses.
-	handoffTTL = 10 * time.Millisecond
-)
+// handoffTTL bounds a handoff reservation (see Fairness): far longer than a
+// notified waiter takes to come back on a healthy link, and short, because a
+// reservation whose waiters gave up keeps the key from everyone until it
+// lapses. (The token counter's and the tombstone's lives are the scripts'
+// own: see acquire.lua and release.lua.)
+const handoffTTL = 10 * time.Millisecond
 
 // A Driver is a locks.Driver, locks.Watcher, locks.ClaimAcquirer,
 // locks.Membership and locks.MinTTLer on Redis. Make one with New;
@@ -361,8 +362,6 @@ func millis(ttl time.Duration) int64 {
 	return ms
 }
 
-func counterMillis(ttl time.Duration) int64 { return millis(max(ttl, counterTTL)) }
-
 // Acquire implements locks.Driver in one round trip. With
 // Options.MinReplicas it grants a lease only once that many replicas have it.
 func (d *Driver) Acquire(ctx context.Context, key string, ttl time.Duration) (locks.Lease, error) {
@@ -381,7 +380,7 @@ func (d *Driver) Acquire(ctx context.Context, key string, ttl time.Duration) (lo
 		caller = "1"
 	}
 	sent := d.clock.Now()
-	n, err := d.acquire(ctx, acquireScript, key, ttl, nonce, []string{tag + "lock", tag + "token"}, millis(ttl), counterMillis(ttl), nonce, caller)
+	n, err := d.acquire(ctx, acquireScript, key, ttl, nonce, []string{tag + "lock", tag + "token"}, millis(ttl), nonce, caller)
 	if err != nil {
 		return nil, fmt.Errorf("%w: acquire key %q: %w", ErrRedis, key, err)
 	}
@@ -434,7 +433,7 @@ func (d *Driver) AcquireClaims(ctx context.Context, fires []locks.FireLock) []lo
 // is valid) in one acquire-and-claim script and sets their results in out.
 func (d *Driver) acquireClaims(ctx context.Context, fires []locks.FireLock, batch []int, out []locks.FireLease) {
 	keys := make([]string, 0, 3*len(batch))
-	args := make([]any, 0, 7*len(batch))
+	args := make([]any, 0, 6*len(batch))
 	nonces := make([]string, len(batch))
 	for j, i := range batch {
 		f := fires[i]
@@ -445,7 +444,7 @@ func (d *Driver) acquireClaims(ctx context.Context, fires []locks.FireLock, batc
 			held = "1"
 		}
 		keys = append(keys, tag+"lock", tag+"token", d.tag(f.Claim.Key)+"claim")
-		args = append(args, millis(f.TTL), counterMillis(f.TTL), nonces[j], "0", f.Claim.Seq, millis(f.Claim.TTL), held)
+		args = append(args, millis(f.TTL), nonces[j], "0", f.Claim.Seq, millis(f.Claim.TTL), held)
 	}
 	sent := d.clock.Now()
 	var replies []int64

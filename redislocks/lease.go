@@ -47,8 +47,8 @@ func (l *lease) Release(ctx context.Context) error {
 			waiters = "1"
 		}
 		tag := d.tag(l.Key())
-		n, err := releaseScript.Run(ctx, d.client, []string{tag + "lock", tag + "tombstone"},
-			l.id, d.channels+l.Key(), waiters, millis(tombstoneTTL), millis(handoffTTL)).Int64()
+		n, err := releaseScript.Run(ctx, d.client, []string{tag + "lock", tag + "released"},
+			l.id, d.channels+l.Key(), waiters, millis(handoffTTL)).Int64()
 		if err != nil {
 			return false, fmt.Errorf("%w: release key %q token %d: %w", ErrRedis, l.Key(), l.Token(), err)
 		}

@@ -23,7 +23,4 @@ func TestMillis(t *testing.T) {
 			t.Errorf("millis(%v) = %d, want %d", c.ttl, got, c.want)
 		}
 	}
-	if got := counterMillis(locks.MaxTTL); got != millis(locks.MaxTTL) {
-		t.Errorf("counterMillis(MaxTTL) = %d, want %d", got, millis(locks.MaxTTL))
-	}
 }

@@ -122,8 +122,8 @@ func (d *Driver) acquire(ctx context.Context, script *redis.Script, key string, 
 	return 0, err
 }
 
-// firstReply is the number a script answered: the acquire script's reply,
-// or the first of the acquire-and-claim script's.
+// firstReply is the number a script answered: the acquire script's reply
+// (a token comes as text), or the first of the acquire-and-claim script's.
 func firstReply(c *redis.Cmd) (int64, error) {
 	v, err := c.Result()
 	if err != nil {
@@ -132,11 +132,15 @@ func firstReply(c *redis.Cmd) (int64, error) {
 	if a, ok := v.([]any); ok && len(a) > 0 {
 		v = a[0]
 	}
-	n, ok := v.(int64)
-	if !ok {
-		return 0, fmt.Errorf("redislocks: unexpected script reply %T", v)
+	switch v := v.(type) {
+	case int64:
+		return v, nil
+	case string:
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 {
+			return n, nil
+		}
 	}
-	return n, nil
+	return 0, fmt.Errorf("redislocks: unexpected script reply %T %v", v, v)
 }
 
 // extend runs the extend script with keys and args and returns its reply: 1

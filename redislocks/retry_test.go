@@ -3,6 +3,7 @@ package redislocks_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -260,15 +261,16 @@ func TestAcquireClaimRetriedAfterLostReply(t *testing.T) {
 	}
 }
 
-// The tombstone names the key's last 8 leases released by their holders,
-// newest first, and expires a minute after the last release; a lease that
+// The tombstone is the list of the key's leases released by their
+// holders, newest first; it lives at least a minute after the last release
+// and holds at most 16 entries however many releases it saw; a lease that
 // expired leaves no entry.
 func TestReleaseTombstone(t *testing.T) {
 	c := redistest.Start(t).Client()
 	ctx := context.Background()
 	d := newDriver(t, c, "tomb")
 	var ids []string
-	for range 10 {
+	for range 40 {
 		l, err := d.Acquire(ctx, "k", time.Minute)
 		if err != nil {
 			t.Fatal(err)
@@ -293,11 +295,50 @@ func TestReleaseTombstone(t *testing.T) {
 	if err := expired.Release(ctx); !errors.Is(err, locks.ErrLeaseLost) {
 		t.Fatalf("Release of an expired lease = %v, want ErrLeaseLost", err)
 	}
-	tomb, err := c.Get(ctx, "ndigo:{tomb:k}:tombstone").Result()
-	if err != nil || tomb != strings.Join(ids[:8], " ") {
-		t.Fatalf("tombstone = %q, %v; want the last 8 released leases, newest first: %q", tomb, err, strings.Join(ids[:8], " "))
+	tomb, err := c.LRange(ctx, "ndigo:{tomb:k}:released", 0, -1).Result()
+	if err != nil || len(tomb) < 8 || len(tomb) > 16 || !slices.Equal(tomb, ids[:len(tomb)]) {
+		t.Fatalf("tombstone = %q, %v; want 8 to 16 of the last released leases, newest first: %q", tomb, err, ids[:16])
 	}
-	if ttl, err := c.PTTL(ctx, "ndigo:{tomb:k}:tombstone").Result(); err != nil || ttl <= 0 || ttl > time.Minute {
-		t.Fatalf("tombstone PTTL = %v, %v; want (0, 1m]", ttl, err)
+	if ttl, err := c.PTTL(ctx, "ndigo:{tomb:k}:released").Result(); err != nil || ttl <= time.Minute || ttl > 2*time.Minute {
+		t.Fatalf("tombstone PTTL = %v, %v; want (1m, 2m]", ttl, err)
+	}
+}
+
+// A Release that failed with ErrRedis after its first attempt released the
+// key is answered nil again while its lease is among the key's last 8
+// released, and ErrLeaseLost after.
+func TestReleaseAgainRecognisedAmongTheLast8(t *testing.T) {
+	s := newLossy(t)
+	ctx := context.Background()
+	m := faultproxy.And(faultproxy.Script(redislocks.ReleaseSHA), faultproxy.Arg("ndigo:{retry:k}:lock"))
+	lost := func() locks.Lease { // a lease whose Release took effect, every reply lost
+		t.Helper()
+		l, err := s.d.Acquire(ctx, "k", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 4 { // the first attempt and go-redis's 3 retries
+			s.proxy.DropReply(m)
+		}
+		if err := l.Release(ctx); !errors.Is(err, redislocks.ErrRedis) {
+			t.Fatalf("Release with every reply lost = %v, want ErrRedis", err)
+		}
+		return l
+	}
+	ninth, eighth := lost(), lost()
+	for range 7 {
+		l, err := s.other.Acquire(ctx, "k", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := eighth.Release(ctx); err != nil {
+		t.Fatalf("Release again of the 8th last released lease = %v, want nil", err)
+	}
+	if err := ninth.Release(ctx); !errors.Is(err, locks.ErrLeaseLost) {
+		t.Fatalf("Release again of the 9th last released lease = %v, want ErrLeaseLost", err)
 	}
 }

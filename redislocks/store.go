@@ -22,8 +22,9 @@ import (
 const historyTTL = 90 * 24 * time.Hour
 
 // callTTL is how long a mutating call is remembered for a retry of it: as
-// tombstoneTTL, far longer than go-redis's retries take with its defaults
-// (MaxRetries 3, a backoff of at most 512 ms, a read timeout of 3 s each).
+// the release tombstone's minute, far longer than go-redis's retries take
+// with its defaults (MaxRetries 3, a backoff of at most 512 ms, a read
+// timeout of 3 s each).
 const callTTL = time.Minute
 
 var (

@@ -109,18 +109,16 @@ func rawSame(c *redis.Client, retry time.Duration, dir string) (*lockbench.Conte
 	if err != nil {
 		return nil, err
 	}
-	counterTTL := (24 * time.Hour).Milliseconds()
-	tombstoneTTL := time.Minute.Milliseconds()
 	handoffTTL := (10 * time.Millisecond).Milliseconds()
 	var calls atomic.Uint64
 	return rawLoop(c, retry, redis.NewScript(string(acq)), redis.NewScript(string(rel)), func(key string) rawCall {
 		tag := "ndigo:{raw:" + key + "}:"
 		nonce := "raw." + strconv.FormatUint(calls.Add(1), 36)
 		return rawCall{
-			keys: []string{tag + "lock", tag + "token"}, args: []any{ttl.Milliseconds(), counterTTL, nonce, "0"},
+			keys: []string{tag + "lock", tag + "token"}, args: []any{ttl.Milliseconds(), nonce, "0"},
 			release: func(tok int64) ([]string, []any) {
-				return []string{tag + "lock", tag + "tombstone"},
-					[]any{strconv.FormatInt(tok, 10) + ":" + nonce, "ndigo:raw:released:" + key, "0", tombstoneTTL, handoffTTL}
+				return []string{tag + "lock", tag + "released"},
+					[]any{strconv.FormatInt(tok, 10) + ":" + nonce, "ndigo:raw:released:" + key, "0", handoffTTL}
 			},
 		}
 	}), nil

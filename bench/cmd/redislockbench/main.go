@@ -12,6 +12,11 @@
 // the peers with their own retry loops, at -retry and at their own
 // default or recommended interval (bsm/redislock's README: linear 100ms;
 // redsync: random 50-250ms).
+//
+// With -callgrind the server runs under valgrind's callgrind, and each cell
+// also reports the instructions it ran per acquisition: a figure that a busy
+// machine does not move, where throughput and latency are then meaningless
+// (everything is about 50 times slower; use -duration 2s or more).
 package main
 
 import (
@@ -42,7 +47,11 @@ var (
 	only     = flag.String("only", "", "comma-separated parts of the names of the contenders to run (default all)")
 	modes    = flag.String("keys", "distinct,shared", "key modes to run: distinct, shared")
 	cpuprof  = flag.String("cpuprofile", "", "write a CPU profile of the bench process to this file")
+	cgrind   = flag.Bool("callgrind", false, "run redis-server under valgrind's callgrind and add the instructions it runs per acquisition (server kinstr/acq), which other load on the machine does not move; throughput is then meaningless")
 )
+
+// cg is the server under callgrind, with -callgrind.
+var cg *callgrindServer
 
 type factory struct {
 	name string
@@ -89,16 +98,28 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	srv, err := redisproc.Start(redisproc.Options{})
-	if err != nil {
-		log.Fatal(err)
+	var addr string
+	var stopServer func()
+	if *cgrind {
+		s, err := startCallgrind()
+		if err != nil {
+			log.Fatal(err)
+		}
+		cg, addr, stopServer = s, s.addr, s.stop
+		metrics = append(metrics, lockbench.Metric{Header: "server kinstr/acq", Format: "%.1f"})
+	} else {
+		srv, err := redisproc.Start(redisproc.Options{})
+		if err != nil {
+			log.Fatal(err)
+		}
+		addr, stopServer = srv.Addr(), srv.Stop
 	}
-	defer srv.Stop()
+	defer stopServer()
 	fatalf := func(format string, args ...any) {
-		srv.Stop()
+		stopServer()
 		log.Fatalf(format, args...)
 	}
-	admin := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	admin := redis.NewClient(&redis.Options{Addr: addr})
 	defer admin.Close()
 	info, _ := admin.InfoMap(ctx, "server").Result()
 	version := info["Server"]
@@ -119,10 +140,10 @@ func main() {
 	results, err := lockbench.Run(ctx, lockbench.Plan{
 		Runs: *runs, Goroutines: ns, Modes: *modes, Names: names, Handoffs: handoffs, Metrics: metrics,
 		Cycles: func(ctx context.Context, name string, n int, shared bool) (lockbench.Cell, error) {
-			return cycles(ctx, srv.Addr(), admin, byName[name], n, shared)
+			return cycles(ctx, addr, admin, byName[name], n, shared)
 		},
 		Handoff: func(ctx context.Context, name string) (lockbench.Cell, error) {
-			return handoff(ctx, srv.Addr(), admin, byName[name])
+			return handoff(ctx, addr, admin, byName[name])
 		},
 	})
 	if lockbench.Interrupted(err) {
@@ -216,9 +237,20 @@ func cycles(ctx context.Context, addr string, admin *redis.Client, f factory, n 
 	if err != nil {
 		return lockbench.Cell{}, err
 	}
+	if cg != nil {
+		if err := cg.zero(); err != nil {
+			return lockbench.Cell{}, err
+		}
+	}
 	cell, err := lockbench.Cycles(ctx, con, keys, *duration)
 	if err != nil {
 		return lockbench.Cell{}, err
+	}
+	var instr int64
+	if cg != nil {
+		if instr, err = cg.dump(); err != nil {
+			return lockbench.Cell{}, err
+		}
 	}
 	after, afterUsec, err := serverCalls(ctx, admin)
 	if err != nil {
@@ -226,6 +258,9 @@ func cycles(ctx context.Context, addr string, admin *redis.Client, f factory, n 
 	}
 	acq := float64(max(cell.Acquired, 1))
 	cell.Metrics = []float64{float64(cnt.n.Load()) / acq, float64(after-before) / acq, float64(afterUsec-beforeUsec) / acq}
+	if cg != nil {
+		cell.Metrics = append(cell.Metrics, float64(instr)/acq/1000)
+	}
 	return cell, nil
 }
 

@@ -20,6 +20,10 @@ func report(w io.Writer, results *lockbench.Results, names []string, server map[
 	fmt.Fprintf(w, "client cmds/acq: commands the client sent (round trips) per successful acquisition, failed attempts included; ")
 	fmt.Fprintf(w, "server cmds/acq: INFO commandstats calls, commands run inside scripts included; server µs/acq: commandstats time of the top-level commands; ")
 	fmt.Fprintf(w, "owner changes: share of acquisitions by another goroutine than the previous one, and those per second (handoffs). ")
-	fmt.Fprintf(w, "Peers run at -retry and at their own default or recommended retry (bsm/redislock: linear 100ms, from its README; redsync: random 50-250ms); the raw loops at -retry.\n\n")
+	fmt.Fprintf(w, "Peers run at -retry and at their own default or recommended retry (bsm/redislock: linear 100ms, from its README; redsync: random 50-250ms); the raw loops at -retry.")
+	if cg != nil {
+		fmt.Fprintf(w, " server kinstr/acq: thousands of instructions redis-server ran per acquisition, counted by valgrind's callgrind, under which the server runs: its throughput and latencies here are not comparable with other runs.")
+	}
+	fmt.Fprintf(w, "\n\n")
 	lockbench.Table{Ours: ours, Names: names, Metrics: metrics, Handoffs: *handoffs}.Write(w, results)
 }
