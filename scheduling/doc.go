@@ -212,8 +212,8 @@
 // fire: 1 + 2/k for the winner plus 1/k per other node. On Redis the
 // owner's commands are 16 per fire (scripts included): GET of the claim
 // and the lock, SET of the token counter, the lease and the claim in the
-// lock step (one TIME per batch); GET, DEL, GET and SET of the tombstone in
-// the release; the record. On PostgreSQL, one function call per batch and
+// lock step (one TIME per batch); GET and DEL of the lease and LPUSH and
+// PTTL of the tombstone list in the release; the record. On PostgreSQL, one function call per batch and
 // one per release. A membership change costs each node one Info line and,
 // for each task it takes over from a node that left, one catch-up try of
 // that task's last fire.
