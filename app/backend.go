@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/fx"
 
+	"github.com/ndigo/ndigo/internal/etcdconf"
 	"github.com/ndigo/ndigo/locks"
 	"github.com/ndigo/ndigo/pglocks"
 	"github.com/ndigo/ndigo/redislocks"
@@ -24,6 +25,9 @@ import (
 // With redislocks.Module or pglocks.Module in the application, which
 // provide their own, use theirs: asking for a Backend then opens a second
 // client or pool.
+//
+// With the etcd section and etcdlocks.Module, a Backend holds neither: the
+// module provides its *clientv3.Client to the graph.
 type Backend struct {
 	Redis    redis.UniversalClient // nil unless redis.url is set
 	Postgres *pgxpool.Pool         // nil unless postgres.url is set
@@ -31,7 +35,8 @@ type Backend struct {
 
 type backendParams struct {
 	fx.In
-	Framework Framework `optional:"true"`
+	Framework Framework         `optional:"true"`
+	Etcd      etcdconf.Included `optional:"true"` // etcdlocks.Module is in the application
 	Lifecycle fx.Lifecycle
 	Logger    *slog.Logger `optional:"true"`
 }
@@ -48,9 +53,13 @@ func newBackend(p backendParams) (Backend, locks.Driver, taskstate.Store, error)
 		return Backend{}, nil, nil, err
 	}
 	switch {
+	case len(fw.Etcd.Endpoints) > 0 && bool(p.Etcd):
+		// etcdlocks.Module replaces the driver and the task state; the
+		// Backend holds no client of etcd (the module's *clientv3.Client is
+		// in the graph), and the defaults below are never used.
+		st, err := taskstate.NewInProcess(0)
+		return Backend{}, locks.NewInProcessDriver(), st, err
 	case len(fw.Etcd.Endpoints) > 0:
-		// etcdlocks.Module, had it been included, would have replaced
-		// this constructor.
 		return Backend{}, nil, nil, fmt.Errorf("app: etcd.endpoints is set (%s), but the application does not include etcdlocks.Module, "+
 			"which provides the etcd driver: add it to app.Run or app.New (import github.com/ndigo/ndigo/etcdlocks), "+
 			"or remove the etcd section to keep in-process locks", strings.Join(fw.Etcd.Endpoints, ","))

@@ -27,6 +27,7 @@ import (
 // when no quorum answers a linearizable read within the dial timeout.
 var Module = fx.Options(
 	locks.Override("etcdlocks", newModuleDriver, fx.Provide(fx.Private, chooseConfig), fx.Provide(newClient),
+		fx.Supply(etcdconf.Included(true)),
 		fx.Provide(fx.Annotate(newModuleStore, fx.ResultTags(`name:"etcdlocks.store"`)))),
 	fx.Decorate(fx.Annotate(func(s taskstate.Store) taskstate.Store { return s }, fx.ParamTags(`name:"etcdlocks.store"`))),
 )

@@ -98,14 +98,15 @@ func TestModuleRefusesBadSettings(t *testing.T) {
 // In an application of package app, the module reads the configuration's
 // etcd section (app.Etcd) when the graph has no ModuleConfig of the
 // application's own, and the scheduler runs on etcd's driver and task
-// state; the section's password stays out of what the app logs.
+// state; an app.Backend asked for meanwhile holds no client.
 func TestModuleReadsTheAppsEtcdSection(t *testing.T) {
 	c := etcdtest.Start(t)
 	var d locks.Driver
 	var st taskstate.Store
+	var b app.Backend
 	var logs bytes.Buffer
 	fw := app.Framework{Etcd: app.Etcd{Endpoints: c.Endpoints(), Namespace: "app-section", History: 7, DialTimeout: 2 * time.Second}}
-	a := app.New(fx.Supply(fw), etcdlocks.Module, fx.Populate(&d, &st),
+	a := app.New(fx.Supply(fw), etcdlocks.Module, fx.Populate(&d, &st, &b),
 		fx.Supply(fx.Annotate(io.Writer(&logs), fx.As(new(io.Writer)), fx.ResultTags(`name:"`+app.LogOutputName+`"`))))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -122,6 +123,9 @@ func TestModuleReadsTheAppsEtcdSection(t *testing.T) {
 	}
 	if _, ok := st.(*etcdlocks.Store); !ok {
 		t.Fatalf("task state %T, want *etcdlocks.Store", st)
+	}
+	if b.Redis != nil || b.Postgres != nil {
+		t.Fatalf("Backend %+v, want neither client: the module's etcd client is in the graph", b)
 	}
 	l, err := d.Acquire(ctx, "section", time.Minute)
 	if err != nil {

@@ -21,3 +21,8 @@ type Section struct {
 	DialTimeout               time.Duration
 	History                   int
 }
+
+// Included is what etcdlocks.Module puts in the graph, so that app's
+// Backend, asked for with the etcd section set, knows the module took the
+// section rather than being left out.
+type Included bool
