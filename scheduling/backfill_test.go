@@ -119,6 +119,12 @@ func TestBackfillGoesOnWhereADeadNodeStopped(t *testing.T) {
 	c.start(2, func() []Task {
 		return []Task{NewTask(x.task, Cron("0 * * * *"), Lock("k"), Name("report"))}
 	})
+	// The nodes' first polls, made at Start, come before the dead node's
+	// backfill: one made after it would take the backfill over at once, and
+	// the dead node's cursor below would be stale.
+	for _, s := range c.nodes {
+		waitIdle(t, s)
+	}
 	want := hourly(20)
 	ctx := context.Background()
 	b := taskstate.Backfill{ID: "dead1", Task: "report", From: want[0], To: want[19], Total: 20, Node: "node-dead", Created: epoch}
