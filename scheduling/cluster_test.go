@@ -78,7 +78,7 @@ func runsOnceAcrossSkew(t *testing.T, skew time.Duration) {
 		driver.mu.Lock()
 		defer driver.mu.Unlock()
 		for _, c := range driver.claims {
-			if c.key != "report@"+nodes[0].Tasks()[0].Name {
+			if c.key != "@"+nodes[0].Tasks()[0].Name {
 				t.Fatalf("claim on key %q: want one claim key per task", c.key)
 			}
 		}
@@ -127,8 +127,8 @@ func TestClaimsKeepOneRecordPerTask(t *testing.T) {
 	step(t, fc, 3*time.Hour, time.Hour, s)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	want := []claimCall{{"k@hourly", epoch.Add(time.Hour).UnixMilli()}, {"k@hourly", epoch.Add(2 * time.Hour).UnixMilli()},
-		{"k@hourly", epoch.Add(3 * time.Hour).UnixMilli()}}
+	want := []claimCall{{"@hourly", epoch.Add(time.Hour).UnixMilli()}, {"@hourly", epoch.Add(2 * time.Hour).UnixMilli()},
+		{"@hourly", epoch.Add(3 * time.Hour).UnixMilli()}}
 	if !slices.Equal(d.claims, want) {
 		t.Fatalf("claims %v, want %v", d.claims, want)
 	}

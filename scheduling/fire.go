@@ -16,6 +16,15 @@ import (
 	"github.com/ndigo/ndigo/taskstate"
 )
 
+// fireKey is the key under which the fires of the task named name are
+// claimed. A fire is its task's name and its instant, whatever its spec:
+// the key names no lock, cron or option, so that a stored schedule changed
+// to another lock, a run of a spec replaced meanwhile, and every kind of
+// run claim one fire under one key, and never run it twice. The "@" keeps
+// it apart from the keys of earlier versions, which were the lock, "@" and
+// the name.
+func fireKey(name string) string { return "@" + name }
+
 // ClaimTTL is how long a locked task's claim record lives after its latest
 // claim. The record holds the latest fire claimed in the cluster, so a node
 // that reaches an older fire, however late, finds it claimed; one record per
@@ -211,7 +220,7 @@ func (s *Scheduler) dispatch(batch []firing) {
 	var batched []int // by batch index: the fires that make their lock steps in one call
 	if _, ok := s.driver.(locks.ClaimAcquirer); ok {
 		for i, f := range batch {
-			if f.e.spec.Lock != "" && !f.fromStore() && f.e.spec.MaxConcurrent == 0 && perKey[f.e.spec.Lock] < 2 {
+			if f.e.spec.Lock != "" && !f.fromStore() && f.e.spec.MaxConcurrent == 0 && perKey[f.e.spec.Lock] < 2 && f.e.passed() {
 				batched = append(batched, i)
 			}
 		}
@@ -409,7 +418,13 @@ func (s *Scheduler) admit(f *firing, t *turn) (locks.Lease, Outcome, error) {
 	case <-lease.Done():
 		// The lock step (a slow claim or take, a paused process) outlasted
 		// the lease: another node may hold the key now. The task is not
-		// called.
+		// called. (A gate's lease ends with either of its two: the other
+		// is given back.)
+		if _, ok := lease.(*pairLease); ok {
+			ctx, cancel := withTimeout(context.Background(), s.clock, e.spec.LockTTL)
+			_ = lease.Release(ctx)
+			cancel()
+		}
 		return nil, OutcomeLockFailed, fmt.Errorf("%w: the lease on %q ended before the run could start: the lock step took longer than the lock TTL (%v)",
 			locks.ErrLeaseLost, e.spec.Lock, e.spec.LockTTL)
 	default:
@@ -483,16 +498,16 @@ func (s *Scheduler) callBound(e *entry) time.Duration {
 	return e.spec.LockTTL
 }
 
-// lock takes f's lease and claims the fire (steps 2 and 3 of admit), in
-// one driver call where the driver can (see acquire). It returns the
-// lease, or the outcome of a fire that does not run and the error behind a
-// failure.
+// lockOwn takes f's lease on its task's lock and claims the fire (steps 2
+// and 3 of admit; lock adds a gate's), in one driver call where the driver
+// can (see acquire). It returns the lease, or the outcome of a fire that
+// does not run and the error behind a failure.
 //
 // The fire is claimed while the lease is held, or before waiting for it: so
 // of the nodes that wait for one fire's lock, only the claimant is left
 // waiting, and a node that gets the lock after a run of the same fire ended
 // finds the fire claimed.
-func (s *Scheduler) lock(f *firing, t *turn) (locks.Lease, Outcome, error) {
+func (s *Scheduler) lockOwn(f *firing, t *turn) (locks.Lease, Outcome, error) {
 	e := f.e
 	passed := t == nil
 	if !passed && t.prev != nil {
@@ -784,7 +799,7 @@ func (s *Scheduler) releaseLease(e *entry, l locks.Lease, ctx context.Context) {
 // and releases when the task returns.
 func (s *Scheduler) runLocked(f firing, lease locks.Lease) {
 	h := &holding{e: f.e, lease: lease, fire: f.fire, since: s.clock.Now()}
-	ctx, cancel := context.WithCancelCause(locks.NewContext(s.runCtx, lease))
+	ctx, cancel := context.WithCancelCause(locks.NewContext(s.runCtx, runLease(lease)))
 	h.cancel = cancel
 	s.mu.Lock()
 	s.held[h] = struct{}{}
@@ -824,7 +839,7 @@ func (s *Scheduler) execute(ctx context.Context, f firing, lease locks.Lease, k 
 		ctx, cancel = withTimeout(ctx, s.clock, e.spec.MaxRunTime)
 		defer cancel()
 	}
-	ctx = &runContext{Context: ctx, run: Run{Task: e.name, Fire: f.fire, Node: s.node, Lease: lease, Manual: f.manual(), Attempt: f.attempt(),
+	ctx = &runContext{Context: ctx, run: Run{Task: e.name, Fire: f.fire, Node: s.node, Lease: runLease(lease), Manual: f.manual(), Attempt: f.attempt(),
 		Backfill: f.kind == kindBackfill}}
 	start := s.clock.Now()
 	err, panicked := call(ctx, e.fn)
@@ -845,7 +860,7 @@ func (s *Scheduler) executeObserved(ctx context.Context, f firing, lease locks.L
 		ctx, cancel = withTimeout(ctx, s.clock, e.spec.MaxRunTime)
 		defer cancel()
 	}
-	ctx = &runContext{Context: ctx, run: Run{Task: e.name, Fire: f.fire, Node: s.node, Lease: lease, Manual: f.manual(), Attempt: f.attempt(),
+	ctx = &runContext{Context: ctx, run: Run{Task: e.name, Fire: f.fire, Node: s.node, Lease: runLease(lease), Manual: f.manual(), Attempt: f.attempt(),
 		Backfill: f.kind == kindBackfill}}
 	start := s.clock.Now()
 	ctx, ev := s.started(ctx, f, lease, start, s.debugOn())

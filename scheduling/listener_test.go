@@ -197,7 +197,7 @@ func TestListenerSeesSkipsByReason(t *testing.T) {
 		var f fires
 		mustAdd(t, s, NewTask(f.task, Cron("@every 1s"), Lock("k"), Name("t")))
 		// Another node claimed the 1s fire.
-		if ok, err := d.Claim(context.Background(), "k@t", epoch.Add(time.Second).UnixMilli(), time.Hour); !ok || err != nil {
+		if ok, err := d.Claim(context.Background(), "@t", epoch.Add(time.Second).UnixMilli(), time.Hour); !ok || err != nil {
 			t.Fatal(ok, err)
 		}
 		mustStart(t, s)

@@ -115,17 +115,28 @@ type entry struct {
 	spec     *Spec
 	sched    schedule
 	seq      int32  // registration order
-	claimKey string // the key of this task's fire claims; "" if unlocked
+	claimKey string // fireKey(name), the key of this task's fire claims; "" if unlocked
 	// stored is the stored schedule the entry runs; nil for a task
 	// declared in code.
 	stored *taskstate.Schedule
+	// prior is the entry of the spec this one replaced while that one
+	// still has fires before this one's From; nil otherwise.
+	prior *entry
+	// gate is the lock of the replaced spec, which this spec's fires hold
+	// too until no run of that spec can be going; nil if none.
+	gate *gate
 
 	// Guarded by Scheduler.mu.
 	next   time.Time     // zero when the schedule has no further fire
 	jitter time.Duration // next starts this much after its instant (setNext)
 	index  int32         // in Scheduler.due; -1 when absent
 	gone   bool          // a stored schedule's entry, replaced or deleted: it fires no more
+	until  time.Time     // a replaced spec's: its fires are those before this; zero: no end
 }
+
+// ended reports whether e's next fire is past its spec's end: the spec
+// that replaced it has that fire. s.mu is held.
+func (e *entry) ended() bool { return !e.until.IsZero() && !e.next.Before(e.until) }
 
 // flight is the state of a task's fires on this node.
 type flight struct {

@@ -220,27 +220,41 @@ func (s *Scheduler) Add(tasks ...Task) error {
 	specs := specPool{}
 	for _, t := range tasks {
 		sched, _ := cache.parseFor(t.decl.Cron, t.Name(), t.Spec().DST) // validated above
-		s.insert(t, sched, specs, now, nil)
+		s.insert(t, sched, specs, now, nil, time.Time{})
 	}
 	s.changed(now)
 	return nil
 }
 
 // insert adds t to the registry, in the place of old (the entry of a stored
-// schedule that t updates) if not nil, its spec shared through specs.
-// s.mu is held.
-func (s *Scheduler) insert(t Task, sched schedule, specs specPool, now time.Time, old *entry) *entry {
+// schedule that t updates) if not nil, its spec shared through specs. t's
+// fires are those from from on (zero: from now); old keeps those before,
+// and leaves the schedule at from. s.mu is held.
+func (s *Scheduler) insert(t Task, sched schedule, specs specPool, now time.Time, old *entry, from time.Time) *entry {
 	s.seq++
 	e := &entry{flight: new(flight), fn: t.fn, name: t.Name(), typ: t.typ, method: t.method, cron: t.decl.Cron,
 		spec: specs.share(t.Spec()), sched: sched, seq: s.seq, index: -1}
-	e.nextAfter(now)
+	if from.After(now) {
+		e.setNext(e.sched.Next(from.Add(-time.Nanosecond)))
+	} else {
+		e.nextAfter(now)
+	}
 	if e.spec.Lock != "" {
-		e.claimKey = e.spec.Lock + "@" + e.name
+		e.claimKey = fireKey(e.name)
 	}
 	if old != nil {
 		e.flight, e.seq = old.flight, old.seq
 		s.entries[slices.Index(s.entries, old)] = e
-		s.unschedule(old)
+		if from.After(now) {
+			// old's fires before from are old's: it stays scheduled until
+			// then, out of the registry, e's prior.
+			old.until, e.prior = from, old
+			if old.ended() {
+				s.unschedule(old)
+			}
+		} else {
+			s.unschedule(old)
+		}
 	} else {
 		s.entries = append(s.entries, e)
 	}
@@ -260,9 +274,12 @@ func (s *Scheduler) unschedule(e *entry) {
 	}
 }
 
-// remove takes e out of the registry and the schedule. s.mu is held.
+// remove takes e out of the registry and the schedule, and the entries of
+// the specs it replaced with it. s.mu is held.
 func (s *Scheduler) remove(e *entry) {
-	s.unschedule(e)
+	for p := e; p != nil; p = p.prior {
+		s.unschedule(p)
+	}
 	s.entries = slices.DeleteFunc(s.entries, func(x *entry) bool { return x == e })
 	delete(s.byName, e.name)
 }
@@ -559,6 +576,10 @@ func (s *Scheduler) loop() {
 		batch = batch[:0]
 		for len(s.due) > 0 && !s.due[0].at().After(now) {
 			e := heap.Pop(&s.due).(*entry)
+			if e.ended() {
+				e.gone = true // a replaced spec's: the next fire is its successor's
+				continue
+			}
 			batch = append(batch, firing{e: e, fire: e.next, at: e.at()})
 		}
 		poll := s.state != nil && !s.nextPoll.After(now)
@@ -592,6 +613,10 @@ func (s *Scheduler) loop() {
 			}
 			if e.setNext(e.sched.Next(f.fire)); !e.next.IsZero() && !e.at().After(now) {
 				e.nextAfter(now) // missed fires are not caught up
+			}
+			if e.ended() {
+				e.gone = true // a replaced spec's last fire: its successor has the next
+				continue
 			}
 			if !e.next.IsZero() {
 				heap.Push(&s.due, e)

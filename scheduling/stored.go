@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/ndigo/ndigo/taskstate"
 )
@@ -122,7 +123,8 @@ func (s *Scheduler) putSchedule(ctx context.Context, sc taskstate.Schedule, crea
 	if s.state == nil {
 		return fmt.Errorf("%w: schedule %q cannot be stored: give the scheduler a taskstate.Store (Config.State)", ErrNoState, sc.Name)
 	}
-	sc.Node, sc.Updated = s.node, s.clock.Now().UTC()
+	now := s.clock.Now().UTC()
+	sc.Node, sc.Updated, sc.From, sc.Replaced = s.node, now, now, nil
 	if err := taskstate.CheckSchedule(sc); err != nil {
 		return err
 	}
@@ -131,6 +133,20 @@ func (s *Scheduler) putSchedule(ctx context.Context, sc taskstate.Schedule, crea
 	s.mu.Unlock()
 	if err != nil {
 		return err
+	}
+	if !create {
+		// The new spec comes in force at an instant stored with it, late
+		// enough for every node to have read it: until then every node runs
+		// the old one, from then on the new one, so that no fire is one
+		// spec's on a node and the other's on another.
+		scs, err := s.state.Schedules(ctx)
+		if err != nil {
+			return fmt.Errorf("scheduling: reading the schedule to update: %w", err)
+		}
+		if i := slices.IndexFunc(scs, func(o taskstate.Schedule) bool { return o.Name == sc.Name }); i >= 0 {
+			sc.From = now.Add(s.changeLead())
+			sc.Replaced = replaced(scs[i], sc.From)
+		}
 	}
 	if create {
 		err = s.state.CreateSchedule(ctx, sc)
@@ -141,6 +157,27 @@ func (s *Scheduler) putSchedule(ctx context.Context, sc taskstate.Schedule, crea
 		return err
 	}
 	return s.readSchedules(ctx, -1)
+}
+
+// changeLead is how long after an update its spec comes in force: two of
+// this node's polls, by which every node polling as often has read it.
+func (s *Scheduler) changeLead() time.Duration { return 2 * s.poll }
+
+// replaced returns the specs that an update of old, in force from from,
+// replaces, newest first: old's own, then those old replaced, less those
+// that left force more than AuditWindow before from, at most
+// taskstate.MaxReplaced.
+func replaced(old taskstate.Schedule, from time.Time) []taskstate.PastSpec {
+	out := []taskstate.PastSpec{{Cron: old.Cron, Lock: old.Lock, Options: old.Options, From: old.From}}
+	end := old.From // when the next spec in the list left force
+	for _, p := range old.Replaced {
+		if len(out) == taskstate.MaxReplaced || (!end.IsZero() && end.Before(from.Add(-AuditWindow))) {
+			break
+		}
+		out = append(out, p)
+		end = p.From
+	}
+	return out
 }
 
 // DeleteSchedule deletes the stored schedule named name: no node fires it
@@ -306,8 +343,9 @@ func (s *Scheduler) applySchedules(scs []taskstate.Schedule) (added []*entry) {
 			if e != nil && e.stored != nil {
 				old = e
 			}
-			ne := s.insert(t, sched, nil, now, old)
+			ne := s.insert(t, sched, nil, now, old, sc.From)
 			ne.stored = &sc
+			ne.gate = newGate(&sc, ne, s.changeLead())
 			if old == nil {
 				added = append(added, ne)
 			}

@@ -269,14 +269,13 @@ func validateTasks(tasks []Task, taken func(string) bool, rules lockRules, cache
 			for _, p := range rules.check(t.Spec()) {
 				add(p)
 			}
-			// The fire claims' key is the lock, "@" and the task's name.
-			if n := len(*t.decl.Lock) + 1 + len(t.Name()); n > locks.MaxKeyLen {
-				v := *t.decl.Lock
-				if len(v) > 64 {
-					v = strings.ToValidUTF8(v[:64], "") + "…"
-				}
-				add(Problem{Option: "lock", Value: v, Rule: fmt.Sprintf("with the task's name it makes a %d-byte claim key, over locks.MaxKeyLen (%d): "+
+			if n := len(*t.decl.Lock); n > locks.MaxKeyLen {
+				add(Problem{Option: "lock", Value: cut(*t.decl.Lock), Rule: fmt.Sprintf("is %d bytes, over locks.MaxKeyLen (%d): "+
 					"every driver refuses it", n, locks.MaxKeyLen)})
+			}
+			if n := len(fireKey(t.Name())); n > locks.MaxKeyLen {
+				add(Problem{Option: "name", Value: cut(t.Name()), Rule: fmt.Sprintf("makes a %d-byte fire claim key (\"@\" and the name), "+
+					"over locks.MaxKeyLen (%d): every driver refuses it", n, locks.MaxKeyLen)})
 			}
 		}
 		// With defaults applied, as the scheduler will run it.
@@ -497,4 +496,12 @@ func shortestGap(sched schedule, from time.Time) time.Duration {
 		prev = next
 	}
 	return gap
+}
+
+// cut shortens a long value for a problem's text.
+func cut(v string) string {
+	if len(v) > 64 {
+		return strings.ToValidUTF8(v[:64], "") + "…"
+	}
+	return v
 }

@@ -203,18 +203,30 @@ func TestUnreadOptionSuppressesOnlyItsDependents(t *testing.T) {
 	}
 }
 
-// A lock key that, with the task's name, makes a claim key over
-// locks.MaxKeyLen is refused at Add, not at every fire.
-func TestLockKeyLength(t *testing.T) {
+// A lock key, or a name whose fire claim key ("@" and the name), over
+// locks.MaxKeyLen is refused at Add, not at every fire, naming the option.
+func TestKeyLengths(t *testing.T) {
 	noop := func(context.Context) error { return nil }
-	fits := strings.Repeat("k", locks.MaxKeyLen-len("@t"))
-	if err := Validate(NewTask(noop, Cron("@daily"), Name("t"), Lock(fits))); err != nil {
-		t.Fatalf("a claim key of exactly locks.MaxKeyLen: %v", err)
+	fits := strings.Repeat("k", locks.MaxKeyLen)
+	if err := Validate(NewTask(noop, Cron("@daily"), Name(fits[1:]), Lock(fits))); err != nil {
+		t.Fatalf("a lock key and a claim key of exactly locks.MaxKeyLen: %v", err)
 	}
-	err := Validate(NewTask(noop, Cron("@daily"), Name("t"), Lock(fits+"k")))
-	var ve *ValidationError
-	if !errors.As(err, &ve) || len(ve.Problems) != 1 || ve.Problems[0].Option != "lock" ||
-		!strings.Contains(ve.Problems[0].Rule, "locks.MaxKeyLen") || len(ve.Problems[0].Value) > 70 {
-		t.Fatalf("one byte over: %v, want one lock problem naming locks.MaxKeyLen, with the key cut", err)
+	for _, c := range []struct {
+		task   Task
+		option string
+	}{
+		{NewTask(noop, Cron("@daily"), Name("t"), Lock(fits+"k")), "lock"},
+		{NewTask(noop, Cron("@daily"), Name(fits), Lock("k")), "name"},
+	} {
+		err := Validate(c.task)
+		var ve *ValidationError
+		if !errors.As(err, &ve) || len(ve.Problems) != 1 || ve.Problems[0].Option != c.option ||
+			!strings.Contains(ve.Problems[0].Rule, "locks.MaxKeyLen") || len(ve.Problems[0].Value) > 70 {
+			t.Fatalf("one byte over: %.300v, want one %s problem naming locks.MaxKeyLen, with the value cut", err, c.option)
+		}
+	}
+	// An unlocked task claims nothing: its name may be longer.
+	if err := Validate(NewTask(noop, Cron("@daily"), Name(fits))); err != nil {
+		t.Fatalf("an unlocked task with a long name: %.300v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -47,7 +48,31 @@ type Schedule struct {
 	Args    json.RawMessage `json:"args,omitempty"`
 	Node    string          `json:"node,omitempty"`   // the node that created or last updated it
 	Updated time.Time       `json:"updated,omitzero"` // when
+	// From is when this spec came, or comes, in force, the same for every
+	// node: a fire before it is one of the spec it replaced (Replaced[0]),
+	// a fire at or after it one of this spec. The scheduler that stores a
+	// schedule sets it: at a create, to the time of the call; at an update,
+	// a little later, so that every node has read the change by then. Zero
+	// for a schedule stored without it: in force as soon as a node reads it.
+	From time.Time `json:"from,omitzero"`
+	// Replaced are the specs this one replaced, newest first, each in force
+	// from its own From until the From of the spec before it in the list
+	// (the first, until this spec's From): what an audit judges their
+	// instants by, and the lock that a run of the newest may still hold.
+	// At most MaxReplaced of them.
+	Replaced []PastSpec `json:"replaced,omitempty"`
 }
+
+// A PastSpec is a spec that a stored schedule had before an update.
+type PastSpec struct {
+	Cron    string            `json:"cron"`
+	Lock    string            `json:"lock,omitempty"`
+	Options map[string]string `json:"options,omitempty"`
+	From    time.Time         `json:"from,omitzero"` // when it came in force; zero if not known
+}
+
+// MaxReplaced bounds a stored schedule's Replaced specs.
+const MaxReplaced = 8
 
 // EncodeSchedule returns the encoding of sc that stores keep, with its Args
 // compacted: a store compares schedules by these bytes. It fails as
@@ -63,7 +88,13 @@ func EncodeSchedule(sc Schedule) ([]byte, error) {
 		}
 		sc.Args = b.Bytes()
 	}
-	sc.Updated = sc.Updated.UTC()
+	sc.Updated, sc.From = sc.Updated.UTC(), sc.From.UTC()
+	if len(sc.Replaced) > 0 {
+		sc.Replaced = slices.Clone(sc.Replaced)
+		for i := range sc.Replaced {
+			sc.Replaced[i].From = sc.Replaced[i].From.UTC()
+		}
+	}
 	out, err := json.Marshal(sc)
 	if err != nil {
 		return nil, fmt.Errorf("%w: schedule %q: %v", ErrInvalid, sc.Name, err)
@@ -102,16 +133,37 @@ func CheckSchedule(sc Schedule) error {
 		return fmt.Errorf("%w: schedule name %q must not be . or ..: no URL path can name it (clients remove dot segments)", ErrInvalid, sc.Name)
 	case strings.TrimSpace(sc.Cron) == "":
 		return fmt.Errorf("%w: schedule %q: cron %q must not be empty", ErrInvalid, sc.Name, sc.Cron)
-	case len(sc.Options) > MaxScheduleOptions:
-		return fmt.Errorf("%w: schedule %q: options has %d entries, over %d (taskstate.MaxScheduleOptions)", ErrInvalid, sc.Name, len(sc.Options), MaxScheduleOptions)
 	case len(sc.Args) > MaxScheduleArgsLen:
 		return fmt.Errorf("%w: schedule %q: args has %d bytes, over %d (taskstate.MaxScheduleArgsLen)", ErrInvalid, sc.Name, len(sc.Args), MaxScheduleArgsLen)
 	case len(sc.Args) > 0 && !json.Valid(sc.Args):
 		return fmt.Errorf("%w: schedule %q: args %.64q must be one JSON value", ErrInvalid, sc.Name, sc.Args)
 	}
-	for k := range sc.Options {
+	if err := checkOptions(sc.Options); err != nil {
+		return fmt.Errorf("%w: schedule %q: %v", ErrInvalid, sc.Name, err)
+	}
+	if len(sc.Replaced) > MaxReplaced {
+		return fmt.Errorf("%w: schedule %q: replaced has %d specs, over %d (taskstate.MaxReplaced)", ErrInvalid, sc.Name, len(sc.Replaced), MaxReplaced)
+	}
+	for i, p := range sc.Replaced {
+		if strings.TrimSpace(p.Cron) == "" {
+			return fmt.Errorf("%w: schedule %q: replaced[%d]: cron %q must not be empty", ErrInvalid, sc.Name, i, p.Cron)
+		}
+		if err := checkOptions(p.Options); err != nil {
+			return fmt.Errorf("%w: schedule %q: replaced[%d]: %v", ErrInvalid, sc.Name, i, err)
+		}
+	}
+	return nil
+}
+
+// checkOptions checks a schedule's options: at most MaxScheduleOptions,
+// no empty key.
+func checkOptions(opts map[string]string) error {
+	if len(opts) > MaxScheduleOptions {
+		return fmt.Errorf("options has %d entries, over %d (taskstate.MaxScheduleOptions)", len(opts), MaxScheduleOptions)
+	}
+	for k := range opts {
 		if k == "" {
-			return fmt.Errorf("%w: schedule %q: an options key must not be empty", ErrInvalid, sc.Name)
+			return errors.New("an options key must not be empty")
 		}
 	}
 	return nil

@@ -881,7 +881,7 @@ func (w *simWorld) touched(task simTask, span window) bool {
 	defer w.mu.Unlock()
 	for _, f := range w.faults {
 		if !f.at.Before(span.from) && f.at.Before(span.to) &&
-			(f.key == task.lock || f.key == "*" || strings.HasPrefix(f.key, task.lock+"@") || strings.HasPrefix(f.key, task.lock+"#")) {
+			(f.key == task.lock || f.key == "*" || f.key == "@"+task.name || strings.HasPrefix(f.key, task.lock+"#")) {
 			return true
 		}
 	}
@@ -1031,7 +1031,7 @@ func (n *nodeStore) call(op, task string, do func() error) error {
 		}
 		for _, st := range w.tasks {
 			if st.name == task {
-				key = st.lock + "@" + task
+				key = "@" + task // as its fire claims
 			}
 		}
 		w.mu.Lock()

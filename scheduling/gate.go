@@ -1,0 +1,137 @@
+package scheduling
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/ndigo/ndigo/internal/durations"
+	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/taskstate"
+)
+
+// A gate is the lock of the spec that an update of a stored schedule
+// replaced, when the new spec locks another key. A run of the old spec may
+// still be going under it when the new spec comes in force (a long run, a
+// renewed one), and a fire of the old spec that waits for it (LockWait) may
+// still start: so each fire of the new spec takes the old lock too, before
+// its own, and holds both for its run; a fire that finds the old lock held
+// is skipped as for a lock held. The gate opens, on this node, once one of
+// its fires took the old lock at or after end: the last moment a fire of
+// the old spec could still take it (its From, plus the old spec's jitter
+// and lock wait, plus the change's lead for the nodes' clocks). From then
+// on no run of the old spec is going and none can start, and the fires take
+// their own lock alone.
+type gate struct {
+	lock string
+	end  time.Time
+	open atomic.Bool
+}
+
+// newGate returns the gate of e, the entry of stored schedule sc, nil if
+// the spec sc replaced had no lock, or e's lock.
+func newGate(sc *taskstate.Schedule, e *entry, lead time.Duration) *gate {
+	if len(sc.Replaced) == 0 || e.spec.Lock == "" {
+		return nil
+	}
+	old := sc.Replaced[0]
+	if old.Lock == "" || old.Lock == e.spec.Lock {
+		return nil
+	}
+	end := sc.From
+	if !end.IsZero() {
+		for _, k := range []string{"jitter", "lockWait"} {
+			if d, err := durations.Parse(old.Options[k]); err == nil && d > 0 {
+				end = end.Add(d)
+			}
+		}
+		end = end.Add(lead)
+	}
+	return &gate{lock: old.Lock, end: end}
+}
+
+// passed reports whether e's fires take their own lock alone.
+func (e *entry) passed() bool { return e.gate == nil || e.gate.open.Load() }
+
+// lock takes f's lease and claims the fire (steps 2 and 3 of admit): its
+// own lock (see lockOwn) and, while e's gate is closed, the replaced spec's
+// lock first, both then held for the run as one lease.
+func (s *Scheduler) lock(f *firing, t *turn) (locks.Lease, Outcome, error) {
+	e := f.e
+	if e.passed() {
+		return s.lockOwn(f, t)
+	}
+	g := e.gate
+	ctx, cancel := withTimeout(s.acquireCtx, s.clock, e.spec.LockTTL)
+	defer cancel()
+	at := s.clock.Now()
+	old, err := s.driver.Acquire(ctx, g.lock, e.spec.LockTTL)
+	switch {
+	case errors.Is(err, locks.ErrNotAcquired):
+		t.pass()
+		if s.debugOn() {
+			s.log.Debug("the replaced spec's lock is held; fire skipped", "task", e.name, "fire", f.fire, "lock", g.lock)
+		}
+		return nil, OutcomeLockHeld, nil
+	case err != nil:
+		t.pass()
+		o, _ := s.notClaimed(err)
+		return nil, o, fmt.Errorf("taking lock %q of the spec the schedule's update replaced: %w", g.lock, err)
+	}
+	if !at.Before(g.end) {
+		// No run of the old spec holds its lock now, and none can start:
+		// this fire is the last that needs it.
+		g.open.Store(true)
+	}
+	lease, o, err := s.lockOwn(f, t)
+	if lease == nil {
+		rctx, rcancel := withTimeout(context.Background(), s.clock, e.spec.LockTTL)
+		defer rcancel()
+		s.releaseLease(e, old, rctx)
+		return nil, o, err
+	}
+	return newPairLease(lease, old), "", nil
+}
+
+// A pairLease is a fire's own lease and the gate's, held together: its key
+// and token are its own lease's, it ends when either does, and it extends
+// and releases both.
+type pairLease struct {
+	locks.Lease
+	old  locks.Lease
+	done chan struct{}
+}
+
+func newPairLease(own, old locks.Lease) *pairLease {
+	p := &pairLease{Lease: own, old: old, done: make(chan struct{})}
+	go func() { // ends with either lease: the run releases both
+		select {
+		case <-own.Done():
+		case <-old.Done():
+		}
+		close(p.done)
+	}()
+	return p
+}
+
+func (p *pairLease) Done() <-chan struct{} { return p.done }
+
+func (p *pairLease) Extend(ctx context.Context, ttl time.Duration) error {
+	return errors.Join(p.Lease.Extend(ctx, ttl), p.old.Extend(ctx, ttl))
+}
+
+func (p *pairLease) Release(ctx context.Context) error {
+	return errors.Join(p.Lease.Release(ctx), p.old.Release(ctx))
+}
+
+// runLease is the lease a run sees (Run.Lease, locks.FromContext): the
+// fire's own, whose token fences its writes, and which its driver's guards
+// take.
+func runLease(l locks.Lease) locks.Lease {
+	if p, ok := l.(*pairLease); ok {
+		return p.Lease
+	}
+	return l
+}

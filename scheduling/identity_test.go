@@ -1,0 +1,191 @@
+package scheduling
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/ndigo/ndigo/taskstate"
+)
+
+// A stored schedule changed to another lock just before a fire: the node
+// that made the change and a node that has not polled yet both reach the
+// fire, each with the spec it knows. A fire is its task's name and instant,
+// whatever the lock: it runs once. (Before fires were claimed under the
+// name alone, the two nodes claimed it under the two locks' keys, and both
+// ran it.)
+func TestStoredScheduleLockChangeRunsEachFireOnce(t *testing.T) {
+	c := newCluster(t)
+	var h handled
+	c.start(2, func() []Task { return nil })
+	for _, s := range c.nodes {
+		if err := s.Handle("tenant-report", h.fn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	if err := c.nodes[0].CreateSchedule(ctx, acmeReport()); err != nil {
+		t.Fatal(err)
+	}
+	c.step(59*time.Second, time.Second) // both nodes have it; the fire at 1m is next
+	up := acmeReport()
+	up.Lock = "report:acme:v2"
+	if err := c.nodes[0].UpdateSchedule(ctx, up); err != nil {
+		t.Fatal(err)
+	}
+	c.step(5*time.Minute, time.Second)
+	if got := fireSet(t, h.of("report-acme")); len(got) != 5 {
+		t.Fatalf("%d fires ran in 5 minutes, want 5, each once: %v", len(got), got)
+	}
+}
+
+// An update comes in force at the instant stored with it, two polls after
+// the change, on every node alike: a fire before it runs the old spec
+// (here, its arguments) wherever it runs, one at or after it the new one.
+func TestStoredScheduleChangesAtAnAgreedInstant(t *testing.T) {
+	c := newCluster(t)
+	var h handled
+	c.start(3, func() []Task { return nil })
+	for _, s := range c.nodes {
+		if err := s.Handle("tenant-report", h.fn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	sc := acmeReport()
+	sc.Cron = "@every 1s"
+	if err := c.nodes[0].CreateSchedule(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	c.step(10*time.Second, time.Second)
+	sc.Args = json.RawMessage(`{"tenant": "acme", "v": 2}`)
+	sc.Lock = "report:acme:v2"
+	changed := c.fc.Now()
+	if err := c.nodes[1].UpdateSchedule(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	stored, err := c.nodes[2].Schedules(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := changed.Add(2 * DefaultRequestPoll)
+	if len(stored) != 1 || !stored[0].From.Equal(from) || len(stored[0].Replaced) != 1 ||
+		stored[0].Replaced[0].Lock != "report:acme" || stored[0].Replaced[0].Cron != "@every 1s" {
+		t.Fatalf("stored %+v; want From %v (two polls after the change) and the replaced spec", stored, from)
+	}
+	before := len(h.of("report-acme"))
+	c.step(10*time.Second, time.Second)
+	runs := h.of("report-acme")[before:]
+	fires := fireSet(t, runs)
+	if len(fires) != 10 {
+		t.Fatalf("%d fires ran in the 10 s after the update, want 10: %+v", len(fires), runs)
+	}
+	for _, r := range runs {
+		old := r.args == `{"tenant":"acme"}`
+		if old != r.fire.Before(from) {
+			t.Errorf("fire %v (the new spec from %v) ran on %s with args %s", r.fire.Sub(changed), from.Sub(changed), r.node, r.args)
+		}
+	}
+}
+
+// A run of the old spec is going under the old lock when an update to
+// another lock comes in force: the new spec's fires take the old lock too
+// while a run of the old spec may hold it, so none of them runs beside it;
+// once it ends they run, one at a time, and the gate opens.
+func TestStoredScheduleLockChangeWaitsForTheOldRun(t *testing.T) {
+	c := newCluster(t)
+	first := epoch.Add(time.Minute)
+	b := newBlocker(func(r Run) bool { return r.Fire.Equal(first) })
+	c.start(2, func() []Task { return nil })
+	for _, s := range c.nodes {
+		if err := s.Handle("tenant-report", func(ctx context.Context, _ json.RawMessage) error { return b.task(ctx) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	sc := acmeReport()
+	sc.Options = map[string]string{"lockTtl": "10m"}
+	if err := c.nodes[0].CreateSchedule(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	b.step(t, c, time.Minute, time.Second) // the first fire starts, and blocks
+	if n := b.count(); n != 1 {
+		t.Fatalf("%d runs started, want 1", n)
+	}
+	sc.Lock = "report:acme:v2"
+	if err := c.nodes[1].UpdateSchedule(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	b.step(t, c, 3*time.Minute, time.Second) // the fires at 2, 3 and 4 minutes
+	if n := b.count(); n != 1 {
+		t.Fatalf("%d runs started while the old spec's run holds its lock, want still 1", n)
+	}
+	close(b.release)
+	c.step(3*time.Minute, time.Second) // the fires at 5, 6 and 7 minutes
+	if n, most := b.count(), b.most.Load(); n != 4 || most != 1 {
+		t.Fatalf("%d runs in all, at most %d at once; want 4, one at a time", n, most)
+	}
+	for _, s := range c.nodes {
+		if e := s.byName["report-acme"]; e.gate == nil || !e.passed() {
+			t.Errorf("%s: gate %+v, want one, open once a fire took the old lock after the change", s.node, e.gate)
+		}
+	}
+	hist, err := c.store.Runs(ctx, "report-acme", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range hist {
+		if r.Fire.Equal(first) && r.Outcome != string(OutcomeOK) {
+			t.Errorf("the old spec's run recorded %+v, want ok", r)
+		}
+	}
+}
+
+// Every update keeps the specs it replaced, newest first, for the audit,
+// dropping those out of force for more than a day, at most
+// taskstate.MaxReplaced.
+func TestStoredScheduleKeepsTheReplacedSpecs(t *testing.T) {
+	c := newCluster(t)
+	var h handled
+	c.start(1, func() []Task { return nil })
+	s := c.nodes[0]
+	if err := s.Handle("tenant-report", h.fn); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	sc := acmeReport()
+	if err := s.CreateSchedule(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	crons := []string{sc.Cron}
+	for i := range taskstate.MaxReplaced + 3 {
+		c.fc.Advance(time.Hour)
+		sc.Cron = []string{"@every 2m", "@every 3m"}[i%2]
+		if err := s.UpdateSchedule(ctx, sc); err != nil {
+			t.Fatal(err)
+		}
+		crons = append(crons, sc.Cron)
+	}
+	got, err := s.Schedules(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := got[0].Replaced
+	if len(r) != taskstate.MaxReplaced {
+		t.Fatalf("%d replaced specs kept, want %d", len(r), taskstate.MaxReplaced)
+	}
+	for i, p := range r {
+		if want := crons[len(crons)-2-i]; p.Cron != want {
+			t.Errorf("replaced[%d].Cron = %q, want %q (newest first)", i, p.Cron, want)
+		}
+	}
+	c.fc.Advance(AuditWindow + time.Hour)
+	if err := s.UpdateSchedule(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = s.Schedules(ctx)
+	if r := got[0].Replaced; len(r) != 1 || r[0].Cron != sc.Cron {
+		t.Fatalf("after a day, replaced = %+v; want the spec in force until now alone", r)
+	}
+}
