@@ -102,6 +102,13 @@ const heldSlack = time.Second
 // land. Manual runs are not instants of the schedule: they are left out,
 // but may hold the lock over one.
 //
+// Each instant is one of the spec in force at it: a stored schedule's
+// instants from its From are those of its spec, and before, those of each
+// spec it replaced ([taskstate.Schedule].Replaced) in the span that spec
+// was in force; none before the oldest known spec came in force (for a
+// schedule created after the node started, its creation). An audit never
+// reports an instant of a spec that was not in force then.
+//
 // An instant is, in this order: ran, if some node recorded a run of it;
 // skipped, if a node recorded it paused or skipped while a retry of an
 // earlier fire was pending, or a recorded run of a task on the
@@ -143,8 +150,55 @@ func (s *Scheduler) Audit(ctx context.Context, name string) (Audit, error) {
 	}
 	s.mu.Lock()
 	start := s.startedAt
+	spans := s.spans(e)
 	s.mu.Unlock()
-	return audit(e, runs, holders, s.clock.Now(), start), nil
+	return auditSpans(spans, runs, holders, s.clock.Now(), start), nil
+}
+
+// A span is a spec of a task and the instants it was in force for: those
+// from from (zero: as far back as the history goes) and before to (zero:
+// up to now).
+type span struct {
+	e        *entry
+	from, to time.Time
+}
+
+// spans returns the specs of e's task that the audit judges its instants
+// by, newest first: e's own; for a stored schedule, in force from its From,
+// then each spec it replaced, in force from its own From until the next
+// one's. A replaced spec this node cannot parse any more ends the list,
+// and the audit starts where the spec after it came in force: it reports
+// no instant of a spec that was not in force. s.mu is held.
+func (s *Scheduler) spans(e *entry) []span {
+	if e.stored == nil || e.stored.From.IsZero() {
+		return []span{{e: e}}
+	}
+	out := []span{{e: e, from: e.stored.From}}
+	to := e.stored.From
+	for _, p := range e.stored.Replaced {
+		pe := s.pastEntry(e, p)
+		if pe == nil || p.From.IsZero() {
+			break
+		}
+		out = append(out, span{e: pe, from: p.From, to: to})
+		to = p.From
+	}
+	return out
+}
+
+// pastEntry returns an entry of e's task with spec p, for the audit: its
+// schedule and options, nil if they are not valid here. s.mu is held.
+func (s *Scheduler) pastEntry(e *entry, p taskstate.PastSpec) *entry {
+	t := NewTask(func(context.Context) error { return nil }, scheduleOptions(e.name, p.Cron, p.Lock, p.Options)...)
+	rules := s.lockRules()
+	rules.locked = nil // the lock was its own then
+	cache := newParseCache(s.loc, 1)
+	if validateTasks([]Task{t}, func(string) bool { return false }, rules, cache) != nil {
+		return nil
+	}
+	sched, _ := cache.parseFor(t.decl.Cron, t.Name(), t.Spec().DST) // validated above
+	spec := t.Spec()
+	return &entry{flight: new(flight), name: e.name, cron: p.Cron, spec: &spec, sched: sched, index: -1}
 }
 
 // A holder is a recorded run that may have held an audited task's lock.
@@ -166,8 +220,15 @@ func (s *Scheduler) sharing(e *entry) []string {
 	return out
 }
 
-// audit is Audit on what it read.
+// audit is Audit on what it read, of a task with one spec.
 func audit(e *entry, runs []taskstate.Run, holders []holder, now, start time.Time) Audit {
+	return auditSpans([]span{{e: e}}, runs, holders, now, start)
+}
+
+// auditSpans is Audit on what it read, of a task whose spec in force at
+// each instant spans say (newest first).
+func auditSpans(spans []span, runs []taskstate.Run, holders []holder, now, start time.Time) Audit {
+	e := spans[0].e
 	a := Audit{Task: e.name}
 	var longest time.Duration
 	for _, r := range runs {
@@ -215,32 +276,37 @@ func audit(e *entry, runs []taskstate.Run, holders []holder, now, start time.Tim
 			byFire[k] = r
 		}
 	}
+	from = maxTime(from, spans[len(spans)-1].from)
 	from = walkable(e.sched, from, now)
 	a.From = from
-	prev := time.Time{}
-	for t := e.sched.Next(from.Add(-time.Nanosecond)); !t.IsZero() && !t.After(now); prev, t = t, e.sched.Next(t) {
-		gap := t.Sub(prev)
-		if prev.IsZero() {
-			gap = e.sched.Next(t).Sub(t)
-		}
-		f := judge(t, byFire, holders, e, min(heldSlack, gap/10))
-		if f.Status == FireMissed && t.After(a.To) {
-			f.Status = FirePending
-		}
-		switch f.Status {
-		case FireRan:
-			a.Ran++
-		case FireSkipped:
-			a.Skipped++
-		case FireFailed:
-			a.Failed++
-		case FireMissed:
-			a.Missed++
-			a.LastMissed = t
-		}
-		a.Fires = append(a.Fires, f)
-		if len(a.Fires) > 2*MaxAuditFires {
-			a.Fires = append(a.Fires[:0], a.Fires[len(a.Fires)-MaxAuditFires:]...)
+	for i := len(spans) - 1; i >= 0; i-- {
+		sp := spans[i]
+		prev := time.Time{}
+		for t := sp.e.sched.Next(maxTime(from, sp.from).Add(-time.Nanosecond)); !t.IsZero() && !t.After(now) &&
+			(sp.to.IsZero() || t.Before(sp.to)); prev, t = t, sp.e.sched.Next(t) {
+			gap := t.Sub(prev)
+			if prev.IsZero() {
+				gap = sp.e.sched.Next(t).Sub(t)
+			}
+			f := judge(t, byFire, holders, sp.e, min(heldSlack, gap/10))
+			if f.Status == FireMissed && t.After(a.To) {
+				f.Status = FirePending
+			}
+			switch f.Status {
+			case FireRan:
+				a.Ran++
+			case FireSkipped:
+				a.Skipped++
+			case FireFailed:
+				a.Failed++
+			case FireMissed:
+				a.Missed++
+				a.LastMissed = t
+			}
+			a.Fires = append(a.Fires, f)
+			if len(a.Fires) > 2*MaxAuditFires {
+				a.Fires = append(a.Fires[:0], a.Fires[len(a.Fires)-MaxAuditFires:]...)
+			}
 		}
 	}
 	if len(a.Fires) > MaxAuditFires {

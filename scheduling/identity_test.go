@@ -189,3 +189,44 @@ func TestStoredScheduleKeepsTheReplacedSpecs(t *testing.T) {
 		t.Fatalf("after a day, replaced = %+v; want the spec in force until now alone", r)
 	}
 }
+
+// The audit judges each instant by the spec in force at it: a stored
+// schedule changed from every minute to every 30 s shows no miss for the
+// instants of either (before, it judged the whole history by the new spec,
+// and reported the old spec's half-minutes missed), and none before the
+// schedule was created, though the node started earlier.
+func TestAuditFollowsTheSpecInForce(t *testing.T) {
+	c := newCluster(t)
+	var h handled
+	c.start(1, func() []Task { return nil })
+	s := c.nodes[0]
+	if err := s.Handle("tenant-report", h.fn); err != nil {
+		t.Fatal(err)
+	}
+	c.step(10*time.Minute, time.Second) // the node started 10 minutes before the schedule
+	ctx := context.Background()
+	sc := acmeReport() // every minute
+	if err := s.CreateSchedule(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	c.step(5*time.Minute, time.Second)
+	sc.Cron = "@every 30s"
+	if err := s.UpdateSchedule(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	c.step(5*time.Minute, time.Second) // 15 runs in all: the history (20) keeps them all
+	a, err := s.Audit(ctx, sc.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := len(fireSet(t, h.of(sc.Name)))
+	if a.Missed != 0 || a.Failed != 0 || a.Skipped != 0 || a.Ran != ran || ran != 5+10 || !a.From.Equal(epoch.Add(11*time.Minute)) {
+		t.Fatalf("audit ran %d missed %d failed %d skipped %d of %d runs: %+v", a.Ran, a.Missed, a.Failed, a.Skipped, ran, a.Fires)
+	}
+	created := epoch.Add(10 * time.Minute)
+	for _, f := range a.Fires {
+		if f.Fire.Before(created) || (f.Fire.Before(created.Add(5*time.Minute)) && f.Fire.Second() != 0) {
+			t.Errorf("audited %v, an instant of no spec in force", f.Fire.Sub(epoch))
+		}
+	}
+}

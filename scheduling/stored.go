@@ -245,19 +245,7 @@ func (s *Scheduler) scheduleTask(sc taskstate.Schedule) (Task, schedule, error) 
 		return Task{}, nil, fmt.Errorf("%w: schedule %q names handler %q, which this node has not registered (Scheduler.Handle)", ErrUnknownHandler, sc.Name, sc.Handler)
 	}
 	h, args := s.stored.handlers[sc.Handler], sc.Args
-	opts := []Option{Cron(sc.Cron), Name(sc.Name)}
-	if sc.Lock != "" {
-		opts = append(opts, Lock(sc.Lock))
-	}
-	for _, k := range slices.Sorted(maps.Keys(sc.Options)) {
-		switch v := sc.Options[k]; k {
-		case "cron", "lock", "name":
-			opts = append(opts, invalid(k, v, "is a field of the schedule, not one of its options"))
-		default:
-			opts = append(opts, KeyOption(k, v))
-		}
-	}
-	t := NewTask(func(ctx context.Context) error { return h(ctx, args) }, opts...)
+	t := NewTask(func(ctx context.Context) error { return h(ctx, args) }, scheduleOptions(sc.Name, sc.Cron, sc.Lock, sc.Options)...)
 	t.typ, t.method = "", ""
 	taken, rules := s.taken(""), s.lockRules()
 	if old != nil {
@@ -272,6 +260,23 @@ func (s *Scheduler) scheduleTask(sc taskstate.Schedule) (Task, schedule, error) 
 	}
 	sched, _ := cache.parseFor(t.decl.Cron, t.Name(), t.Spec().DST) // validated above
 	return t, sched, nil
+}
+
+// scheduleOptions are the options of a stored schedule's spec.
+func scheduleOptions(name, cron, lock string, options map[string]string) []Option {
+	opts := []Option{Cron(cron), Name(name)}
+	if lock != "" {
+		opts = append(opts, Lock(lock))
+	}
+	for _, k := range slices.Sorted(maps.Keys(options)) {
+		switch v := options[k]; k {
+		case "cron", "lock", "name":
+			opts = append(opts, invalid(k, v, "is a field of the schedule, not one of its options"))
+		default:
+			opts = append(opts, KeyOption(k, v))
+		}
+	}
+	return opts
 }
 
 // readSchedules reads the stored schedules and applies them; gen is the
