@@ -85,7 +85,7 @@ func (s *Scheduler) Backfill(ctx context.Context, name string, from, to time.Tim
 	}
 	var ran []time.Time
 	for _, r := range runs {
-		if !r.Manual && !r.Fire.Before(from) && !r.Fire.After(to) && (!r.Start.IsZero() || r.Outcome == taskstate.OutcomeTaken) {
+		if !r.Fire.Before(from) && !r.Fire.After(to) && taskstate.RanAt(r, r.Fire) {
 			ran = append(ran, r.Fire)
 		}
 	}
@@ -331,6 +331,13 @@ func (s *Scheduler) endBackfill(e *entry, b taskstate.Backfill) {
 // takeBackfill takes f's instant of its backfill from the store (the
 // claim of a backfill's run), and tells the node driving it what it did.
 func (s *Scheduler) takeBackfill(ctx context.Context, f *firing) error {
+	// The instant is claimed as its fire: a node that reaches the fire
+	// late (its clock lags, it was paused) finds it claimed, not free. A
+	// claim refused says only that this instant or a later one was claimed
+	// (the claim record keeps the latest); the take decides by the history.
+	if _, err := s.claims.Claim(ctx, f.e.claimKey, f.fire.UnixMilli(), ClaimTTL); err != nil {
+		return fmt.Errorf("claiming instant %v of backfill %s: %w", f.fire, f.step.id, err)
+	}
 	t, err := s.state.TakeBackfill(ctx, f.e.name, f.step.id, s.node, f.fire)
 	switch {
 	case err != nil:

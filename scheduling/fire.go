@@ -709,7 +709,7 @@ func (s *Scheduler) skip(f firing, o Outcome, err error) {
 		s.log.Info("a run of the task is going; fire waits for it", "task", e.name, "fire", f.fire, "lock", e.spec.Lock,
 			"overlap", e.spec.Overlap)
 	default:
-		prev := s.record(f, &LastRun{Fire: f.fire, Outcome: o, Node: s.node, Manual: f.manual(), Attempt: f.attempt()}, counts{skips: 1}, nil)
+		prev, _ := s.record(f, &LastRun{Fire: f.fire, Outcome: o, Node: s.node, Manual: f.manual(), Attempt: f.attempt()}, counts{skips: 1}, nil)
 		ctx := context.Background()
 		switch o {
 		case OutcomeLockHeld:
@@ -748,12 +748,14 @@ func (s *Scheduler) skip(f firing, o Outcome, err error) {
 // record is where every fire that ran or was skipped is recorded: in this
 // node's registry, and in the shared history when shared says so, with the
 // retry that a failed run leaves (nil for none).
-func (s *Scheduler) record(f firing, last *LastRun, c counts, retry *taskstate.Retry) (prev Outcome) {
+// It returns the outcome of the fire before, and the shared record's
+// sequence number (0 for none).
+func (s *Scheduler) record(f firing, last *LastRun, c counts, retry *taskstate.Retry) (prev Outcome, seq uint64) {
 	prev = f.e.record(*last, c)
 	if s.state != nil && shared(&f, last.Outcome, c) {
-		s.recordShared(f.e, last, retry, f.kind == kindRetry)
+		seq = s.recordShared(f.e, last, retry, f.kind == kindRetry)
 	}
-	return prev
+	return prev, seq
 }
 
 // shared reports whether a fire's outcome on this node goes into the
@@ -819,6 +821,9 @@ func (s *Scheduler) runLocked(f firing, lease locks.Lease) {
 	// The runs of the fire's batch start before its lease is released: a
 	// release is housework, and those runs are late by what it costs.
 	f.member.awaitStarts()
+	if h.recorded != 0 {
+		s.awaitRecord(h.recorded, lease.Done())
+	}
 	rctx, rcancel := withTimeout(context.Background(), s.clock, f.e.spec.LockTTL)
 	defer rcancel()
 	if err := h.release(rctx); err != nil {
@@ -916,7 +921,10 @@ func (s *Scheduler) finish(f firing, lease locks.Lease, k *keeper, start time.Ti
 			retry = s.nextRetry(&f, &last)
 		}
 	}
-	s.record(f, &last, c, retry)
+	_, seq := s.record(f, &last, c, retry)
+	if k != nil && k.h != nil {
+		k.h.recorded = seq
+	}
 	if ev != nil {
 		s.ended(ev, last.Outcome, err, last.Duration, end)
 	}

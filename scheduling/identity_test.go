@@ -3,9 +3,14 @@ package scheduling
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"log/slog"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/ndigo/ndigo/locks"
 	"github.com/ndigo/ndigo/taskstate"
 )
 
@@ -229,4 +234,102 @@ func TestAuditFollowsTheSpecInForce(t *testing.T) {
 			t.Errorf("audited %v, an instant of no spec in force", f.Fire.Sub(epoch))
 		}
 	}
+}
+
+// A backfill over the instant of a run still going waits for the task's
+// lock; once the run ended (its record written before its lease was
+// released) the backfill refuses the instant, as one that ran. Before, a
+// backfill refused only the instants in the history when it started, and
+// ran this one again. A fire that a node reaches after a backfill took its
+// instant finds it claimed.
+func TestBackfillRefusesAnInstantStillRunning(t *testing.T) {
+	c := newCluster(t)
+	first := epoch.Add(time.Minute)
+	b := newBlocker(func(r Run) bool { return r.Fire.Equal(first) && !r.Backfill })
+	c.start(2, func() []Task {
+		return []Task{NewTask(b.task, Cron("@every 1m"), Lock("k"), LockTTL(10*time.Minute), Name("report"))}
+	})
+	b.step(t, c, time.Minute+30*time.Second, time.Second) // the fire at 1m runs, and blocks
+	ctx := context.Background()
+	if _, err := c.nodes[1].Backfill(ctx, "report", epoch.Add(30*time.Second), first, BackfillOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	b.step(t, c, 10*time.Second, time.Second)
+	close(b.release)
+	c.step(5*time.Second, time.Second)
+	if got := c.backfillOf("report"); got.State != taskstate.BackfillDone || got.Refused != 1 || got.Taken != 0 {
+		t.Fatalf("backfill = %+v, want done, the instant refused as one that ran", got)
+	}
+	if n := b.count(); n != 1 {
+		t.Fatalf("the instant ran %d times, want once", n)
+	}
+}
+
+// A backfill's instant is claimed as its fire: a node that reaches the
+// fire late (its clock lags, it was paused) finds it claimed.
+func TestBackfillClaimsItsInstants(t *testing.T) {
+	c := newCluster(t)
+	var f fires
+	c.start(1, func() []Task { return []Task{NewTask(f.task, Cron("@every 1m"), Lock("k"), Name("report"))} })
+	c.step(10*time.Second, time.Second) // before the first fire: nothing claimed yet
+	missed := epoch.Add(-time.Minute)
+	ctx := context.Background()
+	if _, err := c.nodes[0].Backfill(ctx, "report", missed, missed, BackfillOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.step(time.Second, time.Second)
+	if got := c.backfillOf("report"); got.Taken != 1 || f.count() != 1 {
+		t.Fatalf("backfill = %+v, %d runs; want the instant taken and run", got, f.count())
+	}
+	if ok, err := c.driver.Claim(ctx, fireKey("report"), missed.UnixMilli(), ClaimTTL); ok || err != nil {
+		t.Fatalf("a late node's Claim of the backfilled instant = %v, %v; want refused", ok, err)
+	}
+}
+
+// slowRecords is a store whose Record calls carrying a run wait until
+// release closes.
+type slowRecords struct {
+	taskstate.Store
+	entered chan struct{} // gets a value when a Record call waits
+	release chan struct{}
+}
+
+func (s *slowRecords) Record(ctx context.Context, runs ...taskstate.TaskRun) error {
+	if slices.ContainsFunc(runs, func(r taskstate.TaskRun) bool { return !r.Start.IsZero() }) {
+		s.entered <- struct{}{}
+		<-s.release
+	}
+	return s.Store.Record(ctx, runs...)
+}
+
+// A locked run's lease is released once a Record call carried its run, so
+// that the next holder of the lock (a backfill taking the instant) finds
+// the run in the history.
+func TestLeaseOutlivesTheRecordCall(t *testing.T) {
+	c := newCluster(t)
+	slow := &slowRecords{Store: c.store, entered: make(chan struct{}, 1), release: make(chan struct{})}
+	var f fires
+	s := New(Config{Driver: c.driver, Clock: c.fc, Logger: slog.New(c.logs), Node: "node-0", State: slow})
+	mustAdd(t, s, NewTask(f.task, Cron("@every 1m"), Lock("k"), Name("report")))
+	mustStart(t, s)
+	var once sync.Once
+	release := func() { once.Do(func() { close(slow.release) }) }
+	defer s.Stop(context.Background())
+	defer release() // before Stop, which waits for the record
+	c.fc.Advance(time.Minute)
+	<-slow.entered // the run ended; its record waits
+	ctx := context.Background()
+	if l, err := c.driver.Acquire(ctx, "k", time.Minute); !errors.Is(err, locks.ErrNotAcquired) {
+		if err == nil {
+			_ = l.Release(ctx)
+		}
+		t.Fatalf("Acquire of the run's lock while its record is on its way = %v; want ErrNotAcquired: the lease is kept until the record is sent", err)
+	}
+	release()
+	waitIdle(t, s)
+	l, err := c.driver.Acquire(ctx, "k", time.Minute)
+	if err != nil {
+		t.Fatalf("Acquire once the record was sent = %v, want the lease", err)
+	}
+	_ = l.Release(ctx)
 }

@@ -15,8 +15,10 @@ import (
 // that waited), whose attempt is recorded even when it is 1. A record that the store refuses (it is down) is kept for
 // the next flush (see recorder).
 //
+// It returns the record's sequence number, which awaitRecord takes.
+//
 //go:noinline
-func (s *Scheduler) recordShared(e *entry, last *LastRun, retry *taskstate.Retry, taken bool) {
+func (s *Scheduler) recordShared(e *entry, last *LastRun, retry *taskstate.Retry, taken bool) uint64 {
 	r := taskstate.Run{Fire: last.Fire, Manual: last.Manual, Backfill: last.Backfill, Node: last.Node, Token: last.Token,
 		Start: last.Start, Duration: last.Duration, Outcome: string(last.Outcome)}
 	if (last.Attempt > 1 || taken) && !last.Backfill { // a run taken from the store replaces its placeholder
@@ -29,8 +31,48 @@ func (s *Scheduler) recordShared(e *entry, last *LastRun, retry *taskstate.Retry
 	s.records.seq++
 	id := s.records.prefix + strconv.FormatUint(s.records.seq, 36)
 	s.records.pending = append(s.records.pending, taskstate.TaskRun{Task: e.name, ID: id, Run: r, Retry: retry})
+	seq := s.records.seq
 	s.records.mu.Unlock()
 	s.flush()
+	return seq
+}
+
+// awaitRecord waits until a Record call carried record seq (whatever it
+// answered), or done closes. A locked run's lease is released only then,
+// so that the node that next holds the lock finds the run in the shared
+// history: a backfill takes its instant under the lock, and refuses one
+// that ran (see [Scheduler.Backfill]).
+func (s *Scheduler) awaitRecord(seq uint64, done <-chan struct{}) {
+	for {
+		s.records.mu.Lock()
+		sent, ch := s.records.sent, s.records.sentCh
+		if ch == nil {
+			ch = make(chan struct{})
+			s.records.sentCh = ch
+		}
+		s.records.mu.Unlock()
+		if sent >= seq {
+			return
+		}
+		select {
+		case <-ch:
+		case <-done:
+			return
+		}
+	}
+}
+
+// sentUpTo notes that a Record call carried every record up to seq, and
+// wakes those waiting for one of them.
+func (s *Scheduler) sentUpTo(seq uint64) {
+	s.records.mu.Lock()
+	s.records.sent = max(s.records.sent, seq)
+	ch := s.records.sentCh
+	s.records.sentCh = nil
+	s.records.mu.Unlock()
+	if ch != nil {
+		close(ch)
+	}
 }
 
 // flush starts a flushRecords unless one runs or nothing is pending.
@@ -70,6 +112,10 @@ type recorder struct {
 	// a batch sent again after a failed call is recorded once.
 	prefix string
 	seq    uint64
+	// sent is the newest seq that a Record call carried, answered or
+	// failed; sentCh is closed when it moves on (nil until awaited).
+	sent   uint64
+	sentCh chan struct{}
 
 	wake chan struct{} // a fire landed; capacity 1
 }
@@ -116,7 +162,7 @@ func (s *Scheduler) flushRecords() {
 	for {
 		s.linger()
 		s.records.mu.Lock()
-		batch := s.records.pending
+		batch, upTo := s.records.pending, s.records.seq // every record pending is in the batch
 		s.records.pending = nil
 		if len(batch) == 0 {
 			s.records.busy = false
@@ -127,6 +173,7 @@ func (s *Scheduler) flushRecords() {
 		ctx, cancel := withTimeout(context.Background(), s.clock, storeTimeout)
 		err := s.state.Record(ctx, batch...)
 		cancel()
+		s.sentUpTo(upTo)
 		if err != nil {
 			s.requeue(batch, err)
 			return

@@ -258,7 +258,8 @@ type holding struct {
 	cancel     context.CancelCauseFunc
 	superseded atomic.Bool
 	once       sync.Once
-	err        error // Release's error
+	err        error  // Release's error
+	recorded   uint64 // the run's shared record (recordShared's seq); 0 for none
 }
 
 // release releases the lease once, whoever calls first: the run's end or

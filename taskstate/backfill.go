@@ -140,3 +140,10 @@ func CheckEndBackfill(ctx context.Context, task, id, state string) error {
 func BackfillPlaceholder(fire time.Time, node string) Run {
 	return Run{Fire: fire.UTC(), Backfill: true, Node: node, Outcome: OutcomeTaken}
 }
+
+// RanAt reports whether r is a run of its task's instant fire, as a
+// backfill counts one: not a manual run, and one that started, or a
+// placeholder of a take ([OutcomeTaken]) whose run may still be going.
+func RanAt(r Run, fire time.Time) bool {
+	return !r.Manual && r.Fire.Equal(fire) && (!r.Start.IsZero() || r.Outcome == OutcomeTaken)
+}

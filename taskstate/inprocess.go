@@ -242,7 +242,7 @@ func (s *InProcess) TakeBackfill(ctx context.Context, task, id, node string, fir
 	}
 	b.Cursor = fire
 	defer func() { s.backfills[task] = b }()
-	if !b.Force && s.ran[task][fire.UnixNano()] {
+	if !b.Force && (s.ran[task][fire.UnixNano()] || slices.ContainsFunc(s.runs[task], func(r Run) bool { return RanAt(r, fire) })) {
 		b.Refused++
 		return BackfillRefused, nil
 	}

@@ -157,8 +157,11 @@ type Store interface {
 	// refused and answers BackfillRefused. Any other call answers
 	// BackfillStale and changes nothing. Of the callers that race for one
 	// instant, exactly one gets BackfillTaken or BackfillRefused. The
-	// instants known to have run are those taken by a backfill and those
-	// given to StartBackfill; they are kept while the task's history is.
+	// instants known to have run are those taken by a backfill, those
+	// given to StartBackfill, which are kept while the task's history is,
+	// and those of the task's kept runs that ran (not manual, with a Start,
+	// or a taken placeholder: [RanAt]), whenever they were recorded: a run
+	// still going when the backfill started is refused once recorded.
 	TakeBackfill(ctx context.Context, task, id, node string, fire time.Time) (BackfillTake, error)
 	// EndBackfill sets the state of task's backfill id to state
 	// (BackfillDone or BackfillCancelled) if it is running, and reports

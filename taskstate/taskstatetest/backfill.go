@@ -229,3 +229,30 @@ func (s *suite) lostTakeBackfill(t *testing.T) {
 	wantBackfill(t, a, task, want)
 	wantRuns(t, a, task, taskstate.BackfillPlaceholder(next, "node-b"), taskstate.BackfillPlaceholder(bf.From, "node-a"))
 }
+
+// backfillRefusesRecorded: an instant whose run the task's history got
+// after the backfill started (a run still going then) is refused, as one
+// that ran; a manual run at the instant, or a fire that did not run, leaves
+// it to the backfill.
+func (s *suite) backfillRefusesRecorded(t *testing.T) {
+	a, b := s.pair(t, 0)
+	ctx := context.Background()
+	task := s.task(t)
+	bf := backfillOf(task, "b1")
+	if err := a.StartBackfill(ctx, bf, nil); err != nil {
+		t.Fatal(err)
+	}
+	ran, manual, skipped := bf.From, bf.From.Add(time.Minute), bf.From.Add(2*time.Minute)
+	for _, r := range []taskstate.Run{
+		{Fire: ran, Node: "node-b", Start: ran, Duration: time.Second, Outcome: "ok"},
+		{Fire: manual, Manual: true, Node: "node-b", Start: manual, Outcome: "ok"},
+		{Fire: skipped, Node: "node-b", Outcome: "skipped: paused"},
+	} {
+		if err := b.Record(ctx, taskstate.TaskRun{Task: task, Run: r}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	take(t, a, task, "b1", "node-a", ran, taskstate.BackfillRefused)
+	take(t, a, task, "b1", "node-a", manual, taskstate.BackfillTaken)
+	take(t, a, task, "b1", "node-a", skipped, taskstate.BackfillTaken)
+}

@@ -98,6 +98,7 @@ func Run(t *testing.T, newStores NewStores) {
 	t.Run("LeaveWaitingOnce", s.leaveWaitingOnce)
 	t.Run("Backfill", s.backfill)
 	t.Run("TakeBackfillOnce", s.takeBackfillOnce)
+	t.Run("BackfillRefusesRecorded", s.backfillRefusesRecorded)
 	t.Run("Schedules", s.schedules)
 	t.Run("BadSchedules", s.badSchedules)
 	t.Run("History", s.history)
