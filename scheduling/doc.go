@@ -146,7 +146,9 @@
 //     membership lapses, three heartbeats after its last, and the others
 //     see it gone at their next: four heartbeats, which the default
 //     heartbeat keeps within the shortest lock TTL (1s, or a quarter of the
-//     shortest lock TTL down to [MinAutoHeartbeat]). So its tasks run
+//     shortest lock TTL down to [MinAutoHeartbeat], among the tasks the
+//     node has at the time: a task added after Start or a stored schedule
+//     counts from when the node has it). So its tasks run
 //     again on the others at the first fire after its lease would have
 //     ended anyway, within a lock TTL plus a period of its death (with a
 //     TTL shorter than 400ms, 400ms plus a period); when it comes back, it

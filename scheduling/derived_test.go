@@ -1,0 +1,266 @@
+package scheduling_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/scheduling"
+	"github.com/ndigo/ndigo/scheduling/schedulingtest"
+	"github.com/ndigo/ndigo/taskstate"
+)
+
+// derivedCluster is three spreading nodes in a synctest bubble, whose
+// clock the real clock reads, on one in-process driver and task state
+// store: a node killed fails every call from then on, as a dead process
+// makes none. The tests of what the scheduler derives from its task set
+// (the heartbeat, the membership's life, the lock batch's bounds) run on
+// it.
+type derivedCluster struct {
+	t     *testing.T
+	drv   *schedulingtest.Driver
+	store *taskstate.InProcess
+	nodes map[string]*scheduling.Scheduler
+	recs  map[string]*schedulingtest.Recorder
+
+	mu    sync.Mutex // protects the fields below
+	dead  map[string]bool
+	beats []schedulingtest.Result // the heartbeats answered, in order
+}
+
+func newDerivedCluster(t *testing.T, tasks func() []scheduling.Task) *derivedCluster {
+	store, err := taskstate.NewInProcess(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &derivedCluster{t: t, store: store, nodes: map[string]*scheduling.Scheduler{},
+		recs: map[string]*schedulingtest.Recorder{}, dead: map[string]bool{}}
+	c.drv = schedulingtest.NewDriver(locks.NewInProcessDriver(locks.WithClock(clockwork.NewRealClock())))
+	c.drv.SetFaults(func(call schedulingtest.Call) schedulingtest.Fault {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.dead[call.Node] {
+			return schedulingtest.Fault{Err: errors.New("node is dead")}
+		}
+		return schedulingtest.Fault{}
+	})
+	c.drv.Observe(func(r schedulingtest.Result) {
+		if r.Op == schedulingtest.OpBeat && r.Err == nil {
+			c.mu.Lock()
+			c.beats = append(c.beats, r)
+			c.mu.Unlock()
+		}
+	})
+	time.Sleep(500 * time.Millisecond) // the nodes' heartbeats half-way between fires
+	for i := range 3 {
+		name := fmt.Sprint("n", i)
+		rec := &schedulingtest.Recorder{}
+		s := scheduling.New(scheduling.Config{Driver: c.drv.Node(name, nil), Node: name, Spread: true, State: store,
+			Location: time.UTC, Listeners: []scheduling.Listener{rec}, Logger: slog.New(slog.DiscardHandler)})
+		if err := s.Handle("tick", func(context.Context, json.RawMessage) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Add(tasks()...); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Start(); err != nil {
+			t.Fatal(err)
+		}
+		c.nodes[name], c.recs[name] = s, rec
+	}
+	return c
+}
+
+// kill makes name's calls fail and stops it, as a node that dies: it
+// leaves no group, and its membership lapses.
+func (c *derivedCluster) kill(name string) {
+	c.mu.Lock()
+	c.dead[name] = true
+	c.mu.Unlock()
+	cut, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = c.nodes[name].Stop(cut)
+	delete(c.nodes, name)
+}
+
+func (c *derivedCluster) stopAll() {
+	for name, s := range c.nodes {
+		if err := s.Stop(context.Background()); err != nil {
+			c.t.Errorf("Stop %s: %v", name, err)
+		}
+	}
+	synctest.Wait()
+	var rs []*schedulingtest.Recorder
+	for _, r := range c.recs {
+		rs = append(rs, r)
+	}
+	if err := schedulingtest.AtMostOnce(rs...); err != nil {
+		c.t.Error(err)
+	}
+}
+
+// lastRunBy returns the node that ran task's latest run.
+func (c *derivedCluster) lastRunBy(task string) string {
+	var by string
+	var last time.Time
+	for name, r := range c.recs {
+		for _, e := range r.Started() {
+			if e.Task == task && e.Fire.After(last) {
+				by, last = name, e.Fire
+			}
+		}
+	}
+	return by
+}
+
+// firstRunAfter returns when task's first run that started after at
+// started, zero if none did.
+func (c *derivedCluster) firstRunAfter(task string, at time.Time) time.Time {
+	var first time.Time
+	for _, r := range c.recs {
+		for _, e := range r.Started() {
+			if e.Task == task && e.Start.After(at) && (first.IsZero() || e.Start.Before(first)) {
+				first = e.Start
+			}
+		}
+	}
+	return first
+}
+
+// beatTTLs returns the distinct membership TTLs that the heartbeats
+// answered from the since-th on asked for.
+func (c *derivedCluster) beatTTLs(since int) []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var ttls []time.Duration
+	for _, b := range c.beats[since:] {
+		if !slices.Contains(ttls, b.TTL) {
+			ttls = append(ttls, b.TTL)
+		}
+	}
+	return ttls
+}
+
+func (c *derivedCluster) beatCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.beats)
+}
+
+// failoverBound is how soon after its owner's death a task locked with
+// ttl and fired every period runs on another node (docs/GUARANTEES.md G9):
+// within one lock TTL plus one period, or 400ms plus a period for lock TTLs
+// under 400ms (the heartbeat is then MinAutoHeartbeat, and four of them
+// pass before the others see the owner gone).
+func failoverBound(ttl, period time.Duration) time.Duration {
+	return max(ttl, 4*scheduling.MinAutoHeartbeat) + period
+}
+
+// checkFailover kills the owner of task, locked with ttl and fired every
+// second, and checks that another node runs it within the documented
+// bound.
+func (c *derivedCluster) checkFailover(task string, ttl time.Duration) {
+	c.t.Helper()
+	owner := c.lastRunBy(task)
+	if owner == "" {
+		c.t.Fatalf("%s never ran", task)
+	}
+	time.Sleep(300 * time.Millisecond) // mid-period, between the heartbeats of a 1s interval
+	killed := time.Now()
+	c.kill(owner)
+	time.Sleep(5 * time.Second)
+	bound := failoverBound(ttl, time.Second)
+	first := c.firstRunAfter(task, killed)
+	c.t.Logf("%s, owned by %s, first ran %v after %s died (bound %v)", task, owner, first.Sub(killed), owner, bound)
+	if first.IsZero() || first.Sub(killed) > bound {
+		c.t.Errorf("%s, owned by %s, first ran %v after %s died, want within %v (lockTtl %v plus a period)",
+			task, owner, first.Sub(killed), owner, bound, ttl)
+	}
+}
+
+// The heartbeat follows the task set: a stored schedule with a short lock
+// TTL, created (or updated to it) after Start, on nodes whose tasks at
+// Start made a 1s heartbeat, moves to another node within its own failover
+// bound when its owner dies, not within the 1s heartbeat's; and once it is
+// deleted, the heartbeat goes back to 1s.
+func TestHeartbeatFollowsStoredSchedules(t *testing.T) {
+	const ttl = 300 * time.Millisecond
+	short := taskstate.Schedule{Name: "short", Handler: "tick", Cron: "@every 1s", Lock: "short",
+		Options: map[string]string{"lockTtl": ttl.String()}}
+	for _, change := range []string{"create", "update"} {
+		t.Run(change, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c := newDerivedCluster(t, func() []scheduling.Task { return nil })
+				defer c.stopAll()
+				time.Sleep(3 * time.Second)
+				ctx := context.Background()
+				if change == "create" {
+					if err := c.nodes["n0"].CreateSchedule(ctx, short); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					long := short
+					long.Options = map[string]string{"lockTtl": "30s"}
+					if err := c.nodes["n0"].CreateSchedule(ctx, long); err != nil {
+						t.Fatal(err)
+					}
+					time.Sleep(3 * time.Second)
+					if err := c.nodes["n1"].UpdateSchedule(ctx, short); err != nil {
+						t.Fatal(err)
+					}
+				}
+				time.Sleep(5 * time.Second) // a poll, then the views of the new group settle
+				c.checkFailover("short", ttl)
+				if change != "create" {
+					return
+				}
+				var by *scheduling.Scheduler
+				for _, s := range c.nodes {
+					by = s
+				}
+				if err := by.DeleteSchedule(ctx, "short"); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(3 * time.Second) // a poll, and the first heartbeats of the new group
+				since := c.beatCount()
+				time.Sleep(3 * time.Second)
+				if got, want := c.beatTTLs(since), []time.Duration{3 * scheduling.DefaultHeartbeat}; !slices.Equal(got, want) {
+					t.Errorf("membership TTLs after the short schedule's delete %v, want %v: three default heartbeats", got, want)
+				}
+			})
+		})
+	}
+}
+
+// The heartbeat follows tasks added after Start as it follows stored
+// schedules.
+func TestHeartbeatFollowsAdd(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const ttl = 300 * time.Millisecond
+		long := func() []scheduling.Task {
+			return []scheduling.Task{scheduling.NewTask(func(context.Context) error { return nil }, scheduling.Name("long"),
+				scheduling.Cron("@every 1s"), scheduling.Lock("long"), scheduling.LockTTL(30*time.Second))}
+		}
+		c := newDerivedCluster(t, long)
+		defer c.stopAll()
+		time.Sleep(3 * time.Second)
+		for _, s := range c.nodes {
+			if err := s.Add(scheduling.NewTask(func(context.Context) error { return nil }, scheduling.Name("short"),
+				scheduling.Cron("@every 1s"), scheduling.Lock("short"), scheduling.LockTTL(ttl))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(3 * time.Second)
+		c.checkFailover("short", ttl)
+	})
+}
