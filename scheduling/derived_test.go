@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -262,5 +264,95 @@ func TestHeartbeatFollowsAdd(t *testing.T) {
 		}
 		time.Sleep(3 * time.Second)
 		c.checkFailover("short", ttl)
+	})
+}
+
+// batchSizes is a schedulingtest.Driver that notes the lock TTLs of the
+// fires of each AcquireClaims call: a lock batch's.
+type batchSizes struct {
+	*schedulingtest.Driver
+	mu    sync.Mutex
+	calls [][]time.Duration
+}
+
+func (d *batchSizes) AcquireClaims(ctx context.Context, fires []locks.FireLock) []locks.FireLease {
+	ttls := make([]time.Duration, len(fires))
+	for i, f := range fires {
+		ttls[i] = f.TTL
+	}
+	d.mu.Lock()
+	d.calls = append(d.calls, ttls)
+	d.mu.Unlock()
+	return d.Driver.AcquireClaims(ctx, fires)
+}
+
+// Each fire of a lock batch is bounded by its own lock TTL: with every
+// lock step taking 200ms, the fires of the tasks with a 1m lock TTL run,
+// though due at the instants of tasks with a 100ms one, whose fires fail
+// with an error that names their own 100ms bound. The fires with one TTL
+// still make their lock steps in one call.
+func TestLockBatchBoundsEachFireByItsOwnTTL(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		inner := schedulingtest.NewDriver(locks.NewInProcessDriver(locks.WithClock(clockwork.NewRealClock())))
+		inner.SetFaults(func(c schedulingtest.Call) schedulingtest.Fault {
+			if c.Op == schedulingtest.OpAcquireClaim {
+				return schedulingtest.Fault{Delay: 200 * time.Millisecond}
+			}
+			return schedulingtest.Fault{}
+		})
+		d := &batchSizes{Driver: inner}
+		rec := &schedulingtest.Recorder{}
+		s := scheduling.New(scheduling.Config{Driver: d, Node: "a", Location: time.UTC,
+			Listeners: []scheduling.Listener{rec}, Logger: slog.New(slog.DiscardHandler)})
+		ttls := map[string]time.Duration{"long-1": time.Minute, "long-2": time.Minute,
+			"short-1": 100 * time.Millisecond, "short-2": 100 * time.Millisecond}
+		for _, name := range slices.Sorted(maps.Keys(ttls)) {
+			if err := s.Add(scheduling.NewTask(func(context.Context) error { return nil }, scheduling.Name(name),
+				scheduling.Cron("@every 1s"), scheduling.Lock(name), scheduling.LockTTL(ttls[name]))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Start(); err != nil {
+			t.Fatal(err)
+		}
+		const fires = 5
+		time.Sleep(fires*time.Second + 500*time.Millisecond)
+		if err := s.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		ran := map[string]int{}
+		for _, e := range rec.Started() {
+			ran[e.Task]++
+			if e.Lateness < 200*time.Millisecond {
+				t.Errorf("%s's fire at %v ran %v late, before its 200ms lock step ended", e.Task, e.Fire, e.Lateness)
+			}
+		}
+		failed := map[string]int{}
+		for _, e := range rec.Skips() {
+			if e.Outcome != scheduling.OutcomeLockFailed || !errors.Is(e.Err, context.DeadlineExceeded) ||
+				!strings.Contains(e.Err.Error(), "within the lock TTL, 100ms") {
+				t.Errorf("%s's fire at %v skipped: %s: %v; want a lock failure past its own 100ms bound", e.Task, e.Fire, e.Outcome, e.Err)
+				continue
+			}
+			failed[e.Task]++
+		}
+		for name, ttl := range ttls {
+			if ttl == time.Minute && ran[name] != fires {
+				t.Errorf("%s (lockTtl 1m) ran %d of %d fires whose lock steps took 200ms", name, ran[name], fires)
+			}
+			if ttl < time.Second && failed[name] != fires {
+				t.Errorf("%s (lockTtl 100ms) failed %d of %d fires past its bound, ran %d", name, failed[name], fires, ran[name])
+			}
+		}
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		want := [][]time.Duration{{time.Minute, time.Minute}, {100 * time.Millisecond, 100 * time.Millisecond}}
+		for i := 0; i < len(d.calls); i += 2 {
+			got := slices.Clone(d.calls[i:min(i+2, len(d.calls))])
+			slices.SortFunc(got, func(a, b []time.Duration) int { return int(b[0] - a[0]) })
+			if !slices.EqualFunc(got, want, slices.Equal) {
+				t.Fatalf("AcquireClaims calls %v, want one per instant and lock TTL (%v)", d.calls, want)
+			}
+		}
 	})
 }

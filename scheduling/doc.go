@@ -178,7 +178,10 @@
 //     up to 256 fires on a single Redis and on PostgreSQL; on a Redis
 //     Cluster or Ring two round trips per fire, the claim key being
 //     elsewhere), 1/k round trips per fire; fires that share a lock key
-//     take turns in calls of their own;
+//     take turns in calls of their own; fires of j lock TTLs due at one
+//     instant make j calls, at once, each bounded by its fires' TTL, so
+//     that a slow call fails no fire whose own TTL it did not outlast (j/k
+//     per fire; a fire alone with its TTL makes its own);
 //   - the owner's Release: 1 round trip, made once every run of the batch
 //     has started;
 //   - its record in the shared history: one Record call per node for the
