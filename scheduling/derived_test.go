@@ -168,25 +168,33 @@ func failoverBound(ttl, period time.Duration) time.Duration {
 	return max(ttl, 4*scheduling.MinAutoHeartbeat) + period
 }
 
+// killPhases are the points of a second (of the task's period) at which
+// the tests kill its owner: just after a fire, before the 1s heartbeats (at
+// .5), and after them.
+var killPhases = []time.Duration{100 * time.Millisecond, 350 * time.Millisecond, 800 * time.Millisecond}
+
 // checkFailover kills the owner of task, locked with ttl and fired every
-// second, and checks that another node runs it within the documented
-// bound.
-func (c *derivedCluster) checkFailover(task string, ttl time.Duration) {
+// second, at phase into a second, and checks that another node runs it
+// within the documented bound.
+func (c *derivedCluster) checkFailover(task string, ttl, phase time.Duration) {
 	c.t.Helper()
 	owner := c.lastRunBy(task)
 	if owner == "" {
 		c.t.Fatalf("%s never ran", task)
 	}
-	time.Sleep(300 * time.Millisecond) // mid-period, between the heartbeats of a 1s interval
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + phase)))
 	killed := time.Now()
 	c.kill(owner)
 	time.Sleep(5 * time.Second)
 	bound := failoverBound(ttl, time.Second)
-	first := c.firstRunAfter(task, killed)
-	c.t.Logf("%s, owned by %s, first ran %v after %s died (bound %v)", task, owner, first.Sub(killed), owner, bound)
-	if first.IsZero() || first.Sub(killed) > bound {
+	switch first := c.firstRunAfter(task, killed); {
+	case first.IsZero():
+		c.t.Errorf("%s, owned by %s, never ran after %s died, want within %v", task, owner, owner, bound)
+	case first.Sub(killed) > bound:
 		c.t.Errorf("%s, owned by %s, first ran %v after %s died, want within %v (lockTtl %v plus a period)",
 			task, owner, first.Sub(killed), owner, bound, ttl)
+	default:
+		c.t.Logf("%s, owned by %s, first ran %v after %s died (bound %v)", task, owner, first.Sub(killed), owner, bound)
 	}
 }
 
@@ -196,75 +204,85 @@ func (c *derivedCluster) checkFailover(task string, ttl time.Duration) {
 // bound when its owner dies, not within the 1s heartbeat's; and once it is
 // deleted, the heartbeat goes back to 1s.
 func TestHeartbeatFollowsStoredSchedules(t *testing.T) {
+	for _, change := range []string{"create", "update"} {
+		for _, phase := range killPhases {
+			t.Run(fmt.Sprint(change, "/killed at +", phase), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) { heartbeatFollowsStored(t, change, phase) })
+			})
+		}
+	}
+}
+
+// heartbeatFollowsStored is TestHeartbeatFollowsStoredSchedules with the
+// schedule's change, the owner dying phase into a second.
+func heartbeatFollowsStored(t *testing.T, change string, phase time.Duration) {
 	const ttl = 300 * time.Millisecond
 	short := taskstate.Schedule{Name: "short", Handler: "tick", Cron: "@every 1s", Lock: "short",
 		Options: map[string]string{"lockTtl": ttl.String()}}
-	for _, change := range []string{"create", "update"} {
-		t.Run(change, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				c := newDerivedCluster(t, func() []scheduling.Task { return nil })
-				defer c.stopAll()
-				time.Sleep(3 * time.Second)
-				ctx := context.Background()
-				if change == "create" {
-					if err := c.nodes["n0"].CreateSchedule(ctx, short); err != nil {
-						t.Fatal(err)
-					}
-				} else {
-					long := short
-					long.Options = map[string]string{"lockTtl": "30s"}
-					if err := c.nodes["n0"].CreateSchedule(ctx, long); err != nil {
-						t.Fatal(err)
-					}
-					time.Sleep(3 * time.Second)
-					if err := c.nodes["n1"].UpdateSchedule(ctx, short); err != nil {
-						t.Fatal(err)
-					}
-				}
-				time.Sleep(5 * time.Second) // a poll, then the views of the new group settle
-				c.checkFailover("short", ttl)
-				if change != "create" {
-					return
-				}
-				var by *scheduling.Scheduler
-				for _, s := range c.nodes {
-					by = s
-				}
-				if err := by.DeleteSchedule(ctx, "short"); err != nil {
-					t.Fatal(err)
-				}
-				time.Sleep(3 * time.Second) // a poll, and the first heartbeats of the new group
-				since := c.beatCount()
-				time.Sleep(3 * time.Second)
-				if got, want := c.beatTTLs(since), []time.Duration{3 * scheduling.DefaultHeartbeat}; !slices.Equal(got, want) {
-					t.Errorf("membership TTLs after the short schedule's delete %v, want %v: three default heartbeats", got, want)
-				}
-			})
-		})
+	c := newDerivedCluster(t, func() []scheduling.Task { return nil })
+	defer c.stopAll()
+	time.Sleep(3 * time.Second)
+	ctx := context.Background()
+	if change == "create" {
+		if err := c.nodes["n0"].CreateSchedule(ctx, short); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		long := short
+		long.Options = map[string]string{"lockTtl": "30s"}
+		if err := c.nodes["n0"].CreateSchedule(ctx, long); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(3 * time.Second)
+		if err := c.nodes["n1"].UpdateSchedule(ctx, short); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(5 * time.Second) // a poll, then the views of the new group settle
+	c.checkFailover("short", ttl, phase)
+	if change != "create" {
+		return
+	}
+	var by *scheduling.Scheduler
+	for _, s := range c.nodes {
+		by = s
+	}
+	if err := by.DeleteSchedule(ctx, "short"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second) // a poll, and the first heartbeats of the new group
+	since := c.beatCount()
+	time.Sleep(3 * time.Second)
+	if got, want := c.beatTTLs(since), []time.Duration{3 * scheduling.DefaultHeartbeat}; !slices.Equal(got, want) {
+		t.Errorf("membership TTLs after the short schedule's delete %v, want %v: three default heartbeats", got, want)
 	}
 }
 
 // The heartbeat follows tasks added after Start as it follows stored
 // schedules.
 func TestHeartbeatFollowsAdd(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		const ttl = 300 * time.Millisecond
-		long := func() []scheduling.Task {
-			return []scheduling.Task{scheduling.NewTask(func(context.Context) error { return nil }, scheduling.Name("long"),
-				scheduling.Cron("@every 1s"), scheduling.Lock("long"), scheduling.LockTTL(30*time.Second))}
-		}
-		c := newDerivedCluster(t, long)
-		defer c.stopAll()
-		time.Sleep(3 * time.Second)
-		for _, s := range c.nodes {
-			if err := s.Add(scheduling.NewTask(func(context.Context) error { return nil }, scheduling.Name("short"),
-				scheduling.Cron("@every 1s"), scheduling.Lock("short"), scheduling.LockTTL(ttl))); err != nil {
-				t.Fatal(err)
-			}
-		}
-		time.Sleep(3 * time.Second)
-		c.checkFailover("short", ttl)
-	})
+	for _, phase := range killPhases {
+		t.Run(fmt.Sprint("killed at +", phase), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				const ttl = 300 * time.Millisecond
+				long := func() []scheduling.Task {
+					return []scheduling.Task{scheduling.NewTask(func(context.Context) error { return nil }, scheduling.Name("long"),
+						scheduling.Cron("@every 1s"), scheduling.Lock("long"), scheduling.LockTTL(30*time.Second))}
+				}
+				c := newDerivedCluster(t, long)
+				defer c.stopAll()
+				time.Sleep(3 * time.Second)
+				for _, s := range c.nodes {
+					if err := s.Add(scheduling.NewTask(func(context.Context) error { return nil }, scheduling.Name("short"),
+						scheduling.Cron("@every 1s"), scheduling.Lock("short"), scheduling.LockTTL(ttl))); err != nil {
+						t.Fatal(err)
+					}
+				}
+				time.Sleep(3 * time.Second)
+				c.checkFailover("short", ttl, phase)
+			})
+		})
+	}
 }
 
 // batchSizes is a schedulingtest.Driver that notes the lock TTLs of the
