@@ -365,6 +365,9 @@ func TestLockBatchBoundsEachFireByItsOwnTTL(t *testing.T) {
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		want := [][]time.Duration{{time.Minute, time.Minute}, {100 * time.Millisecond, 100 * time.Millisecond}}
+		if len(d.calls) != len(want)*fires {
+			t.Fatalf("AcquireClaims calls %v, want one per instant and lock TTL (%v)", d.calls, want)
+		}
 		for i := 0; i < len(d.calls); i += 2 {
 			got := slices.Clone(d.calls[i:min(i+2, len(d.calls))])
 			slices.SortFunc(got, func(a, b []time.Duration) int { return int(b[0] - a[0]) })
