@@ -146,7 +146,9 @@
 //     membership lapses, three heartbeats after its last, and the others
 //     see it gone at their next: four heartbeats, which the default
 //     heartbeat keeps within the shortest lock TTL (1s, or a quarter of the
-//     shortest lock TTL down to [MinAutoHeartbeat]). So its tasks run
+//     shortest lock TTL down to [MinAutoHeartbeat], among the tasks the
+//     node has at the time: a task added after Start or a stored schedule
+//     counts from when the node has it). So its tasks run
 //     again on the others at the first fire after its lease would have
 //     ended anyway, within a lock TTL plus a period of its death (with a
 //     TTL shorter than 400ms, 400ms plus a period); when it comes back, it
@@ -176,7 +178,10 @@
 //     up to 256 fires on a single Redis and on PostgreSQL; on a Redis
 //     Cluster or Ring two round trips per fire, the claim key being
 //     elsewhere), 1/k round trips per fire; fires that share a lock key
-//     take turns in calls of their own;
+//     take turns in calls of their own; fires of j lock TTLs due at one
+//     instant make j calls, at once, each bounded by its fires' TTL, so
+//     that a slow call fails no fire whose own TTL it did not outlast (j/k
+//     per fire; a fire alone with its TTL makes its own);
 //   - the owner's Release: 1 round trip, made once every run of the batch
 //     has started;
 //   - its record in the shared history: one Record call per node for the

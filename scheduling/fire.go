@@ -189,7 +189,8 @@ func (t *turn) pass() {
 // skip. Fires on keys of their own wait for no other's turn: on a driver
 // that takes many fires in one call (a locks.ClaimAcquirer), a thousand
 // tasks on a thousand locks make their lock steps in one call (a
-// lockBatch); on another, each makes its own at once.
+// lockBatch, one per lock TTL among them); on another, each makes its own
+// at once.
 func (s *Scheduler) dispatch(batch []firing) {
 	s.takeoff(len(batch))
 	var perKey map[string]int // locked fires per key
@@ -226,9 +227,7 @@ func (s *Scheduler) dispatch(batch []firing) {
 		}
 	}
 	if len(batched) > 1 {
-		for j, m := range newLockBatch(len(batched)) {
-			batch[batched[j]].member = m
-		}
+		batchByTTL(batch, batched)
 	}
 	for i, f := range batch {
 		var t *turn

@@ -68,7 +68,9 @@ type Config struct {
 	// Heartbeat is how often a spreading node renews its membership; zero
 	// means DefaultHeartbeat, or a quarter of the shortest lock TTL if that
 	// is shorter. A member that misses three is dropped, and its tasks go to
-	// the others. It is fixed when the scheduler starts.
+	// the others. The default follows the tasks: a task added after Start,
+	// or a stored schedule, with a shorter lock TTL shortens it from when
+	// the node has it, and its deletion lengthens it back.
 	Heartbeat time.Duration
 }
 
@@ -297,7 +299,7 @@ func (s *Scheduler) taken(except string) func(string) bool {
 // changed at now. s.mu is held.
 func (s *Scheduler) changed(now time.Time) {
 	if s.spread != nil && s.status == started {
-		s.spread.group, s.spread.nextBeat = s.groupOf(), now
+		s.regroup(now)
 	}
 	s.nudge()
 }
@@ -366,7 +368,7 @@ func (s *Scheduler) Start() error {
 	missed := s.catchUps(now, s.entries)
 	s.nextPoll = now // requests made while no node ran are looked for at once
 	if s.spread != nil {
-		s.spread.group, s.spread.nextBeat, s.spread.every = s.groupOf(), now, s.heartbeat()
+		s.regroup(now)
 	}
 	go s.loop()
 	s.mu.Unlock()

@@ -19,7 +19,9 @@ import (
 // task's lock TTL is shorter than four of them: the heartbeat is then a
 // quarter of the shortest lock TTL, at least [MinAutoHeartbeat], so that a
 // dead owner's tasks move within their lock TTL (its membership lapses
-// within three heartbeats, and the others see it at their next).
+// within three heartbeats, and the others see it at their next). The
+// tasks are those the scheduler has at the time: an Add after Start and
+// the stored schedules change the heartbeat when they change the tasks.
 const DefaultHeartbeat = time.Second
 
 // MinAutoHeartbeat is the shortest heartbeat that a short lock TTL makes
@@ -40,9 +42,8 @@ const memberLife = 3
 // spread is what a scheduler keeps to spread its locked tasks over the
 // live nodes of its group.
 type spread struct {
-	m     locks.Membership
-	set   time.Duration // Config.Heartbeat; 0 for the default
-	every time.Duration // the heartbeat interval, set by Start
+	m   locks.Membership
+	set time.Duration // Config.Heartbeat; 0 for the default
 
 	view    atomic.Pointer[view] // the last heartbeat's answer; nil before the first
 	failing atomic.Bool          // the last heartbeat failed
@@ -51,8 +52,9 @@ type spread struct {
 	beats sync.WaitGroup // heartbeats in flight
 
 	// Protected by Scheduler.mu:
-	group    string    // the group of the nodes that have the same locked tasks
-	nextBeat time.Time // when the loop heartbeats next
+	group    string        // the group of the nodes that have the same locked tasks
+	every    time.Duration // the heartbeat interval for those tasks (see regroup)
+	nextBeat time.Time     // when the loop heartbeats next
 }
 
 // A view is the group's live members as one heartbeat answered.
@@ -178,17 +180,17 @@ func (s *Scheduler) beat() {
 	}
 	defer sp.beating.Store(false)
 	s.mu.Lock()
-	group := sp.group
+	group, life := sp.group, memberLife*sp.every // read together: a change of the tasks changes both
 	s.mu.Unlock()
 	sent := s.clock.Now()
 	// Up to a member's life: a slow answer still renews the membership and
 	// tells who is there.
-	ctx, cancel := withTimeout(s.acquireCtx, s.clock, memberLife*sp.every)
+	ctx, cancel := withTimeout(s.acquireCtx, s.clock, life)
 	defer cancel()
 	if old := sp.view.Load(); old != nil && old.group != group {
 		_ = sp.m.Leave(ctx, old.group, s.node) // its members drop this node within a member's life anyway
 	}
-	members, err := sp.m.Heartbeat(ctx, group, s.node, memberLife*sp.every)
+	members, err := sp.m.Heartbeat(ctx, group, s.node, life)
 	if err != nil {
 		if !s.stopping() && !sp.failing.Swap(true) {
 			s.log.Warn("membership heartbeat failed; this node keeps its last view of the group (the others take its tasks if it stays failing) until one succeeds", "group", group, "err", err)
@@ -261,13 +263,13 @@ func (s *Scheduler) leave(ctx context.Context) {
 	sp := s.spread
 	sp.beats.Wait() // a heartbeat landing after the leave would bring the node back
 	s.mu.Lock()
-	group := sp.group
+	group, every := sp.group, sp.every
 	s.mu.Unlock()
-	lctx, cancel := withTimeout(context.WithoutCancel(ctx), s.clock, sp.every)
+	lctx, cancel := withTimeout(context.WithoutCancel(ctx), s.clock, every)
 	defer cancel()
 	if err := sp.m.Leave(lctx, group, s.node); err != nil {
 		s.log.Warn("leaving the membership group failed; the other nodes take this node's tasks when its membership lapses",
-			"group", group, "within", memberLife*sp.every, "err", err)
+			"group", group, "within", memberLife*every, "err", err)
 	}
 }
 
@@ -320,6 +322,20 @@ func checkSpread(cfg Config) (*spread, error) {
 		return nil, fmt.Errorf("%w: Config.Spread needs a driver that keeps memberships (locks.Membership); %s does not", ErrInvalidConfig, DriverName(cfg.Driver))
 	}
 	return &spread{m: m, set: cfg.Heartbeat}, nil
+}
+
+// regroup derives from the tasks as they are at now (Start, an Add, a
+// stored schedule created, updated or deleted) the group and the heartbeat
+// interval, and has the loop heartbeat at once. Both follow the task set,
+// not the tasks known at Start: a task added later with a short lock TTL
+// shortens the heartbeat, and so its owner's membership life and the
+// takeover's reach, so that its failover bound (four heartbeats within its
+// lock TTL) holds as for a task declared in code; a deleted one lengthens
+// it back. The group's name covers the lock TTLs, so the nodes that share a
+// group share its interval. s.mu is held.
+func (s *Scheduler) regroup(now time.Time) {
+	sp := s.spread
+	sp.group, sp.every, sp.nextBeat = s.groupOf(), s.heartbeat(), now
 }
 
 // heartbeat returns the heartbeat interval for the tasks added so far:
