@@ -384,3 +384,87 @@ func TestHeartbeatWhoseReplyIsLostKeepsTheMember(t *testing.T) {
 		t.Fatalf("members after node-a's lost heartbeat = %v, want node-a among them", got)
 	}
 }
+
+// lockSettle matches the transaction that settles a lost move: it
+// compares the lock key's lease.
+func lockSettle(req any) bool {
+	r, ok := req.(*pb.TxnRequest)
+	return ok && slices.ContainsFunc(r.Compare, func(c *pb.Compare) bool { return c.Target == pb.Compare_LEASE })
+}
+
+// An Extend whose move is lost and whose settling round trip fails too
+// leaves the move pending: the key stays held by its holder alone, and
+// the next Extend or Release settles it first, then keeps or frees the
+// key on the lease it is on. A move that reaches etcd between the
+// settling put and the revoke of its lease is refused (the key's mod
+// revision changed), so the revoke deletes nothing.
+func TestExtendSettlesALostMove(t *testing.T) {
+	notSent := func(context.Context, func(context.Context) error) error { return errLost }
+	for _, tc := range []struct {
+		name string
+		arm  func(h *hijacker)
+		then string // "Extend" or "Release"
+	}{
+		{"move committed, settle not sent, then Release", func(h *hijacker) {
+			h.arm(lockMove, func(ctx context.Context, send func(context.Context) error) error {
+				h.arm(lockSettle, notSent)
+				return replyLost(ctx, send)
+			})
+		}, "Release"},
+		{"move committed, settle not sent, then Extend", func(h *hijacker) {
+			h.arm(lockMove, func(ctx context.Context, send func(context.Context) error) error {
+				h.arm(lockSettle, notSent)
+				return replyLost(ctx, send)
+			})
+		}, "Extend"},
+		{"move not sent, settle's reply lost, then Release", func(h *hijacker) {
+			h.arm(lockMove, func(context.Context, func(context.Context) error) error {
+				h.arm(lockSettle, replyLost)
+				return errLost
+			})
+		}, "Release"},
+		{"move not sent, settle's reply lost, then Extend", func(h *hijacker) {
+			h.arm(lockMove, func(context.Context, func(context.Context) error) error {
+				h.arm(lockSettle, replyLost)
+				return errLost
+			})
+		}, "Extend"},
+		{"move sent after the settling put", func(h *hijacker) {
+			h.arm(lockMove, func(_ context.Context, move func(context.Context) error) error {
+				h.arm(lockSettle, func(ctx context.Context, settle func(context.Context) error) error {
+					err := settle(ctx)
+					_ = move(context.Background()) // refused: the mod revision it compares is gone
+					return err
+				})
+				return errLost
+			})
+		}, "Extend"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, d, other, ns := lossyDriver(t)
+			ctx := context.Background()
+			l, err := d.Acquire(ctx, "payroll", time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.arm(h)
+			if err := l.Extend(ctx, 2*time.Minute); !errors.Is(err, etcdlocks.ErrEtcd) {
+				t.Fatalf("Extend whose move and settling failed = %v, want ErrEtcd", err)
+			}
+			mustBeHeld(t, other, "payroll", "after the failed Extend")
+			if tc.then == "Extend" {
+				if err := l.Extend(ctx, 2*time.Minute); err != nil {
+					t.Fatalf("the next Extend = %v, want nil", err)
+				}
+				if got := keyLeaseTTL(t, ns, "payroll"); got <= 60 {
+					t.Fatalf("the key's etcd lease has %d s left after an Extend to 2 minutes", got)
+				}
+				mustBeHeld(t, other, "payroll", "after the next Extend")
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Fatalf("Release = %v, want nil", err)
+			}
+			mustBeFree(t, other, "payroll", "after the Release")
+		})
+	}
+}
