@@ -9,7 +9,6 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/ndigo/ndigo/internal/remotelease"
 	"github.com/ndigo/ndigo/locks"
 )
 
@@ -23,11 +22,14 @@ const firesPerTxn = 16
 // AcquireClaims implements locks.ClaimAcquirer: one etcd transaction for up
 // to 16 fires, each a nested transaction that puts the claim (if absent or
 // lower) and the lock key (if absent) together, or the claim alone with
-// EvenIfHeld. Each fire's lease is granted beforehand, all at once (one
-// round trip of wall time, a Grant each), and the claims of one call share
-// a lease per claim TTL; the leases not used are revoked after. Fires on a
-// key that an earlier fire of the call names go into a later transaction,
-// in order, as etcd refuses a transaction that writes a key twice.
+// EvenIfHeld. Each fire's lease is granted beforehand, all at once and
+// with the claims' leases kept alive (see claimLease): one round trip of
+// wall time, a Grant each and a KeepAliveOnce per claim TTL. The lock
+// leases not used are revoked after, also when the transaction's reply is
+// lost, which frees a key it may have taken; a claim it may have recorded
+// stays. Fires on a key that an earlier fire of the call names go into a
+// later transaction, in order, as etcd refuses a transaction that writes a
+// key twice.
 func (d *Driver) AcquireClaims(ctx context.Context, fires []locks.FireLock) []locks.FireLease {
 	out := make([]locks.FireLease, len(fires))
 	var todo []int
@@ -63,10 +65,11 @@ func (d *Driver) AcquireClaims(ctx context.Context, fires []locks.FireLock) []lo
 // acquireClaims takes fires[round] in one transaction, into out.
 func (d *Driver) acquireClaims(ctx context.Context, fires []locks.FireLock, round []int, out []locks.FireLease) {
 	sent := d.clock.Now()
-	// The leases: one per fire, one per claim TTL, granted at once.
+	// The leases: one per fire, and the driver's claim lease per claim
+	// TTL, at once.
 	lockIDs := make([]clientv3.LeaseID, len(round))
 	claimIDs := map[time.Duration]clientv3.LeaseID{}
-	var ttls []time.Duration // claimIDs' keys, granted while the map is written
+	var ttls []time.Duration // claimIDs' keys, fetched while the map is written
 	for _, i := range round {
 		if _, ok := claimIDs[fires[i].Claim.TTL]; !ok {
 			claimIDs[fires[i].Claim.TTL] = 0
@@ -74,43 +77,39 @@ func (d *Driver) acquireClaims(ctx context.Context, fires []locks.FireLock, roun
 		}
 	}
 	var mu sync.Mutex
-	var grantErr error
+	var leaseErr error
 	var wg sync.WaitGroup
-	grant := func(ttl time.Duration, set func(clientv3.LeaseID)) {
+	get := func(ttl time.Duration, lease func(context.Context, time.Duration) (clientv3.LeaseID, error), set func(clientv3.LeaseID)) {
 		wg.Go(func() {
-			id, err := d.grant(ctx, ttl)
+			id, err := lease(ctx, ttl)
 			mu.Lock()
 			defer mu.Unlock()
-			if err != nil && grantErr == nil {
-				grantErr = err
+			if err != nil && leaseErr == nil {
+				leaseErr = err
 			}
 			set(id)
 		})
 	}
 	for n, i := range round {
-		grant(fires[i].TTL, func(id clientv3.LeaseID) { lockIDs[n] = id })
+		get(fires[i].TTL, d.grant, func(id clientv3.LeaseID) { lockIDs[n] = id })
 	}
 	for _, ttl := range ttls {
-		grant(ttl, func(id clientv3.LeaseID) { claimIDs[ttl] = id })
+		get(ttl, d.claimLease, func(id clientv3.LeaseID) { claimIDs[ttl] = id })
 	}
 	wg.Wait()
-	used := map[clientv3.LeaseID]bool{}
+	used := make([]bool, len(round))
 	defer func() {
-		all := append([]clientv3.LeaseID(nil), lockIDs...)
-		for _, id := range claimIDs {
-			all = append(all, id)
-		}
 		var rw sync.WaitGroup
-		for _, id := range all {
-			if id != 0 && !used[id] {
+		for n, id := range lockIDs {
+			if id != 0 && !used[n] {
 				rw.Go(func() { d.revoke(ctx, id) })
 			}
 		}
 		rw.Wait()
 	}()
-	if grantErr != nil {
+	if leaseErr != nil {
 		for _, i := range round {
-			out[i].Err = fmt.Errorf("%w: acquire key %q with claim %d of %q: granting a lease: %w", ErrEtcd, fires[i].Key, fires[i].Claim.Seq, fires[i].Claim.Key, grantErr)
+			out[i].Err = fmt.Errorf("%w: acquire key %q with claim %d of %q: the leases: %w", ErrEtcd, fires[i].Key, fires[i].Claim.Seq, fires[i].Claim.Key, leaseErr)
 		}
 		return
 	}
@@ -136,7 +135,7 @@ func (d *Driver) acquireClaims(ctx context.Context, fires []locks.FireLock, roun
 		for _, i := range round {
 			out[i].Err = fmt.Errorf("%w: acquire key %q with claim %d of %q: %w", ErrEtcd, fires[i].Key, fires[i].Claim.Seq, fires[i].Claim.Key, err)
 		}
-		return // the deferred revokes free whatever the transaction may have taken
+		return // the deferred revokes free the keys the transaction may have taken
 	}
 	for n, i := range round {
 		f := fires[i]
@@ -149,15 +148,11 @@ func (d *Driver) acquireClaims(ctx context.Context, fires []locks.FireLock, roun
 			}
 		}
 		inner := r.GetResponses()[0].GetResponseTxn()
-		if f.Claim.EvenIfHeld || inner.GetSucceeded() {
-			used[claimIDs[f.Claim.TTL]] = true
-		}
 		if !inner.GetSucceeded() {
 			out[i].Err = fmt.Errorf("%w: key %q", locks.ErrNotAcquired, f.Key)
 			continue
 		}
-		used[lockIDs[n]] = true
-		out[i].Lease = &lease{Lease: remotelease.New("etcdlocks", f.Key, uint64(resp.Header.Revision), d.clock, d.margin, sent, f.TTL),
-			d: d, holder: holders[n], id: lockIDs[n], secs: seconds(f.TTL)}
+		used[n] = true
+		out[i].Lease = d.newLease(f.Key, holders[n], lockIDs[n], resp.Header.Revision, sent, f.TTL)
 	}
 }

@@ -11,28 +11,41 @@
 // the key in the same step: one round trip. Extend keeps the etcd lease
 // alive (one round trip) when the new TTL fits in its whole seconds, and
 // otherwise moves the key to a new etcd lease in a transaction that checks
-// the key is still this acquisition's (its create revision and holder ID).
-// Claim (locks.Claimer) grants a lease of the claim's TTL and, in one
-// nested transaction, creates the claim key or replaces a lower claim: the
-// sequence numbers are zero-padded, so etcd's byte comparison orders them
-// as numbers. AcquireClaims (locks.ClaimAcquirer: how the scheduler takes
-// the locked fires due at one instant) grants each fire's lease at once
-// (one round trip of wall time, a Grant each, and one per claim TTL for the
-// claims) and takes up to 16 fires' keys and claims in one transaction of
-// nested ones; the leases a fire did not use are revoked after. Heartbeat
-// (locks.Membership) keeps the member's etcd lease alive and reads the
-// group's keys: two round trips.
+// the key is still this acquisition's (its create revision and holder ID)
+// and unchanged since it last wrote it (its mod revision); a Release waits
+// for an Extend of the same lease to end, so that it revokes the lease the
+// key is on. Claim (locks.Claimer) puts the claim key on the driver's claim
+// lease of the claim's TTL, kept alive by the call (one round trip), in one
+// nested transaction that creates the claim key or replaces a lower claim:
+// the sequence numbers are zero-padded, so etcd's byte comparison orders
+// them as numbers. AcquireClaims (locks.ClaimAcquirer: how the scheduler
+// takes the locked fires due at one instant) grants each fire's lease and
+// keeps the claim leases alive at once (one round trip of wall time, a
+// Grant each and one call per claim TTL) and takes up to 16 fires' keys and
+// claims in one transaction of nested ones; the leases a fire did not use
+// are revoked after. Heartbeat (locks.Membership) keeps the member's etcd
+// lease alive and reads the group's keys: two round trips.
 //
 // One etcd lease per acquisition, rather than one per driver kept alive in
 // the background: a lease must end at its own TTL when its holder stops
 // extending it (a run that outlives its lease without Renew), which a
 // driver-wide lease kept alive by a live process would not do.
 //
+// Claims share one etcd lease per driver and claim TTL, which each claim
+// keeps alive to its full TTL before it writes: a claim record lives at
+// least its TTL from about its claim, and at most its TTL past the last
+// claim of that TTL by the driver that claimed it last (a record that
+// expires later only refuses more). A lease per
+// claim would leave the previous claim's lease alive and empty for the
+// claim's TTL: a day's worth of leases for a task that fires every second.
+// The live leases are thus one per acquisition held, one per member and
+// one per driver and claim TTL.
+//
 // # Key layout
 //
 // For namespace ns every key starts with "ndigo/ns/": "lock/k/<key>" (the
 // holder's ID, on the acquisition's etcd lease), "claim/k/<key>" (the
-// latest claimed sequence number, on a lease of the claim's TTL) and
+// latest claimed sequence number, on a claim lease of the claim's TTL) and
 // "members/<len>:<group>/<member>" (on the member's lease). A key longer
 // than 512 bytes appears as "h/" and its SHA-256 in hex instead of "k/" and
 // itself, so that a transaction naming it stays within etcd's request limit
@@ -128,7 +141,24 @@
 // # Retries
 //
 // The etcd client resends a mutating call only when it knows the request
-// was not sent, so no call runs twice. A call whose reply is lost returns
-// an error wrapping ErrEtcd: Acquire then revokes the lease it granted, so
-// the key is free again whether the transaction ran or not.
+// was not sent, so no call runs twice. A call whose reply is lost (or whose
+// context ends after the commit) returns an error wrapping ErrEtcd, and
+// revokes no lease the call may have put a key on, but for the lock
+// leases of an acquisition, whose keys are to be free:
+//
+//   - Acquire and AcquireClaims revoke the lock leases they granted, so
+//     that the key is free again whether the transaction ran or not (one
+//     that commits after the revoke finds no lease and fails); a claim
+//     the transaction may have recorded stays, on the claim lease, which
+//     is never revoked: an unknown claim counts as made, and a fire is
+//     lost rather than run twice.
+//   - An Extend whose move is lost settles it in one more round trip:
+//     while the key is still on its old lease, a transaction puts it
+//     there again, which changes its mod revision so that the move can no
+//     longer commit; otherwise it reads the key. The lease the key is not
+//     on is then revoked, and the Extend succeeds if the move committed.
+//     When that round trip fails too, the next Extend or Release settles
+//     first.
+//   - A Heartbeat whose put is lost leaves its new lease to expire: the
+//     put may have moved the member's key onto it.
 package etcdlocks

@@ -19,7 +19,6 @@ import (
 
 	"github.com/ndigo/ndigo/internal/drift"
 	"github.com/ndigo/ndigo/internal/namespace"
-	"github.com/ndigo/ndigo/internal/remotelease"
 	"github.com/ndigo/ndigo/internal/watchhub"
 	"github.com/ndigo/ndigo/locks"
 )
@@ -55,8 +54,9 @@ type Driver struct {
 	nonce  string        // random prefix of this driver's holder IDs
 	calls  atomic.Uint64 // numbers them
 
-	mu      sync.Mutex                  // protects members
+	mu      sync.Mutex                  // protects members and claims
 	members map[string]clientv3.LeaseID // each (group, member)'s lease, as Heartbeat last granted it
+	claims  map[int64]clientv3.LeaseID  // the etcd lease this driver's claims go on, per TTL in seconds
 }
 
 var (
@@ -80,7 +80,7 @@ func New(opts Options) (*Driver, error) {
 		return nil, err
 	}
 	d := &Driver{client: opts.Client, ns: opts.Namespace, prefix: "ndigo/" + opts.Namespace + "/", clock: opts.Clock,
-		nonce: strconv.FormatUint(rand.Uint64(), 36) + ".", members: map[string]clientv3.LeaseID{}}
+		nonce: strconv.FormatUint(rand.Uint64(), 36) + ".", members: map[string]clientv3.LeaseID{}, claims: map[int64]clientv3.LeaseID{}}
 	if d.clock == nil {
 		d.clock = clockwork.NewRealClock()
 	}
@@ -178,42 +178,80 @@ func (d *Driver) Acquire(ctx context.Context, key string, ttl time.Duration) (lo
 	resp, err := d.client.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
 		Then(clientv3.OpPut(k, holder, clientv3.WithLease(id))).Commit()
 	if err != nil {
-		d.revoke(ctx, id) // whether it took the key or not, the key is free again
+		// Whether it took the key or not, the key is free again: id holds
+		// nothing else, and a transaction that commits after the revoke
+		// finds no lease and fails.
+		d.revoke(ctx, id)
 		return nil, fmt.Errorf("%w: acquire key %q: %w", ErrEtcd, key, err)
 	}
 	if !resp.Succeeded {
 		d.revoke(ctx, id)
 		return nil, fmt.Errorf("%w: key %q", locks.ErrNotAcquired, key)
 	}
-	return &lease{Lease: remotelease.New("etcdlocks", key, uint64(resp.Header.Revision), d.clock, d.margin, sent, ttl),
-		d: d, holder: holder, id: id, secs: seconds(ttl)}, nil
+	return d.newLease(key, holder, id, resp.Header.Revision, sent, ttl), nil
 }
 
 // Claim implements locks.Claimer: the claim key holds the latest claimed
-// sequence number, zero-padded so that etcd compares it as a number, on an
-// etcd lease of the TTL. One Grant and one transaction (nested: create the
-// key, or replace a lower claim); a refused claim gives its lease back.
+// sequence number, zero-padded so that etcd compares it as a number, on the
+// driver's claim lease of the TTL (see claimLease). A KeepAliveOnce (or a
+// Grant) of that lease and one transaction (nested: create the key, or
+// replace a lower claim). Nothing is given back after a failed
+// transaction: the claim may have been recorded over an earlier one, and
+// the lease holds other keys' claims.
 func (d *Driver) Claim(ctx context.Context, key string, seq int64, ttl time.Duration) (bool, error) {
 	if err := locks.CheckClaim(ctx, key, seq, ttl); err != nil {
 		return false, err
 	}
-	id, err := d.grant(ctx, ttl)
+	id, err := d.claimLease(ctx, ttl)
 	if err != nil {
-		return false, fmt.Errorf("%w: claim %d of key %q: granting a lease: %w", ErrEtcd, seq, key, err)
+		return false, fmt.Errorf("%w: claim %d of key %q: the claims' lease: %w", ErrEtcd, seq, key, err)
 	}
 	k, v := d.prefix+"claim/"+name(key), fmt.Sprintf("%020d", seq)
 	put := clientv3.OpPut(k, v, clientv3.WithLease(id))
 	resp, err := d.client.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).Then(put).
 		Else(clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.Value(k), "<", v)}, []clientv3.Op{put}, nil)).Commit()
 	if err != nil {
-		d.revoke(ctx, id)
 		return false, fmt.Errorf("%w: claim %d of key %q: %w", ErrEtcd, seq, key, err)
 	}
-	ok := resp.Succeeded || resp.Responses[0].GetResponseTxn().GetSucceeded()
-	if !ok {
-		d.revoke(ctx, id)
+	return resp.Succeeded || resp.Responses[0].GetResponseTxn().GetSucceeded(), nil
+}
+
+// claimLease returns the etcd lease that the driver's claims of ttl go on,
+// just kept alive to its full TTL (one round trip), or granted when it has
+// none or the last one expired: a claim put on it then lives at least ttl
+// from about its put, and at most ttl past the driver's last claim of that
+// TTL. One live lease per driver and claim TTL, rather than one per claim,
+// which would leave the claim's previous lease alive and empty for the
+// claim's TTL (a day's worth of leases for a task that fires every
+// second). Claims on it are never revoked: a claim record goes only when
+// its lease expires.
+func (d *Driver) claimLease(ctx context.Context, ttl time.Duration) (clientv3.LeaseID, error) {
+	secs := seconds(ttl)
+	d.mu.Lock()
+	id, ok := d.claims[secs]
+	d.mu.Unlock()
+	if ok {
+		r, err := d.client.KeepAliveOnce(ctx, id)
+		switch {
+		case err == nil && r.TTL > 0:
+			return id, nil
+		case err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound):
+			return 0, fmt.Errorf("keeping it alive: %w", err)
+		}
 	}
-	return ok, nil
+	nid, err := d.grant(ctx, ttl)
+	if err != nil {
+		return 0, fmt.Errorf("granting it: %w", err)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	// A concurrent call that found the lease expired too may have granted
+	// another: the first one kept is the driver's; the other holds this
+	// call's claims and expires at its TTL.
+	if cur, found := d.claims[secs]; !found || cur == id {
+		d.claims[secs] = nid
+	}
+	return nid, nil
 }
 
 // memberKey is the key of member in group: the group's length first, so
@@ -256,7 +294,10 @@ func (d *Driver) Heartbeat(ctx context.Context, group, member string, ttl time.D
 		resp, err := d.client.Txn(ctx).Then(clientv3.OpPut(mk, "", clientv3.WithLease(nid)),
 			clientv3.OpGet(p, clientv3.WithPrefix(), clientv3.WithKeysOnly())).Commit()
 		if err != nil {
-			d.revoke(ctx, nid)
+			// No revoke: the put may have committed, moving the member's
+			// key off a lease that still lived (its previous process's),
+			// and a revoke would take the member out of the group. nid
+			// expires at its TTL; the next heartbeat grants again.
 			return nil, fmt.Errorf("%w: heartbeat of %q in group %q: %w", ErrEtcd, member, group, err)
 		}
 		d.mu.Lock()
