@@ -105,9 +105,11 @@ func (s *Store) TakeBackfill(ctx context.Context, task, id, node string, fire ti
 		return taskstate.BackfillStale, err
 	}
 	k, rk := s.taskKey("backfills", task), s.ranKey(task, fire)
+	reads := s.historyReads(task)
+	// The runs with their values: a kept run of the instant refuses it.
+	reads[1] = clientv3.OpGet(s.runsPrefix(task), clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
 	for {
-		got, err := s.read(ctx, append([]clientv3.Op{clientv3.OpGet(k), clientv3.OpGet(rk, clientv3.WithKeysOnly())},
-			s.historyReads(task)...)...)
+		got, err := s.read(ctx, append([]clientv3.Op{clientv3.OpGet(k), clientv3.OpGet(rk, clientv3.WithKeysOnly())}, reads...)...)
 		if err != nil {
 			return taskstate.BackfillStale, storeFail("TakeBackfill", task, err)
 		}
@@ -123,7 +125,7 @@ func (s *Store) TakeBackfill(ctx context.Context, task, id, node string, fire ti
 		cmps := []clientv3.Cmp{unchangedCmp(k, kv), unchangedCmp(rk, ran)}
 		var ops []clientv3.Op
 		answer := taskstate.BackfillRefused
-		if !b.Force && ran != nil {
+		if !b.Force && (ran != nil || keptRunAt(got[3], fire)) {
 			b.Refused++
 		} else {
 			answer = taskstate.BackfillTaken
@@ -186,4 +188,17 @@ func (s *Store) EndBackfill(ctx context.Context, task, id, state string) (bool, 
 			return true, nil
 		}
 	}
+}
+
+// keptRunAt reports whether runs (a task's kept runs, read with their
+// values) hold a run of instant fire, as taskstate.RanAt says; a value that
+// does not decode is none.
+func keptRunAt(runs []*mvccpb.KeyValue, fire time.Time) bool {
+	for _, kv := range runs {
+		var r taskstate.Run
+		if json.Unmarshal(kv.Value, &r) == nil && taskstate.RanAt(r, fire) {
+			return true
+		}
+	}
+	return false
 }

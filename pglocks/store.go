@@ -415,7 +415,7 @@ func (s *Store) Record(ctx context.Context, runs ...taskstate.TaskRun) error {
 	replaced, retries := make([]*string, len(runs)), make([]*string, len(runs))
 	for i, tr := range runs {
 		r := tr.Run
-		r.Error = taskstate.CutError(r.Error)
+		r.Fire, r.Error = r.Fire.UTC(), taskstate.CutError(r.Error) // a backfill's take finds it by its instant's text
 		b, err := json.Marshal(r)
 		if err != nil {
 			return fmt.Errorf("pglocks: Record of task %q: %w", tr.Task, err)
@@ -542,8 +542,10 @@ func (s *Store) TakeBackfill(ctx context.Context, task, id, node string, fire ti
 	if err != nil {
 		return taskstate.BackfillStale, fmt.Errorf("pglocks: TakeBackfill of task %q: %w", task, err)
 	}
+	taken := fmt.Sprintf(`{"fire_ns": %d, "outcome": %q}`, fire.UnixNano(), taskstate.OutcomeTaken)
 	var refused bool
-	err = s.pool.QueryRow(ctx, s.sql.takeBackfill, pgx.QueryExecModeExec, s.ns, task, id, fire.UnixNano(), string(p)).Scan(&refused)
+	err = s.pool.QueryRow(ctx, s.sql.takeBackfill, pgx.QueryExecModeExec, s.ns, task, id, fire.UnixNano(), string(p),
+		taskstate.RunJSONPrefix(fire), taken).Scan(&refused)
 	switch {
 	case err == nil && refused:
 		return taskstate.BackfillRefused, nil

@@ -1,9 +1,12 @@
 -- $1 namespace, $2 task, $3 the backfill's id, $4 the instant (Unix
 -- nanoseconds), $5 the taker's placeholder run (JSON, with fire_ns as a
--- take of a request writes it). If the task's backfill is $3, running, with
+-- take of a request writes it), $6 how the JSON of a run of $4 that is not
+-- manual begins ('{"fire":"<instant>","node":'), $7 what a placeholder of
+-- a take of $4 contains. If the task's backfill is $3, running, with
 -- its cursor before $4, moves the cursor to $4 and counts the instant
 -- refused if the backfill does not force its instants and $4 is known to
--- have run, or else taken, adding $4 to the instants known to have run and
+-- have run (a backfill took it, it was known at the start, or a kept run
+-- of it started or was taken), or else taken, adding $4 to the instants known to have run and
 -- the placeholder to the runs; returns whether it refused, and no row when
 -- it changed nothing (stale), in one statement: of the sessions racing for
 -- one instant, only the one whose UPDATE moved the cursor counts it (the
@@ -12,7 +15,16 @@
 -- what the statement's snapshot knows of $4 holds. The next record trims
 -- the runs to the history length.
 WITH known AS (
-	SELECT EXISTS (SELECT 1 FROM $RAN WHERE ns = $1::text AND task = $2::text AND fire = $4::bigint) AS ran
+	SELECT EXISTS (SELECT 1 FROM $RAN WHERE ns = $1::text AND task = $2::text AND fire = $4::bigint)
+		OR EXISTS (SELECT 1 FROM $RUNS WHERE ns = $1::text AND task = $2::text AND (
+			-- A run's JSON escapes every quote within its strings: its
+			-- fields' own text is found only where they are, and the row is
+			-- not parsed.
+			(left(run, length($6::text)) = $6::text
+				AND (strpos(run, '"start":"0001-01-01T00:00:00Z"') = 0 OR strpos(run, '"outcome":"taken"') > 0))
+			-- A placeholder (json_build_object's text) is read as JSON.
+			OR CASE WHEN run LIKE '{"fire_ns"%' THEN run::jsonb @> $7::jsonb AND NOT run::jsonb @> '{"manual": true}'::jsonb ELSE false END
+		)) AS ran
 ), moved AS (
 	UPDATE $BACKFILLS SET cursor = $4::bigint,
 		refused = refused + (NOT force AND known.ran)::integer, taken = taken + (force OR NOT known.ran)::integer

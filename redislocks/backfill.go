@@ -85,7 +85,7 @@ func (s *Store) TakeBackfill(ctx context.Context, task, id, node string, fire ti
 	}
 	n, err := backfillTakeScript.Run(ctx, s.client, []string{s.backfills, s.call(), s.ran(task), s.runs(task)},
 		task, callTTL.Milliseconds(), id, padded(fire), runJSON(taskstate.BackfillPlaceholder(fire, node)), s.history,
-		historyTTL.Milliseconds()).Int()
+		historyTTL.Milliseconds(), taskstate.RunJSONPrefix(fire)).Int()
 	if err != nil {
 		return taskstate.BackfillStale, fail("TakeBackfill", task, err)
 	}

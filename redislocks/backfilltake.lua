@@ -7,12 +7,14 @@
 -- ARGV[3] the backfill's ID, ARGV[4] the instant (Unix nanoseconds,
 -- zero-padded to 20 digits, as the value's cursor), ARGV[5] the
 -- placeholder run's JSON, ARGV[6] how many runs to keep, ARGV[7] the runs
--- list's and the set's TTL in ms.
+-- list's and the set's TTL in ms, ARGV[8] how the JSON of a run of the
+-- instant that is not manual begins ('{"fire":"<instant>","node":').
 -- A value of the hash is "<cursor> <taken> <refused> <state> <JSON>": the
 -- cursor zero-padded to 20 digits, the counts to 10, the state one letter
 -- (r running, d done, c cancelled), then the backfill's fixed fields.
--- Returns 1 if it took the instant, 2 if it refused it (it ran, and the
--- backfill does not force it), 0 if it changed nothing (no such backfill
+-- Returns 1 if it took the instant, 2 if it refused it (it ran: a backfill
+-- took it, it was known to have run at the start, or a kept run of it
+-- started or was taken; and the backfill does not force it), 0 if it changed nothing (no such backfill
 -- running, or its cursor is at or past the instant). A retry of a call
 -- whose first attempt ran answers what that attempt did.
 local done = redis.call('GET', KEYS[2])
@@ -33,8 +35,19 @@ if b.id ~= ARGV[3] then
   return answer(0)
 end
 local taken, refused = tonumber(string.sub(v, 22, 31)), tonumber(string.sub(v, 33, 42))
+-- A kept run of the instant: a run's JSON escapes every quote within its
+-- strings, so the fields' own text is found only where they are.
+local function keptRun()
+  for _, run in ipairs(redis.call('LRANGE', KEYS[4], 0, -1)) do
+    if string.sub(run, 1, #ARGV[8]) == ARGV[8] and
+        (not string.find(run, '"start":"0001-01-01T00:00:00Z"', 1, true) or string.find(run, '"outcome":"taken"', 1, true)) then
+      return true
+    end
+  end
+  return false
+end
 local n = 1
-if not b.force and redis.call('SISMEMBER', KEYS[3], ARGV[4]) == 1 then
+if not b.force and (redis.call('SISMEMBER', KEYS[3], ARGV[4]) == 1 or keptRun()) then
   n, refused = 2, refused + 1
 else
   taken = taken + 1

@@ -418,7 +418,7 @@ func (s *Store) Record(ctx context.Context, runs ...taskstate.TaskRun) error {
 		}
 		keys[i] = []string{s.runs(tr.Task), nonce, s.retries}
 		r := tr.Run
-		r.Error = taskstate.CutError(r.Error)
+		r.Fire, r.Error = r.Fire.UTC(), taskstate.CutError(r.Error) // a backfill's take finds it by its instant's text
 		b, err := json.Marshal(r)
 		if err != nil {
 			return fmt.Errorf("redislocks: Record of task %q: %w", tr.Task, err)

@@ -2,6 +2,7 @@ package taskstate
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -146,4 +147,15 @@ func BackfillPlaceholder(fire time.Time, node string) Run {
 // placeholder of a take ([OutcomeTaken]) whose run may still be going.
 func RanAt(r Run, fire time.Time) bool {
 	return !r.Manual && r.Fire.Equal(fire) && (!r.Start.IsZero() || r.Outcome == OutcomeTaken)
+}
+
+// RunJSONPrefix is how the JSON encoding of a Run of instant fire that is
+// not manual begins, its Fire in UTC: a store that keeps runs as their JSON
+// (with Fire in UTC) finds a run that [RanAt] counts by it, without
+// decoding the others. Within the encoding, every quote of a string value
+// is escaped, so the text of a field, as "start":"...", is found only where
+// the field is.
+func RunJSONPrefix(fire time.Time) string {
+	f, _ := json.Marshal(fire.UTC()) // a time of years 0 to 9999 encodes; CheckTakeBackfill keeps fires after 1970
+	return `{"fire":` + string(f) + `,"node":`
 }

@@ -244,7 +244,8 @@ func (s *suite) backfillRefusesRecorded(t *testing.T) {
 	}
 	ran, manual, skipped := bf.From, bf.From.Add(time.Minute), bf.From.Add(2*time.Minute)
 	for _, r := range []taskstate.Run{
-		{Fire: ran, Node: "node-b", Start: ran, Duration: time.Second, Outcome: "ok"},
+		// In another zone: the store knows the instant, whatever its zone.
+		{Fire: ran.In(time.FixedZone("CET", 3600)), Node: "node-b", Start: ran, Duration: time.Second, Outcome: "ok"},
 		{Fire: manual, Manual: true, Node: "node-b", Start: manual, Outcome: "ok"},
 		{Fire: skipped, Node: "node-b", Outcome: "skipped: paused"},
 	} {
