@@ -1,6 +1,6 @@
 // Package backendnode starts, for tests of what an operator sees (the
 // console, the CLI), a cluster of schedulers whose locks and task state are
-// on one private redis-server or PostgreSQL, on one fake clock, each node
+// on one private redis-server, PostgreSQL or etcd, on one fake clock, each node
 // with one locked task due every second: a test kills the server, steps
 // into fires that fail, and restarts it.
 package backendnode
@@ -15,6 +15,8 @@ import (
 	"github.com/jonboulle/clockwork"
 	"go.uber.org/goleak"
 
+	"github.com/ndigo/ndigo/etcdlocks"
+	"github.com/ndigo/ndigo/internal/etcdtest"
 	"github.com/ndigo/ndigo/internal/pgtest"
 	"github.com/ndigo/ndigo/internal/redistest"
 	"github.com/ndigo/ndigo/locks"
@@ -99,6 +101,30 @@ func Postgres(t testing.TB, ns string, start time.Time, n int) *Cluster {
 		return d, st
 	})
 }
+
+// Etcd starts n nodes on a private one-member etcd cluster, in namespace
+// ns, their clock at start; the test's cleanup stops them.
+func Etcd(t testing.TB, ns string, start time.Time, n int) *Cluster {
+	t.Helper()
+	member := etcdtest.StartCluster(t, 1).Members()[0]
+	return startNodes(t, member, start, n, func(fc *clockwork.FakeClock) (locks.Driver, taskstate.Store) {
+		client := member.Client()
+		d, err := etcdlocks.New(etcdlocks.Options{Client: client, Namespace: ns, Clock: fc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(d.Close)
+		st, err := etcdlocks.NewStore(etcdlocks.StoreOptions{Client: client, Namespace: ns, History: History})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d, st
+	})
+}
+
+// Backends are the constructors of a cluster on each lock store, by name.
+var Backends = map[string]func(t testing.TB, ns string, start time.Time, n int) *Cluster{
+	"redis": Redis, "postgres": Postgres, "etcd": Etcd}
 
 func startNodes(t testing.TB, srv Server, start time.Time, n int, backends func(*clockwork.FakeClock) (locks.Driver, taskstate.Store)) *Cluster {
 	c := &Cluster{Server: srv, Clock: clockwork.NewFakeClockAt(start)}
