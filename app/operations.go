@@ -37,8 +37,12 @@ type operationsMetrics struct {
 	Metrics   *enabledMetrics
 }
 
-// enabledMetrics is the metrics that admin.metrics turned on, or nil.
-type enabledMetrics struct{ m *metrics.Metrics }
+// enabledMetrics is the metrics that admin.metrics turned on (nil m if
+// off), and the registry that /metrics serves.
+type enabledMetrics struct {
+	m   *metrics.Metrics
+	reg *prometheus.Registry
+}
 
 func newOperationsMetrics(p frameworkParams) (operationsMetrics, error) {
 	if !p.Framework.Admin.Metrics {
@@ -54,16 +58,19 @@ func newOperationsMetrics(p frameworkParams) (operationsMetrics, error) {
 		Listeners: []scheduling.Listener{m},
 		Wrappers:  []scheduling.DriverWrapper{m.InstrumentDriver},
 		Routes:    []admin.Route{{Pattern: "GET /metrics", Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}},
-		Metrics:   &enabledMetrics{m},
+		Metrics:   &enabledMetrics{m, reg},
 	}, nil
 }
 
-// initOperationsMetrics puts every task's counters at zero from the start.
-func initOperationsMetrics(e *enabledMetrics, s *scheduling.Scheduler) {
+// initOperationsMetrics puts every task's counters at zero from the start,
+// and serves the audit's gauges (the missed fires the docs tell operators
+// to alert on) beside them, as metrics.Module does.
+func initOperationsMetrics(e *enabledMetrics, s *scheduling.Scheduler) error {
 	if e.m == nil {
-		return
+		return nil
 	}
 	for _, t := range s.Tasks() {
 		e.m.Init(t.Name)
 	}
+	return e.reg.Register(metrics.NewAuditCollector(s, 0))
 }

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +26,7 @@ import (
 	"github.com/ndigo/ndigo/pglocks"
 	"github.com/ndigo/ndigo/redislocks"
 	"github.com/ndigo/ndigo/scheduling"
+	"github.com/ndigo/ndigo/scheduling/schedulingtest"
 )
 
 // startOperations starts an app with fw and one task, and returns the
@@ -313,4 +315,61 @@ func TestAdminTokenGuardsTaskControl(t *testing.T) {
 	if code, body := get(t, base+"/scheduledtasks"); code != http.StatusOK || !strings.Contains(body, `"paused": true`) {
 		t.Fatalf("/scheduledtasks after pause = %d %s, want the task paused", code, body)
 	}
+}
+
+// With admin.metrics, /metrics serves the audit's gauges that the docs tell
+// operators to alert on, equal to the scheduler's audit: fires missed
+// while the node was stuck (the clock jumped ten minutes) are counted.
+// Before, app's registry lacked the audit collector and the alert could
+// never fire.
+func TestMetricsServeTheAudit(t *testing.T) {
+	fc := clockwork.NewFakeClockAt(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	var srv *admin.Server
+	var s *scheduling.Scheduler
+	a := app.New(logTo(io.Discard), fx.Supply(app.Framework{Admin: app.Admin{Addr: "127.0.0.1:0", Metrics: true}}), fakeClock(fc),
+		scheduling.Provide(func() scheduling.Task {
+			return scheduling.NewTask(func(context.Context) error { return nil },
+				scheduling.Name("audited-report"), scheduling.Cron("@every 1m"), scheduling.Lock("audited-report"))
+		}),
+		fx.Populate(&srv, &s))
+	if err := a.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Stop(context.Background()) })
+	if err := schedulingtest.Step(context.Background(), fc, 2*time.Minute, time.Minute, s); err != nil {
+		t.Fatal(err)
+	}
+	fc.Advance(10 * time.Minute) // stuck: the fires in between are not run
+	if err := schedulingtest.Step(context.Background(), fc, 3*time.Minute, time.Minute, s); err != nil {
+		t.Fatal(err)
+	}
+	audit, err := s.Audit(context.Background(), "audited-report")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if audit.Missed == 0 {
+		t.Fatalf("the audit found no miss: %+v", audit)
+	}
+	_, body := get(t, "http://"+srv.Addr()+"/metrics")
+	for name, want := range map[string]float64{
+		`ndigo_task_missed_fires{task="audited-report"}`:                       float64(audit.Missed),
+		`ndigo_task_last_missed_fire_timestamp_seconds{task="audited-report"}`: float64(audit.LastMissed.Unix()),
+		"ndigo_audit_up": 1,
+	} {
+		if got, ok := metricValue(body, name); !ok || got != want {
+			t.Errorf("/metrics: %s = %v (served: %v), want %v", name, got, ok, want)
+		}
+	}
+}
+
+// metricValue returns the value of the sample named name (with its labels)
+// in a Prometheus text exposition.
+func metricValue(body, name string) (float64, bool) {
+	for _, l := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(l, name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			return f, err == nil
+		}
+	}
+	return 0, false
 }
