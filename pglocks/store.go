@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -136,7 +137,8 @@ func NewStore(opts StoreOptions) (*Store, error) {
 	r := strings.NewReplacer("$PAUSED", name("_paused"), "$REQUESTS", name("_requests"), "$RUNS", name("_runs"), "$RETRIES", name("_retries"),
 		"$PAUSES", name("_pauses"), "$RECORD1", name("_record1"), "$RECORD", name("_record"),
 		"$BACKFILLS", name("_backfills"), "$RAN", name("_ran"), "$STARTBACKFILL", name("_startbackfill"),
-		"$SCHEDULES", name("_schedules"), "$GENERATIONS", name("_generations"))
+		"$SCHEDULES", name("_schedules"), "$GENERATIONS", name("_generations"),
+		"$HISTORYLOCK", strconv.Itoa(int(int32(schemaLock([]string{"store record", table})))))
 	s := &Store{pool: opts.Pool, ns: opts.Namespace, table: table, history: n, sql: storeStatements{
 		schema: fmt.Sprintf("SELECT pg_advisory_xact_lock(%d);\n", schemaLock([]string{"store", table})) +
 			r.Replace(storeSchemaSQL) + r.Replace(storeFunctionsSQL(storeRecordSQL, storeRetrySQL, storeStartBackfillSQL)),
@@ -156,7 +158,7 @@ func NewStore(opts StoreOptions) (*Store, error) {
 		leaveWaiting:  r.Replace(storeLeaveWaitingSQL),
 		record:        r.Replace(storeRecordSQL),
 		retry:         r.Replace(storeRetrySQL),
-		records:       r.Replace(`SELECT $RECORD($1::text, $2::text[], $3::text[], $4::bigint, $5::text[], $6::text[])`),
+		records:       r.Replace(`SELECT $RECORD($1::text, $2::text[], $3::text[], $4::bigint, $5::text[], $6::text[], $7::text[])`),
 		runs:          r.Replace(`SELECT run FROM $RUNS WHERE ns = $1::text AND task = $2::text ORDER BY id DESC LIMIT $3::bigint`),
 		startBackfill: r.Replace(`SELECT $STARTBACKFILL($1::text, $2::text, $3::jsonb, $4::bigint[])`),
 		takeBackfill:  r.Replace(storeTakeBackfillSQL),
@@ -368,31 +370,44 @@ type retryRow struct {
 	Manual  bool  `json:"manual"`
 }
 
-// storedRun is a run as the table keeps it: a Run's JSON, or a placeholder,
-// whose instant is FireNano.
+// storedRun is a run as the table keeps it: a Run's JSON and the ID it was
+// recorded with (last, so that the record statement finds it at the end of
+// the text without parsing it), or a placeholder, whose instant is
+// FireNano.
 type storedRun struct {
 	taskstate.Run
 	FireNano *int64 `json:"fire_ns,omitempty"`
+	ID       string `json:"id,omitempty"`
 }
 
 // storeFunctionsSQL makes the record statement and the retry statement a
 // function, and the function that calls it for each run of a Record, so
 // that one statement records them all, and the start function of
-// StartBackfill of its body startBackfill. (The functions of five arguments
-// that earlier versions made are left in place, unused.)
+// StartBackfill of its body startBackfill. (The functions of five and six
+// arguments that earlier versions made are left in place, unused by this
+// one.)
 func storeFunctionsSQL(record, retry, startBackfill string) string {
-	return `CREATE OR REPLACE FUNCTION $RECORD1(text, text, text, bigint, text, text) RETURNS void LANGUAGE plpgsql AS $ndigo$
+	return `CREATE OR REPLACE FUNCTION $RECORD1(text, text, text, bigint, text, text, text) RETURNS void LANGUAGE plpgsql AS $ndigo$
 BEGIN
 ` + strings.TrimSpace(record) + `;
-	IF $6 IS NOT NULL THEN
-		` + strings.ReplaceAll(strings.TrimSpace(retry), "$3::jsonb", "$6::jsonb") + `;
+	IF $7 IS NOT NULL THEN
+		` + strings.ReplaceAll(strings.TrimSpace(retry), "$3::jsonb", "$7::jsonb") + `;
 	END IF;
 END
 $ndigo$;
-CREATE OR REPLACE FUNCTION $RECORD(text, text[], text[], bigint, text[], text[]) RETURNS void LANGUAGE plpgsql AS $ndigo$
+CREATE OR REPLACE FUNCTION $RECORD(text, text[], text[], bigint, text[], text[], text[]) RETURNS void LANGUAGE plpgsql AS $ndigo$
 BEGIN
+	-- The record of a run with an ID reads whether it is kept, then adds it:
+	-- a resend that overlaps its first attempt (whose context ended while
+	-- the statement ran on) waits for it, and sees its run. The locks are
+	-- taken in one order, so that two calls never wait for each other.
+	IF cardinality(array_remove($6, NULL)) > 0 THEN
+		PERFORM pg_advisory_xact_lock($HISTORYLOCK, k) FROM (
+			SELECT DISTINCT hashtext($1 || chr(1) || t) AS k FROM unnest($2) AS t ORDER BY 1
+		) AS keys;
+	END IF;
 	FOR i IN 1 .. coalesce(array_length($2, 1), 0) LOOP
-		PERFORM $RECORD1($1, $2[i], $3[i], $4, $5[i], $6[i]);
+		PERFORM $RECORD1($1, $2[i], $3[i], $4, $5[i], $6[i], $7[i]);
 	END LOOP;
 END
 $ndigo$;
@@ -412,15 +427,20 @@ func (s *Store) Record(ctx context.Context, runs ...taskstate.TaskRun) error {
 		return err
 	}
 	tasks, texts := make([]string, len(runs)), make([]string, len(runs))
-	replaced, retries := make([]*string, len(runs)), make([]*string, len(runs))
+	replaced, ids, retries := make([]*string, len(runs)), make([]*string, len(runs)), make([]*string, len(runs))
 	for i, tr := range runs {
 		r := tr.Run
 		r.Error = taskstate.CutError(r.Error)
-		b, err := json.Marshal(r)
+		b, err := json.Marshal(storedRun{Run: r, ID: tr.ID})
 		if err != nil {
 			return fmt.Errorf("pglocks: Record of task %q: %w", tr.Task, err)
 		}
 		tasks[i], texts[i] = tr.Task, string(b)
+		if tr.ID != "" {
+			id, _ := json.Marshal(tr.ID) // a string always encodes
+			suffix := `,"id":` + string(id) + `}`
+			ids[i] = &suffix
+		}
 		if r.Manual || r.Attempt >= 1 || r.Backfill {
 			p := placeholderOf{FireNano: r.Fire.UnixNano(), Node: r.Node, Outcome: taskstate.OutcomeTaken, Manual: r.Manual, Backfill: r.Backfill}
 			if r.Attempt >= 1 {
@@ -442,11 +462,11 @@ func (s *Store) Record(ctx context.Context, runs ...taskstate.TaskRun) error {
 			retries[i] = &rs
 		}
 	}
-	_, err := s.pool.Exec(ctx, s.sql.records, pgx.QueryExecModeExec, s.ns, tasks, texts, s.history, replaced, retries)
+	_, err := s.pool.Exec(ctx, s.sql.records, pgx.QueryExecModeExec, s.ns, tasks, texts, s.history, replaced, ids, retries)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "42883" { // undefined_function
 		for i := range runs {
-			if _, err := s.pool.Exec(ctx, s.sql.record, pgx.QueryExecModeExec, s.ns, tasks[i], texts[i], s.history, replaced[i]); err != nil {
+			if _, err := s.pool.Exec(ctx, s.sql.record, pgx.QueryExecModeExec, s.ns, tasks[i], texts[i], s.history, replaced[i], ids[i]); err != nil {
 				return s.fail("Record", tasks[i], err)
 			}
 			if retries[i] != nil {

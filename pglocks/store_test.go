@@ -163,7 +163,7 @@ func TestStoreRecordOnAnEarlierSchema(t *testing.T) {
 	if err := s.CreateSchema(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Exec(ctx, "DROP FUNCTION "+schema+".tasks_record(text, text[], text[], bigint, text[], text[])"); err != nil {
+	if _, err := p.Exec(ctx, "DROP FUNCTION "+schema+".tasks_record(text, text[], text[], bigint, text[], text[], text[])"); err != nil {
 		t.Fatal(err)
 	}
 	fire := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)

@@ -381,11 +381,13 @@ func placeholder(node string) (before, after string) {
 	return `{"fire_ns":`, `,"manual":true,"node":` + string(n) + `,"outcome":"` + taskstate.OutcomeTaken + `"}`
 }
 
-// storedRun is a run as the list keeps it: a Run's JSON, or a placeholder,
-// whose instant is FireNano.
+// storedRun is a run as the list keeps it: a Run's JSON and the ID it was
+// recorded with (last, so that record.lua finds it at the end of the
+// text), or a placeholder, whose instant is FireNano.
 type storedRun struct {
 	taskstate.Run
 	FireNano *int64 `json:"fire_ns,omitempty"`
+	ID       string `json:"id,omitempty"`
 }
 
 // unixNano reads an instant the store wrote; an unreadable one (written by
@@ -405,7 +407,9 @@ func unixNano(v string) time.Time {
 // Cluster node serves them). go-redis resends a pipeline whose replies
 // were lost whole, and each script's nonce keeps it from recording twice;
 // a run with an ID has it for its nonce, so that a caller's resend within
-// the nonce's minute records nothing again either.
+// the nonce's minute records nothing again either, and keeps it in its
+// JSON: a resend after the minute finds it among the task's kept runs
+// (the script reads them: at most the history length) and adds no run.
 func (s *Store) Record(ctx context.Context, runs ...taskstate.TaskRun) error {
 	if err := taskstate.CheckRecord(ctx, runs); err != nil || len(runs) == 0 {
 		return err
@@ -419,11 +423,15 @@ func (s *Store) Record(ctx context.Context, runs ...taskstate.TaskRun) error {
 		keys[i] = []string{s.runs(tr.Task), nonce, s.retries}
 		r := tr.Run
 		r.Error = taskstate.CutError(r.Error)
-		b, err := json.Marshal(r)
+		b, err := json.Marshal(storedRun{Run: r, ID: tr.ID})
 		if err != nil {
 			return fmt.Errorf("redislocks: Record of task %q: %w", tr.Task, err)
 		}
-		var replaced, retry string
+		var replaced, retry, idSuffix string
+		if tr.ID != "" {
+			id, _ := json.Marshal(tr.ID) // a string always encodes
+			idSuffix = `,"id":` + string(id) + `}`
+		}
 		switch {
 		case r.Backfill:
 			replaced = runJSON(taskstate.BackfillPlaceholder(r.Fire, r.Node))
@@ -436,7 +444,7 @@ func (s *Store) Record(ctx context.Context, runs ...taskstate.TaskRun) error {
 		if tr.Retry != nil {
 			retry = retryValue(*tr.Retry)
 		}
-		args[i] = []any{b, s.history, historyTTL.Milliseconds(), replaced, callTTL.Milliseconds(), tr.Task, retry, retryNameLen}
+		args[i] = []any{b, s.history, historyTTL.Milliseconds(), replaced, callTTL.Milliseconds(), tr.Task, retry, retryNameLen, idSuffix}
 	}
 	if len(runs) == 1 {
 		if err := recordScript.Run(ctx, s.client, keys[0], args[0]...).Err(); err != nil {

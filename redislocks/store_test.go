@@ -272,3 +272,32 @@ func TestStoreRecordsAnIDOnce(t *testing.T) {
 		t.Fatalf("kept tokens %v, %v; want 3 3 2 1: the resent record once", tokens, err)
 	}
 }
+
+// A Record sent again after the minute that its ID's call key lives (a
+// node whose backlog waited out a longer outage) finds its run among the
+// kept ones and adds nothing: the history keeps it once.
+func TestStoreRecordResentAfterItsCallKeyExpired(t *testing.T) {
+	c := redistest.Start(t).Client()
+	ctx := context.Background()
+	s := newStore(t, c, 0)
+	mine := taskstate.TaskRun{Task: "Payroll.Close", ID: "node-a.1", Run: taskstate.Run{Node: "node-a", Token: 7, Outcome: "ok"}}
+	theirs := taskstate.TaskRun{Task: "Payroll.Close", ID: "node-b.1", Run: taskstate.Run{Node: "node-b", Token: 8, Outcome: "ok"}}
+	for _, r := range []taskstate.TaskRun{mine, theirs} {
+		if err := s.Record(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := c.Del(ctx, "ndigo:{conformance}:call:record:node-a.1").Result(); err != nil || n != 1 {
+		t.Fatalf("DEL of the record's call key = %d, %v; want 1: the key the store names after the ID", n, err)
+	}
+	if err := s.Record(ctx, mine, theirs); err != nil {
+		t.Fatal(err)
+	}
+	runs, err := s.Runs(ctx, "Payroll.Close", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 2 || runs[0].Token != 8 || runs[1].Token != 7 {
+		t.Fatalf("Runs after the resend = %+v; want the two runs once each, node-b's newest", runs)
+	}
+}

@@ -105,6 +105,8 @@ func Run(t *testing.T, newStores NewStores) {
 	t.Run("RecordMany", s.recordMany)
 	t.Run("RunsLimit", s.runsLimit)
 	t.Run("ConcurrentRecords", s.concurrentRecords)
+	t.Run("RecordResent", s.recordResent)
+	t.Run("RecordResentAfterLaterRecords", s.recordResentAfterLaterRecords)
 	t.Run("ErrorCap", s.errorCap)
 	t.Run("LostReply", func(t *testing.T) {
 		t.Run("SetPaused", s.lostSetPaused)
@@ -113,6 +115,7 @@ func Run(t *testing.T, newStores NewStores) {
 		t.Run("TakeRequestThenAnotherTake", s.lostTakeRequestThenAnotherTake)
 		t.Run("Record", s.lostRecord)
 		t.Run("RecordManual", s.lostRecordManual)
+		t.Run("RecordMany", s.lostRecordMany)
 		t.Run("TakeRetry", s.lostTakeRetry)
 		t.Run("RecordRetry", s.lostRecordRetry)
 		t.Run("LeaveWaiting", s.lostLeaveWaiting)
@@ -878,23 +881,26 @@ func (s *suite) lostTakeRequestThenAnotherTake(t *testing.T) {
 }
 
 // lostRecord: a Record whose reply was lost, another node's Record after
-// it, then the retry: each run is kept once, in the order they were made.
+// it, then the resend (the client's for Retried, the caller's for Failed,
+// with the same ID, as the scheduler's recorder does): each run is kept
+// once, in the order they were made.
 func (s *suite) lostRecord(t *testing.T) {
 	st := s.lossy(t)
 	a, b := st.A, st.B
 	ctx := context.Background()
 	task := s.task(t)
-	mine, theirs := run(1), run(2)
-	lose(t, st, "Record", func() error { return a.Record(ctx, taskstate.TaskRun{Task: task, Run: mine}) }, func() {
-		if err := b.Record(ctx, taskstate.TaskRun{Task: task, Run: theirs}); err != nil {
+	mine, theirs := taskstate.TaskRun{Task: task, ID: s.recordID(), Run: run(1)}, run(2)
+	lose(t, st, "Record", func() error { return a.Record(ctx, mine) }, func() {
+		if err := b.Record(ctx, taskstate.TaskRun{Task: task, ID: s.recordID(), Run: theirs}); err != nil {
 			t.Error(err)
 		}
 	})
-	wantRuns(t, b, task, theirs, mine)
+	resend(t, st, "Record", func() error { return a.Record(ctx, mine) })
+	wantRuns(t, b, task, theirs, mine.Run)
 }
 
 // lostRecordManual: the record of a manual run whose reply was lost,
-// another node's Record after it, then the retry: the run replaced its
+// another node's Record after it, then the resend: the run replaced its
 // placeholder once and is kept once.
 func (s *suite) lostRecordManual(t *testing.T) {
 	st := s.lossy(t)
@@ -910,11 +916,13 @@ func (s *suite) lostRecordManual(t *testing.T) {
 	}
 	manual := taskstate.Run{Fire: at, Manual: true, Node: "node-a", Token: 12, Start: at, Duration: time.Second, Outcome: "ok"}
 	theirs := run(2)
-	lose(t, st, "Record", func() error { return a.Record(ctx, taskstate.TaskRun{Task: task, Run: manual}) }, func() {
+	rec := taskstate.TaskRun{Task: task, ID: s.recordID(), Run: manual}
+	lose(t, st, "Record", func() error { return a.Record(ctx, rec) }, func() {
 		if err := b.Record(ctx, taskstate.TaskRun{Task: task, Run: theirs}); err != nil {
 			t.Error(err)
 		}
 	})
+	resend(t, st, "Record", func() error { return a.Record(ctx, rec) })
 	wantRuns(t, b, task, theirs, manual)
 }
 
