@@ -83,7 +83,7 @@ func mutatingRequest(req any) bool {
 
 // A replyLoser loses the reply of the next mutating call once armed: the
 // call runs on the server, then the armed func runs, then the caller gets
-// codes.Unavailable, which clientv3's retry interceptor does not resend
+// the context's error if the func ended it, else codes.Unavailable, which clientv3's retry interceptor does not resend
 // for a mutating call (isSafeRetryMutableRPC resends only the "no address
 // available" and "no connection available" errors of a call never sent).
 type replyLoser struct {
@@ -111,6 +111,10 @@ func (l *replyLoser) intercept(ctx context.Context, method string, req, reply an
 		return err
 	}
 	then()
+	if err := ctx.Err(); err != nil {
+		// The context ended while the reply was awaited: what gRPC answers.
+		return status.FromContextError(err).Err()
+	}
 	return status.Error(codes.Unavailable, "taskstatetest: reply lost")
 }
 

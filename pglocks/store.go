@@ -197,8 +197,22 @@ func (s *Store) CreateSchema(ctx context.Context) error {
 // String names the store and its namespace.
 func (s *Store) String() string { return "pglocks store (namespace " + s.ns + ")" }
 
-func (s *Store) fail(op, task string, err error) error {
-	return fmt.Errorf("%w: %s of task %q: %w", ErrDatabase, op, task, err)
+// fail wraps a database error with ErrDatabase and the operation's task,
+// and with ctx's error once ctx ended (see withContext).
+func (s *Store) fail(ctx context.Context, op, task string, err error) error {
+	return fmt.Errorf("%w: %s of task %q: %w", ErrDatabase, op, task, withContext(ctx, err))
+}
+
+// withContext returns err, wrapping ctx's error too once ctx ended: pgx
+// reports the broken connection of a call whose context ended as it
+// learnt of it (the reply's read failed), and a caller tells a call that
+// ran out of its time by errors.Is(err, context.DeadlineExceeded) whatever
+// pgx saw first.
+func withContext(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("%w (%w)", err, cerr)
+	}
+	return err
 }
 
 // SetPaused sets task's paused flag.
@@ -211,7 +225,7 @@ func (s *Store) SetPaused(ctx context.Context, task string, paused bool) error {
 		q = s.sql.pause
 	}
 	if _, err := s.pool.Exec(ctx, q, pgx.QueryExecModeExec, s.ns, task); err != nil {
-		return s.fail("SetPaused", task, err)
+		return s.fail(ctx, "SetPaused", task, err)
 	}
 	return nil
 }
@@ -223,7 +237,7 @@ func (s *Store) Paused(ctx context.Context, task string) (bool, error) {
 	}
 	var paused bool
 	if err := s.pool.QueryRow(ctx, s.sql.paused, pgx.QueryExecModeExec, s.ns, task).Scan(&paused); err != nil {
-		return false, s.fail("Paused", task, err)
+		return false, s.fail(ctx, "Paused", task, err)
 	}
 	return paused, nil
 }
@@ -235,7 +249,7 @@ func (s *Store) RequestRun(ctx context.Context, task string, at time.Time) error
 		return err
 	}
 	if _, err := s.pool.Exec(ctx, s.sql.request, pgx.QueryExecModeExec, s.ns, task, at.UnixNano()); err != nil {
-		return s.fail("RequestRun", task, err)
+		return s.fail(ctx, "RequestRun", task, err)
 	}
 	return nil
 }
@@ -253,7 +267,7 @@ func (s *Store) Poll(ctx context.Context) (taskstate.Poll, error) {
 	}
 	rows, err := s.pool.Query(ctx, s.sql.poll, pgx.QueryExecModeExec, s.ns)
 	if err != nil {
-		return taskstate.Poll{}, fmt.Errorf("%w: Poll in namespace %q: %w", ErrDatabase, s.ns, err)
+		return taskstate.Poll{}, fmt.Errorf("%w: Poll in namespace %q: %w", ErrDatabase, s.ns, withContext(ctx, err))
 	}
 	out := taskstate.Poll{Requests: map[string]time.Time{}}
 	var kind string
@@ -288,7 +302,7 @@ func (s *Store) Poll(ctx context.Context) (taskstate.Poll, error) {
 		return nil
 	})
 	if err != nil {
-		return taskstate.Poll{}, fmt.Errorf("%w: Poll in namespace %q: %w", ErrDatabase, s.ns, err)
+		return taskstate.Poll{}, fmt.Errorf("%w: Poll in namespace %q: %w", ErrDatabase, s.ns, withContext(ctx, err))
 	}
 	return out, nil
 }
@@ -310,7 +324,7 @@ func (s *Store) TakeRequest(ctx context.Context, task, node string) (time.Time, 
 	case errors.Is(err, pgx.ErrNoRows):
 		return time.Time{}, false, nil
 	}
-	return time.Time{}, false, s.fail("TakeRequest", task, err)
+	return time.Time{}, false, s.fail(ctx, "TakeRequest", task, err)
 }
 
 // TakeRetry marks task's pending retry taken if it is r and adds node's
@@ -327,7 +341,7 @@ func (s *Store) TakeRetry(ctx context.Context, task, node string, r taskstate.Re
 	var n int
 	err = s.pool.QueryRow(ctx, s.sql.takeRetry, pgx.QueryExecModeExec, s.ns, task, string(p), r.Fire.UnixNano(), r.Attempt).Scan(&n)
 	if err != nil {
-		return false, s.fail("TakeRetry", task, err)
+		return false, s.fail(ctx, "TakeRetry", task, err)
 	}
 	return n == 1, nil
 }
@@ -345,7 +359,7 @@ func (s *Store) LeaveWaiting(ctx context.Context, task string, r taskstate.Retry
 	err := s.pool.QueryRow(ctx, s.sql.leaveWaiting, pgx.QueryExecModeExec, s.ns, task, r.Fire.UnixNano(), r.Attempt,
 		r.Due.UnixNano(), r.Manual).Scan(&n)
 	if err != nil {
-		return false, s.fail("LeaveWaiting", task, err)
+		return false, s.fail(ctx, "LeaveWaiting", task, err)
 	}
 	return n == 1, nil
 }
@@ -467,18 +481,18 @@ func (s *Store) Record(ctx context.Context, runs ...taskstate.TaskRun) error {
 	if errors.As(err, &pgErr) && pgErr.Code == "42883" { // undefined_function
 		for i := range runs {
 			if _, err := s.pool.Exec(ctx, s.sql.record, pgx.QueryExecModeExec, s.ns, tasks[i], texts[i], s.history, replaced[i], ids[i]); err != nil {
-				return s.fail("Record", tasks[i], err)
+				return s.fail(ctx, "Record", tasks[i], err)
 			}
 			if retries[i] != nil {
 				if _, err := s.pool.Exec(ctx, s.sql.retry, pgx.QueryExecModeExec, s.ns, tasks[i], *retries[i]); err != nil {
-					return s.fail("Record", tasks[i], err)
+					return s.fail(ctx, "Record", tasks[i], err)
 				}
 			}
 		}
 		return nil
 	}
 	if err != nil {
-		return s.fail("Record", tasks[0], err)
+		return s.fail(ctx, "Record", tasks[0], err)
 	}
 	return nil
 }
@@ -535,14 +549,14 @@ func (s *Store) StartBackfill(ctx context.Context, b taskstate.Backfill, ran []t
 	}
 	var running *string
 	if err := s.pool.QueryRow(ctx, s.sql.startBackfill, pgx.QueryExecModeExec, s.ns, b.Task, string(text), fires).Scan(&running); err != nil {
-		return s.fail("StartBackfill", b.Task, err)
+		return s.fail(ctx, "StartBackfill", b.Task, err)
 	}
 	if running == nil {
 		return nil
 	}
 	var r backfillRow
 	if err := json.Unmarshal([]byte(*running), &r); err != nil {
-		return s.fail("StartBackfill", b.Task, err)
+		return s.fail(ctx, "StartBackfill", b.Task, err)
 	}
 	if r.ID == b.ID { // this call's backfill, which a call before it started
 		return nil
@@ -572,7 +586,7 @@ func (s *Store) TakeBackfill(ctx context.Context, task, id, node string, fire ti
 	case errors.Is(err, pgx.ErrNoRows):
 		return taskstate.BackfillStale, nil
 	}
-	return taskstate.BackfillStale, s.fail("TakeBackfill", task, err)
+	return taskstate.BackfillStale, s.fail(ctx, "TakeBackfill", task, err)
 }
 
 // EndBackfill ends task's running backfill id, in one statement.
@@ -582,7 +596,7 @@ func (s *Store) EndBackfill(ctx context.Context, task, id, state string) (bool, 
 	}
 	tag, err := s.pool.Exec(ctx, s.sql.endBackfill, pgx.QueryExecModeExec, s.ns, task, id, state)
 	if err != nil {
-		return false, s.fail("EndBackfill", task, err)
+		return false, s.fail(ctx, "EndBackfill", task, err)
 	}
 	return tag.RowsAffected() == 1, nil
 }
@@ -602,7 +616,7 @@ func (s *Store) Runs(ctx context.Context, task string, limit int) ([]taskstate.R
 	}
 	rows, err := s.pool.Query(ctx, s.sql.runs, pgx.QueryExecModeExec, s.ns, task, n)
 	if err != nil {
-		return nil, s.fail("Runs", task, err)
+		return nil, s.fail(ctx, "Runs", task, err)
 	}
 	out := []taskstate.Run{}
 	var v string
@@ -618,7 +632,7 @@ func (s *Store) Runs(ctx context.Context, task string, limit int) ([]taskstate.R
 		return nil
 	})
 	if err != nil {
-		return nil, s.fail("Runs", task, err)
+		return nil, s.fail(ctx, "Runs", task, err)
 	}
 	return out, nil
 }

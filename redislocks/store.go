@@ -183,7 +183,11 @@ func fail(op, task string, err error) error {
 // SetPaused sets task's paused flag, once per call, then moves the pause
 // generation on: two round trips, the flag and the generation being in
 // different Cluster slots. A retried INCR moves it twice, which tells the
-// pollers the same.
+// pollers the same. The INCR follows every flag script that may have run
+// (it succeeded, or its reply did not come), on a context that the
+// caller's end does not end (bounded by generationTimeout): a flag changed
+// without the generation would stay unseen by the nodes that keep the
+// flags they read until the next SetPaused.
 func (s *Store) SetPaused(ctx context.Context, task string, paused bool) error {
 	if err := taskstate.CheckTask(ctx, task); err != nil {
 		return err
@@ -194,14 +198,25 @@ func (s *Store) SetPaused(ctx context.Context, task string, paused bool) error {
 	}
 	err := pauseScript.Run(ctx, s.client, []string{s.key(task, "paused"), s.key(task, "call:"+s.callNonce())}, flag,
 		callTTL.Milliseconds()).Err()
-	if err == nil {
-		err = s.client.Incr(ctx, s.pauses).Err()
+	var reply redis.Error // Redis answered an error: the script did not change the flag
+	if err == nil || !errors.As(err, &reply) {
+		gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), generationTimeout)
+		incr := s.client.Incr(gctx, s.pauses).Err()
+		cancel()
+		if err == nil {
+			err = incr
+		}
 	}
 	if err != nil {
 		return fail("SetPaused", task, err)
 	}
 	return nil
 }
+
+// generationTimeout bounds the move of the pause generation that follows
+// a SetPaused whose caller's context ended: go-redis's own timeouts bound
+// it first with its default options.
+const generationTimeout = 10 * time.Second
 
 // Paused reports task's paused flag.
 func (s *Store) Paused(ctx context.Context, task string) (bool, error) {

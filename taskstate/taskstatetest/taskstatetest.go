@@ -42,8 +42,18 @@ type Stores struct {
 	// client see the connection end, and resend the call (Retried) or
 	// return an error (Failed). It is nil for NoWire; a harness that cannot
 	// lose replies on a store with a wire (a Redis Cluster) leaves it nil,
-	// and the lost-reply cases are skipped.
+	// and the lost-reply cases are skipped. The ContextEnded cases use it
+	// too: their then ends the call's context, so that the client, which
+	// does not resend a call whose context ended, returns its error.
 	LoseNextReply func(then func())
+	// Leaks, if set, reports what the backend holds that the store's
+	// documentation does not say it keeps (keys without an expiry that it
+	// does not state permanent, rows beyond its stated bound, leases that
+	// hold no key), or nil. The suite calls it once each case that made
+	// these stores has ended, before the harness's own cleanups. A backend
+	// shared across cases reports only what these stores could have left:
+	// their namespace, or what appeared since they were made.
+	Leaks func(t *testing.T) error
 }
 
 // A Loss is what a lost reply does to a store's call: what the store
@@ -125,6 +135,7 @@ func Run(t *testing.T, newStores NewStores) {
 		t.Run("UpdateSchedule", s.lostUpdateSchedule)
 		t.Run("DeleteSchedule", s.lostDeleteSchedule)
 	})
+	t.Run("ContextEnded", s.contextEnded)
 }
 
 type suite struct {
@@ -132,10 +143,25 @@ type suite struct {
 	n   atomic.Int64
 }
 
+// stores returns the stores of a new backend, whose Leaks the suite checks
+// once t has ended.
+func (s *suite) stores(t *testing.T, history int) Stores {
+	t.Helper()
+	st := s.new(t, history)
+	if st.Leaks != nil {
+		t.Cleanup(func() {
+			if err := st.Leaks(t); err != nil {
+				t.Errorf("after %s: the backend holds what the store does not say it keeps: %v", t.Name(), err)
+			}
+		})
+	}
+	return st
+}
+
 // pair returns the two stores of a new backend.
 func (s *suite) pair(t *testing.T, history int) (a, b taskstate.Store) {
 	t.Helper()
-	st := s.new(t, history)
+	st := s.stores(t, history)
 	return st.A, st.B
 }
 
@@ -694,7 +720,7 @@ func (s *suite) concurrentRecords(t *testing.T) {
 // it cannot for a store with a wire.
 func (s *suite) lossy(t *testing.T) Stores {
 	t.Helper()
-	st := s.new(t, 0)
+	st := s.stores(t, 0)
 	switch {
 	case st.Loss == NoWire && st.LoseNextReply != nil:
 		t.Fatal("taskstatetest: Stores.LoseNextReply is set and Loss is NoWire: set Loss to Retried or Failed")
