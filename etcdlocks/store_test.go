@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -123,9 +125,81 @@ func TestStoreConformance(t *testing.T) {
 	taskstatetest.Run(t, func(t *testing.T, history int) taskstatetest.Stores {
 		ns := storeNamespace()
 		l := &replyLoser{}
+		before, err := leaseIDs(context.Background(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
 		return taskstatetest.Stores{A: newStore(t, storeClientWith(t, l.intercept), ns, history), B: newStore(t, c, ns, history),
-			Loss: taskstatetest.Failed, LoseNextReply: l.arm}
+			Loss: taskstatetest.Failed, LoseNextReply: l.arm,
+			Leaks: func(t *testing.T) error { return storeLeaks(context.Background(), c, ns, history, before) }}
 	})
+}
+
+// leaseIDs returns the leases the etcd of c holds.
+func leaseIDs(ctx context.Context, c *clientv3.Client) (map[clientv3.LeaseID]bool, error) {
+	resp, err := c.Leases(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ids := make(map[clientv3.LeaseID]bool, len(resp.Leases))
+	for _, l := range resp.Leases {
+		ids[l.ID] = true
+	}
+	return ids, nil
+}
+
+// storeLeaks returns an error naming the leases granted since before that
+// hold no key (the Store grants none; no other test runs beside the
+// conformance suite's), and the tasks of namespace ns that keep more runs
+// than history (0: taskstate.DefaultHistory), which a Store trims in the
+// transaction that adds them.
+func storeLeaks(ctx context.Context, c *clientv3.Client, ns string, history int, before map[clientv3.LeaseID]bool) error {
+	var problems []string
+	now, err := leaseIDs(ctx, c)
+	if err != nil {
+		return err
+	}
+	for id := range now {
+		if before[id] {
+			continue
+		}
+		ttl, err := c.TimeToLive(ctx, id, clientv3.WithAttachedKeys())
+		if err != nil {
+			return err
+		}
+		if ttl.TTL > 0 && len(ttl.Keys) == 0 {
+			problems = append(problems, fmt.Sprintf("lease %x holds no key (TTL %d s left)", int64(id), ttl.TTL))
+		}
+	}
+	if history == 0 {
+		history = taskstate.DefaultHistory
+	}
+	prefix := "ndigo/" + ns + "/state/runs/"
+	resp, err := c.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return err
+	}
+	runs := map[string]int{}
+	for _, kv := range resp.Kvs {
+		// "<len>:<name>/<seq>...": the name may hold '/'.
+		rest := strings.TrimPrefix(string(kv.Key), prefix)
+		n, name, _ := strings.Cut(rest, ":")
+		l, err := strconv.Atoi(n)
+		if err != nil || l > len(name) {
+			return fmt.Errorf("run key %q does not read as <len>:<name>/<seq>", kv.Key)
+		}
+		runs[n+":"+name[:l]]++
+	}
+	for task, n := range runs {
+		if n > history {
+			problems = append(problems, fmt.Sprintf("task %s keeps %d runs, history %d", task, n, history))
+		}
+	}
+	if len(problems) > 0 {
+		slices.Sort(problems)
+		return errors.New(strings.Join(problems, "; "))
+	}
+	return nil
 }
 
 // Bad options name the field, the value and the rule.
