@@ -131,6 +131,7 @@ func Run(t *testing.T, newStores NewStores) {
 		t.Run("LeaveWaiting", s.lostLeaveWaiting)
 		t.Run("StartBackfill", s.lostStartBackfill)
 		t.Run("TakeBackfill", s.lostTakeBackfill)
+		t.Run("EndBackfill", s.lostEndBackfill)
 		t.Run("CreateSchedule", s.lostCreateSchedule)
 		t.Run("UpdateSchedule", s.lostUpdateSchedule)
 		t.Run("DeleteSchedule", s.lostDeleteSchedule)
