@@ -85,7 +85,12 @@ type StoreOptions struct {
 // pgx never resends a query: a call whose reply was lost (the connection
 // broke after the statement ran) returns an error wrapping ErrDatabase, and
 // its statement ran once (committed before the reply) or not at all, never
-// twice.
+// twice; once its context ended, the error wraps the context's error too.
+// A Record sent again with the same run IDs (taskstate.TaskRun.ID) keeps
+// each run once: a run's JSON ends with its ID, which the record statement
+// looks for among the task's rows, under a transaction-scoped advisory
+// lock per task that orders a resend after a first attempt still running.
+// No row expires (store_schema.sql says which stay).
 type Store struct {
 	pool    *pgxpool.Pool
 	ns      string

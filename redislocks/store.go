@@ -70,15 +70,15 @@ type StoreOptions struct {
 //
 //	ndigo:{ns:t}:task:paused     "1" while the task is paused; no expiry
 //	ndigo:{ns:t}:task:call:<n>   a SetPaused call's nonce n, for a minute
-//	ndigo:{ns}:requests          the pending manual-run requests: task name -> Unix nanoseconds
-//	ndigo:{ns}:retries           each task's last retry or waiting fire (attempt 1): task name -> "<fire> <attempt> <due> <manual>[ t]" (Unix nanoseconds zero-padded to 20 digits, the attempt to 10, 0 or 1; " t" once taken)
-//	ndigo:{ns}:backfills         each task's last backfill: task name -> "<cursor> <taken> <refused> <state> <JSON>" (see backfilltake.lua)
+//	ndigo:{ns}:requests          the pending manual-run requests: task name -> Unix nanoseconds; no expiry
+//	ndigo:{ns}:retries           each task's last retry or waiting fire (attempt 1): task name -> "<fire> <attempt> <due> <manual>[ t]" (Unix nanoseconds zero-padded to 20 digits, the attempt to 10, 0 or 1; " t" once taken); no expiry: a task's field stays once it had a retry
+//	ndigo:{ns}:backfills         each task's last backfill: task name -> "<cursor> <taken> <refused> <state> <JSON>" (see backfilltake.lua); no expiry: a task's field stays once it had a backfill
 //	ndigo:{ns}:ran:t             the instants of t known to have run (taken by a backfill, or in the history when one started): a set of Unix nanoseconds zero-padded to 20 digits; it expires 90 days after the last
 //	ndigo:{ns}:pauses            the pause generation (taskstate.Poll.Pauses): INCR after each SetPaused; no expiry
 //	ndigo:{ns}:schedules         the stored schedules: name -> taskstate.EncodeSchedule's bytes; no expiry
 //	ndigo:{ns}:schedules:gen     the schedules' generation (taskstate.Poll.Schedules): INCR by each schedule call that changed them; no expiry
-//	ndigo:{ns}:runs:t            the newest runs, JSON each, newest first; it expires 90 days after the last
-//	ndigo:{ns}:call:<n>          a RequestRun, TakeRequest, TakeRetry, Record, backfill or schedule call's nonce n (a take's: what it took), for a minute
+//	ndigo:{ns}:runs:t            the newest runs, JSON each (a recorded run's ends with the ID it was recorded with, "id"), newest first; it expires 90 days after the last
+//	ndigo:{ns}:call:<n>          a RequestRun, TakeRequest, TakeRetry, Record, backfill or schedule call's nonce n (a take's: what it took; a recorded run's with an ID: record:<ID>), for a minute
 //
 // The runs are in the namespace's hash slot, with the requests and the
 // retries, so that a take removes the request or retry and adds its

@@ -77,6 +77,13 @@ var ErrInvalid = errors.New("taskstate: invalid argument")
 //     not at all, never twice;
 //   - [InProcess] has no wire: no reply is lost.
 //
+// A call whose context ends after the server applied it, before its reply
+// came, returns an error wrapping the context's error (no client resends
+// it then), and the state is as if it ran once, in full (a SetPaused moved
+// the pause generation with the flag), or not at all; but a Record that a
+// store splits (etcdlocks) may have recorded some of its tasks, each whole
+// and each run once, until the caller sends it again with the same IDs.
+//
 // A caller that retries a failed call itself makes a new call, which may
 // act again (a second request, a second take); but a Record whose runs
 // carry their IDs ([TaskRun.ID]) keeps each run once on every store, as the

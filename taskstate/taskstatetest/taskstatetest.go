@@ -3,10 +3,28 @@
 // of stores; the suite checks the paused flag, manual-run requests (merged,
 // taken exactly once under contention, the taker's placeholder run and its
 // replacement by the run), retries (left by a record, taken exactly once
-// per attempt, replaced by a later one), the bounded run history and its reads of the
-// newest runs, the cap on error texts, bad input, and every mutating call
-// across a lost reply with another node's calls before the retry, from two
-// stores on one backend, as two nodes see it.
+// per attempt, replaced by a later one), the bounded run history and its
+// reads of the newest runs, the cap on error texts, bad input, from two
+// stores on one backend, as two nodes see it; and faults:
+//
+//   - LostReply/<call>: every mutating call (SetPaused, RequestRun,
+//     TakeRequest, TakeRetry, LeaveWaiting, Record, StartBackfill,
+//     TakeBackfill, EndBackfill, Create/Update/DeleteSchedule) with its
+//     reply lost after the backend applied it and another node's calls
+//     before the client's resend (Retried) or the caller's error (Failed).
+//     A failed Record is sent again with the same IDs, as the scheduler's
+//     recorder does, and each run is kept once (LostReply/Record,
+//     RecordManual, RecordMany: 60 tasks, which etcdlocks splits).
+//   - RecordResent, RecordResentAfterLaterRecords: a Record sent again
+//     with the same run IDs, after other records of its tasks, keeps each
+//     run once and in the order the runs were made.
+//   - ContextEnded/<call>: every mutating call with its context ended after
+//     the backend applied it: the call returns the context's error, and the
+//     state is that of the call run once, in full (a SetPaused's pause
+//     generation moved with its flag).
+//   - Stores.Leaks, after every case: what the backend keeps beyond what
+//     the store says it does (keys without an expiry, rows beyond a bound,
+//     leases with no key).
 package taskstatetest
 
 import (
