@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxtest"
@@ -69,8 +70,10 @@ func storeLeaks(ctx context.Context, p *pgxpool.Pool, ns string, history int) er
 	if history == 0 {
 		history = taskstate.DefaultHistory
 	}
+	// Unprepared, as the store's statements: it works through PgBouncer in
+	// transaction mode too.
 	rows, err := p.Query(ctx, `SELECT task, count(*) FROM ndigo_tasks_runs WHERE ns = $1 GROUP BY task HAVING count(*) > $2 ORDER BY task`,
-		ns, history+racers)
+		pgx.QueryExecModeExec, ns, history+racers)
 	if err != nil {
 		return err
 	}

@@ -170,7 +170,7 @@ func (s *suite) stores(t *testing.T, history int) Stores {
 	if st.Leaks != nil {
 		t.Cleanup(func() {
 			if err := st.Leaks(t); err != nil {
-				t.Errorf("after %s: the backend holds what the store does not say it keeps: %v", t.Name(), err)
+				t.Errorf("after %s: Stores.Leaks: %v", t.Name(), err)
 			}
 		})
 	}
