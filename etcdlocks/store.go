@@ -563,7 +563,10 @@ const storeMaxTxnOps = 128
 // tasks; again on a conflict). A batch whose transaction could exceed
 // etcd's default --max-txn-ops (128: at most 2 ops per run and 3 per task)
 // is recorded in several, each of whole tasks: a task's runs are then
-// recorded in one step, and the call's in one per group of tasks.
+// recorded in one step, and the call's in one per group of tasks. A run
+// recorded with an ID ends its key with it (recordIDKey), so that a Record
+// sent again, whole or in part committed, finds among the run keys it
+// reads the runs already kept, and adds only the others.
 func (s *Store) Record(ctx context.Context, runs ...taskstate.TaskRun) error {
 	if err := taskstate.CheckRecord(ctx, runs); err != nil {
 		return err

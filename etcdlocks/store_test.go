@@ -83,20 +83,25 @@ func mutatingRequest(req any) bool {
 	return false
 }
 
-// A replyLoser loses the reply of the next mutating call once armed: the
-// call runs on the server, then the armed func runs, then the caller gets
-// the context's error if the func ended it, else codes.Unavailable, which clientv3's retry interceptor does not resend
-// for a mutating call (isSafeRetryMutableRPC resends only the "no address
-// available" and "no connection available" errors of a call never sent).
+// A replyLoser loses the reply of the next mutating call once armed (of
+// the one after skip others, with armAfter): the call runs on the server,
+// then the armed func runs, then the caller gets the context's error if
+// the func ended it, else codes.Unavailable, which clientv3's retry
+// interceptor does not resend for a mutating call (isSafeRetryMutableRPC
+// resends only the "no address available" and "no connection available"
+// errors of a call never sent).
 type replyLoser struct {
-	mu   sync.Mutex
+	mu   sync.Mutex // protects the fields below
 	then func()
+	skip int // mutating calls to let through before the loss
 }
 
-func (l *replyLoser) arm(then func()) {
+func (l *replyLoser) arm(then func()) { l.armAfter(0, then) }
+
+func (l *replyLoser) armAfter(skip int, then func()) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.then = then
+	l.then, l.skip = then, skip
 }
 
 func (l *replyLoser) intercept(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn,
@@ -107,7 +112,12 @@ func (l *replyLoser) intercept(ctx context.Context, method string, req, reply an
 	}
 	l.mu.Lock()
 	then := l.then
-	l.then = nil
+	if then != nil && l.skip > 0 {
+		then = nil
+		l.skip--
+	} else {
+		l.then = nil
+	}
 	l.mu.Unlock()
 	if then == nil {
 		return err
@@ -389,5 +399,62 @@ func TestStoreLostReplyIsErrEtcd(t *testing.T) {
 	}
 	if got, ok, err := other.TakeRequest(ctx, "Payroll.Close", "node-b"); err != nil || !ok || !got.Equal(at) {
 		t.Fatalf("TakeRequest after the lost reply = %v, %v, %v; want the request: it ran", got, ok, err)
+	}
+}
+
+// A Record of 60 tasks is three transactions; the reply of the second is
+// lost after it committed, so the first two parts are recorded and the
+// third is not. Sent again with the same IDs, after another node recorded
+// a run of a task of each part, it records the third part and keeps each
+// run once: the first two parts' runs before the other node's, the
+// third's after.
+func TestStoreRecordSplitResentAfterItsSecondPartLost(t *testing.T) {
+	l := &replyLoser{}
+	ns := storeNamespace()
+	s := newStore(t, storeClientWith(t, l.intercept), ns, 0)
+	other := newStore(t, etcdtest.Start(t).Client(), ns, 0)
+	ctx := context.Background()
+	var batch []taskstate.TaskRun
+	for i := range 60 {
+		batch = append(batch, taskstate.TaskRun{Task: fmt.Sprintf("Task.%02d", i), ID: fmt.Sprintf("node-a.%d", i),
+			Run: taskstate.Run{Node: "node-a", Token: uint64(100 + i), Outcome: "ok"}})
+	}
+	theirs := func(task string) taskstate.TaskRun {
+		return taskstate.TaskRun{Task: task, ID: "node-b." + task, Run: taskstate.Run{Node: "node-b", Token: 1, Outcome: "ok"}}
+	}
+	first, second, third := batch[0].Task, batch[30].Task, batch[59].Task
+	l.armAfter(1, func() {
+		if err := other.Record(ctx, theirs(first), theirs(second), theirs(third)); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := s.Record(ctx, batch...); err == nil {
+		t.Fatal("Record whose second part's reply was lost returned nil; want an error")
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	if err := s.Record(ctx, batch...); err != nil {
+		t.Fatalf("Record sent again: %v", err)
+	}
+	for _, r := range batch {
+		runs, err := other.Runs(ctx, r.Task, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var nodes []string
+		for _, x := range runs {
+			nodes = append(nodes, x.Node)
+		}
+		want := []string{"node-a"}
+		switch r.Task {
+		case first, second:
+			want = []string{"node-b", "node-a"} // recorded before the other node's
+		case third:
+			want = []string{"node-a", "node-b"} // recorded by the resend
+		}
+		if !slices.Equal(nodes, want) {
+			t.Errorf("runs of %s, newest first, by %q; want %q", r.Task, nodes, want)
+		}
 	}
 }

@@ -440,7 +440,9 @@ $ndigo$;
 // retry or a backfill's, in one statement: a function that CreateSchema creates runs the record
 // statement for each (in one transaction). On tables that CreateSchema of
 // an earlier version made, without that function, it sends the record
-// statement once per run until CreateSchema runs again.
+// statement once per run until CreateSchema runs again. A run with an ID
+// ends its JSON with it, and a run whose ID a kept row of its task ends
+// with (a resend) is not added again.
 func (s *Store) Record(ctx context.Context, runs ...taskstate.TaskRun) error {
 	if err := taskstate.CheckRecord(ctx, runs); err != nil || len(runs) == 0 {
 		return err
