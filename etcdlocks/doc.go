@@ -104,7 +104,9 @@
 //	runs/<t>/<seq>   a kept run, as taskstate.Run's JSON, seq zero-padded to 20 digits; a
 //	                 placeholder's key ends in "/" and a digest of its fire, manual flag,
 //	                 attempt, backfill flag and node, so that a record finds the
-//	                 placeholder it replaces among the keys alone
+//	                 placeholder it replaces among the keys alone; a run recorded with
+//	                 an ID (taskstate.TaskRun.ID) ends in "/id-" and a digest of the ID,
+//	                 so that a record sent again finds the run among the keys alone
 //	schedule/<name>  a stored schedule, as taskstate.EncodeSchedule encodes it
 //	schedules        rewritten by each schedule call that changes them: its mod revision is Poll.Schedules
 //
@@ -136,7 +138,9 @@
 // The etcd client never resends a mutating call once sent: a call whose
 // reply is lost returns an error wrapping ErrEtcd, and the state is as if
 // it ran once or not at all (taskstatetest.Failed), but for a Record split
-// across transactions, some of whose tasks may then be recorded.
+// across transactions, some of whose tasks may then be recorded, each
+// whole: sent again with the same run IDs (as the scheduler's recorder
+// does), it adds the runs not kept yet and keeps each run once.
 //
 // # Retries
 //

@@ -277,6 +277,14 @@ func placeholderID(r taskstate.Run) string {
 	return hex.EncodeToString(sum[:8])
 }
 
+// recordIDKey is the end of the key of a run recorded with ID id
+// (taskstate.TaskRun.ID), so that a record sent again finds the run among
+// the keys alone: "/id-" and a digest of the ID.
+func recordIDKey(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return "/id-" + hex.EncodeToString(sum[:8])
+}
+
 // hasPlaceholder reports whether the record of r replaces a placeholder.
 func hasPlaceholder(r taskstate.Run) bool { return r.Manual || r.Attempt >= 1 || r.Backfill }
 
@@ -326,19 +334,38 @@ func (s *Store) newHistoryEdit(task string, seq, runs []*mvccpb.KeyValue) (*hist
 	return e, nil
 }
 
-// add appends run r (a placeholder if placeholder) as the newest.
-func (e *historyEdit) add(r taskstate.Run, placeholder bool) error {
+// add appends run r (a placeholder if placeholder) as the newest; id is
+// the ID it is recorded with, "" for none.
+func (e *historyEdit) add(r taskstate.Run, placeholder bool, id string) error {
 	v, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("%w: task %q: run %+v: %v", taskstate.ErrInvalid, e.task, r, err)
 	}
 	e.seq++
 	k := e.prefix + fmt.Sprintf("%020d", e.seq)
-	if placeholder {
+	switch {
+	case placeholder:
 		k += "/" + placeholderID(r)
+	case id != "":
+		k += recordIDKey(id)
 	}
 	e.kept = append(e.kept, runEntry{key: k, value: string(v), isNew: true})
 	return nil
+}
+
+// has reports whether a run recorded with ID id is among the kept runs;
+// no ID is never kept.
+func (e *historyEdit) has(id string) bool {
+	if id == "" {
+		return false
+	}
+	suffix := recordIDKey(id)
+	for _, r := range e.kept {
+		if len(r.key) > len(e.prefix)+20 && r.key[len(e.prefix)+20:] == suffix {
+			return true
+		}
+	}
+	return false
 }
 
 // replace removes the newest kept placeholder that r's record replaces.
@@ -428,7 +455,7 @@ func (s *Store) TakeRequest(ctx context.Context, task, node string) (time.Time, 
 		if err != nil {
 			return time.Time{}, false, err
 		}
-		if err := e.add(taskstate.Run{Fire: r.At, Manual: true, Node: node, Outcome: taskstate.OutcomeTaken}, true); err != nil {
+		if err := e.add(taskstate.Run{Fire: r.At, Manual: true, Node: node, Outcome: taskstate.OutcomeTaken}, true, ""); err != nil {
 			return time.Time{}, false, err
 		}
 		cmp, ops := e.txn()
@@ -469,7 +496,7 @@ func (s *Store) TakeRetry(ctx context.Context, task, node string, r taskstate.Re
 		if err != nil {
 			return false, err
 		}
-		if err := e.add(taskstate.Run{Fire: p.Fire, Manual: p.Manual, Attempt: p.Attempt, Node: node, Outcome: taskstate.OutcomeTaken}, true); err != nil {
+		if err := e.add(taskstate.Run{Fire: p.Fire, Manual: p.Manual, Attempt: p.Attempt, Node: node, Outcome: taskstate.OutcomeTaken}, true, ""); err != nil {
 			return false, err
 		}
 		p.Taken = true
@@ -536,7 +563,10 @@ const storeMaxTxnOps = 128
 // tasks; again on a conflict). A batch whose transaction could exceed
 // etcd's default --max-txn-ops (128: at most 2 ops per run and 3 per task)
 // is recorded in several, each of whole tasks: a task's runs are then
-// recorded in one step, and the call's in one per group of tasks.
+// recorded in one step, and the call's in one per group of tasks. A run
+// recorded with an ID ends its key with it (recordIDKey), so that a Record
+// sent again, whole or in part committed, finds among the run keys it
+// reads the runs already kept, and adds only the others.
 func (s *Store) Record(ctx context.Context, runs ...taskstate.TaskRun) error {
 	if err := taskstate.CheckRecord(ctx, runs); err != nil {
 		return err
@@ -626,11 +656,13 @@ func (s *Store) record(ctx context.Context, runs []taskstate.TaskRun) error {
 		for _, tr := range runs {
 			st, r := states[tr.Task], tr.Run
 			r.Error = taskstate.CutError(r.Error)
-			if hasPlaceholder(r) {
-				st.edit.replace(r)
-			}
-			if err := st.edit.add(r, false); err != nil {
-				return err
+			if !st.edit.has(tr.ID) { // else a resend: the run is kept
+				if hasPlaceholder(r) {
+					st.edit.replace(r)
+				}
+				if err := st.edit.add(r, false, tr.ID); err != nil {
+					return err
+				}
 			}
 			if tr.Retry != nil && (st.retry == nil || taskstate.RetryLater(*tr.Retry, st.retry.retry())) {
 				v := newRetryValue(tr.Task, *tr.Retry)

@@ -134,7 +134,7 @@ func (s *Store) TakeBackfill(ctx context.Context, task, id, node string, fire ti
 			if err != nil {
 				return taskstate.BackfillStale, err
 			}
-			if err := e.add(taskstate.BackfillPlaceholder(fire, node), true); err != nil {
+			if err := e.add(taskstate.BackfillPlaceholder(fire, node), true, ""); err != nil {
 				return taskstate.BackfillStale, err
 			}
 			cmp, eops := e.txn()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -81,20 +83,25 @@ func mutatingRequest(req any) bool {
 	return false
 }
 
-// A replyLoser loses the reply of the next mutating call once armed: the
-// call runs on the server, then the armed func runs, then the caller gets
-// codes.Unavailable, which clientv3's retry interceptor does not resend
-// for a mutating call (isSafeRetryMutableRPC resends only the "no address
-// available" and "no connection available" errors of a call never sent).
+// A replyLoser loses the reply of the next mutating call once armed (of
+// the one after skip others, with armAfter): the call runs on the server,
+// then the armed func runs, then the caller gets the context's error if
+// the func ended it, else codes.Unavailable, which clientv3's retry
+// interceptor does not resend for a mutating call (isSafeRetryMutableRPC
+// resends only the "no address available" and "no connection available"
+// errors of a call never sent).
 type replyLoser struct {
-	mu   sync.Mutex
+	mu   sync.Mutex // protects the fields below
 	then func()
+	skip int // mutating calls to let through before the loss
 }
 
-func (l *replyLoser) arm(then func()) {
+func (l *replyLoser) arm(then func()) { l.armAfter(0, then) }
+
+func (l *replyLoser) armAfter(skip int, then func()) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.then = then
+	l.then, l.skip = then, skip
 }
 
 func (l *replyLoser) intercept(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn,
@@ -105,12 +112,21 @@ func (l *replyLoser) intercept(ctx context.Context, method string, req, reply an
 	}
 	l.mu.Lock()
 	then := l.then
-	l.then = nil
+	if then != nil && l.skip > 0 {
+		then = nil
+		l.skip--
+	} else {
+		l.then = nil
+	}
 	l.mu.Unlock()
 	if then == nil {
 		return err
 	}
 	then()
+	if err := ctx.Err(); err != nil {
+		// The context ended while the reply was awaited: what gRPC answers.
+		return status.FromContextError(err).Err()
+	}
 	return status.Error(codes.Unavailable, "taskstatetest: reply lost")
 }
 
@@ -119,9 +135,81 @@ func TestStoreConformance(t *testing.T) {
 	taskstatetest.Run(t, func(t *testing.T, history int) taskstatetest.Stores {
 		ns := storeNamespace()
 		l := &replyLoser{}
+		before, err := leaseIDs(context.Background(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
 		return taskstatetest.Stores{A: newStore(t, storeClientWith(t, l.intercept), ns, history), B: newStore(t, c, ns, history),
-			Loss: taskstatetest.Failed, LoseNextReply: l.arm}
+			Loss: taskstatetest.Failed, LoseNextReply: l.arm,
+			Leaks: func(t *testing.T) error { return storeLeaks(context.Background(), c, ns, history, before) }}
 	})
+}
+
+// leaseIDs returns the leases the etcd of c holds.
+func leaseIDs(ctx context.Context, c *clientv3.Client) (map[clientv3.LeaseID]bool, error) {
+	resp, err := c.Leases(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ids := make(map[clientv3.LeaseID]bool, len(resp.Leases))
+	for _, l := range resp.Leases {
+		ids[l.ID] = true
+	}
+	return ids, nil
+}
+
+// storeLeaks returns an error naming the leases granted since before that
+// hold no key (the Store grants none; no other test runs beside the
+// conformance suite's), and the tasks of namespace ns that keep more runs
+// than history (0: taskstate.DefaultHistory), which a Store trims in the
+// transaction that adds them.
+func storeLeaks(ctx context.Context, c *clientv3.Client, ns string, history int, before map[clientv3.LeaseID]bool) error {
+	var problems []string
+	now, err := leaseIDs(ctx, c)
+	if err != nil {
+		return err
+	}
+	for id := range now {
+		if before[id] {
+			continue
+		}
+		ttl, err := c.TimeToLive(ctx, id, clientv3.WithAttachedKeys())
+		if err != nil {
+			return err
+		}
+		if ttl.TTL > 0 && len(ttl.Keys) == 0 {
+			problems = append(problems, fmt.Sprintf("lease %x holds no key (TTL %d s left)", int64(id), ttl.TTL))
+		}
+	}
+	if history == 0 {
+		history = taskstate.DefaultHistory
+	}
+	prefix := "ndigo/" + ns + "/state/runs/"
+	resp, err := c.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return err
+	}
+	runs := map[string]int{}
+	for _, kv := range resp.Kvs {
+		// "<len>:<name>/<seq>...": the name may hold '/'.
+		rest := strings.TrimPrefix(string(kv.Key), prefix)
+		n, name, _ := strings.Cut(rest, ":")
+		l, err := strconv.Atoi(n)
+		if err != nil || l > len(name) {
+			return fmt.Errorf("run key %q does not read as <len>:<name>/<seq>", kv.Key)
+		}
+		runs[n+":"+name[:l]]++
+	}
+	for task, n := range runs {
+		if n > history {
+			problems = append(problems, fmt.Sprintf("task %s keeps %d runs, history %d", task, n, history))
+		}
+	}
+	if len(problems) > 0 {
+		slices.Sort(problems)
+		return errors.New(strings.Join(problems, "; "))
+	}
+	return nil
 }
 
 // Bad options name the field, the value and the rule.
@@ -311,5 +399,62 @@ func TestStoreLostReplyIsErrEtcd(t *testing.T) {
 	}
 	if got, ok, err := other.TakeRequest(ctx, "Payroll.Close", "node-b"); err != nil || !ok || !got.Equal(at) {
 		t.Fatalf("TakeRequest after the lost reply = %v, %v, %v; want the request: it ran", got, ok, err)
+	}
+}
+
+// A Record of 60 tasks is three transactions; the reply of the second is
+// lost after it committed, so the first two parts are recorded and the
+// third is not. Sent again with the same IDs, after another node recorded
+// a run of a task of each part, it records the third part and keeps each
+// run once: the first two parts' runs before the other node's, the
+// third's after.
+func TestStoreRecordSplitResentAfterItsSecondPartLost(t *testing.T) {
+	l := &replyLoser{}
+	ns := storeNamespace()
+	s := newStore(t, storeClientWith(t, l.intercept), ns, 0)
+	other := newStore(t, etcdtest.Start(t).Client(), ns, 0)
+	ctx := context.Background()
+	var batch []taskstate.TaskRun
+	for i := range 60 {
+		batch = append(batch, taskstate.TaskRun{Task: fmt.Sprintf("Task.%02d", i), ID: fmt.Sprintf("node-a.%d", i),
+			Run: taskstate.Run{Node: "node-a", Token: uint64(100 + i), Outcome: "ok"}})
+	}
+	theirs := func(task string) taskstate.TaskRun {
+		return taskstate.TaskRun{Task: task, ID: "node-b." + task, Run: taskstate.Run{Node: "node-b", Token: 1, Outcome: "ok"}}
+	}
+	first, second, third := batch[0].Task, batch[30].Task, batch[59].Task
+	l.armAfter(1, func() {
+		if err := other.Record(ctx, theirs(first), theirs(second), theirs(third)); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := s.Record(ctx, batch...); err == nil {
+		t.Fatal("Record whose second part's reply was lost returned nil; want an error")
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	if err := s.Record(ctx, batch...); err != nil {
+		t.Fatalf("Record sent again: %v", err)
+	}
+	for _, r := range batch {
+		runs, err := other.Runs(ctx, r.Task, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var nodes []string
+		for _, x := range runs {
+			nodes = append(nodes, x.Node)
+		}
+		want := []string{"node-a"}
+		switch r.Task {
+		case first, second:
+			want = []string{"node-b", "node-a"} // recorded before the other node's
+		case third:
+			want = []string{"node-a", "node-b"} // recorded by the resend
+		}
+		if !slices.Equal(nodes, want) {
+			t.Errorf("runs of %s, newest first, by %q; want %q", r.Task, nodes, want)
+		}
 	}
 }

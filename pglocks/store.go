@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -84,7 +85,12 @@ type StoreOptions struct {
 // pgx never resends a query: a call whose reply was lost (the connection
 // broke after the statement ran) returns an error wrapping ErrDatabase, and
 // its statement ran once (committed before the reply) or not at all, never
-// twice.
+// twice; once its context ended, the error wraps the context's error too.
+// A Record sent again with the same run IDs (taskstate.TaskRun.ID) keeps
+// each run once: a run's JSON ends with its ID, which the record statement
+// looks for among the task's rows, under a transaction-scoped advisory
+// lock per task that orders a resend after a first attempt still running.
+// No row expires (store_schema.sql says which stay).
 type Store struct {
 	pool    *pgxpool.Pool
 	ns      string
@@ -136,7 +142,8 @@ func NewStore(opts StoreOptions) (*Store, error) {
 	r := strings.NewReplacer("$PAUSED", name("_paused"), "$REQUESTS", name("_requests"), "$RUNS", name("_runs"), "$RETRIES", name("_retries"),
 		"$PAUSES", name("_pauses"), "$RECORD1", name("_record1"), "$RECORD", name("_record"),
 		"$BACKFILLS", name("_backfills"), "$RAN", name("_ran"), "$STARTBACKFILL", name("_startbackfill"),
-		"$SCHEDULES", name("_schedules"), "$GENERATIONS", name("_generations"))
+		"$SCHEDULES", name("_schedules"), "$GENERATIONS", name("_generations"),
+		"$HISTORYLOCK", strconv.Itoa(int(int32(schemaLock([]string{"store record", table})))))
 	s := &Store{pool: opts.Pool, ns: opts.Namespace, table: table, history: n, sql: storeStatements{
 		schema: fmt.Sprintf("SELECT pg_advisory_xact_lock(%d);\n", schemaLock([]string{"store", table})) +
 			r.Replace(storeSchemaSQL) + r.Replace(storeFunctionsSQL(storeRecordSQL, storeRetrySQL, storeStartBackfillSQL)),
@@ -156,7 +163,7 @@ func NewStore(opts StoreOptions) (*Store, error) {
 		leaveWaiting:  r.Replace(storeLeaveWaitingSQL),
 		record:        r.Replace(storeRecordSQL),
 		retry:         r.Replace(storeRetrySQL),
-		records:       r.Replace(`SELECT $RECORD($1::text, $2::text[], $3::text[], $4::bigint, $5::text[], $6::text[])`),
+		records:       r.Replace(`SELECT $RECORD($1::text, $2::text[], $3::text[], $4::bigint, $5::text[], $6::text[], $7::text[])`),
 		runs:          r.Replace(`SELECT run FROM $RUNS WHERE ns = $1::text AND task = $2::text ORDER BY id DESC LIMIT $3::bigint`),
 		startBackfill: r.Replace(`SELECT $STARTBACKFILL($1::text, $2::text, $3::jsonb, $4::bigint[])`),
 		takeBackfill:  r.Replace(storeTakeBackfillSQL),
@@ -195,8 +202,22 @@ func (s *Store) CreateSchema(ctx context.Context) error {
 // String names the store and its namespace.
 func (s *Store) String() string { return "pglocks store (namespace " + s.ns + ")" }
 
-func (s *Store) fail(op, task string, err error) error {
-	return fmt.Errorf("%w: %s of task %q: %w", ErrDatabase, op, task, err)
+// fail wraps a database error with ErrDatabase and the operation's task,
+// and with ctx's error once ctx ended (see withContext).
+func (s *Store) fail(ctx context.Context, op, task string, err error) error {
+	return fmt.Errorf("%w: %s of task %q: %w", ErrDatabase, op, task, withContext(ctx, err))
+}
+
+// withContext returns err, wrapping ctx's error too once ctx ended: pgx
+// reports the broken connection of a call whose context ended as it
+// learnt of it (the reply's read failed), and a caller tells a call that
+// ran out of its time by errors.Is(err, context.DeadlineExceeded) whatever
+// pgx saw first.
+func withContext(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("%w (%w)", err, cerr)
+	}
+	return err
 }
 
 // SetPaused sets task's paused flag.
@@ -209,7 +230,7 @@ func (s *Store) SetPaused(ctx context.Context, task string, paused bool) error {
 		q = s.sql.pause
 	}
 	if _, err := s.pool.Exec(ctx, q, pgx.QueryExecModeExec, s.ns, task); err != nil {
-		return s.fail("SetPaused", task, err)
+		return s.fail(ctx, "SetPaused", task, err)
 	}
 	return nil
 }
@@ -221,7 +242,7 @@ func (s *Store) Paused(ctx context.Context, task string) (bool, error) {
 	}
 	var paused bool
 	if err := s.pool.QueryRow(ctx, s.sql.paused, pgx.QueryExecModeExec, s.ns, task).Scan(&paused); err != nil {
-		return false, s.fail("Paused", task, err)
+		return false, s.fail(ctx, "Paused", task, err)
 	}
 	return paused, nil
 }
@@ -233,7 +254,7 @@ func (s *Store) RequestRun(ctx context.Context, task string, at time.Time) error
 		return err
 	}
 	if _, err := s.pool.Exec(ctx, s.sql.request, pgx.QueryExecModeExec, s.ns, task, at.UnixNano()); err != nil {
-		return s.fail("RequestRun", task, err)
+		return s.fail(ctx, "RequestRun", task, err)
 	}
 	return nil
 }
@@ -251,7 +272,7 @@ func (s *Store) Poll(ctx context.Context) (taskstate.Poll, error) {
 	}
 	rows, err := s.pool.Query(ctx, s.sql.poll, pgx.QueryExecModeExec, s.ns)
 	if err != nil {
-		return taskstate.Poll{}, fmt.Errorf("%w: Poll in namespace %q: %w", ErrDatabase, s.ns, err)
+		return taskstate.Poll{}, fmt.Errorf("%w: Poll in namespace %q: %w", ErrDatabase, s.ns, withContext(ctx, err))
 	}
 	out := taskstate.Poll{Requests: map[string]time.Time{}}
 	var kind string
@@ -286,7 +307,7 @@ func (s *Store) Poll(ctx context.Context) (taskstate.Poll, error) {
 		return nil
 	})
 	if err != nil {
-		return taskstate.Poll{}, fmt.Errorf("%w: Poll in namespace %q: %w", ErrDatabase, s.ns, err)
+		return taskstate.Poll{}, fmt.Errorf("%w: Poll in namespace %q: %w", ErrDatabase, s.ns, withContext(ctx, err))
 	}
 	return out, nil
 }
@@ -308,7 +329,7 @@ func (s *Store) TakeRequest(ctx context.Context, task, node string) (time.Time, 
 	case errors.Is(err, pgx.ErrNoRows):
 		return time.Time{}, false, nil
 	}
-	return time.Time{}, false, s.fail("TakeRequest", task, err)
+	return time.Time{}, false, s.fail(ctx, "TakeRequest", task, err)
 }
 
 // TakeRetry marks task's pending retry taken if it is r and adds node's
@@ -325,7 +346,7 @@ func (s *Store) TakeRetry(ctx context.Context, task, node string, r taskstate.Re
 	var n int
 	err = s.pool.QueryRow(ctx, s.sql.takeRetry, pgx.QueryExecModeExec, s.ns, task, string(p), r.Fire.UnixNano(), r.Attempt).Scan(&n)
 	if err != nil {
-		return false, s.fail("TakeRetry", task, err)
+		return false, s.fail(ctx, "TakeRetry", task, err)
 	}
 	return n == 1, nil
 }
@@ -343,7 +364,7 @@ func (s *Store) LeaveWaiting(ctx context.Context, task string, r taskstate.Retry
 	err := s.pool.QueryRow(ctx, s.sql.leaveWaiting, pgx.QueryExecModeExec, s.ns, task, r.Fire.UnixNano(), r.Attempt,
 		r.Due.UnixNano(), r.Manual).Scan(&n)
 	if err != nil {
-		return false, s.fail("LeaveWaiting", task, err)
+		return false, s.fail(ctx, "LeaveWaiting", task, err)
 	}
 	return n == 1, nil
 }
@@ -368,31 +389,44 @@ type retryRow struct {
 	Manual  bool  `json:"manual"`
 }
 
-// storedRun is a run as the table keeps it: a Run's JSON, or a placeholder,
-// whose instant is FireNano.
+// storedRun is a run as the table keeps it: a Run's JSON and the ID it was
+// recorded with (last, so that the record statement finds it at the end of
+// the text without parsing it), or a placeholder, whose instant is
+// FireNano.
 type storedRun struct {
 	taskstate.Run
 	FireNano *int64 `json:"fire_ns,omitempty"`
+	ID       string `json:"id,omitempty"`
 }
 
 // storeFunctionsSQL makes the record statement and the retry statement a
 // function, and the function that calls it for each run of a Record, so
 // that one statement records them all, and the start function of
-// StartBackfill of its body startBackfill. (The functions of five arguments
-// that earlier versions made are left in place, unused.)
+// StartBackfill of its body startBackfill. (The functions of five and six
+// arguments that earlier versions made are left in place, unused by this
+// one.)
 func storeFunctionsSQL(record, retry, startBackfill string) string {
-	return `CREATE OR REPLACE FUNCTION $RECORD1(text, text, text, bigint, text, text) RETURNS void LANGUAGE plpgsql AS $ndigo$
+	return `CREATE OR REPLACE FUNCTION $RECORD1(text, text, text, bigint, text, text, text) RETURNS void LANGUAGE plpgsql AS $ndigo$
 BEGIN
 ` + strings.TrimSpace(record) + `;
-	IF $6 IS NOT NULL THEN
-		` + strings.ReplaceAll(strings.TrimSpace(retry), "$3::jsonb", "$6::jsonb") + `;
+	IF $7 IS NOT NULL THEN
+		` + strings.ReplaceAll(strings.TrimSpace(retry), "$3::jsonb", "$7::jsonb") + `;
 	END IF;
 END
 $ndigo$;
-CREATE OR REPLACE FUNCTION $RECORD(text, text[], text[], bigint, text[], text[]) RETURNS void LANGUAGE plpgsql AS $ndigo$
+CREATE OR REPLACE FUNCTION $RECORD(text, text[], text[], bigint, text[], text[], text[]) RETURNS void LANGUAGE plpgsql AS $ndigo$
 BEGIN
+	-- The record of a run with an ID reads whether it is kept, then adds it:
+	-- a resend that overlaps its first attempt (whose context ended while
+	-- the statement ran on) waits for it, and sees its run. The locks are
+	-- taken in one order, so that two calls never wait for each other.
+	IF cardinality(array_remove($6, NULL)) > 0 THEN
+		PERFORM pg_advisory_xact_lock($HISTORYLOCK, k) FROM (
+			SELECT DISTINCT hashtext($1 || chr(1) || t) AS k FROM unnest($2) AS t ORDER BY 1
+		) AS keys;
+	END IF;
 	FOR i IN 1 .. coalesce(array_length($2, 1), 0) LOOP
-		PERFORM $RECORD1($1, $2[i], $3[i], $4, $5[i], $6[i]);
+		PERFORM $RECORD1($1, $2[i], $3[i], $4, $5[i], $6[i], $7[i]);
 	END LOOP;
 END
 $ndigo$;
@@ -406,21 +440,28 @@ $ndigo$;
 // retry or a backfill's, in one statement: a function that CreateSchema creates runs the record
 // statement for each (in one transaction). On tables that CreateSchema of
 // an earlier version made, without that function, it sends the record
-// statement once per run until CreateSchema runs again.
+// statement once per run until CreateSchema runs again. A run with an ID
+// ends its JSON with it, and a run whose ID a kept row of its task ends
+// with (a resend) is not added again.
 func (s *Store) Record(ctx context.Context, runs ...taskstate.TaskRun) error {
 	if err := taskstate.CheckRecord(ctx, runs); err != nil || len(runs) == 0 {
 		return err
 	}
 	tasks, texts := make([]string, len(runs)), make([]string, len(runs))
-	replaced, retries := make([]*string, len(runs)), make([]*string, len(runs))
+	replaced, ids, retries := make([]*string, len(runs)), make([]*string, len(runs)), make([]*string, len(runs))
 	for i, tr := range runs {
 		r := tr.Run
 		r.Fire, r.Error = r.Fire.UTC(), taskstate.CutError(r.Error) // a backfill's take finds it by its instant's text
-		b, err := json.Marshal(r)
+		b, err := json.Marshal(storedRun{Run: r, ID: tr.ID})
 		if err != nil {
 			return fmt.Errorf("pglocks: Record of task %q: %w", tr.Task, err)
 		}
 		tasks[i], texts[i] = tr.Task, string(b)
+		if tr.ID != "" {
+			id, _ := json.Marshal(tr.ID) // a string always encodes
+			suffix := `,"id":` + string(id) + `}`
+			ids[i] = &suffix
+		}
 		if r.Manual || r.Attempt >= 1 || r.Backfill {
 			p := placeholderOf{FireNano: r.Fire.UnixNano(), Node: r.Node, Outcome: taskstate.OutcomeTaken, Manual: r.Manual, Backfill: r.Backfill}
 			if r.Attempt >= 1 {
@@ -442,23 +483,23 @@ func (s *Store) Record(ctx context.Context, runs ...taskstate.TaskRun) error {
 			retries[i] = &rs
 		}
 	}
-	_, err := s.pool.Exec(ctx, s.sql.records, pgx.QueryExecModeExec, s.ns, tasks, texts, s.history, replaced, retries)
+	_, err := s.pool.Exec(ctx, s.sql.records, pgx.QueryExecModeExec, s.ns, tasks, texts, s.history, replaced, ids, retries)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "42883" { // undefined_function
 		for i := range runs {
-			if _, err := s.pool.Exec(ctx, s.sql.record, pgx.QueryExecModeExec, s.ns, tasks[i], texts[i], s.history, replaced[i]); err != nil {
-				return s.fail("Record", tasks[i], err)
+			if _, err := s.pool.Exec(ctx, s.sql.record, pgx.QueryExecModeExec, s.ns, tasks[i], texts[i], s.history, replaced[i], ids[i]); err != nil {
+				return s.fail(ctx, "Record", tasks[i], err)
 			}
 			if retries[i] != nil {
 				if _, err := s.pool.Exec(ctx, s.sql.retry, pgx.QueryExecModeExec, s.ns, tasks[i], *retries[i]); err != nil {
-					return s.fail("Record", tasks[i], err)
+					return s.fail(ctx, "Record", tasks[i], err)
 				}
 			}
 		}
 		return nil
 	}
 	if err != nil {
-		return s.fail("Record", tasks[0], err)
+		return s.fail(ctx, "Record", tasks[0], err)
 	}
 	return nil
 }
@@ -515,14 +556,14 @@ func (s *Store) StartBackfill(ctx context.Context, b taskstate.Backfill, ran []t
 	}
 	var running *string
 	if err := s.pool.QueryRow(ctx, s.sql.startBackfill, pgx.QueryExecModeExec, s.ns, b.Task, string(text), fires).Scan(&running); err != nil {
-		return s.fail("StartBackfill", b.Task, err)
+		return s.fail(ctx, "StartBackfill", b.Task, err)
 	}
 	if running == nil {
 		return nil
 	}
 	var r backfillRow
 	if err := json.Unmarshal([]byte(*running), &r); err != nil {
-		return s.fail("StartBackfill", b.Task, err)
+		return s.fail(ctx, "StartBackfill", b.Task, err)
 	}
 	if r.ID == b.ID { // this call's backfill, which a call before it started
 		return nil
@@ -554,7 +595,7 @@ func (s *Store) TakeBackfill(ctx context.Context, task, id, node string, fire ti
 	case errors.Is(err, pgx.ErrNoRows):
 		return taskstate.BackfillStale, nil
 	}
-	return taskstate.BackfillStale, s.fail("TakeBackfill", task, err)
+	return taskstate.BackfillStale, s.fail(ctx, "TakeBackfill", task, err)
 }
 
 // EndBackfill ends task's running backfill id, in one statement.
@@ -564,7 +605,7 @@ func (s *Store) EndBackfill(ctx context.Context, task, id, state string) (bool, 
 	}
 	tag, err := s.pool.Exec(ctx, s.sql.endBackfill, pgx.QueryExecModeExec, s.ns, task, id, state)
 	if err != nil {
-		return false, s.fail("EndBackfill", task, err)
+		return false, s.fail(ctx, "EndBackfill", task, err)
 	}
 	return tag.RowsAffected() == 1, nil
 }
@@ -584,7 +625,7 @@ func (s *Store) Runs(ctx context.Context, task string, limit int) ([]taskstate.R
 	}
 	rows, err := s.pool.Query(ctx, s.sql.runs, pgx.QueryExecModeExec, s.ns, task, n)
 	if err != nil {
-		return nil, s.fail("Runs", task, err)
+		return nil, s.fail(ctx, "Runs", task, err)
 	}
 	out := []taskstate.Run{}
 	var v string
@@ -600,7 +641,7 @@ func (s *Store) Runs(ctx context.Context, task string, limit int) ([]taskstate.R
 		return nil
 	})
 	if err != nil {
-		return nil, s.fail("Runs", task, err)
+		return nil, s.fail(ctx, "Runs", task, err)
 	}
 	return out, nil
 }

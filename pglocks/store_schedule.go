@@ -93,7 +93,7 @@ func (s *Store) DeleteSchedule(ctx context.Context, name string) (bool, error) {
 func (s *Store) schedule(ctx context.Context, op, q, name string, args ...any) (bool, error) {
 	var ok bool
 	if err := s.pool.QueryRow(ctx, q, append([]any{pgx.QueryExecModeExec, s.ns, name}, args...)...).Scan(&ok); err != nil {
-		return false, fmt.Errorf("%w: %s of schedule %q: %w", ErrDatabase, op, name, err)
+		return false, fmt.Errorf("%w: %s of schedule %q: %w", ErrDatabase, op, name, withContext(ctx, err))
 	}
 	return ok, nil
 }
@@ -106,7 +106,7 @@ func (s *Store) Schedules(ctx context.Context) ([]taskstate.Schedule, error) {
 	}
 	rows, err := s.pool.Query(ctx, s.sql.schedules, pgx.QueryExecModeExec, s.ns)
 	if err != nil {
-		return nil, fmt.Errorf("%w: Schedules in namespace %q: %w", ErrDatabase, s.ns, err)
+		return nil, fmt.Errorf("%w: Schedules in namespace %q: %w", ErrDatabase, s.ns, withContext(ctx, err))
 	}
 	out := []taskstate.Schedule{}
 	var name string
@@ -120,7 +120,7 @@ func (s *Store) Schedules(ctx context.Context) ([]taskstate.Schedule, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: Schedules in namespace %q: %w", ErrDatabase, s.ns, err)
+		return nil, fmt.Errorf("%w: Schedules in namespace %q: %w", ErrDatabase, s.ns, withContext(ctx, err))
 	}
 	return out, nil
 }

@@ -1,12 +1,16 @@
 -- The task state (taskstate.Store) of every namespace: the paused tasks, the
 -- pending manual-run requests (at: Unix nanoseconds), each task's last
 -- retry, pending or taken (fire and due: Unix nanoseconds), and the newest
--- runs of
--- each task (run: JSON), at most the store's history length per task plus
--- one per concurrent writer, each task's last backfill, running or ended
--- (first, last, cursor and created: Unix nanoseconds; cursor NULL before
--- the first instant), and the instants of each task known to have run
--- (fire: Unix nanoseconds), which a backfill refuses unless it forces them.
+-- runs of each task (run: JSON, a recorded run's ending with the ID it was
+-- recorded with, "id", which a record sent again finds), at most the
+-- store's history length per task plus one per concurrent writer, each
+-- task's last backfill, running or ended (first, last, cursor and created:
+-- Unix nanoseconds; cursor NULL before the first instant), and the
+-- instants of each task known to have run (fire: Unix nanoseconds), which
+-- a backfill refuses unless it forces them. No row expires: the runs of a
+-- task no longer declared, its last retry and backfill, and the instants
+-- known to have run (one row per instant a backfill took or StartBackfill
+-- was given, never deleted) stay until deleted by hand.
 -- SetPaused draws from the pauses sequence, whose last value is the pause
 -- generation (taskstate.Poll.Pauses). The stored schedules (body:
 -- taskstate.EncodeSchedule's bytes) and each namespace's generation of them

@@ -3,9 +3,12 @@ package pglocks_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxtest"
@@ -30,12 +33,13 @@ func newStore(t *testing.T, p *pgxpool.Pool, ns string, history int) *pglocks.St
 	return s
 }
 
-// lossyStores returns a factory of two stores in namespace ns, as two nodes
-// have: A on a pool of its own on url, whose connections lose the replies
-// the suite asks (internal/pgfault), B on p. pgx does not resend a
-// statement whose reply was lost: A's call fails.
-func lossyStores(url string, p *pgxpool.Pool, ns string) taskstatetest.NewStores {
+// lossyStores returns a factory of two stores in a new namespace named
+// after ns, as two nodes have: A on a pool of its own on url, whose
+// connections lose the replies the suite asks (internal/pgfault), B on p.
+// pgx does not resend a statement whose reply was lost: A's call fails.
+func lossyStores(url string, p *pgxpool.Pool, prefix string) taskstatetest.NewStores {
 	return func(t *testing.T, history int) taskstatetest.Stores {
+		ns := unique(prefix)
 		d := &pgfault.Dialer{}
 		cfg, err := pgxpool.ParseConfig(url)
 		if err != nil {
@@ -48,13 +52,53 @@ func lossyStores(url string, p *pgxpool.Pool, ns string) taskstatetest.NewStores
 		}
 		t.Cleanup(a.Close)
 		return taskstatetest.Stores{A: newStore(t, a, ns, history), B: newStore(t, p, ns, history),
-			Loss: taskstatetest.Failed, LoseNextReply: d.LoseNextReply}
+			Loss: taskstatetest.Failed, LoseNextReply: d.LoseNextReply,
+			Leaks: func(t *testing.T) error { return storeLeaks(context.Background(), p, ns, history) }}
 	}
+}
+
+// racers is how many calls of the conformance suite race on one task at
+// most: the Store's bound on a task's runs is its history plus one per
+// concurrent writer or take.
+const racers = 8
+
+// storeLeaks returns an error naming the tasks of namespace ns (in the
+// default tables) that keep more runs than the Store's bound: history
+// (0: taskstate.DefaultHistory) plus one per concurrent writer, racers of
+// them at most.
+func storeLeaks(ctx context.Context, p *pgxpool.Pool, ns string, history int) error {
+	if history == 0 {
+		history = taskstate.DefaultHistory
+	}
+	// Unprepared, as the store's statements: it works through PgBouncer in
+	// transaction mode too.
+	rows, err := p.Query(ctx, `SELECT task, count(*) FROM ndigo_tasks_runs WHERE ns = $1 GROUP BY task HAVING count(*) > $2 ORDER BY task`,
+		pgx.QueryExecModeExec, ns, history+racers)
+	if err != nil {
+		return err
+	}
+	var over []string
+	for rows.Next() {
+		var task string
+		var n int
+		if err := rows.Scan(&task, &n); err != nil {
+			return err
+		}
+		over = append(over, fmt.Sprintf("%q: %d runs", task, n))
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(over) > 0 {
+		return fmt.Errorf("tasks of namespace %q over the bound of %d runs (history %d, %d racing writers): %s",
+			ns, history+racers, history, racers, strings.Join(over, ", "))
+	}
+	return nil
 }
 
 func TestStoreConformance(t *testing.T) {
 	p := pgtest.Wrap(t, shared).Pool()
-	taskstatetest.Run(t, lossyStores(shared.URL(), p, unique("conformance")))
+	taskstatetest.Run(t, lossyStores(shared.URL(), p, "conformance"))
 }
 
 // The paused flag and the history are in the database: a store made later
@@ -163,7 +207,7 @@ func TestStoreRecordOnAnEarlierSchema(t *testing.T) {
 	if err := s.CreateSchema(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Exec(ctx, "DROP FUNCTION "+schema+".tasks_record(text, text[], text[], bigint, text[], text[])"); err != nil {
+	if _, err := p.Exec(ctx, "DROP FUNCTION "+schema+".tasks_record(text, text[], text[], bigint, text[], text[], text[])"); err != nil {
 		t.Fatal(err)
 	}
 	fire := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)

@@ -10,17 +10,32 @@
 -- whose first ARGV[8] bytes (its fire and attempt, zero-padded) order it:
 -- it replaces the task's last retry, pending or taken, only if later, so
 -- that a record sent again after its retry was taken leaves nothing.
+-- ARGV[9] is how the run's JSON ends when it has an ID (',"id":"<ID>"}')
+-- or "" for none: a run whose ID a kept run has is not added again.
 -- A retry whose first attempt recorded the run finds the call's key and
--- adds nothing, whatever other nodes recorded in between.
+-- adds nothing, whatever other nodes recorded in between; a caller's
+-- resend after the key expired finds the kept run, and adds no run.
 if redis.call('EXISTS', KEYS[2]) == 1 then
   return 0
 end
-if ARGV[4] ~= '' then
-  redis.call('LREM', KEYS[1], 1, ARGV[4])
+local kept = false
+if ARGV[9] ~= '' then
+  local n = #ARGV[9]
+  for _, v in ipairs(redis.call('LRANGE', KEYS[1], 0, -1)) do
+    if string.sub(v, -n) == ARGV[9] then
+      kept = true
+      break
+    end
+  end
 end
-redis.call('LPUSH', KEYS[1], ARGV[1])
-redis.call('LTRIM', KEYS[1], 0, tonumber(ARGV[2]) - 1)
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
+if not kept then
+  if ARGV[4] ~= '' then
+    redis.call('LREM', KEYS[1], 1, ARGV[4])
+  end
+  redis.call('LPUSH', KEYS[1], ARGV[1])
+  redis.call('LTRIM', KEYS[1], 0, tonumber(ARGV[2]) - 1)
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+end
 if ARGV[7] ~= '' then
   local last = redis.call('HGET', KEYS[3], ARGV[6])
   local n = tonumber(ARGV[8])

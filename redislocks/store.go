@@ -70,15 +70,15 @@ type StoreOptions struct {
 //
 //	ndigo:{ns:t}:task:paused     "1" while the task is paused; no expiry
 //	ndigo:{ns:t}:task:call:<n>   a SetPaused call's nonce n, for a minute
-//	ndigo:{ns}:requests          the pending manual-run requests: task name -> Unix nanoseconds
-//	ndigo:{ns}:retries           each task's last retry or waiting fire (attempt 1): task name -> "<fire> <attempt> <due> <manual>[ t]" (Unix nanoseconds zero-padded to 20 digits, the attempt to 10, 0 or 1; " t" once taken)
-//	ndigo:{ns}:backfills         each task's last backfill: task name -> "<cursor> <taken> <refused> <state> <JSON>" (see backfilltake.lua)
+//	ndigo:{ns}:requests          the pending manual-run requests: task name -> Unix nanoseconds; no expiry
+//	ndigo:{ns}:retries           each task's last retry or waiting fire (attempt 1): task name -> "<fire> <attempt> <due> <manual>[ t]" (Unix nanoseconds zero-padded to 20 digits, the attempt to 10, 0 or 1; " t" once taken); no expiry: a task's field stays once it had a retry
+//	ndigo:{ns}:backfills         each task's last backfill: task name -> "<cursor> <taken> <refused> <state> <JSON>" (see backfilltake.lua); no expiry: a task's field stays once it had a backfill
 //	ndigo:{ns}:ran:t             the instants of t known to have run (taken by a backfill, or in the history when one started): a set of Unix nanoseconds zero-padded to 20 digits; it expires 90 days after the last
 //	ndigo:{ns}:pauses            the pause generation (taskstate.Poll.Pauses): INCR after each SetPaused; no expiry
 //	ndigo:{ns}:schedules         the stored schedules: name -> taskstate.EncodeSchedule's bytes; no expiry
 //	ndigo:{ns}:schedules:gen     the schedules' generation (taskstate.Poll.Schedules): INCR by each schedule call that changed them; no expiry
-//	ndigo:{ns}:runs:t            the newest runs, JSON each, newest first; it expires 90 days after the last
-//	ndigo:{ns}:call:<n>          a RequestRun, TakeRequest, TakeRetry, Record, backfill or schedule call's nonce n (a take's: what it took), for a minute
+//	ndigo:{ns}:runs:t            the newest runs, JSON each (a recorded run's ends with the ID it was recorded with, "id"), newest first; it expires 90 days after the last
+//	ndigo:{ns}:call:<n>          a RequestRun, TakeRequest, TakeRetry, Record, backfill or schedule call's nonce n (a take's: what it took; a recorded run's with an ID: record:<ID>), for a minute
 //
 // The runs are in the namespace's hash slot, with the requests and the
 // retries, so that a take removes the request or retry and adds its
@@ -183,7 +183,11 @@ func fail(op, task string, err error) error {
 // SetPaused sets task's paused flag, once per call, then moves the pause
 // generation on: two round trips, the flag and the generation being in
 // different Cluster slots. A retried INCR moves it twice, which tells the
-// pollers the same.
+// pollers the same. The INCR follows every flag script that may have run
+// (it succeeded, or its reply did not come), on a context that the
+// caller's end does not end (bounded by generationTimeout): a flag changed
+// without the generation would stay unseen by the nodes that keep the
+// flags they read until the next SetPaused.
 func (s *Store) SetPaused(ctx context.Context, task string, paused bool) error {
 	if err := taskstate.CheckTask(ctx, task); err != nil {
 		return err
@@ -194,14 +198,25 @@ func (s *Store) SetPaused(ctx context.Context, task string, paused bool) error {
 	}
 	err := pauseScript.Run(ctx, s.client, []string{s.key(task, "paused"), s.key(task, "call:"+s.callNonce())}, flag,
 		callTTL.Milliseconds()).Err()
-	if err == nil {
-		err = s.client.Incr(ctx, s.pauses).Err()
+	var reply redis.Error // Redis answered an error: the script did not change the flag
+	if err == nil || !errors.As(err, &reply) {
+		gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), generationTimeout)
+		incr := s.client.Incr(gctx, s.pauses).Err()
+		cancel()
+		if err == nil {
+			err = incr
+		}
 	}
 	if err != nil {
 		return fail("SetPaused", task, err)
 	}
 	return nil
 }
+
+// generationTimeout bounds the move of the pause generation that follows
+// a SetPaused whose caller's context ended: go-redis's own timeouts bound
+// it first with its default options.
+const generationTimeout = 10 * time.Second
 
 // Paused reports task's paused flag.
 func (s *Store) Paused(ctx context.Context, task string) (bool, error) {
@@ -381,11 +396,13 @@ func placeholder(node string) (before, after string) {
 	return `{"fire_ns":`, `,"manual":true,"node":` + string(n) + `,"outcome":"` + taskstate.OutcomeTaken + `"}`
 }
 
-// storedRun is a run as the list keeps it: a Run's JSON, or a placeholder,
-// whose instant is FireNano.
+// storedRun is a run as the list keeps it: a Run's JSON and the ID it was
+// recorded with (last, so that record.lua finds it at the end of the
+// text), or a placeholder, whose instant is FireNano.
 type storedRun struct {
 	taskstate.Run
 	FireNano *int64 `json:"fire_ns,omitempty"`
+	ID       string `json:"id,omitempty"`
 }
 
 // unixNano reads an instant the store wrote; an unreadable one (written by
@@ -405,7 +422,9 @@ func unixNano(v string) time.Time {
 // Cluster node serves them). go-redis resends a pipeline whose replies
 // were lost whole, and each script's nonce keeps it from recording twice;
 // a run with an ID has it for its nonce, so that a caller's resend within
-// the nonce's minute records nothing again either.
+// the nonce's minute records nothing again either, and keeps it in its
+// JSON: a resend after the minute finds it among the task's kept runs
+// (the script reads them: at most the history length) and adds no run.
 func (s *Store) Record(ctx context.Context, runs ...taskstate.TaskRun) error {
 	if err := taskstate.CheckRecord(ctx, runs); err != nil || len(runs) == 0 {
 		return err
@@ -419,11 +438,15 @@ func (s *Store) Record(ctx context.Context, runs ...taskstate.TaskRun) error {
 		keys[i] = []string{s.runs(tr.Task), nonce, s.retries}
 		r := tr.Run
 		r.Fire, r.Error = r.Fire.UTC(), taskstate.CutError(r.Error) // a backfill's take finds it by its instant's text
-		b, err := json.Marshal(r)
+		b, err := json.Marshal(storedRun{Run: r, ID: tr.ID})
 		if err != nil {
 			return fmt.Errorf("redislocks: Record of task %q: %w", tr.Task, err)
 		}
-		var replaced, retry string
+		var replaced, retry, idSuffix string
+		if tr.ID != "" {
+			id, _ := json.Marshal(tr.ID) // a string always encodes
+			idSuffix = `,"id":` + string(id) + `}`
+		}
 		switch {
 		case r.Backfill:
 			replaced = runJSON(taskstate.BackfillPlaceholder(r.Fire, r.Node))
@@ -436,7 +459,7 @@ func (s *Store) Record(ctx context.Context, runs ...taskstate.TaskRun) error {
 		if tr.Retry != nil {
 			retry = retryValue(*tr.Retry)
 		}
-		args[i] = []any{b, s.history, historyTTL.Milliseconds(), replaced, callTTL.Milliseconds(), tr.Task, retry, retryNameLen}
+		args[i] = []any{b, s.history, historyTTL.Milliseconds(), replaced, callTTL.Milliseconds(), tr.Task, retry, retryNameLen, idSuffix}
 	}
 	if len(runs) == 1 {
 		if err := recordScript.Run(ctx, s.client, keys[0], args[0]...).Err(); err != nil {

@@ -3,7 +3,10 @@ package redislocks_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -50,8 +53,73 @@ func lossyStores(direct *redis.Client, addr string) taskstatetest.NewStores {
 		c := redis.NewClient(&redis.Options{Addr: p.Addr()})
 		t.Cleanup(func() { _ = c.Close() })
 		return taskstatetest.Stores{A: newStore(t, c, history), B: newStore(t, direct, history), Loss: taskstatetest.Retried,
-			LoseNextReply: func(then func()) { p.DropReplyThen(storeCall, then) }}
+			LoseNextReply: func(then func()) { p.DropReplyThen(storeCall, then) },
+			Leaks:         func(t *testing.T) error { return storeLeaks(context.Background(), direct, "conformance") }}
 	}
+}
+
+// permanentKey matches the keys of namespace ns that the Store's
+// documentation says do not expire: the paused flags, the namespace's
+// requests, retries and backfills hashes, the pause generation, the
+// schedules and their generation.
+func permanentKey(ns, key string) bool {
+	if strings.HasPrefix(key, "ndigo:{"+ns+":") && strings.HasSuffix(key, "}:task:paused") {
+		return true
+	}
+	switch strings.TrimPrefix(key, "ndigo:{"+ns+"}:") {
+	case "requests", "retries", "backfills", "pauses", "schedules", "schedules:gen":
+		return true
+	}
+	return false
+}
+
+// storeLeaks returns an error naming the keys of namespace ns on c (every
+// master of a Cluster) that have no expiry and that the Store's
+// documentation does not say are permanent.
+func storeLeaks(ctx context.Context, c redis.UniversalClient, ns string) error {
+	var mu sync.Mutex
+	var leaked []string
+	scan := func(ctx context.Context, node *redis.Client) error {
+		for _, match := range []string{"ndigo:{" + ns + "}:*", "ndigo:{" + ns + ":*"} {
+			it := node.Scan(ctx, 0, match, 1000).Iterator()
+			for it.Next(ctx) {
+				key := it.Val()
+				if permanentKey(ns, key) {
+					continue
+				}
+				ttl, err := node.PTTL(ctx, key).Result()
+				if err != nil {
+					return err
+				}
+				if ttl == -1 {
+					mu.Lock()
+					leaked = append(leaked, key)
+					mu.Unlock()
+				}
+			}
+			if err := it.Err(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var err error
+	switch c := c.(type) {
+	case *redis.ClusterClient:
+		err = c.ForEachMaster(ctx, scan)
+	case *redis.Client:
+		err = scan(ctx, c)
+	default:
+		err = fmt.Errorf("storeLeaks: client %T is neither a *redis.Client nor a *redis.ClusterClient", c)
+	}
+	if err != nil {
+		return err
+	}
+	if len(leaked) > 0 {
+		slices.Sort(leaked)
+		return fmt.Errorf("%d keys of namespace %q without an expiry that the Store does not state permanent: %q", len(leaked), ns, leaked)
+	}
+	return nil
 }
 
 // storeCall matches the commands of a store's calls: those a client sends
@@ -75,7 +143,8 @@ func TestStoreConformanceSingleServer(t *testing.T) {
 func TestStoreConformanceCluster(t *testing.T) {
 	c := redistest.StartCluster(t, 3).Client()
 	taskstatetest.Run(t, func(t *testing.T, history int) taskstatetest.Stores {
-		return taskstatetest.Stores{A: newStore(t, c, history), B: newStore(t, c, history), Loss: taskstatetest.Retried}
+		return taskstatetest.Stores{A: newStore(t, c, history), B: newStore(t, c, history), Loss: taskstatetest.Retried,
+			Leaks: func(t *testing.T) error { return storeLeaks(context.Background(), c, "conformance") }}
 	})
 }
 
@@ -270,5 +339,57 @@ func TestStoreRecordsAnIDOnce(t *testing.T) {
 	}
 	if err != nil || !slices.Equal(tokens, []uint64{3, 3, 2, 1}) {
 		t.Fatalf("kept tokens %v, %v; want 3 3 2 1: the resent record once", tokens, err)
+	}
+}
+
+// A Record sent again after the minute that its ID's call key lives (a
+// node whose backlog waited out a longer outage) finds its run among the
+// kept ones and adds nothing: the history keeps it once.
+func TestStoreRecordResentAfterItsCallKeyExpired(t *testing.T) {
+	c := redistest.Start(t).Client()
+	ctx := context.Background()
+	s := newStore(t, c, 0)
+	mine := taskstate.TaskRun{Task: "Payroll.Close", ID: "node-a.1", Run: taskstate.Run{Node: "node-a", Token: 7, Outcome: "ok"}}
+	theirs := taskstate.TaskRun{Task: "Payroll.Close", ID: "node-b.1", Run: taskstate.Run{Node: "node-b", Token: 8, Outcome: "ok"}}
+	for _, r := range []taskstate.TaskRun{mine, theirs} {
+		if err := s.Record(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := c.Del(ctx, "ndigo:{conformance}:call:record:node-a.1").Result(); err != nil || n != 1 {
+		t.Fatalf("DEL of the record's call key = %d, %v; want 1: the key the store names after the ID", n, err)
+	}
+	if err := s.Record(ctx, mine, theirs); err != nil {
+		t.Fatal(err)
+	}
+	runs, err := s.Runs(ctx, "Payroll.Close", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 2 || runs[0].Token != 8 || runs[1].Token != 7 {
+		t.Fatalf("Runs after the resend = %+v; want the two runs once each, node-b's newest", runs)
+	}
+}
+
+// The conformance harness's leak check finds a key of the namespace that
+// has no expiry and is not stated permanent, and passes the stated ones.
+func TestStoreLeaksFindsAKeyWithoutExpiry(t *testing.T) {
+	c := redistest.Start(t).Client()
+	ctx := context.Background()
+	s := newStore(t, c, 0)
+	if err := s.SetPaused(ctx, "Payroll.Close", true); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Record(ctx, taskstate.TaskRun{Task: "Payroll.Close", Run: taskstate.Run{Node: "a", Outcome: "ok"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := storeLeaks(ctx, c, "conformance"); err != nil {
+		t.Fatalf("storeLeaks of a store's own keys: %v", err)
+	}
+	if err := c.Persist(ctx, "ndigo:{conformance}:runs:Payroll.Close").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := storeLeaks(ctx, c, "conformance"); err == nil || !strings.Contains(err.Error(), "runs:Payroll.Close") {
+		t.Fatalf("storeLeaks of a runs list without expiry = %v; want it named", err)
 	}
 }

@@ -21,9 +21,9 @@ type InProcess struct {
 	paused   map[string]bool
 	pauses   int64 // Poll.Pauses
 	requests map[string]time.Time
-	retries  map[string]Retry // the latest retry of each task, pending or taken
-	taken    map[string]bool  // the task's latest retry was taken
-	runs     map[string][]Run // oldest first, at most history each
+	retries  map[string]Retry     // the latest retry of each task, pending or taken
+	taken    map[string]bool      // the task's latest retry was taken
+	runs     map[string][]keptRun // oldest first, at most history each
 	// backfills are each task's last backfill; ran, the instants known to
 	// have run, in Unix nanoseconds.
 	backfills map[string]Backfill
@@ -45,7 +45,7 @@ func NewInProcess(history int) (*InProcess, error) {
 		return nil, err
 	}
 	return &InProcess{history: n, paused: map[string]bool{}, requests: map[string]time.Time{},
-		retries: map[string]Retry{}, taken: map[string]bool{}, runs: map[string][]Run{},
+		retries: map[string]Retry{}, taken: map[string]bool{}, runs: map[string][]keptRun{},
 		backfills: map[string]Backfill{}, ran: map[string]map[int64]bool{}, schedules: map[string][]byte{}}, nil
 }
 
@@ -125,7 +125,7 @@ func (s *InProcess) TakeRequest(ctx context.Context, task, node string) (time.Ti
 	at, ok := s.requests[task]
 	if ok {
 		delete(s.requests, task)
-		s.add(task, Run{Fire: at, Manual: true, Node: node, Outcome: OutcomeTaken})
+		s.add(task, Run{Fire: at, Manual: true, Node: node, Outcome: OutcomeTaken}, "")
 	}
 	return at, ok, nil
 }
@@ -143,7 +143,7 @@ func (s *InProcess) TakeRetry(ctx context.Context, task, node string, r Retry) (
 		return false, nil
 	}
 	s.taken[task] = true
-	s.add(task, Run{Fire: p.Fire, Manual: p.Manual, Attempt: p.Attempt, Node: node, Outcome: OutcomeTaken})
+	s.add(task, Run{Fire: p.Fire, Manual: p.Manual, Attempt: p.Attempt, Node: node, Outcome: OutcomeTaken}, "")
 	return true, nil
 }
 
@@ -167,7 +167,8 @@ func (s *InProcess) LeaveWaiting(ctx context.Context, task string, r Retry) (boo
 }
 
 // Record adds each run to its task's runs, in place of its placeholder if it
-// is manual or a retry, and leaves the runs' retries pending.
+// is manual or a retry, and leaves the runs' retries pending. A run whose
+// ID is among its task's kept runs (a caller's resend) is not added again.
 func (s *InProcess) Record(ctx context.Context, runs ...TaskRun) error {
 	if err := CheckRecord(ctx, runs); err != nil {
 		return err
@@ -177,16 +178,18 @@ func (s *InProcess) Record(ctx context.Context, runs ...TaskRun) error {
 	for _, tr := range runs {
 		task, r := tr.Task, tr.Run
 		r.Error = CutError(r.Error)
-		if r.Manual || r.Attempt >= 1 || r.Backfill {
-			runs := s.runs[task]
-			for i := len(runs) - 1; i >= 0; i-- { // the newest, as the other stores
-				if isPlaceholderOf(runs[i], r) {
-					s.runs[task] = slices.Delete(runs, i, i+1)
-					break
+		if !s.kept(task, tr.ID) {
+			if r.Manual || r.Attempt >= 1 || r.Backfill {
+				runs := s.runs[task]
+				for i := len(runs) - 1; i >= 0; i-- { // the newest, as the other stores
+					if isPlaceholderOf(runs[i].Run, r) {
+						s.runs[task] = slices.Delete(runs, i, i+1)
+						break
+					}
 				}
 			}
+			s.add(task, r, tr.ID)
 		}
-		s.add(task, r)
 		if r := tr.Retry; r != nil {
 			if p, ok := s.retries[task]; !ok || RetryLater(*r, p) {
 				s.retries[task], s.taken[task] = *r, false
@@ -194,6 +197,12 @@ func (s *InProcess) Record(ctx context.Context, runs ...TaskRun) error {
 		}
 	}
 	return nil
+}
+
+// kept reports whether a run of ID id is among task's kept runs; no ID is
+// never kept. s.mu must be held.
+func (s *InProcess) kept(task, id string) bool {
+	return id != "" && slices.ContainsFunc(s.runs[task], func(k keptRun) bool { return k.id == id })
 }
 
 // StartBackfill makes b task's running backfill and notes the instants
@@ -242,13 +251,13 @@ func (s *InProcess) TakeBackfill(ctx context.Context, task, id, node string, fir
 	}
 	b.Cursor = fire
 	defer func() { s.backfills[task] = b }()
-	if !b.Force && (s.ran[task][fire.UnixNano()] || slices.ContainsFunc(s.runs[task], func(r Run) bool { return RanAt(r, fire) })) {
+	if !b.Force && (s.ran[task][fire.UnixNano()] || slices.ContainsFunc(s.runs[task], func(r keptRun) bool { return RanAt(r.Run, fire) })) {
 		b.Refused++
 		return BackfillRefused, nil
 	}
 	b.Taken++
 	s.noteRan(task, fire)
-	s.add(task, BackfillPlaceholder(fire, node))
+	s.add(task, BackfillPlaceholder(fire, node), "")
 	return BackfillTaken, nil
 }
 
@@ -274,10 +283,17 @@ func isPlaceholderOf(p, r Run) bool {
 	return p.Outcome == OutcomeTaken && p.Manual == r.Manual && p.Backfill == r.Backfill && p.Attempt == r.Attempt && p.Node == r.Node && p.Fire.Equal(r.Fire)
 }
 
-// add appends r to task's runs and drops the oldest beyond the history
-// length. s.mu must be held.
-func (s *InProcess) add(task string, r Run) {
-	runs := append(s.runs[task], r)
+// A keptRun is a run of a task's history and the ID it was recorded with
+// (TaskRun.ID; "" for none and for a placeholder).
+type keptRun struct {
+	Run
+	id string
+}
+
+// add appends r, recorded with ID id, to task's runs and drops the oldest
+// beyond the history length. s.mu must be held.
+func (s *InProcess) add(task string, r Run, id string) {
+	runs := append(s.runs[task], keptRun{r, id})
 	if len(runs) > s.history {
 		// A fresh slice, so that the dropped runs' array is not kept.
 		runs = slices.Clone(runs[len(runs)-s.history:])
@@ -298,9 +314,11 @@ func (s *InProcess) Runs(ctx context.Context, task string, limit int) ([]Run, er
 	if limit > 0 && limit < len(runs) {
 		runs = runs[len(runs)-limit:]
 	}
-	out := slices.Clone(runs)
+	out := make([]Run, 0, len(runs))
+	for i := len(runs) - 1; i >= 0; i-- {
+		out = append(out, runs[i].Run)
+	}
 	s.mu.Unlock()
-	slices.Reverse(out)
 	return out, nil
 }
 

@@ -77,8 +77,17 @@ var ErrInvalid = errors.New("taskstate: invalid argument")
 //     not at all, never twice;
 //   - [InProcess] has no wire: no reply is lost.
 //
+// A call whose context ends after the server applied it, before its reply
+// came, returns an error wrapping the context's error (no client resends
+// it then), and the state is as if it ran once, in full (a SetPaused moved
+// the pause generation with the flag), or not at all; but a Record that a
+// store splits (etcdlocks) may have recorded some of its tasks, each whole
+// and each run once, until the caller sends it again with the same IDs.
+//
 // A caller that retries a failed call itself makes a new call, which may
-// act again (a second request, a second take).
+// act again (a second request, a second take); but a Record whose runs
+// carry their IDs ([TaskRun.ID]) keeps each run once on every store, as the
+// scheduler's recorder relies on when it sends a failed batch again.
 type Store interface {
 	// SetPaused pauses (true) or resumes (false) task. The flag holds until
 	// it is changed, whatever node restarts. Once it returns, the Pauses of
@@ -137,6 +146,15 @@ type Store interface {
 	// so that each attempt runs at most once whatever the client resends. A run with an
 	// empty Task or a Retry that CheckRetry refuses is an error wrapping
 	// ErrInvalid, and nothing is recorded; no run records nothing.
+	//
+	// A run with an ID ([TaskRun.ID]) that a kept run of its task was
+	// recorded with is a resend: it is not added again, nor moved up, and
+	// its retry is left as for any record (a record sent again after its
+	// retry was taken leaves nothing). A store that records a call in
+	// several steps (etcdlocks, past etcd's ops per transaction) is thus
+	// idempotent per run across a resend of the whole call. A run whose
+	// first record was already dropped from the history (history-length
+	// newer runs since) may be added again.
 	Record(ctx context.Context, runs ...TaskRun) error
 	// StartBackfill makes b the task's backfill, running from its first
 	// instant (Cursor zero, Taken and Refused 0, State BackfillRunning), in
@@ -195,9 +213,12 @@ type TaskRun struct {
 	Task string // the task's name
 	// ID, if set, names the record across its caller's calls: a caller
 	// that sends a record again after a failed Record (whose reply may
-	// have been lost after the store kept it) sends the same ID, and a
-	// store that remembers its calls' nonces (redislocks, for a minute)
-	// keeps it once. It is not part of the kept run.
+	// have been lost after the store kept it, or whose first part a store
+	// that splits a call committed) sends the same ID, and every store
+	// keeps the run once: a Record of a run whose ID a kept run of its
+	// task has adds no run and removes no placeholder (see
+	// [Store.Record]). The scheduler's recorder gives each record an ID
+	// unique to its node. It is not part of the kept run.
 	ID string
 	Run
 	// Retry, if set, is the retry of this run's fire that the run leaves

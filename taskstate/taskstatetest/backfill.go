@@ -257,3 +257,37 @@ func (s *suite) backfillRefusesRecorded(t *testing.T) {
 	take(t, a, task, "b1", "node-a", manual, taskstate.BackfillTaken)
 	take(t, a, task, "b1", "node-a", skipped, taskstate.BackfillTaken)
 }
+
+// lostEndBackfill: an EndBackfill whose reply was lost, another node's
+// start of the next backfill after it, then the resend: the call answers
+// true (its first attempt ended the backfill) and leaves the next one
+// running.
+func (s *suite) lostEndBackfill(t *testing.T) {
+	st := s.lossy(t)
+	a, b := st.A, st.B
+	ctx := context.Background()
+	task := s.task(t)
+	if err := b.StartBackfill(ctx, backfillOf(task, "b1"), nil); err != nil {
+		t.Fatal(err)
+	}
+	next := backfillOf(task, "b2")
+	var ended bool
+	lose(t, st, "EndBackfill", func() error {
+		var err error
+		ended, err = a.EndBackfill(ctx, task, "b1", taskstate.BackfillCancelled)
+		return err
+	}, func() {
+		if got, ok := backfillIn(t, b, task); !ok || got.State != taskstate.BackfillCancelled {
+			t.Errorf("another node's backfill after the lost EndBackfill = %+v, %v; want b1 cancelled: the call ran", got, ok)
+		}
+		if err := b.StartBackfill(ctx, next, nil); err != nil {
+			t.Error(err)
+		}
+	})
+	if st.Loss != Failed && !ended {
+		t.Fatal("EndBackfill whose reply was lost = false; want true: its first attempt ended the backfill")
+	}
+	want := next
+	want.State = taskstate.BackfillRunning
+	wantBackfill(t, b, task, want)
+}

@@ -3,10 +3,28 @@
 // of stores; the suite checks the paused flag, manual-run requests (merged,
 // taken exactly once under contention, the taker's placeholder run and its
 // replacement by the run), retries (left by a record, taken exactly once
-// per attempt, replaced by a later one), the bounded run history and its reads of the
-// newest runs, the cap on error texts, bad input, and every mutating call
-// across a lost reply with another node's calls before the retry, from two
-// stores on one backend, as two nodes see it.
+// per attempt, replaced by a later one), the bounded run history and its
+// reads of the newest runs, the cap on error texts, bad input, from two
+// stores on one backend, as two nodes see it; and faults:
+//
+//   - LostReply/<call>: every mutating call (SetPaused, RequestRun,
+//     TakeRequest, TakeRetry, LeaveWaiting, Record, StartBackfill,
+//     TakeBackfill, EndBackfill, Create/Update/DeleteSchedule) with its
+//     reply lost after the backend applied it and another node's calls
+//     before the client's resend (Retried) or the caller's error (Failed).
+//     A failed Record is sent again with the same IDs, as the scheduler's
+//     recorder does, and each run is kept once (LostReply/Record,
+//     RecordManual, RecordMany: 60 tasks, which etcdlocks splits).
+//   - RecordResent, RecordResentAfterLaterRecords: a Record sent again
+//     with the same run IDs, after other records of its tasks, keeps each
+//     run once and in the order the runs were made.
+//   - ContextEnded/<call>: every mutating call with its context ended after
+//     the backend applied it: the call returns the context's error, and the
+//     state is that of the call run once, in full (a SetPaused's pause
+//     generation moved with its flag).
+//   - Stores.Leaks, after every case: what the backend keeps beyond what
+//     the store says it does (keys without an expiry, rows beyond a bound,
+//     leases with no key).
 package taskstatetest
 
 import (
@@ -42,8 +60,18 @@ type Stores struct {
 	// client see the connection end, and resend the call (Retried) or
 	// return an error (Failed). It is nil for NoWire; a harness that cannot
 	// lose replies on a store with a wire (a Redis Cluster) leaves it nil,
-	// and the lost-reply cases are skipped.
+	// and the lost-reply cases are skipped. The ContextEnded cases use it
+	// too: their then ends the call's context, so that the client, which
+	// does not resend a call whose context ended, returns its error.
 	LoseNextReply func(then func())
+	// Leaks, if set, reports what the backend holds that the store's
+	// documentation does not say it keeps (keys without an expiry that it
+	// does not state permanent, rows beyond its stated bound, leases that
+	// hold no key), or nil. The suite calls it once each case that made
+	// these stores has ended, before the harness's own cleanups. A backend
+	// shared across cases reports only what these stores could have left:
+	// their namespace, or what appeared since they were made.
+	Leaks func(t *testing.T) error
 }
 
 // A Loss is what a lost reply does to a store's call: what the store
@@ -106,6 +134,8 @@ func Run(t *testing.T, newStores NewStores) {
 	t.Run("RecordMany", s.recordMany)
 	t.Run("RunsLimit", s.runsLimit)
 	t.Run("ConcurrentRecords", s.concurrentRecords)
+	t.Run("RecordResent", s.recordResent)
+	t.Run("RecordResentAfterLaterRecords", s.recordResentAfterLaterRecords)
 	t.Run("ErrorCap", s.errorCap)
 	t.Run("LostReply", func(t *testing.T) {
 		t.Run("SetPaused", s.lostSetPaused)
@@ -114,15 +144,18 @@ func Run(t *testing.T, newStores NewStores) {
 		t.Run("TakeRequestThenAnotherTake", s.lostTakeRequestThenAnotherTake)
 		t.Run("Record", s.lostRecord)
 		t.Run("RecordManual", s.lostRecordManual)
+		t.Run("RecordMany", s.lostRecordMany)
 		t.Run("TakeRetry", s.lostTakeRetry)
 		t.Run("RecordRetry", s.lostRecordRetry)
 		t.Run("LeaveWaiting", s.lostLeaveWaiting)
 		t.Run("StartBackfill", s.lostStartBackfill)
 		t.Run("TakeBackfill", s.lostTakeBackfill)
+		t.Run("EndBackfill", s.lostEndBackfill)
 		t.Run("CreateSchedule", s.lostCreateSchedule)
 		t.Run("UpdateSchedule", s.lostUpdateSchedule)
 		t.Run("DeleteSchedule", s.lostDeleteSchedule)
 	})
+	t.Run("ContextEnded", s.contextEnded)
 }
 
 type suite struct {
@@ -130,10 +163,25 @@ type suite struct {
 	n   atomic.Int64
 }
 
+// stores returns the stores of a new backend, whose Leaks the suite checks
+// once t has ended.
+func (s *suite) stores(t *testing.T, history int) Stores {
+	t.Helper()
+	st := s.new(t, history)
+	if st.Leaks != nil {
+		t.Cleanup(func() {
+			if err := st.Leaks(t); err != nil {
+				t.Errorf("after %s: Stores.Leaks: %v", t.Name(), err)
+			}
+		})
+	}
+	return st
+}
+
 // pair returns the two stores of a new backend.
 func (s *suite) pair(t *testing.T, history int) (a, b taskstate.Store) {
 	t.Helper()
-	st := s.new(t, history)
+	st := s.stores(t, history)
 	return st.A, st.B
 }
 
@@ -692,7 +740,7 @@ func (s *suite) concurrentRecords(t *testing.T) {
 // it cannot for a store with a wire.
 func (s *suite) lossy(t *testing.T) Stores {
 	t.Helper()
-	st := s.new(t, 0)
+	st := s.stores(t, 0)
 	switch {
 	case st.Loss == NoWire && st.LoseNextReply != nil:
 		t.Fatal("taskstatetest: Stores.LoseNextReply is set and Loss is NoWire: set Loss to Retried or Failed")
@@ -879,23 +927,26 @@ func (s *suite) lostTakeRequestThenAnotherTake(t *testing.T) {
 }
 
 // lostRecord: a Record whose reply was lost, another node's Record after
-// it, then the retry: each run is kept once, in the order they were made.
+// it, then the resend (the client's for Retried, the caller's for Failed,
+// with the same ID, as the scheduler's recorder does): each run is kept
+// once, in the order they were made.
 func (s *suite) lostRecord(t *testing.T) {
 	st := s.lossy(t)
 	a, b := st.A, st.B
 	ctx := context.Background()
 	task := s.task(t)
-	mine, theirs := run(1), run(2)
-	lose(t, st, "Record", func() error { return a.Record(ctx, taskstate.TaskRun{Task: task, Run: mine}) }, func() {
-		if err := b.Record(ctx, taskstate.TaskRun{Task: task, Run: theirs}); err != nil {
+	mine, theirs := taskstate.TaskRun{Task: task, ID: s.recordID(), Run: run(1)}, run(2)
+	lose(t, st, "Record", func() error { return a.Record(ctx, mine) }, func() {
+		if err := b.Record(ctx, taskstate.TaskRun{Task: task, ID: s.recordID(), Run: theirs}); err != nil {
 			t.Error(err)
 		}
 	})
-	wantRuns(t, b, task, theirs, mine)
+	resend(t, st, "Record", func() error { return a.Record(ctx, mine) })
+	wantRuns(t, b, task, theirs, mine.Run)
 }
 
 // lostRecordManual: the record of a manual run whose reply was lost,
-// another node's Record after it, then the retry: the run replaced its
+// another node's Record after it, then the resend: the run replaced its
 // placeholder once and is kept once.
 func (s *suite) lostRecordManual(t *testing.T) {
 	st := s.lossy(t)
@@ -911,11 +962,13 @@ func (s *suite) lostRecordManual(t *testing.T) {
 	}
 	manual := taskstate.Run{Fire: at, Manual: true, Node: "node-a", Token: 12, Start: at, Duration: time.Second, Outcome: "ok"}
 	theirs := run(2)
-	lose(t, st, "Record", func() error { return a.Record(ctx, taskstate.TaskRun{Task: task, Run: manual}) }, func() {
+	rec := taskstate.TaskRun{Task: task, ID: s.recordID(), Run: manual}
+	lose(t, st, "Record", func() error { return a.Record(ctx, rec) }, func() {
 		if err := b.Record(ctx, taskstate.TaskRun{Task: task, Run: theirs}); err != nil {
 			t.Error(err)
 		}
 	})
+	resend(t, st, "Record", func() error { return a.Record(ctx, rec) })
 	wantRuns(t, b, task, theirs, manual)
 }
 
