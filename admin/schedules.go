@@ -25,6 +25,11 @@ type ScheduleJSON struct {
 	Args    json.RawMessage   `json:"args"`    // the JSON value handed to each run; null if none
 	Node    string            `json:"node"`    // the node that created or last updated it
 	Updated time.Time         `json:"updated"` // when
+	// From is when this spec came, or comes, in force on every node: an
+	// update's is two of the updating node's polls after it, the replaced
+	// spec running the fires before (taskstate.Schedule.From); the zero
+	// time for a schedule stored without it.
+	From time.Time `json:"from"`
 	// Problem is why the node answering does not run it: its handler is not
 	// registered there (a rolling deploy), its name is a task's declared in
 	// code there, or it breaks a rule there; "" when it runs it.
@@ -40,7 +45,10 @@ type SchedulesJSON struct {
 // ScheduleRequestJSON is the body of POST /schedules and PUT
 // /schedules/{name}. Fields it does not name are refused. Name may be left
 // out of a PUT, whose path names the schedule; if given, it must be the
-// path's.
+// path's. A PUT replaces the whole schedule: a field left out is dropped
+// (no lock: every node runs each fire). ndigo schedule update reads the
+// schedule first and sends it whole with its flags' changes, so that what
+// they do not name is kept.
 type ScheduleRequestJSON struct {
 	Name    string            `json:"name"`
 	Handler string            `json:"handler"`
@@ -59,7 +67,7 @@ const maxScheduleBody = taskstate.MaxScheduleLen
 
 func scheduleJSON(i scheduling.ScheduleInfo) ScheduleJSON {
 	j := ScheduleJSON{Name: i.Name, Handler: i.Handler, Cron: i.Cron, Lock: i.Lock, Options: i.Options, Args: i.Args,
-		Node: i.Node, Updated: i.Updated.UTC(), Problem: i.Problem}
+		Node: i.Node, Updated: i.Updated.UTC(), From: i.From.UTC(), Problem: i.Problem}
 	if j.Options == nil {
 		j.Options = map[string]string{}
 	}

@@ -23,6 +23,7 @@ type cmdFlags struct {
 	poll                time.Duration
 
 	handler, cron, lock string
+	unlocked            bool              // schedule update --unlocked
 	options             optionList        // --option KEY=VALUE, as given
 	args                string            // --args, as given
 	optionMap           map[string]string // options, parsed by checkSchedule

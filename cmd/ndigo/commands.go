@@ -37,7 +37,7 @@ var commands = map[string]command{
 	"backfill":        {args: 1, sendToken: true, flags: backfillFlags, check: checkBackfill, do: runBackfill},
 	"schedules":       {args: 0, do: listSchedules},
 	"schedule create": {args: 1, noun: "schedule", sendToken: true, flags: scheduleFlags, check: checkSchedule("create"), do: putSchedule("create")},
-	"schedule update": {args: 1, noun: "schedule", sendToken: true, flags: scheduleFlags, check: checkSchedule("update"), do: putSchedule("update")},
+	"schedule update": {args: 1, noun: "schedule", sendToken: true, flags: updateFlags, check: checkSchedule("update"), do: putSchedule("update")},
 	"schedule delete": {args: 1, noun: "schedule", sendToken: true, check: checkDelete, do: deleteSchedule},
 }
 
@@ -46,7 +46,7 @@ const scheduleVerbs = "create, update or delete"
 
 // ownFlags are the flags that only some commands take, in the order the
 // usage errors check them.
-var ownFlags = slices.Concat(backfillFlags, scheduleFlags)
+var ownFlags = slices.Concat(backfillFlags, updateFlags)
 
 // flagOwners names the commands that take flag: "backfill", "schedule
 // create and schedule update".

@@ -143,6 +143,7 @@ type schedule struct {
 	Args    json.RawMessage   `json:"args"` // null if none
 	Node    string            `json:"node"` // the node that created or last updated it
 	Updated time.Time         `json:"updated"`
+	From    time.Time         `json:"from"`    // when its spec comes or came in force on every node
 	Problem string            `json:"problem"` // why the node answering does not run it; "" if it does
 }
 

@@ -14,8 +14,8 @@
 //	ndigo schedules      the stored schedules (tasks declared at runtime) as the node sees them, and why it does not run one
 //	ndigo schedule create NAME --handler HANDLER --cron EXPR [--lock KEY] [--option KEY=VALUE ...] [--args JSON]
 //	                     every node with the handler runs the task from its next fire (the others from their next poll)
-//	ndigo schedule update NAME ...the same flags...
-//	                     the whole stored schedule is replaced: a flag left out is dropped
+//	ndigo schedule update NAME [--handler HANDLER] [--cron EXPR] [--lock KEY | --unlocked] [--option KEY=VALUE ...] [--args JSON]
+//	                     what the flags give changes, the rest of the stored schedule is kept
 //	ndigo schedule delete NAME
 //	                     no node fires the stored schedule from its next poll
 //
@@ -86,6 +86,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.StringVar(&f.handler, "handler", "", "")
 	fs.StringVar(&f.cron, "cron", "", "")
 	fs.StringVar(&f.lock, "lock", "", "")
+	fs.BoolVar(&f.unlocked, "unlocked", false, "")
 	fs.Var(&f.options, "option", "")
 	fs.StringVar(&f.args, "args", "", "")
 	pos, err := parseInterleaved(fs, args)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -12,11 +13,16 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 	"unicode/utf8"
 )
 
-// scheduleFlags are the flags of schedule create and schedule update.
-var scheduleFlags = []string{"handler", "cron", "lock", "option", "args"}
+// scheduleFlags are the flags of schedule create and schedule update;
+// updateFlags, schedule update's, which may also drop the lock.
+var (
+	scheduleFlags = []string{"handler", "cron", "lock", "option", "args"}
+	updateFlags   = append(slices.Clip(scheduleFlags), "unlocked")
+)
 
 // optionList is the repeated --option flag: each KEY=VALUE as given, which
 // checkSchedule parses, so that a malformed one is a usage error of its
@@ -36,8 +42,9 @@ func (o *optionList) Set(v string) error {
 }
 
 // checkSchedule returns the check of schedule create or update (verb): the
-// name one the API can address, --handler and --cron given, each --option
-// KEY=VALUE with a key of its own, --args one JSON value. It sets
+// name one the API can address; for create, --handler and --cron given; for
+// update, some change given, and not both --lock and --unlocked; each
+// --option KEY=VALUE with a key of its own, --args one JSON value. It sets
 // f.optionMap and f.argsJSON from them.
 func checkSchedule(verb string) func(args []string, f *cmdFlags) error {
 	return func(args []string, f *cmdFlags) error {
@@ -48,8 +55,21 @@ func checkSchedule(verb string) func(args []string, f *cmdFlags) error {
 			{"handler", f.handler, "the name of a handler the nodes register in code (Scheduler.Handle)"},
 			{"cron", f.cron, `the cron expression, such as "0 2 * * *" or "@every 5m"`},
 		} {
-			if p.value == "" {
-				return fmt.Errorf("schedule %s: --%s is required: %s (update replaces the whole schedule)", verb, p.name, p.what)
+			switch {
+			case verb == "update" && f.set[p.name] && p.value == "":
+				return fmt.Errorf("schedule update: --%s is empty: give %s, or leave the flag out to keep the schedule's", p.name, p.what)
+			case verb != "update" && p.value == "":
+				return fmt.Errorf("schedule %s: --%s is required: %s", verb, p.name, p.what)
+			}
+		}
+		if verb == "update" {
+			switch {
+			case f.set["lock"] && f.set["unlocked"]:
+				return errors.New("schedule update: --lock and --unlocked: give one, --lock KEY to lock the schedule on KEY, --unlocked to drop its lock")
+			case f.set["lock"] && f.lock == "":
+				return errors.New("schedule update: --lock is empty: give a key, or --unlocked to drop the schedule's lock (every node then runs each fire)")
+			case !slices.ContainsFunc(updateFlags, func(fl string) bool { return f.set[fl] }):
+				return errors.New("schedule update: nothing to change: give --handler, --cron, --lock or --unlocked, --option or --args; the rest of the schedule is kept")
 			}
 		}
 		for _, kv := range f.options {
@@ -116,7 +136,11 @@ func listSchedules(ctx context.Context, c *client, _ []string, _ cmdFlags, out o
 }
 
 // putSchedule returns schedule create (POST /schedules) or schedule update
-// (PUT /schedules/{name}, the whole schedule replaced): verb.
+// (verb). An update changes what its flags give and keeps the rest: it reads
+// the stored schedule (GET /schedules), changes it, and sends the whole of
+// it (PUT /schedules/{name}, which replaces a schedule whole); --option
+// KEY=VALUE sets one option, KEY= with no value drops it. Two updates of
+// one schedule at once keep the later's whole schedule.
 func putSchedule(verb string) func(context.Context, *client, []string, cmdFlags, output) error {
 	return func(ctx context.Context, c *client, args []string, f cmdFlags, out output) error {
 		req := scheduleRequest{Name: args[0], Handler: f.handler, Cron: f.cron, Lock: f.lock, Options: f.optionMap, Args: f.argsJSON}
@@ -126,6 +150,9 @@ func putSchedule(verb string) func(context.Context, *client, []string, cmdFlags,
 		if verb == "create" {
 			body, err = c.postJSON(ctx, u, req)
 		} else {
+			if req, err = updated(ctx, c, args[0], f); err != nil {
+				return err
+			}
 			method, u = http.MethodPut, c.schedulesEndpoint(args[0])
 			body, err = c.putJSON(ctx, u, req)
 		}
@@ -141,6 +168,50 @@ func putSchedule(verb string) func(context.Context, *client, []string, cmdFlags,
 		}
 		return writeScheduled(out.w, verb, sc)
 	}
+}
+
+// updated returns the stored schedule name as the node answering lists
+// it, with f's changes.
+func updated(ctx context.Context, c *client, name string, f cmdFlags) (scheduleRequest, error) {
+	var list scheduleList
+	if _, err := getJSON(ctx, c, c.schedulesEndpoint(""), output{}, "the schedule list", &list); err != nil {
+		return scheduleRequest{}, fmt.Errorf("schedule update: reading the schedule to change: %w", err)
+	}
+	i := slices.IndexFunc(list.Schedules, func(sc schedule) bool { return sc.Name == name })
+	if i < 0 {
+		return scheduleRequest{}, fmt.Errorf("schedule update: no stored schedule is named %q (ndigo schedules lists them): create it first", name)
+	}
+	sc := list.Schedules[i]
+	req := scheduleRequest{Name: name, Handler: sc.Handler, Cron: sc.Cron, Lock: sc.Lock, Options: maps.Clone(sc.Options), Args: sc.Args}
+	if string(req.Args) == "null" {
+		req.Args = nil
+	}
+	if f.set["handler"] {
+		req.Handler = f.handler
+	}
+	if f.set["cron"] {
+		req.Cron = f.cron
+	}
+	switch {
+	case f.set["lock"]:
+		req.Lock = f.lock
+	case f.unlocked:
+		req.Lock = ""
+	}
+	for k, v := range f.optionMap {
+		if v == "" {
+			delete(req.Options, k)
+			continue
+		}
+		if req.Options == nil {
+			req.Options = map[string]string{}
+		}
+		req.Options[k] = v
+	}
+	if f.set["args"] {
+		req.Args = f.argsJSON
+	}
+	return req, nil
 }
 
 func deleteSchedule(ctx context.Context, c *client, args []string, _ cmdFlags, out output) error {
@@ -177,8 +248,8 @@ func writeScheduled(w io.Writer, verb string, sc schedule) error {
 		line = fmt.Sprintf("schedule %s created (%s): it runs from its next fire, on %s now and on the other nodes from their next poll, within about a second",
 			strconv.Quote(sc.Name), spec, nodeName(sc.Node))
 	} else {
-		line = fmt.Sprintf("schedule %s replaced (%s): the new schedule runs from its next fire, on %s now and on the other nodes from their next poll, within about a second; a run of the old in flight finishes",
-			strconv.Quote(sc.Name), spec, nodeName(sc.Node))
+		line = fmt.Sprintf("schedule %s updated (%s): every node runs it from %s on, the old spec's fires before; a run of the old in flight finishes",
+			strconv.Quote(sc.Name), spec, sc.From.UTC().Format(time.RFC3339Nano))
 	}
 	_, err := fmt.Fprintln(w, line)
 	return err

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jonboulle/clockwork"
 
@@ -162,19 +163,26 @@ func TestScheduleCommands(t *testing.T) {
 		t.Errorf("tasks: %q; want HANDLER last, tenant-report for report-acme, - for nightly (declared in code)", rs)
 	}
 
-	res = ndigo(t, n.env, "schedule", "update", "report-acme", "--handler", "tenant-report", "--cron", "0 3 * * *")
-	want = `schedule "report-acme" replaced (handler "tenant-report", cron "0 3 * * *", unlocked: every node runs each fire): ` +
-		"the new schedule runs from its next fire, on node-a now and on the other nodes from their next poll, within about a second; a run of the old in flight finishes\n"
+	// An update changes what its flags give and keeps the rest: a cron
+	// alone keeps the lock (before, it dropped it, and every node then ran
+	// each fire), the options and the arguments.
+	res = ndigo(t, n.env, "schedule", "update", "report-acme", "--cron", "0 3 * * *")
+	sc = n.stored(t)["report-acme"]
+	want = `schedule "report-acme" updated (handler "tenant-report", cron "0 3 * * *", lock "report:acme", options lockTtl=5m,overlap=skip): ` +
+		"every node runs it from " + sc.From.UTC().Format(time.RFC3339Nano) + " on, the old spec's fires before; a run of the old in flight finishes\n"
 	if res.code != 0 || res.stdout != want || res.stderr != "" {
 		t.Fatalf("schedule update: exit %d, stdout %q, stderr %q; want %q", res.code, res.stdout, res.stderr, want)
 	}
-	if sc := n.stored(t)["report-acme"]; sc.Cron != "0 3 * * *" || sc.Lock != "" || len(sc.Options) != 0 || len(sc.Args) != 0 {
-		t.Errorf("stored after the update %+v; want the whole schedule replaced: no lock, options or args", sc)
+	if sc.Cron != "0 3 * * *" || sc.Handler != "tenant-report" || sc.Lock != "report:acme" || !sameMap(sc.Options, map[string]string{"lockTtl": "5m", "overlap": "skip"}) ||
+		string(sc.Args) != `{"tenant":"acme","regions":["eu-west-1","us-east-1","ap-south-1"]}` || !sc.From.After(sc.Updated) {
+		t.Errorf("stored after the update %+v; want the new cron, the rest kept, in force after the change", sc)
 	}
-	res = ndigo(t, n.env, "--json", "schedule", "update", "report-acme", "--handler", "tenant-report", "--cron", "0 4 * * *", "--args", "[1, 2]")
+	// --unlocked drops the lock; --option KEY= drops an option, KEY=VALUE sets one.
+	res = ndigo(t, n.env, "--json", "schedule", "update", "report-acme", "--unlocked", "--option", "lockTtl=", "--option", "overlap=", "--option", "jitter=1m", "--args", "[1, 2]")
 	var got schedule
-	if err := json.Unmarshal([]byte(res.stdout), &got); err != nil || res.code != 0 || got.Cron != "0 4 * * *" || argsCell(got.Args) != "[1,2]" {
-		t.Errorf("--json schedule update: exit %d, stdout %q (%v); want the schedule as stored", res.code, res.stdout, err)
+	if err := json.Unmarshal([]byte(res.stdout), &got); err != nil || res.code != 0 || got.Cron != "0 3 * * *" || got.Lock != "" ||
+		!sameMap(got.Options, map[string]string{"jitter": "1m"}) || argsCell(got.Args) != "[1,2]" {
+		t.Errorf("--json schedule update --unlocked: exit %d, stdout %q, stderr %q (%v); want unlocked, jitter=1m alone, args [1,2]", res.code, res.stdout, res.stderr, err)
 	}
 
 	res = ndigo(t, n.env, "schedule", "delete", "report-acme")
@@ -225,7 +233,11 @@ func TestScheduleRefusals(t *testing.T) {
 		{append(create, "--option", "lockTtl=5m", "--option", "lockTtl=10m"), `ndigo: schedule create: --option "lockTtl=10m": lockTtl is given twice (lockTtl=5m before)`},
 		{append(create, "--args", "{tenant: acme}"), `ndigo: schedule create: --args "{tenant: acme}": must be one JSON value, such as --args '{"tenant": "acme"}'`},
 		{append(create, "--args", ""), `ndigo: schedule create: --args "": must be one JSON value`},
-		{[]string{"schedule", "update", "report-acme", "--cron", "@daily"}, "ndigo: schedule update: --handler is required: the name of a handler the nodes register in code (Scheduler.Handle) (update replaces the whole schedule)"},
+		{[]string{"schedule", "update", "report-acme"}, "ndigo: schedule update: nothing to change: give --handler, --cron, --lock or --unlocked, --option or --args"},
+		{[]string{"schedule", "update", "report-acme", "--lock", "k", "--unlocked"}, "ndigo: schedule update: --lock and --unlocked: give one"},
+		{[]string{"schedule", "update", "report-acme", "--lock", ""}, "ndigo: schedule update: --lock is empty: give a key, or --unlocked"},
+		{[]string{"schedule", "update", "report-acme", "--cron", ""}, "ndigo: schedule update: --cron is empty"},
+		{append(create, "--unlocked"), "ndigo: --unlocked is a flag of schedule update, not of schedule create"},
 		{[]string{"schedule", "create", "report-acme", "--handler", "tenant-report"}, `ndigo: schedule create: --cron is required: the cron expression, such as "0 2 * * *"`},
 		{[]string{"schedule", "create", "--handler", "tenant-report", "--cron", "@daily"}, "ndigo: schedule create takes one argument, the schedule's name, got 0"},
 		{[]string{"schedule", "delete", ""}, "ndigo: schedule delete: the schedule name is empty"},
@@ -266,7 +278,7 @@ func TestScheduleRefusals(t *testing.T) {
 		{n.env, create, `409 Conflict: taskstate: a schedule of that name exists`},
 		{n.env, []string{"schedule", "create", "nightly", "--handler", "tenant-report", "--cron", "@daily"}, `409 Conflict: scheduling: the task is declared in code`},
 		{n.env, []string{"schedule", "update", "report-beta", "--handler", "tenant-report", "--cron", "@daily"},
-			"PUT " + n.url + `/schedules/report-beta: 404 Not Found: scheduling: unknown schedule: "report-beta": create it first`},
+			`schedule update: no stored schedule is named "report-beta" (ndigo schedules lists them): create it first`},
 		{n.env, []string{"schedule", "delete", "report-beta"}, "DELETE " + n.url + `/schedules/report-beta: 404 Not Found: scheduling: unknown schedule: "report-beta"`},
 		{n.env, []string{"schedule", "delete", "nightly"}, `409 Conflict: scheduling: the task is declared in code: task "nightly" cannot be deleted at runtime: remove it from the code and deploy`},
 		{noToken, []string{"schedule", "delete", "report-acme"}, "401 Unauthorized: missing or wrong bearer token: send 'Authorization: Bearer <admin.token>' (set NDIGO_ADMIN_TOKEN to the node's admin token)"},

@@ -47,12 +47,13 @@ Commands:
                  overlap=skip), each run handed the JSON value of --args; the node
                  answering runs it from its next fire, the others from their next poll
                  (about a second)
-  schedule update NAME --handler HANDLER --cron EXPR [--lock KEY]
+  schedule update NAME [--handler HANDLER] [--cron EXPR] [--lock KEY | --unlocked]
                  [--option KEY=VALUE ...] [--args JSON]
-                 replace the whole stored schedule, as create stores one: what a flag
-                 left out set is dropped (no --lock: unlocked; no --option: no options;
-                 no --args: no arguments); the nodes take it up as create's; a run of
-                 the old in flight finishes
+                 change what the flags give and keep the rest of the stored schedule:
+                 --unlocked drops its lock (every node then runs each fire), --option
+                 KEY=VALUE sets one option and KEY= drops it; the new spec comes in
+                 force on every node at once, two polls later (about two seconds);
+                 a run of the old in flight finishes
   schedule delete NAME
                  delete the stored schedule: the node answering fires it no more, the others
                  from their next poll; a run in flight finishes; its history stays
