@@ -2,6 +2,7 @@ package admin
 
 import (
 	"cmp"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -25,6 +26,13 @@ type Options struct {
 	Checks []Check
 	// CheckTimeout bounds each check; zero means DefaultCheckTimeout.
 	CheckTimeout time.Duration
+	// StateTimeout bounds each request's calls of the shared task state
+	// (and of the scheduler's driver); zero means DefaultStateTimeout. A
+	// store that does not answer (a hung server: etcd stopped, a network
+	// that drops packets) then costs an operator that long: the task list
+	// answers with this node's view and says why (stateError), the other
+	// endpoints with an error, none hangs.
+	StateTimeout time.Duration
 	// Routes are extra endpoints served beside the built-in ones, such as
 	// /metrics.
 	Routes []Route
@@ -91,12 +99,13 @@ type Route struct {
 //
 //	mux.Handle("/admin/", http.StripPrefix("/admin", h))
 type Handler struct {
-	s       *scheduling.Scheduler
-	checks  []Check
-	timeout time.Duration
-	mux     *http.ServeMux
-	token   []byte // SHA-256 of Options.Token; nil without one
-	log     *slog.Logger
+	s            *scheduling.Scheduler
+	checks       []Check
+	timeout      time.Duration
+	stateTimeout time.Duration // Options.StateTimeout
+	mux          *http.ServeMux
+	token        []byte // SHA-256 of Options.Token; nil without one
+	log          *slog.Logger
 }
 
 // New returns a Handler for opts.
@@ -106,6 +115,9 @@ func New(opts Options) (*Handler, error) {
 	}
 	if opts.CheckTimeout < 0 {
 		return nil, fmt.Errorf("%w: CheckTimeout %v must not be negative", ErrInvalid, opts.CheckTimeout)
+	}
+	if opts.StateTimeout < 0 {
+		return nil, fmt.Errorf("%w: StateTimeout %v must not be negative", ErrInvalid, opts.StateTimeout)
 	}
 	seen := map[string]int{}
 	for i, c := range opts.Checks {
@@ -119,10 +131,13 @@ func New(opts Options) (*Handler, error) {
 		}
 		seen[c.Name] = i
 	}
-	h := &Handler{s: opts.Scheduler, checks: opts.Checks, timeout: opts.CheckTimeout, mux: http.NewServeMux(),
-		log: opts.Logger}
+	h := &Handler{s: opts.Scheduler, checks: opts.Checks, timeout: opts.CheckTimeout, stateTimeout: opts.StateTimeout,
+		mux: http.NewServeMux(), log: opts.Logger}
 	if h.timeout == 0 {
 		h.timeout = DefaultCheckTimeout
+	}
+	if h.stateTimeout == 0 {
+		h.stateTimeout = DefaultStateTimeout
 	}
 	if h.log == nil {
 		h.log = slog.Default()
@@ -180,8 +195,16 @@ func register(mux *http.ServeMux, r Route) (err error) {
 	return nil
 }
 
+// DefaultStateTimeout bounds each request's calls of the task state when
+// [Options.StateTimeout] is zero: as long as go-redis's default read
+// timeouts let a call to a hung Redis take.
+const DefaultStateTimeout = 5 * time.Second
+
 // ServeHTTP serves the endpoints.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), h.stateTimeout)
+	defer cancel()
+	r = r.WithContext(ctx)
 	if _, pattern := h.mux.Handler(r); pattern == "" {
 		// No route: the mux's own 404 or 405 (Allow kept), as JSON.
 		w = &jsonError{ResponseWriter: w, method: r.Method, path: r.URL.Path}
