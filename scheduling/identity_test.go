@@ -24,11 +24,7 @@ func TestStoredScheduleLockChangeRunsEachFireOnce(t *testing.T) {
 	c := newCluster(t)
 	var h handled
 	c.start(2, func() []Task { return nil })
-	for _, s := range c.nodes {
-		if err := s.Handle("tenant-report", h.fn); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c.handle("tenant-report", h.fn)
 	ctx := context.Background()
 	if err := c.nodes[0].CreateSchedule(ctx, acmeReport()); err != nil {
 		t.Fatal(err)
@@ -52,11 +48,7 @@ func TestStoredScheduleChangesAtAnAgreedInstant(t *testing.T) {
 	c := newCluster(t)
 	var h handled
 	c.start(3, func() []Task { return nil })
-	for _, s := range c.nodes {
-		if err := s.Handle("tenant-report", h.fn); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c.handle("tenant-report", h.fn)
 	ctx := context.Background()
 	sc := acmeReport()
 	sc.Cron = "@every 1s"
@@ -103,11 +95,7 @@ func TestStoredScheduleLockChangeWaitsForTheOldRun(t *testing.T) {
 	first := epoch.Add(time.Minute)
 	b := newBlocker(func(r Run) bool { return r.Fire.Equal(first) })
 	c.start(2, func() []Task { return nil })
-	for _, s := range c.nodes {
-		if err := s.Handle("tenant-report", func(ctx context.Context, _ json.RawMessage) error { return b.task(ctx) }); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c.handle("tenant-report", func(ctx context.Context, _ json.RawMessage) error { return b.task(ctx) })
 	ctx := context.Background()
 	sc := acmeReport()
 	sc.Options = map[string]string{"lockTtl": "10m"}
@@ -332,4 +320,14 @@ func TestLeaseOutlivesTheRecordCall(t *testing.T) {
 		t.Fatalf("Acquire once the record was sent = %v, want the lease", err)
 	}
 	_ = l.Release(ctx)
+}
+
+// handle registers fn as the handler name on every node of c.
+func (c *cluster) handle(name string, fn HandlerFunc) {
+	c.t.Helper()
+	for _, s := range c.nodes {
+		if err := s.Handle(name, fn); err != nil {
+			c.t.Fatal(err)
+		}
+	}
 }
