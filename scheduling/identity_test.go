@@ -274,6 +274,31 @@ func TestBackfillClaimsItsInstants(t *testing.T) {
 	}
 }
 
+// failingRecords is a store whose Record calls fail.
+type failingRecords struct{ taskstate.Store }
+
+func (failingRecords) Record(context.Context, ...taskstate.TaskRun) error {
+	return errors.New("store down")
+}
+
+// A run whose record the store refused (kept in the backlog) releases its
+// lease at once: the lock is not held for a failing store.
+func TestLeaseReleasedWhenTheRecordFails(t *testing.T) {
+	c := newCluster(t)
+	var f fires
+	s := New(Config{Driver: c.driver, Clock: c.fc, Logger: slog.New(c.logs), Node: "node-0", State: failingRecords{c.store}})
+	mustAdd(t, s, NewTask(f.task, Cron("@every 1m"), Lock("k"), LockTTL(time.Hour), Name("report")))
+	mustStart(t, s)
+	defer s.Stop(context.Background())
+	step(t, c.fc, time.Minute, time.Minute, s) // would wait for the lease's hour without the release
+	ctx := context.Background()
+	l, err := c.driver.Acquire(ctx, "k", time.Minute)
+	if err != nil || f.count() != 1 {
+		t.Fatalf("Acquire after the run, its record refused = %v (%d runs); want the lease: the run released it", err, f.count())
+	}
+	_ = l.Release(ctx)
+}
+
 // slowRecords is a store whose Record calls carrying a run wait until
 // release closes.
 type slowRecords struct {

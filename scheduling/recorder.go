@@ -41,17 +41,19 @@ func (s *Scheduler) recordShared(e *entry, last *LastRun, retry *taskstate.Retry
 // answered), or done closes. A locked run's lease is released only then,
 // so that the node that next holds the lock finds the run in the shared
 // history: a backfill takes its instant under the lock, and refuses one
-// that ran (see [Scheduler.Backfill]).
+// that ran (see [Scheduler.Backfill]). A record kept in the backlog (a
+// call failed, and none is out) is not waited for: the store is failing,
+// and the lock is not held for it.
 func (s *Scheduler) awaitRecord(seq uint64, done <-chan struct{}) {
 	for {
 		s.records.mu.Lock()
-		sent, ch := s.records.sent, s.records.sentCh
+		sent, busy, ch := s.records.sent, s.records.busy, s.records.sentCh
 		if ch == nil {
 			ch = make(chan struct{})
 			s.records.sentCh = ch
 		}
 		s.records.mu.Unlock()
-		if sent >= seq {
+		if sent >= seq || !busy {
 			return
 		}
 		select {
@@ -173,11 +175,12 @@ func (s *Scheduler) flushRecords() {
 		ctx, cancel := withTimeout(context.Background(), s.clock, storeTimeout)
 		err := s.state.Record(ctx, batch...)
 		cancel()
-		s.sentUpTo(upTo)
 		if err != nil {
-			s.requeue(batch, err)
+			s.requeue(batch, err) // no flush is out from here: awaitRecord waits no more
+			s.sentUpTo(upTo)
 			return
 		}
+		s.sentUpTo(upTo)
 		if s.recordFailing.Swap(false) {
 			s.log.Info("fires recorded in the shared history again", "records", len(batch))
 		}
