@@ -53,11 +53,17 @@ type BackfillOptions struct {
 // once, and every node that has the task goes on with it from its next poll
 // if the driving node stops or dies; each instant is taken once
 // ([taskstate.Store.TakeBackfill]). An instant that already ran is refused
-// unless opts.Force: one that a backfill ran, or that the task's kept
-// history shows ran when this backfill started. A scheduled fire whose run
-// the kept history no longer holds (it keeps the task's newest runs, 20 by
-// default) is not known to have run, and a backfill over it runs it again:
-// keep backfills to ranges that did not run, or a history long enough. A paused task's
+// unless opts.Force: one that a backfill ran, that the task's kept history
+// shows ran when this backfill started, or of which it holds a run when a
+// node takes the instant, under the task's lock (a run still going when
+// the backfill started is refused once it ended: a locked run's lease is
+// released once its record is sent). Each instant taken is claimed as its
+// fire, so a node that reaches that fire late finds it claimed. A scheduled
+// fire whose run the kept history no longer holds (it keeps the task's
+// newest runs, 20 by default), or whose record its node could not send
+// before its lease ended, is not known to have run, and a backfill over it
+// runs it again: keep backfills to ranges that did not run, or a history
+// long enough. A paused task's
 // backfill waits for the resume; a failed instant is recorded and not
 // retried. A task has one backfill running at a time; another gets an error
 // wrapping [taskstate.ErrBackfillRunning].
