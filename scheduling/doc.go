@@ -65,14 +65,19 @@
 //   - claims the fire: the driver ([locks.Claimer]) keeps, per task, the
 //     latest fire claimed in the cluster, and refuses a claim of that fire or
 //     an earlier one, so the fire is skipped as "already claimed by another
-//     node". The claim is made while the lease is held, or, for a fire that
-//     waits for its lock, before the wait;
+//     node". A fire is its task's name and its instant, whatever its spec:
+//     the claim's key is "@" and the task's name, the same for every lock,
+//     cron and option, and every kind of run that runs an instant claims it
+//     there (a backfill's too). The claim is made while the lease is held,
+//     or, for a fire that waits for its lock, before the wait;
 //   - runs with a context that carries the lease ([locks.FromContext]) and the
 //     [Run] ([RunFromContext]), and that is cancelled when the lease ends or
 //     MaxRunTime passes on the injected clock;
 //   - with Renew, extends the lease every third of the lock TTL;
-//   - releases the lease when the task returns, errors or panics; a panic is
-//     recovered and logged with the task name.
+//   - releases the lease when the task returns, errors or panics, once a
+//     Record call carried the run to the task state (not waiting for one
+//     the store refused): the next holder of the lock finds the run in the
+//     shared history; a panic is recovered and logged with the task name.
 //
 // A task never overlaps itself on one node: a fire that finds the previous
 // one still running, or still waiting for its lock, is skipped and logged.
