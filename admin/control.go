@@ -177,9 +177,11 @@ type ErrorJSON struct {
 }
 
 // noToken is the 403 message of a mutation when no token is configured.
-const noToken = "task control is off: no admin token is configured; set admin.token in the configuration " +
-	"(or its environment variable, such as NDIGO_ADMIN_TOKEN with the prefix NDIGO_), or admin.Options.Token, " +
-	"and send it as 'Authorization: Bearer <token>'"
+//
+// It names the node's own setting: the CLI's NDIGO_ADMIN_TOKEN is a client's
+// variable, which configures no node.
+const noToken = "task control is off: this node has no admin token; set admin.token in its configuration " +
+	"(or admin.Options.Token) and restart it, then send the token as 'Authorization: Bearer <token>'"
 
 // nameParam is the query parameter of /scheduledtasks/{action}?name=NAME.
 const nameParam = "name"

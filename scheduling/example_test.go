@@ -77,7 +77,7 @@ func ExampleScheduler_Add() {
 	// Output:
 	// true
 	// scheduling: invalid task spec: 2 problems
-	// 	PayrollController.CloseBooks: option cron = "0 25 * * *": must be a valid cron expression (end of range (25) above maximum (23): 25)
+	// 	PayrollController.CloseBooks: option cron = "0 25 * * *": must be a valid cron expression (the hour field "25" (0-23): end of range (25) above maximum (23): 25)
 	// 	PayrollController.CloseBooks (task "close-early"): option lockTtl = "1m0s": needs lock: it only applies to a locked task
 }
 

@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -89,7 +90,7 @@ func parseSchedule(expr string, loc *time.Location) (s schedule, err error) {
 		if hint := descriptorHint(body); hint != "" {
 			return nil, fmt.Errorf("%w; did you mean %q?", err, hint)
 		}
-		return nil, err
+		return nil, fieldError(expr, err)
 	}
 	spec, ok := parsed.(*cron.SpecSchedule)
 	if !ok {
@@ -115,6 +116,39 @@ func parseSchedule(expr string, loc *time.Location) (s schedule, err error) {
 		return nil, fmt.Errorf("the expression never fires: no month it names has the days it names")
 	}
 	return s, nil
+}
+
+// cronFields name the fields of a cron expression of six fields, with the
+// values each takes; one of five has no seconds.
+var cronFields = []struct{ name, values string }{
+	{"second", "0-59"}, {"minute", "0-59"}, {"hour", "0-23"}, {"day of month", "1-31"},
+	{"month", "1-12 or JAN-DEC"}, {"day of week", "0-6 or SUN-SAT"},
+}
+
+// fieldError names the field of expr that the parser refused with err, and
+// the values it takes: robfig/cron says what is wrong ("end of range (61)
+// above maximum (59)"), not where.
+func fieldError(expr string, err error) error {
+	f := strings.Fields(expr)
+	if len(f) > 0 && (strings.HasPrefix(f[0], "TZ=") || strings.HasPrefix(f[0], "CRON_TZ=")) {
+		f = f[1:]
+	}
+	names := cronFields
+	switch len(f) {
+	case 5:
+		names = names[1:]
+	case 6:
+	default:
+		return err
+	}
+	for i := range f {
+		probe := slices.Repeat([]string{"*"}, len(f))
+		probe[i] = f[i]
+		if _, perr := cronParser.Parse(strings.Join(probe, " ")); perr != nil {
+			return fmt.Errorf("the %s field %q (%s): %w", names[i].name, f[i], names[i].values, perr)
+		}
+	}
+	return err
 }
 
 // emptyField returns the name of a field of spec that names no value, which

@@ -78,7 +78,7 @@ func TestValidationListsEveryProblem(t *testing.T) {
 	}
 	msg := err.Error()
 	for _, frag := range []string{
-		`PayrollController.CloseBooks: option cron = "61 * * * *": must be a valid cron expression (end of range (61) above maximum (59)`,
+		`PayrollController.CloseBooks: option cron = "61 * * * *": must be a valid cron expression (the minute field "61" (0-59): end of range (61) above maximum (59)`,
 		`PayrollController.CloseBooks: option lock = "payroll": needs a lock driver`,
 		`PayrollController.Audit: option cron: is required`,
 		`PayrollController.Audit: option lockWait = "-1s": needs lock`,
@@ -228,5 +228,26 @@ func TestKeyLengths(t *testing.T) {
 	// An unlocked task claims nothing: its name may be longer.
 	if err := Validate(NewTask(noop, Cron("@daily"), Name(fits))); err != nil {
 		t.Fatalf("an unlocked task with a long name: %.300v", err)
+	}
+}
+
+// A cron expression that a field's value breaks is refused naming the
+// field and the values it takes, not only the parser's words.
+func TestCronFieldErrors(t *testing.T) {
+	noop := func(context.Context) error { return nil }
+	for expr, want := range map[string]string{
+		"61 * * * *":                  `the minute field "61" (0-59): `,
+		"0 25 * * *":                  `the hour field "25" (0-23): `,
+		"0 0 32 * *":                  `the day of month field "32" (1-31): `,
+		"0 0 * 13 *":                  `the month field "13" (1-12 or JAN-DEC): `,
+		"0 0 * * FUNDAY":              `the day of week field "FUNDAY" (0-6 or SUN-SAT): `,
+		"60 0 0 * * *":                `the second field "60" (0-59): `,
+		"CRON_TZ=UTC 0 0-99 * * *":    `the hour field "0-99" (0-23): `,
+		"TZ=Europe/Paris */0 * * * *": `the minute field "*/0" (0-59): `,
+	} {
+		err := Validate(NewTask(noop, Cron(expr), Name("t")))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Cron(%q): %v; want it to name %q", expr, err, want)
+		}
 	}
 }

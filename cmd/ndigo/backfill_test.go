@@ -261,7 +261,7 @@ func TestBackfillRefusals(t *testing.T) {
 		{[]string{"backfill", "report", "--from", from, "--to", to, "--poll", "soon"}, `ndigo: invalid value "soon" for flag -poll`},
 	} {
 		res := ndigo(t, b.env, c.args...)
-		if res.code != exitUsage || !strings.HasPrefix(res.stderr, c.want) || !strings.Contains(res.stderr, "Usage: ndigo") {
+		if res.code != exitUsage || !strings.HasPrefix(res.stderr, c.want) || !strings.HasSuffix(res.stderr, "\n"+usageHint+"\n") || strings.Count(res.stderr, "\n") != 2 {
 			t.Errorf("%q: exit %d, stderr %q; want %d and %q, then the usage", c.args, res.code, res.stderr, exitUsage, c.want)
 		}
 	}

@@ -201,7 +201,7 @@ func TestUsage(t *testing.T) {
 		{map[string]string{"NDIGO_ADMIN": "http://"}, []string{"tasks"}, `ndigo: NDIGO_ADMIN "http://": must be an http:// or https:// URL`},
 	} {
 		res := ndigo(t, tc.env, tc.args...)
-		if res.code != exitUsage || !strings.HasPrefix(res.stderr, tc.want) || !strings.Contains(res.stderr, "Usage: ndigo") {
+		if res.code != exitUsage || !strings.HasPrefix(res.stderr, tc.want) || !strings.HasSuffix(res.stderr, "\n"+usageHint+"\n") || strings.Count(res.stderr, "\n") != 2 {
 			t.Errorf("%q: exit %d, stderr %q; want %d and %q, then the usage", tc.args, res.code, res.stderr, exitUsage, tc.want)
 		}
 	}

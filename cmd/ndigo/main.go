@@ -202,7 +202,12 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// usageHint is the line after a usage error: the error says what was wrong,
+// and the whole help (ndigo help) is a command away, not sixty lines of it
+// pushing the error off the screen.
+const usageHint = "run 'ndigo help' for the commands and their flags"
+
 func usageError(stderr io.Writer, msg string) int {
-	fmt.Fprintf(stderr, "ndigo: %s\n\n%s", msg, usage)
+	fmt.Fprintf(stderr, "ndigo: %s\n%s\n", msg, usageHint)
 	return exitUsage
 }

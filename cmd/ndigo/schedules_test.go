@@ -251,7 +251,7 @@ func TestScheduleRefusals(t *testing.T) {
 		{[]string{"schedules", "report-acme"}, "ndigo: schedules takes no argument, got 1"},
 	} {
 		res := ndigo(t, n.env, c.args...)
-		if res.code != exitUsage || !strings.HasPrefix(res.stderr, c.want) || !strings.Contains(res.stderr, "Usage: ndigo") {
+		if res.code != exitUsage || !strings.HasPrefix(res.stderr, c.want) || !strings.HasSuffix(res.stderr, "\n"+usageHint+"\n") || strings.Count(res.stderr, "\n") != 2 {
 			t.Errorf("%q: exit %d, stderr %q; want %d and %q, then the usage", c.args, res.code, res.stderr, exitUsage, c.want)
 		}
 	}

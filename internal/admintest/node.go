@@ -168,9 +168,8 @@ func (n *node) act(w http.ResponseWriter, r *http.Request) {
 
 // The refusals' messages, as admin.Handler words them.
 const (
-	NoTokenMessage = "task control is off: no admin token is configured; set admin.token in the configuration " +
-		"(or its environment variable, such as NDIGO_ADMIN_TOKEN with the prefix NDIGO_), or admin.Options.Token, " +
-		"and send it as 'Authorization: Bearer <token>'"
+	NoTokenMessage = "task control is off: this node has no admin token; set admin.token in its configuration " +
+		"(or admin.Options.Token) and restart it, then send the token as 'Authorization: Bearer <token>'"
 	WrongTokenMessage = "missing or wrong bearer token: send 'Authorization: Bearer <admin.token>'"
 )
 
