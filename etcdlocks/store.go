@@ -719,3 +719,7 @@ func (s *Store) Runs(ctx context.Context, task string, limit int) ([]taskstate.R
 	}
 	return out, nil
 }
+
+// History returns how many runs per task the store keeps
+// (taskstate.HistoryKeeper).
+func (s *Store) History() int { return s.history }

@@ -668,3 +668,7 @@ func newModuleStore(p moduleStoreParams) (taskstate.Store, error) {
 	}))
 	return s, nil
 }
+
+// History returns how many runs per task the store keeps
+// (taskstate.HistoryKeeper).
+func (s *Store) History() int { return s.history }

@@ -69,6 +69,11 @@ type Audit struct {
 	Ran, Skipped, Failed, Missed int
 	// LastMissed is the newest missed instant; zero if none.
 	LastMissed time.Time
+	// Note says why the audit covers less than it should, and the setting
+	// that would cover it: the shared history keeps too few runs of the
+	// task to reach back past the horizon (To is then From: nothing is
+	// judged). "" otherwise.
+	Note string
 }
 
 // AuditWindow is the longest span an audit looks back over.
@@ -152,7 +157,79 @@ func (s *Scheduler) Audit(ctx context.Context, name string) (Audit, error) {
 	start := s.startedAt
 	spans := s.spans(e)
 	s.mu.Unlock()
-	return auditSpans(spans, runs, holders, s.clock.Now(), start), nil
+	now := s.clock.Now()
+	a := auditSpans(spans, runs, holders, now, start)
+	if !a.From.After(a.To) {
+		return a, nil
+	}
+	// The oldest instant audited is younger than the horizon: every one is
+	// pending. With the history full, the older ones are gone.
+	if keep := s.historyKept(); keep > 0 && len(runs) >= keep {
+		a.Note = fmt.Sprintf("the shared history keeps the newest %d runs of the task, back to %s, and an instant is judged only once "+
+			"older than %s (its run's time to end and be recorded): the audit judges none, and finds no miss; "+
+			"keep at least %d runs per task (the task state store's history: redis.history, etcd.history, pglocks.StoreOptions.History)",
+			keep, a.From.UTC().Format(time.RFC3339), a.To.UTC().Format(time.RFC3339), historyNeed(e.sched, now.Sub(a.To), now))
+	}
+	a.To = a.From // never a reversed range
+	return a, nil
+}
+
+// historyKept returns how many runs per task the task state store keeps,
+// 0 if it does not say (taskstate.HistoryKeeper).
+func (s *Scheduler) historyKept() int {
+	if k, ok := s.state.(taskstate.HistoryKeeper); ok {
+		return k.History()
+	}
+	return 0
+}
+
+// historyNeed is how many runs of a task on sched the shared history must
+// keep for an audit whose horizon is lag behind now to judge as many
+// instants as it leaves pending: the instants of twice lag, at least
+// taskstate.DefaultHistory, at most taskstate.MaxHistory + 1 (beyond what
+// any store keeps).
+func historyNeed(sched schedule, lag time.Duration, now time.Time) int {
+	n := 0
+	for t := sched.Next(now.Add(-2 * lag)); !t.IsZero() && !t.After(now) && n <= taskstate.MaxHistory; t = sched.Next(t) {
+		n++
+	}
+	return max(n, taskstate.DefaultHistory)
+}
+
+// warnShortHistories logs, for each of entries whose audit could judge none
+// of its fires with the history the store keeps, the history it needs.
+// s.mu is held.
+func (s *Scheduler) warnShortHistories(entries []*entry, now time.Time) {
+	keep := s.historyKept()
+	if keep == 0 {
+		return
+	}
+	for _, e := range entries {
+		lag, known := auditLag(e, 0)
+		if !known {
+			continue
+		}
+		if need := historyNeed(e.sched, lag, now); need > keep {
+			s.log.Warn("the shared history keeps too few runs for the task's audit to judge its fires: it would find no miss",
+				"task", e.name, "history", keep, "needs", need,
+				"setting", "the task state store's history (redis.history, etcd.history, pglocks.StoreOptions.History)")
+		}
+	}
+}
+
+// auditLag is how far behind now an audit of e judges instants: e's jitter
+// and lock wait, the longest a run of it can take unrecorded, and a minute
+// for the record to land. The longest run is e's MaxRunTime, else its lock
+// TTL for a locked task that does not renew, else longest (the longest in
+// its history); known is false when that came from longest.
+func auditLag(e *entry, longest time.Duration) (lag time.Duration, known bool) {
+	switch {
+	case e.spec.MaxRunTime > 0:
+		longest, known = e.spec.MaxRunTime, true
+	case e.spec.Lock != "" && !e.spec.Renew:
+		longest, known = e.spec.LockTTL, true
+	}
+	return e.spec.Jitter + e.spec.LockWait + longest + auditGrace, known
 }
 
 // A span is a spec of a task and the instants it was in force for: those
@@ -234,15 +311,10 @@ func auditSpans(spans []span, runs []taskstate.Run, holders []holder, now, start
 	for _, r := range runs {
 		longest = max(longest, r.Duration)
 	}
-	switch {
-	case e.spec.MaxRunTime > 0:
-		longest = e.spec.MaxRunTime
-	case e.spec.Lock != "" && !e.spec.Renew:
-		longest = e.spec.LockTTL
-	}
 	// A jittered fire starts up to Jitter late, and may wait LockWait for
 	// its lock.
-	a.To = now.Add(-e.spec.Jitter - e.spec.LockWait - longest - auditGrace)
+	lag, _ := auditLag(e, longest)
+	a.To = now.Add(-lag)
 	from := start.Add(time.Nanosecond) // a scheduler's first fire follows its start
 	if start.IsZero() {
 		from = start

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -325,5 +326,46 @@ func TestAuditLongIntervalsAndJitteredHolds(t *testing.T) {
 	a = audit(e, []taskstate.Run{own}, []holder{{"b", own}, {"a", other}}, epoch.Add(2*24*time.Hour-time.Hour), time.Time{})
 	if len(a.Fires) != 1 || a.Fires[0].Outcome != OutcomeLockHeld {
 		t.Errorf("jittered fire under a holder at its shifted start: %+v, want lock held", a.Fires)
+	}
+}
+
+// A history too short for the audit to judge a task's fires (every second,
+// a 30 s lease and a minute for the record: 90 instants pending, the store
+// keeping 20) is named at startup with the history it needs, and the audit
+// says it judged none and what to set, its range not reversed; with the
+// history it names, the audit judges the fires and says nothing.
+func TestAuditSaysWhenTheHistoryIsTooShort(t *testing.T) {
+	for _, keep := range []int{0, 180} {
+		fc := clockwork.NewFakeClockAt(epoch)
+		store, err := taskstate.NewInProcess(keep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs := &logRecorder{}
+		s := New(Config{Driver: locks.NewInProcessDriver(locks.WithClock(fc)), Clock: fc, Logger: slog.New(logs), State: store})
+		var f fires
+		mustAdd(t, s, NewTask(f.task, Cron("@every 1s"), Lock(fmt.Sprint("short-", keep)), LockTTL(30*time.Second), Name("tick")))
+		mustStart(t, s)
+		step(t, fc, 3*time.Minute, time.Second, s)
+		a, err := s.Audit(context.Background(), "tick")
+		s.Stop(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		warned := logs.find("the shared history keeps too few runs for the task's audit to judge its fires: it would find no miss")
+		if keep == 0 {
+			if len(warned) != 1 || warned[0].attrs["history"] != "20" || warned[0].attrs["needs"] != "180" {
+				t.Errorf("history 20: startup warnings %+v; want one naming the task, 20 kept, 180 needed", warned)
+			}
+			if !strings.Contains(a.Note, "keep at least 180 runs per task") || a.To.Before(a.From) || a.Missed != 0 {
+				t.Errorf("history 20: audit from %v to %v, %d ran, note %q; want no miss judged, the range not reversed, a note naming 180",
+					a.From, a.To, a.Ran, a.Note)
+			}
+			continue
+		}
+		if len(warned) != 0 || a.Note != "" || !a.From.Before(a.To) || a.Ran < 80 || a.Missed != 0 {
+			t.Errorf("history 180: warnings %+v, audit from %v to %v, %d ran, %d missed, note %q; want none, the fires judged",
+				warned, a.From, a.To, a.Ran, a.Missed, a.Note)
+		}
 	}
 }

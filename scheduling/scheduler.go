@@ -224,6 +224,9 @@ func (s *Scheduler) Add(tasks ...Task) error {
 		sched, _ := cache.parseFor(t.decl.Cron, t.Name(), t.Spec().DST) // validated above
 		s.insert(t, sched, specs, now, nil, time.Time{})
 	}
+	if s.status == started {
+		s.warnShortHistories(s.entries[len(s.entries)-len(tasks):], now)
+	}
 	s.changed(now)
 	return nil
 }
@@ -365,6 +368,7 @@ func (s *Scheduler) Start() error {
 	}
 	heap.Init(&s.due)
 	s.logStarted()
+	s.warnShortHistories(s.entries, now)
 	missed := s.catchUps(now, s.entries)
 	s.nextPoll = now // requests made while no node ran are looked for at once
 	if s.spread != nil {

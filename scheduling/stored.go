@@ -356,6 +356,7 @@ func (s *Scheduler) applySchedules(scs []taskstate.Schedule) (added []*entry) {
 			}
 			if v == nil || !bytes.Equal(v.enc, enc) {
 				s.log.Info("stored schedule applied", "task", sc.Name, "handler", sc.Handler, "cron", sc.Cron, "next", ne.next)
+				s.warnShortHistories([]*entry{ne}, now)
 			}
 		}
 		if problem != "" && (v == nil || v.problem != problem) {

@@ -387,3 +387,7 @@ func (s *InProcess) Schedules(ctx context.Context) ([]Schedule, error) {
 	}
 	return out, nil
 }
+
+// History returns how many runs per task the store keeps
+// (taskstate.HistoryKeeper).
+func (s *InProcess) History() int { return s.history }

@@ -22,6 +22,13 @@ const MaxHistory = 1000
 // the rule.
 var ErrInvalid = errors.New("taskstate: invalid argument")
 
+// A HistoryKeeper is a [Store] that tells how many runs per task it keeps:
+// the scheduler warns of a task whose fires an audit could not judge with
+// that many, and its audit says so. Every store of this module is one.
+type HistoryKeeper interface {
+	History() int
+}
+
 // A Store is the state that every node of a cluster shares about its
 // scheduled tasks, keyed by task name. Implementations must be safe for
 // concurrent use by any number of nodes and must pass the conformance suite
