@@ -6,6 +6,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -200,4 +201,127 @@ func TestConsolePauseAcrossNodes(t *testing.T) {
 	page1.WaitCell("n1's page showing the pause made on n0", clientsTask, browsertest.ColPaused, "paused")
 	page1.Act(clientsTask, "resume", clientsToken)
 	page0.WaitCell("n0's page showing the resume made on n1", clientsTask, browsertest.ColPaused, "no")
+}
+
+// The stored-schedule commands of docs/OPERATIONS.md work against the
+// example as written there: every node has the tenant-report handler they
+// name, so none lists a problem; an update to a cron that fires every
+// second runs the report once per fire in the cluster; a delete stops it.
+func TestDocumentedScheduleCommandsRunOnPayroll(t *testing.T) {
+	nodes := []string{"n0", "n1"}
+	p, admins := clientsNodes(t, nodes...)
+	ndigo := buildCLI(t, admins)
+
+	create := documentedCommand(t, "../../docs/OPERATIONS.md", "ndigo schedule create report-acme ")
+	ndigo("n0", create...)
+	for _, n := range nodes {
+		var res struct {
+			Schedules []struct {
+				Name    string `json:"name"`
+				Handler string `json:"handler"`
+				Problem string `json:"problem"`
+			} `json:"schedules"`
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			if err := json.Unmarshal([]byte(ndigo(n, "--json", "schedules")), &res); err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Schedules) == 1 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if len(res.Schedules) != 1 || res.Schedules[0].Name != "report-acme" || res.Schedules[0].Handler != "tenant-report" ||
+			res.Schedules[0].Problem != "" {
+			t.Fatalf("%s's stored schedules after %q: %+v", n, strings.Join(create, " "), res.Schedules)
+		}
+	}
+
+	mark := len(p.All())
+	ndigo("n1", "schedule", "update", "report-acme", "--cron", "@every 1s")
+	var fires []time.Time
+	p.WaitLine("three tenant reports", mark, time.Minute, func(l nodetest.Line) bool {
+		if l.Msg == "tenant report sent" {
+			if l.Tenant != "acme" || l.Task != "report-acme" {
+				t.Errorf("a tenant report of %q as %q, want acme as report-acme", l.Tenant, l.Task)
+			}
+			fires = append(fires, clientsFire(l))
+		}
+		return len(fires) == 3
+	})
+	ndigo("n0", "schedule", "delete", "report-acme")
+	deleted := time.Now()
+	seen := map[time.Time]string{}
+	for _, l := range p.All()[mark:] {
+		if l.Msg != "tenant report sent" {
+			continue
+		}
+		f := clientsFire(l)
+		if prev, ok := seen[f]; ok {
+			t.Errorf("fire %s of report-acme ran on %s and %s", l.Fire, prev, l.Proc)
+		}
+		seen[f] = l.Proc
+	}
+	// No fire after the delete reached the nodes' next poll.
+	clientsPassFires(t, admins, nodes, deleted.Add(3*time.Second))
+	for _, l := range p.All()[mark:] {
+		if l.Msg == "tenant report sent" && clientsFire(l).After(deleted.Add(2*time.Second)) {
+			t.Errorf("%s ran report-acme's fire %s after its delete at %s", l.Proc, l.Fire, deleted.Format(time.RFC3339Nano))
+		}
+	}
+}
+
+// documentedCommand returns the arguments of the ndigo command in the page
+// at path whose line starts with prefix, joined with its continuation
+// lines, its shell quoting undone and its comment dropped.
+func documentedCommand(t *testing.T, path, prefix string) []string {
+	t.Helper()
+	page, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cmd string
+	lines := strings.Split(string(page), "\n")
+	for i, l := range lines {
+		if !strings.HasPrefix(l, prefix) {
+			continue
+		}
+		for cmd = l; strings.HasSuffix(strings.TrimSpace(cmd), `\`) && i+1 < len(lines); i++ {
+			cmd = strings.TrimSuffix(strings.TrimSpace(cmd), `\`) + " " + strings.TrimSpace(lines[i+1])
+		}
+		break
+	}
+	if cmd == "" {
+		t.Fatalf("%s has no line that starts with %q", path, prefix)
+	}
+	var args []string
+	var cur strings.Builder
+	var quote rune
+	in := false
+	for _, r := range strings.TrimPrefix(cmd, "ndigo ") {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+			cur.WriteRune(r)
+		case r == '\'' || r == '"':
+			quote, in = r, true
+		case r == '#' && !in:
+			return args
+		case r == ' ':
+			if in {
+				args = append(args, cur.String())
+				cur.Reset()
+				in = false
+			}
+		default:
+			cur.WriteRune(r)
+			in = true
+		}
+	}
+	if in {
+		args = append(args, cur.String())
+	}
+	return args
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"time"
@@ -63,4 +64,25 @@ func reconcile(log *slog.Logger) scheduling.Task {
 		scheduling.LockWait(time.Second),
 		scheduling.LockTTL(10*time.Second),
 	)
+}
+
+// registerTenantReports registers the handler that stored schedules name,
+// as in `ndigo schedule create report-acme --handler tenant-report --cron
+// "0 2 * * *" --lock report:acme --args '{"tenant": "acme"}'`: a report per
+// tenant, whose schedules operators create, change and delete while the
+// cluster runs. A handler without dependencies registers with
+// scheduling.Handler; this one logs through the application's logger, so it
+// registers from an fx.Invoke, before Start.
+func registerTenantReports(s *scheduling.Scheduler, log *slog.Logger) error {
+	return s.Handle("tenant-report", func(ctx context.Context, args json.RawMessage) error {
+		var a struct {
+			Tenant string `json:"tenant"`
+		}
+		if err := json.Unmarshal(args, &a); err != nil || a.Tenant == "" {
+			return fmt.Errorf("payroll: tenant-report needs the args {\"tenant\": NAME}, got %s", args)
+		}
+		run, _ := scheduling.RunFromContext(ctx)
+		log.Info("tenant report sent", "tenant", a.Tenant, "task", run.Task, "fire", run.Fire.UTC().Format(fireFormat), "node", run.Node)
+		return nil
+	})
 }

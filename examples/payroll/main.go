@@ -42,8 +42,8 @@ import (
 	"github.com/ndigo/ndigo/annotations"
 	"github.com/ndigo/ndigo/app"
 	"github.com/ndigo/ndigo/config"
+	"github.com/ndigo/ndigo/internal/clockskew"
 	"github.com/ndigo/ndigo/scheduling"
-	"github.com/ndigo/ndigo/scheduling/schedulingtest"
 )
 
 // Config is the example's configuration: ndigo's own settings plus the
@@ -169,11 +169,12 @@ func options(env func(string) (string, bool), logOut io.Writer) []fx.Option {
 		config.Module[Config](config.LoadOptions{EnvPrefix: "PAYROLL_", Env: env}),
 		fx.Supply(fx.Annotate(logOut, fx.As(new(io.Writer)), fx.ResultTags(`name:"`+app.LogOutputName+`"`))),
 		fx.Provide(func(cfg Config) clockwork.Clock {
-			return schedulingtest.SkewedClock(clockwork.NewRealClock(), cfg.Payroll.ClockOffset)
+			return clockskew.New(clockwork.NewRealClock(), cfg.Payroll.ClockOffset)
 		}),
 		fx.Invoke(stopAfter),
 		annotations.Provide(NewPayrollController),
 		scheduling.Provide(reconcile),
+		fx.Invoke(registerTenantReports),
 	}
 }
 

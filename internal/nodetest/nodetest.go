@@ -42,6 +42,7 @@ type Line struct {
 	Goroutines  int       `json:"goroutines"`
 	Manual      bool      `json:"manual"` // a run asked for by hand
 	Addr        string    `json:"addr"`   // the admin endpoints' address
+	Tenant      string    `json:"tenant"` // a tenant report's tenant
 }
 
 // Procs runs node processes and collects their log lines. Its methods fail
