@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -308,6 +309,10 @@ type historyEdit struct {
 	seq     uint64
 	kept    []runEntry // oldest first
 	removed []string   // existing keys removed (placeholders replaced)
+	// keep is how many runs the edit keeps: the history length, or as many
+	// as the task had if more (a placeholder never shortens the history),
+	// or a record's taskstate.KeepOf.
+	keep int
 }
 
 // historyReads are the reads a historyEdit of task needs: the sequence key
@@ -331,6 +336,7 @@ func (s *Store) newHistoryEdit(task string, seq, runs []*mvccpb.KeyValue) (*hist
 	for _, kv := range runs {
 		e.kept = append(e.kept, runEntry{key: string(kv.Key)})
 	}
+	e.keep = max(s.history, len(e.kept))
 	return e, nil
 }
 
@@ -389,7 +395,7 @@ func (e *historyEdit) replace(r taskstate.Run) {
 func (e *historyEdit) txn() (clientv3.Cmp, []clientv3.Op) {
 	kept := e.kept
 	var dropOld bool
-	if n := len(kept) - e.s.history; n > 0 {
+	if n := len(kept) - e.keep; n > 0 {
 		for _, d := range kept[:n] {
 			dropOld = dropOld || !d.isNew
 		}
@@ -585,14 +591,19 @@ func (s *Store) Record(ctx context.Context, runs ...taskstate.TaskRun) error {
 	var group []taskstate.TaskRun
 	ops := 0
 	for _, task := range order {
-		n := 2*len(byTask[task]) + 3
-		if len(group) > 0 && ops+n > storeMaxTxnOps {
-			if err := s.record(ctx, group); err != nil {
-				return err
+		// A task's runs go in transactions of at most storeMaxTxnOps ops,
+		// in order: a history of up to taskstate.MaxHistory runs may keep
+		// every new one (TaskRun.Keep).
+		for chunk := range slices.Chunk(byTask[task], (storeMaxTxnOps-3)/2) {
+			n := 2*len(chunk) + 3
+			if len(group) > 0 && ops+n > storeMaxTxnOps {
+				if err := s.record(ctx, group); err != nil {
+					return err
+				}
+				group, ops = nil, 0
 			}
-			group, ops = nil, 0
+			group, ops = append(group, chunk...), ops+n
 		}
-		group, ops = append(group, byTask[task]...), ops+n
 	}
 	return s.record(ctx, group)
 }
@@ -663,6 +674,7 @@ func (s *Store) record(ctx context.Context, runs []taskstate.TaskRun) error {
 				if err := st.edit.add(r, false, tr.ID); err != nil {
 					return err
 				}
+				st.edit.keep = taskstate.KeepOf(s.history, tr.Keep)
 			}
 			if tr.Retry != nil && (st.retry == nil || taskstate.RetryLater(*tr.Retry, st.retry.retry())) {
 				v := newRetryValue(tr.Task, *tr.Retry)

@@ -201,8 +201,9 @@ func storeLeaks(ctx context.Context, c *clientv3.Client, ns string, history int,
 		runs[n+":"+name[:l]]++
 	}
 	for task, n := range runs {
-		if n > history {
-			problems = append(problems, fmt.Sprintf("task %s keeps %d runs, history %d", task, n, history))
+		// A record's TaskRun.Keep may keep up to taskstate.MaxHistory runs.
+		if n > max(history, taskstate.MaxHistory) {
+			problems = append(problems, fmt.Sprintf("task %s keeps %d runs, history %d, taskstate.MaxHistory %d", task, n, history, taskstate.MaxHistory))
 		}
 	}
 	if len(problems) > 0 {

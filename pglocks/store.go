@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -163,7 +164,7 @@ func NewStore(opts StoreOptions) (*Store, error) {
 		leaveWaiting:  r.Replace(storeLeaveWaitingSQL),
 		record:        r.Replace(storeRecordSQL),
 		retry:         r.Replace(storeRetrySQL),
-		records:       r.Replace(`SELECT $RECORD($1::text, $2::text[], $3::text[], $4::bigint, $5::text[], $6::text[], $7::text[])`),
+		records:       r.Replace(`SELECT $RECORD($1::text, $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[])`),
 		runs:          r.Replace(`SELECT run FROM $RUNS WHERE ns = $1::text AND task = $2::text ORDER BY id DESC LIMIT $3::bigint`),
 		startBackfill: r.Replace(`SELECT $STARTBACKFILL($1::text, $2::text, $3::jsonb, $4::bigint[])`),
 		takeBackfill:  r.Replace(storeTakeBackfillSQL),
@@ -322,7 +323,7 @@ func (s *Store) TakeRequest(ctx context.Context, task, node string) (time.Time, 
 		return time.Time{}, false, err
 	}
 	var at int64
-	err := s.pool.QueryRow(ctx, s.sql.take, pgx.QueryExecModeExec, s.ns, task, node).Scan(&at)
+	err := s.pool.QueryRow(ctx, s.sql.take, pgx.QueryExecModeExec, s.ns, task, node, s.history).Scan(&at)
 	switch {
 	case err == nil:
 		return time.Unix(0, at).UTC(), true, nil
@@ -344,7 +345,7 @@ func (s *Store) TakeRetry(ctx context.Context, task, node string, r taskstate.Re
 		return false, fmt.Errorf("pglocks: TakeRetry of task %q: %w", task, err)
 	}
 	var n int
-	err = s.pool.QueryRow(ctx, s.sql.takeRetry, pgx.QueryExecModeExec, s.ns, task, string(p), r.Fire.UnixNano(), r.Attempt).Scan(&n)
+	err = s.pool.QueryRow(ctx, s.sql.takeRetry, pgx.QueryExecModeExec, s.ns, task, string(p), r.Fire.UnixNano(), r.Attempt, s.history).Scan(&n)
 	if err != nil {
 		return false, s.fail(ctx, "TakeRetry", task, err)
 	}
@@ -403,8 +404,8 @@ type storedRun struct {
 // function, and the function that calls it for each run of a Record, so
 // that one statement records them all, and the start function of
 // StartBackfill of its body startBackfill. (The functions of five and six
-// arguments that earlier versions made are left in place, unused by this
-// one.)
+// arguments that earlier versions made, and the record function of one
+// history length for every run, are left in place, unused by this one.)
 func storeFunctionsSQL(record, retry, startBackfill string) string {
 	return `CREATE OR REPLACE FUNCTION $RECORD1(text, text, text, bigint, text, text, text) RETURNS void LANGUAGE plpgsql AS $ndigo$
 BEGIN
@@ -414,7 +415,7 @@ BEGIN
 	END IF;
 END
 $ndigo$;
-CREATE OR REPLACE FUNCTION $RECORD(text, text[], text[], bigint, text[], text[], text[]) RETURNS void LANGUAGE plpgsql AS $ndigo$
+CREATE OR REPLACE FUNCTION $RECORD(text, text[], text[], bigint[], text[], text[], text[]) RETURNS void LANGUAGE plpgsql AS $ndigo$
 BEGIN
 	-- The record of a run with an ID reads whether it is kept, then adds it:
 	-- a resend that overlaps its first attempt (whose context ended while
@@ -426,7 +427,7 @@ BEGIN
 		) AS keys;
 	END IF;
 	FOR i IN 1 .. coalesce(array_length($2, 1), 0) LOOP
-		PERFORM $RECORD1($1, $2[i], $3[i], $4, $5[i], $6[i], $7[i]);
+		PERFORM $RECORD1($1, $2[i], $3[i], $4[i], $5[i], $6[i], $7[i]);
 	END LOOP;
 END
 $ndigo$;
@@ -447,7 +448,7 @@ func (s *Store) Record(ctx context.Context, runs ...taskstate.TaskRun) error {
 	if err := taskstate.CheckRecord(ctx, runs); err != nil || len(runs) == 0 {
 		return err
 	}
-	tasks, texts := make([]string, len(runs)), make([]string, len(runs))
+	tasks, texts, keeps := make([]string, len(runs)), make([]string, len(runs)), make([]int64, len(runs))
 	replaced, ids, retries := make([]*string, len(runs)), make([]*string, len(runs)), make([]*string, len(runs))
 	for i, tr := range runs {
 		r := tr.Run
@@ -456,7 +457,7 @@ func (s *Store) Record(ctx context.Context, runs ...taskstate.TaskRun) error {
 		if err != nil {
 			return fmt.Errorf("pglocks: Record of task %q: %w", tr.Task, err)
 		}
-		tasks[i], texts[i] = tr.Task, string(b)
+		tasks[i], texts[i], keeps[i] = tr.Task, string(b), int64(taskstate.KeepOf(s.history, tr.Keep))
 		if tr.ID != "" {
 			id, _ := json.Marshal(tr.ID) // a string always encodes
 			suffix := `,"id":` + string(id) + `}`
@@ -483,11 +484,11 @@ func (s *Store) Record(ctx context.Context, runs ...taskstate.TaskRun) error {
 			retries[i] = &rs
 		}
 	}
-	_, err := s.pool.Exec(ctx, s.sql.records, pgx.QueryExecModeExec, s.ns, tasks, texts, s.history, replaced, ids, retries)
+	_, err := s.pool.Exec(ctx, s.sql.records, pgx.QueryExecModeExec, s.ns, tasks, texts, keeps, replaced, ids, retries)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "42883" { // undefined_function
 		for i := range runs {
-			if _, err := s.pool.Exec(ctx, s.sql.record, pgx.QueryExecModeExec, s.ns, tasks[i], texts[i], s.history, replaced[i], ids[i]); err != nil {
+			if _, err := s.pool.Exec(ctx, s.sql.record, pgx.QueryExecModeExec, s.ns, tasks[i], texts[i], keeps[i], replaced[i], ids[i]); err != nil {
 				return s.fail(ctx, "Record", tasks[i], err)
 			}
 			if retries[i] != nil {
@@ -586,7 +587,7 @@ func (s *Store) TakeBackfill(ctx context.Context, task, id, node string, fire ti
 	taken := fmt.Sprintf(`{"fire_ns": %d, "outcome": %q}`, fire.UnixNano(), taskstate.OutcomeTaken)
 	var refused bool
 	err = s.pool.QueryRow(ctx, s.sql.takeBackfill, pgx.QueryExecModeExec, s.ns, task, id, fire.UnixNano(), string(p),
-		taskstate.RunJSONPrefix(fire), taken).Scan(&refused)
+		taskstate.RunJSONPrefix(fire), taken, s.history).Scan(&refused)
 	switch {
 	case err == nil && refused:
 		return taskstate.BackfillRefused, nil
@@ -619,9 +620,9 @@ func (s *Store) Runs(ctx context.Context, task string, limit int) ([]taskstate.R
 	if err := taskstate.CheckLimit(limit); err != nil {
 		return nil, err
 	}
-	n := s.history
-	if limit > 0 && limit < n {
-		n = limit
+	n := int64(limit)
+	if n == 0 {
+		n = math.MaxInt64 // every kept run: the history length, or TaskRun.Keep, plus a few
 	}
 	rows, err := s.pool.Query(ctx, s.sql.runs, pgx.QueryExecModeExec, s.ns, task, n)
 	if err != nil {

@@ -36,8 +36,8 @@ func TestStoreRecordResentWaitsForItsFirstAttempt(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = first.Rollback(ctx) }()
-	if _, err := first.Exec(ctx, `SELECT ndigo_tasks_record($1::text, $2::text[], $3::text[], $4::bigint, $5::text[], $6::text[], $7::text[])`,
-		ns, []string{rec.Task}, []string{string(text)}, taskstate.DefaultHistory, []*string{nil}, []string{suffix}, []*string{nil}); err != nil {
+	if _, err := first.Exec(ctx, `SELECT ndigo_tasks_record($1::text, $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[])`,
+		ns, []string{rec.Task}, []string{string(text)}, []int64{taskstate.DefaultHistory}, []*string{nil}, []string{suffix}, []*string{nil}); err != nil {
 		t.Fatal(err)
 	}
 	var pid int

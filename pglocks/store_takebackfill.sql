@@ -12,8 +12,8 @@
 -- one instant, only the one whose UPDATE moved the cursor counts it (the
 -- others wait for its row lock, then see the cursor at $4). Only a take of
 -- $4 adds it to the instants known to have run while the backfill runs, so
--- what the statement's snapshot knows of $4 holds. The next record trims
--- the runs to the history length.
+-- what the statement's snapshot knows of $4 holds. The oldest run goes if
+-- the task has at least $8 (the history length).
 WITH known AS (
 	SELECT EXISTS (SELECT 1 FROM $RAN WHERE ns = $1::text AND task = $2::text AND fire = $4::bigint)
 		OR EXISTS (SELECT 1 FROM $RUNS WHERE ns = $1::text AND task = $2::text AND (
@@ -35,5 +35,13 @@ WITH known AS (
 	INSERT INTO $RAN (ns, task, fire) SELECT $1::text, $2::text, $4::bigint FROM moved WHERE NOT refused ON CONFLICT DO NOTHING
 ), placeholder AS (
 	INSERT INTO $RUNS (ns, task, run) SELECT $1::text, $2::text, $5::text FROM moved WHERE NOT refused
+), trimmed AS (
+	-- A placeholder never shortens the history (a record's TaskRun.Keep
+	-- may have made it longer than $8): the oldest run goes only when the
+	-- task has at least $8 (the history length) before it.
+	DELETE FROM $RUNS
+	WHERE EXISTS (SELECT 1 FROM moved WHERE NOT refused) AND ns = $1::text AND task = $2::text
+		AND id = (SELECT min(id) FROM $RUNS WHERE ns = $1::text AND task = $2::text)
+		AND (SELECT count(*) FROM $RUNS WHERE ns = $1::text AND task = $2::text) >= $8::bigint
 )
 SELECT refused FROM moved

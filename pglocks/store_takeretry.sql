@@ -5,12 +5,20 @@
 -- pending again: see store_retry.sql), adds the placeholder and returns how
 -- many it took (0 or 1), in one statement: of the sessions racing for one
 -- retry, only the one whose UPDATE changed the row adds a placeholder. The
--- next record trims the runs to the history length.
+-- oldest run goes if the task has at least $6 (the history length).
 WITH taken AS (
 	UPDATE $RETRIES SET taken = true
 	WHERE ns = $1::text AND task = $2::text AND fire = $4::bigint AND attempt = $5::integer AND NOT taken
 	RETURNING 1
 ), placeholder AS (
 	INSERT INTO $RUNS (ns, task, run) SELECT $1::text, $2::text, $3::text FROM taken
+), trimmed AS (
+	-- A placeholder never shortens the history (a record's TaskRun.Keep
+	-- may have made it longer than $6): the oldest run goes only when the
+	-- task has at least $6 (the history length) before it.
+	DELETE FROM $RUNS
+	WHERE EXISTS (SELECT 1 FROM taken) AND ns = $1::text AND task = $2::text
+		AND id = (SELECT min(id) FROM $RUNS WHERE ns = $1::text AND task = $2::text)
+		AND (SELECT count(*) FROM $RUNS WHERE ns = $1::text AND task = $2::text) >= $6::bigint
 )
 SELECT count(*) FROM taken

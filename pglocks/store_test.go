@@ -58,14 +58,15 @@ func lossyStores(url string, p *pgxpool.Pool, prefix string) taskstatetest.NewSt
 }
 
 // racers is how many calls of the conformance suite race on one task at
-// most: the Store's bound on a task's runs is its history plus one per
-// concurrent writer or take.
+// most: the Store's bound on a task's runs is its history (or a record's
+// TaskRun.Keep, up to taskstate.MaxHistory) plus one per concurrent writer.
 const racers = 8
 
 // storeLeaks returns an error naming the tasks of namespace ns (in the
 // default tables) that keep more runs than the Store's bound: history
-// (0: taskstate.DefaultHistory) plus one per concurrent writer, racers of
-// them at most.
+// (0: taskstate.DefaultHistory), or taskstate.MaxHistory if more (a
+// record's TaskRun.Keep), plus one per concurrent writer, racers of them
+// at most.
 func storeLeaks(ctx context.Context, p *pgxpool.Pool, ns string, history int) error {
 	if history == 0 {
 		history = taskstate.DefaultHistory
@@ -73,7 +74,7 @@ func storeLeaks(ctx context.Context, p *pgxpool.Pool, ns string, history int) er
 	// Unprepared, as the store's statements: it works through PgBouncer in
 	// transaction mode too.
 	rows, err := p.Query(ctx, `SELECT task, count(*) FROM ndigo_tasks_runs WHERE ns = $1 GROUP BY task HAVING count(*) > $2 ORDER BY task`,
-		pgx.QueryExecModeExec, ns, history+racers)
+		pgx.QueryExecModeExec, ns, max(history, taskstate.MaxHistory)+racers)
 	if err != nil {
 		return err
 	}
@@ -90,8 +91,8 @@ func storeLeaks(ctx context.Context, p *pgxpool.Pool, ns string, history int) er
 		return err
 	}
 	if len(over) > 0 {
-		return fmt.Errorf("tasks of namespace %q over the bound of %d runs (history %d, %d racing writers): %s",
-			ns, history+racers, history, racers, strings.Join(over, ", "))
+		return fmt.Errorf("tasks of namespace %q over the bound of %d runs (history %d, taskstate.MaxHistory %d, %d racing writers): %s",
+			ns, max(history, taskstate.MaxHistory)+racers, history, taskstate.MaxHistory, racers, strings.Join(over, ", "))
 	}
 	return nil
 }
@@ -193,9 +194,9 @@ func TestStoreRunRowNotJSON(t *testing.T) {
 }
 
 // TestStoreRecordOnAnEarlierSchema: on tables whose CreateSchema predates
-// the record function (a node of this version started before the schema
-// was upgraded), Record still records every run of the call, one statement
-// each.
+// the record function of a history length per run (a node of this version
+// started before the schema was upgraded), Record still records every run
+// of the call, one statement each.
 func TestStoreRecordOnAnEarlierSchema(t *testing.T) {
 	p := pgtest.Wrap(t, shared).Pool()
 	ctx := context.Background()
@@ -207,7 +208,7 @@ func TestStoreRecordOnAnEarlierSchema(t *testing.T) {
 	if err := s.CreateSchema(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Exec(ctx, "DROP FUNCTION "+schema+".tasks_record(text, text[], text[], bigint, text[], text[], text[])"); err != nil {
+	if _, err := p.Exec(ctx, "DROP FUNCTION "+schema+".tasks_record(text, text[], text[], bigint[], text[], text[], text[])"); err != nil {
 		t.Fatal(err)
 	}
 	fire := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)

@@ -6,8 +6,9 @@
 -- ARGV[1] the task's name, ARGV[2] how long the call is remembered, in ms,
 -- ARGV[3] the backfill's ID, ARGV[4] the instant (Unix nanoseconds,
 -- zero-padded to 20 digits, as the value's cursor), ARGV[5] the
--- placeholder run's JSON, ARGV[6] how many runs to keep, ARGV[7] the runs
--- list's and the set's TTL in ms, ARGV[8] how the JSON of a run of the
+-- placeholder run's JSON, ARGV[6] the store's history length (the runs
+-- are trimmed to it, or to as many as the task had if more), ARGV[7] the
+-- runs list's and the set's TTL in ms, ARGV[8] how the JSON of a run of the
 -- instant that is not manual begins ('{"fire":"<instant>","node":').
 -- A value of the hash is "<cursor> <taken> <refused> <state> <JSON>": the
 -- cursor zero-padded to 20 digits, the counts to 10, the state one letter
@@ -54,7 +55,9 @@ else
   redis.call('SADD', KEYS[3], ARGV[4])
   redis.call('PEXPIRE', KEYS[3], ARGV[7])
   redis.call('LPUSH', KEYS[4], ARGV[5])
-  redis.call('LTRIM', KEYS[4], 0, tonumber(ARGV[6]) - 1)
+  -- A placeholder never shortens the history (TaskRun.Keep may have made it
+  -- longer than the store's history length).
+  redis.call('LTRIM', KEYS[4], 0, math.max(tonumber(ARGV[6]), redis.call('LLEN', KEYS[4]) - 1) - 1)
   redis.call('PEXPIRE', KEYS[4], ARGV[7])
 end
 redis.call('HSET', KEYS[1], ARGV[1], string.format('%s %010d %010d r %s', ARGV[4], taken, refused, fixed))

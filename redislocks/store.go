@@ -459,7 +459,7 @@ func (s *Store) Record(ctx context.Context, runs ...taskstate.TaskRun) error {
 		if tr.Retry != nil {
 			retry = retryValue(*tr.Retry)
 		}
-		args[i] = []any{b, s.history, historyTTL.Milliseconds(), replaced, callTTL.Milliseconds(), tr.Task, retry, retryNameLen, idSuffix}
+		args[i] = []any{b, taskstate.KeepOf(s.history, tr.Keep), historyTTL.Milliseconds(), replaced, callTTL.Milliseconds(), tr.Task, retry, retryNameLen, idSuffix}
 	}
 	if len(runs) == 1 {
 		if err := recordScript.Run(ctx, s.client, keys[0], args[0]...).Err(); err != nil {
@@ -499,11 +499,7 @@ func (s *Store) Runs(ctx context.Context, task string, limit int) ([]taskstate.R
 	if err := taskstate.CheckLimit(limit); err != nil {
 		return nil, err
 	}
-	n := s.history
-	if limit > 0 && limit < n {
-		n = limit
-	}
-	vs, err := s.client.LRange(ctx, s.runs(task), 0, int64(n-1)).Result()
+	vs, err := s.client.LRange(ctx, s.runs(task), 0, int64(limit-1)).Result() // limit 0: every kept run
 	if err != nil {
 		return nil, fail("Runs", task, err)
 	}

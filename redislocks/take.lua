@@ -4,8 +4,9 @@
 -- call's nonce, the same across the client's retries), KEYS[3] the task's
 -- runs list. ARGV[1] the task's name, ARGV[2] how long the call is
 -- remembered, in ms, ARGV[3] and ARGV[4] the placeholder run's JSON before
--- and after the request's instant, ARGV[5] how many runs to keep, ARGV[6]
--- the runs list's TTL in ms.
+-- and after the request's instant, ARGV[5] the store's history length
+-- (the runs are trimmed to it, or to as many as the task had if more),
+-- ARGV[6] the runs list's TTL in ms.
 -- Returns the request's instant (Unix nanoseconds, as text), or false when
 -- none is pending. Reading and deleting in one script is what lets exactly
 -- one of the racing nodes have it. The call's key is read first: a retry of
@@ -25,7 +26,9 @@ if not v then
 end
 redis.call('HDEL', KEYS[1], ARGV[1])
 redis.call('LPUSH', KEYS[3], ARGV[3] .. v .. ARGV[4])
-redis.call('LTRIM', KEYS[3], 0, tonumber(ARGV[5]) - 1)
+-- A placeholder never shortens the history (TaskRun.Keep may have made it
+-- longer than the store's history length).
+redis.call('LTRIM', KEYS[3], 0, math.max(tonumber(ARGV[5]), redis.call('LLEN', KEYS[3]) - 1) - 1)
 redis.call('PEXPIRE', KEYS[3], ARGV[6])
 redis.call('SET', KEYS[2], v, 'PX', ARGV[2])
 return v

@@ -164,11 +164,13 @@ func (s *Scheduler) Audit(ctx context.Context, name string) (Audit, error) {
 	}
 	// The oldest instant audited is younger than the horizon: every one is
 	// pending. With the history full, the older ones are gone.
-	if keep := s.historyKept(); keep > 0 && len(runs) >= keep {
+	if keep := s.historyKept(); keep > 0 && len(runs) >= taskstate.KeepOf(keep, e.historyKeep(now)) {
 		a.Note = fmt.Sprintf("the shared history keeps the newest %d runs of the task, back to %s, and an instant is judged only once "+
 			"older than %s (its run's time to end and be recorded): the audit judges none, and finds no miss; "+
-			"keep at least %d runs per task (the task state store's history: redis.history, etcd.history, pglocks.StoreOptions.History)",
-			keep, a.From.UTC().Format(time.RFC3339), a.To.UTC().Format(time.RFC3339), historyNeed(e.sched, now.Sub(a.To), now))
+			"it needs %d runs (the task state store's history, redis.history, etcd.history or pglocks.StoreOptions.History, "+
+			"up to %d; beyond, fewer fires per lock TTL: a longer period, a shorter lockTtl or maxRunTime)",
+			len(runs), a.From.UTC().Format(time.RFC3339), a.To.UTC().Format(time.RFC3339), historyNeed(e.sched, now.Sub(a.To), now),
+			taskstate.MaxHistory)
 	}
 	a.To = a.From // never a reversed range
 	return a, nil
@@ -196,8 +198,25 @@ func historyNeed(sched schedule, lag time.Duration, now time.Time) int {
 	return max(n, taskstate.DefaultHistory)
 }
 
+// historyKeep is how many runs of e the shared history keeps for e's audit
+// to judge its fires (taskstate.TaskRun.Keep): historyNeed, computed at e's
+// first record; 0 (the store's history length) when the audit's lag
+// depends on the runs.
+func (e *entry) historyKeep(now time.Time) int {
+	if k := e.keep.Load(); k != 0 {
+		return max(int(k), 0)
+	}
+	k := -1
+	if lag, known := auditLag(e, 0); known {
+		k = historyNeed(e.sched, lag, now)
+	}
+	e.keep.Store(int32(k))
+	return max(k, 0)
+}
+
 // warnShortHistories logs, for each of entries whose audit could judge none
-// of its fires with the history the store keeps, the history it needs.
+// of its fires with the history the store keeps for it (its length, or the
+// task's historyKeep, at most taskstate.MaxHistory), the history it needs.
 // s.mu is held.
 func (s *Scheduler) warnShortHistories(entries []*entry, now time.Time) {
 	keep := s.historyKept()
@@ -205,14 +224,10 @@ func (s *Scheduler) warnShortHistories(entries []*entry, now time.Time) {
 		return
 	}
 	for _, e := range entries {
-		lag, known := auditLag(e, 0)
-		if !known {
-			continue
-		}
-		if need := historyNeed(e.sched, lag, now); need > keep {
+		if need := e.historyKeep(now); need > taskstate.KeepOf(keep, need) {
 			s.log.Warn("the shared history keeps too few runs for the task's audit to judge its fires: it would find no miss",
-				"task", e.name, "history", keep, "needs", need,
-				"setting", "the task state store's history (redis.history, etcd.history, pglocks.StoreOptions.History)")
+				"task", e.name, "history", taskstate.KeepOf(keep, need), "needs", need,
+				"setting", "fewer fires per lock TTL (or maxRunTime) and minute: a longer period, a shorter lockTtl or maxRunTime")
 		}
 	}
 }

@@ -329,43 +329,54 @@ func TestAuditLongIntervalsAndJitteredHolds(t *testing.T) {
 	}
 }
 
-// A history too short for the audit to judge a task's fires (every second,
-// a 30 s lease and a minute for the record: 90 instants pending, the store
-// keeping 20) is named at startup with the history it needs, and the audit
-// says it judged none and what to set, its range not reversed; with the
-// history it names, the audit judges the fires and says nothing.
+// The shared history keeps, by default, what a task's audit needs to judge
+// its fires (every second, a 30 s lease and a minute for the record: 90
+// instants pending, twice that kept, beyond the store's 20): no warning,
+// and the audit judges the fires. A task that needs more than
+// taskstate.MaxHistory (a 30-minute lease, every second) is named at
+// startup with the history it needs, and its audit says it judged none and
+// what to change, its range not reversed.
 func TestAuditSaysWhenTheHistoryIsTooShort(t *testing.T) {
-	for _, keep := range []int{0, 180} {
+	for _, ttl := range []time.Duration{30 * time.Second, 30 * time.Minute} {
 		fc := clockwork.NewFakeClockAt(epoch)
-		store, err := taskstate.NewInProcess(keep)
+		store, err := taskstate.NewInProcess(0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		logs := &logRecorder{}
 		s := New(Config{Driver: locks.NewInProcessDriver(locks.WithClock(fc)), Clock: fc, Logger: slog.New(logs), State: store})
 		var f fires
-		mustAdd(t, s, NewTask(f.task, Cron("@every 1s"), Lock(fmt.Sprint("short-", keep)), LockTTL(30*time.Second), Name("tick")))
+		mustAdd(t, s, NewTask(f.task, Cron("@every 1s"), Lock(fmt.Sprint("short-", ttl)), LockTTL(ttl), Name("tick")))
 		mustStart(t, s)
-		step(t, fc, 3*time.Minute, time.Second, s)
+		span := 3 * time.Minute
+		if ttl > time.Hour/4 {
+			span = time.Duration(taskstate.MaxHistory+10) * time.Second // the history full
+		}
+		step(t, fc, span, time.Second, s)
 		a, err := s.Audit(context.Background(), "tick")
 		s.Stop(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
+		runs, err := store.Runs(context.Background(), "tick", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
 		warned := logs.find("the shared history keeps too few runs for the task's audit to judge its fires: it would find no miss")
-		if keep == 0 {
-			if len(warned) != 1 || warned[0].attrs["history"] != "20" || warned[0].attrs["needs"] != "180" {
-				t.Errorf("history 20: startup warnings %+v; want one naming the task, 20 kept, 180 needed", warned)
-			}
-			if !strings.Contains(a.Note, "keep at least 180 runs per task") || a.To.Before(a.From) || a.Missed != 0 {
-				t.Errorf("history 20: audit from %v to %v, %d ran, note %q; want no miss judged, the range not reversed, a note naming 180",
-					a.From, a.To, a.Ran, a.Note)
+		if ttl < time.Hour/4 {
+			if len(warned) != 0 || a.Note != "" || !a.From.Before(a.To) || a.Ran < 80 || a.Missed != 0 || len(runs) != 180 {
+				t.Errorf("lease %v: warnings %+v, audit from %v to %v, %d ran, %d missed, note %q, %d runs kept; "+
+					"want none, the fires judged, 180 kept", ttl, warned, a.From, a.To, a.Ran, a.Missed, a.Note, len(runs))
 			}
 			continue
 		}
-		if len(warned) != 0 || a.Note != "" || !a.From.Before(a.To) || a.Ran < 80 || a.Missed != 0 {
-			t.Errorf("history 180: warnings %+v, audit from %v to %v, %d ran, %d missed, note %q; want none, the fires judged",
-				warned, a.From, a.To, a.Ran, a.Missed, a.Note)
+		need := fmt.Sprint(taskstate.MaxHistory + 1)
+		if len(warned) != 1 || warned[0].attrs["history"] != fmt.Sprint(taskstate.MaxHistory) || warned[0].attrs["needs"] != need {
+			t.Errorf("lease %v: startup warnings %+v; want one naming the task, %d kept, %s needed", ttl, warned, taskstate.MaxHistory, need)
+		}
+		if !strings.Contains(a.Note, "it needs "+need+" runs") || a.To.Before(a.From) || a.Missed != 0 || len(runs) != taskstate.MaxHistory {
+			t.Errorf("lease %v: audit from %v to %v, %d ran, note %q, %d runs kept; want no miss judged, the range not reversed, "+
+				"a note naming %s, %d kept", ttl, a.From, a.To, a.Ran, a.Note, len(runs), need, taskstate.MaxHistory)
 		}
 	}
 }

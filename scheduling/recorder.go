@@ -30,7 +30,7 @@ func (s *Scheduler) recordShared(e *entry, last *LastRun, retry *taskstate.Retry
 	s.records.mu.Lock()
 	s.records.seq++
 	id := s.records.prefix + strconv.FormatUint(s.records.seq, 36)
-	s.records.pending = append(s.records.pending, taskstate.TaskRun{Task: e.name, ID: id, Run: r, Retry: retry})
+	s.records.pending = append(s.records.pending, taskstate.TaskRun{Task: e.name, ID: id, Run: r, Retry: retry, Keep: e.historyKeep(last.Fire)})
 	seq := s.records.seq
 	s.records.mu.Unlock()
 	s.flush()

@@ -115,6 +115,10 @@ type entry struct {
 	spec     *Spec
 	sched    schedule
 	seq      int32  // registration order
+	// keep is how many runs of the task the shared history keeps for its
+	// audit (historyKeep): 0 until its first record, -1 for the store's
+	// history length.
+	keep     atomic.Int32
 	claimKey string // fireKey(name), the key of this task's fire claims; "" if unlocked
 	// stored is the stored schedule the entry runs; nil for a task
 	// declared in code.

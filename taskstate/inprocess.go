@@ -125,7 +125,7 @@ func (s *InProcess) TakeRequest(ctx context.Context, task, node string) (time.Ti
 	at, ok := s.requests[task]
 	if ok {
 		delete(s.requests, task)
-		s.add(task, Run{Fire: at, Manual: true, Node: node, Outcome: OutcomeTaken}, "")
+		s.addPlaceholder(task, Run{Fire: at, Manual: true, Node: node, Outcome: OutcomeTaken})
 	}
 	return at, ok, nil
 }
@@ -143,7 +143,7 @@ func (s *InProcess) TakeRetry(ctx context.Context, task, node string, r Retry) (
 		return false, nil
 	}
 	s.taken[task] = true
-	s.add(task, Run{Fire: p.Fire, Manual: p.Manual, Attempt: p.Attempt, Node: node, Outcome: OutcomeTaken}, "")
+	s.addPlaceholder(task, Run{Fire: p.Fire, Manual: p.Manual, Attempt: p.Attempt, Node: node, Outcome: OutcomeTaken})
 	return true, nil
 }
 
@@ -188,7 +188,7 @@ func (s *InProcess) Record(ctx context.Context, runs ...TaskRun) error {
 					}
 				}
 			}
-			s.add(task, r, tr.ID)
+			s.add(task, r, tr.ID, KeepOf(s.history, tr.Keep))
 		}
 		if r := tr.Retry; r != nil {
 			if p, ok := s.retries[task]; !ok || RetryLater(*r, p) {
@@ -257,7 +257,7 @@ func (s *InProcess) TakeBackfill(ctx context.Context, task, id, node string, fir
 	}
 	b.Taken++
 	s.noteRan(task, fire)
-	s.add(task, BackfillPlaceholder(fire, node), "")
+	s.addPlaceholder(task, BackfillPlaceholder(fire, node))
 	return BackfillTaken, nil
 }
 
@@ -291,14 +291,20 @@ type keptRun struct {
 }
 
 // add appends r, recorded with ID id, to task's runs and drops the oldest
-// beyond the history length. s.mu must be held.
-func (s *InProcess) add(task string, r Run, id string) {
+// beyond keep. s.mu must be held.
+func (s *InProcess) add(task string, r Run, id string, keep int) {
 	runs := append(s.runs[task], keptRun{r, id})
-	if len(runs) > s.history {
+	if len(runs) > keep {
 		// A fresh slice, so that the dropped runs' array is not kept.
-		runs = slices.Clone(runs[len(runs)-s.history:])
+		runs = slices.Clone(runs[len(runs)-keep:])
 	}
 	s.runs[task] = runs
+}
+
+// addPlaceholder adds a take's placeholder run to task's runs, shortening
+// them to no fewer than the task had (TaskRun.Keep). s.mu must be held.
+func (s *InProcess) addPlaceholder(task string, r Run) {
+	s.add(task, r, "", max(s.history, len(s.runs[task])))
 }
 
 // Runs returns task's newest runs, newest first.

@@ -140,8 +140,8 @@ type Store interface {
 	// Record adds each run to its task's runs, in order, in one call (one
 	// round trip on a server: the scheduler records the runs that end
 	// together at once). Each Run's Error is cut by [CutError]; the store
-	// keeps the newest runs of a task up to its history length and drops
-	// the older. For a manual run or a run taken from the pending ones
+	// keeps the newest runs of a task up to its history length, or the
+	// run's [TaskRun.Keep] if longer, and drops the older. For a manual run or a run taken from the pending ones
 	// (Attempt 1 and more) or a backfill's run, the
 	// placeholder that TakeRequest, TakeRetry or TakeBackfill added with the same Fire,
 	// Attempt, Backfill and Node, if still kept, is removed: the finished run is then
@@ -232,7 +232,21 @@ type TaskRun struct {
 	// pending (it failed, and its task retries): see [Store.Record]. It is
 	// not part of the kept run.
 	Retry *Retry
+	// Keep is how many runs of the task the history needs: the store keeps
+	// the newest Keep(r) runs of the task once it records the run, where
+	// Keep(r) is [KeepOf] the store's history length and Keep. The
+	// scheduler sizes it to the horizon of the task's audit, so that a
+	// task firing every second keeps more runs than one firing daily. A
+	// placeholder that a take adds never shortens a task's history: it
+	// drops the oldest run only beyond the longer of the store's history
+	// length and the runs the task had.
+	Keep int
 }
+
+// KeepOf is how many runs of a task a store whose history length is
+// history keeps on recording a run whose [TaskRun.Keep] is keep: the
+// larger of the two, at most [MaxHistory].
+func KeepOf(history, keep int) int { return max(history, min(keep, MaxHistory)) }
 
 // A Retry is a pending run of a fire, due at Due, that one node of the
 // cluster takes ([Store.TakeRetry]) and runs: a retry of a fire whose run

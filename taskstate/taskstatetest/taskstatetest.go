@@ -131,6 +131,7 @@ func Run(t *testing.T, newStores NewStores) {
 	t.Run("BadSchedules", s.badSchedules)
 	t.Run("History", s.history)
 	t.Run("DefaultHistory", s.defaultHistory)
+	t.Run("HistoryKeep", s.historyKeep)
 	t.Run("RecordMany", s.recordMany)
 	t.Run("RunsLimit", s.runsLimit)
 	t.Run("ConcurrentRecords", s.concurrentRecords)
@@ -582,6 +583,65 @@ func (s *suite) history(t *testing.T) {
 	runs, err := b.Runs(ctx, other, 0)
 	if err != nil || len(runs) != 1 || !equal(runs[0], run(99)) {
 		t.Errorf("Runs of another task = %+v, %v; want only its own run", runs, err)
+	}
+}
+
+// historyKeep: a record's TaskRun.Keep above the store's history length
+// keeps that many runs of its task, and no more than taskstate.MaxHistory;
+// a take's placeholder does not shorten the history; a record without Keep
+// trims it back to the store's history length.
+func (s *suite) historyKeep(t *testing.T) {
+	const history, keep = 5, 9
+	a, b := s.pair(t, history)
+	ctx := context.Background()
+	task := s.task(t)
+	count := func(what string, want int) {
+		t.Helper()
+		for _, st := range []taskstate.Store{a, b} {
+			runs, err := st.Runs(ctx, task, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(runs) != want {
+				t.Fatalf("%s (history %d): %d runs kept, want %d", what, history, len(runs), want)
+			}
+		}
+	}
+	for i := range 12 {
+		st := []taskstate.Store{a, b}[i%2]
+		if err := st.Record(ctx, taskstate.TaskRun{Task: task, Run: run(i), Keep: keep}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count("12 records with Keep 9", keep)
+	if runs, err := a.Runs(ctx, task, 3); err != nil || len(runs) != 3 || !equal(runs[0], run(11)) {
+		t.Fatalf("Runs(limit 3) after records with Keep = %+v, %v; want the 3 newest", runs, err)
+	}
+	if err := a.RequestRun(ctx, task, time.Date(2026, 3, 1, 11, 0, 0, 0, time.UTC)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := b.TakeRequest(ctx, task, "node-b"); err != nil || !ok {
+		t.Fatalf("TakeRequest = %v, %v; want the request", ok, err)
+	}
+	count("a take's placeholder after records with Keep 9", keep)
+	if err := b.Record(ctx, taskstate.TaskRun{Task: task, Run: run(20)}); err != nil {
+		t.Fatal(err)
+	}
+	count("a record without Keep", history)
+
+	other := s.task(t)
+	many := make([]taskstate.TaskRun, taskstate.MaxHistory+3)
+	for i := range many {
+		r := run(i % 60)
+		r.Fire = r.Fire.Add(time.Duration(i) * time.Minute)
+		many[i] = taskstate.TaskRun{Task: other, Run: r, Keep: taskstate.MaxHistory + 500}
+	}
+	if err := a.Record(ctx, many...); err != nil {
+		t.Fatal(err)
+	}
+	if runs, err := b.Runs(ctx, other, 0); err != nil || len(runs) != taskstate.MaxHistory || !runs[0].Fire.Equal(many[len(many)-1].Fire) {
+		t.Fatalf("after %d records with Keep %d: %d runs kept (%v), want taskstate.MaxHistory (%d) ending with the last",
+			len(many), taskstate.MaxHistory+500, len(runs), err, taskstate.MaxHistory)
 	}
 }
 
