@@ -112,9 +112,9 @@ type entry struct {
 	// spec is the task's spec but for Cron, which is empty here: the
 	// tasks of one Add whose specs differ in their expressions alone share
 	// it. Use Spec for the whole of it.
-	spec     *Spec
-	sched    schedule
-	seq      int32  // registration order
+	spec  *Spec
+	sched schedule
+	seq   int32 // registration order
 	// keep is how many runs of the task the shared history keeps for its
 	// audit (historyKeep): 0 until its first record, -1 for the store's
 	// history length.
