@@ -93,6 +93,9 @@ type AuditJSON struct {
 	// Fires are the instants, newest first, at most
 	// scheduling.MaxAuditFires.
 	Fires []AuditFireJSON `json:"fires"`
+	// Note says why the audit judges fewer instants than it should and
+	// what setting would let it (scheduling.Audit.Note); omitted if none.
+	Note string `json:"note,omitempty"`
 }
 
 // AuditFireJSON is one instant of an audit.
@@ -106,7 +109,7 @@ type AuditFireJSON struct {
 
 func auditJSON(a scheduling.Audit) AuditJSON {
 	j := AuditJSON{Task: a.Task, To: a.To.UTC(), Ran: a.Ran, Skipped: a.Skipped, Failed: a.Failed, Missed: a.Missed,
-		Fires: make([]AuditFireJSON, len(a.Fires))}
+		Fires: make([]AuditFireJSON, len(a.Fires)), Note: a.Note}
 	if !a.From.IsZero() {
 		j.From = utc(a.From)
 	}

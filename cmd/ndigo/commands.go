@@ -118,6 +118,9 @@ func showAudit(ctx context.Context, c *client, args []string, _ cmdFlags, out ou
 			return err
 		}
 	}
+	if res.Note != "" && out.errw != nil {
+		fmt.Fprintf(out.errw, "ndigo: warning: the audit of %s covers less than it should: %s\n", strconv.Quote(args[0]), res.Note)
+	}
 	if res.Missed > 0 {
 		last := ""
 		if res.LastMissed != nil {

@@ -115,6 +115,7 @@ type audit struct {
 	Missed     int         `json:"missed"`
 	LastMissed *time.Time  `json:"lastMissed"`
 	Fires      []auditFire `json:"fires"`
+	Note       string      `json:"note"`
 }
 
 // auditFire is one instant of an audit.
