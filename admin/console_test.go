@@ -337,6 +337,9 @@ func consoleOutage(t *testing.T, c *backendnode.Cluster) {
 	// the count of all of them that it must come to.
 	page.WaitFor("the failed fires in the task's row", fmt.Sprintf(`(() => { const c = %s;
 		return c.startsWith("failed: lock on node-a") && c.includes("failures %d") })()`, page.CellExpr(backendnode.Task, browsertest.ColLastFire), outage))
+	// The task list is the node's own view, and says so above the tasks.
+	page.WaitFor("the line saying the cluster's task state is unavailable", `(() => { const p = document.getElementById("state-error");
+		return !p.hidden && p.textContent.startsWith("The cluster's task state is unavailable, so Paused and the cluster's last fires are this node's own view: ") })()`)
 
 	c.Server.Restart()
 	// go-redis answers its last dial error until its probe, once a second,
@@ -344,6 +347,7 @@ func consoleOutage(t *testing.T, c *backendnode.Cluster) {
 	for _, u := range urls {
 		waitHealthy(t, u)
 	}
+	page.WaitFor("the state line gone once the store is back", `document.getElementById("state-error").hidden`)
 	// Past the audit's horizon (the lock TTL and a minute), stepping: the
 	// first poll that gets through makes each node record what it kept.
 	for range 70 {
