@@ -12,7 +12,7 @@
 //
 //	ndigo_task_fires_total{task}
 //	ndigo_task_runs_total{task, outcome="ok|error|panic|cancelled"}
-//	ndigo_task_skips_total{task, reason="lock_held|still_running|already_run|missed|paused|not_owner|retrying|buffered|one_waiting|no_driver|lock_error"}
+//	ndigo_task_skips_total{task, reason="lock_held|still_running|lock_pending|already_run|missed|paused|not_owner|retrying|buffered|one_waiting|no_driver|lock_error"}
 //	ndigo_task_retries_total{task}               retry attempts run (scheduling.Retry: attempt 2 or later of a fire), also in runs_total
 //	ndigo_task_backfill_runs_total{task}         runs of backfill instants (scheduling.Scheduler.Backfill), also in runs_total, not in lateness
 //	ndigo_task_run_duration_seconds{task}        histogram

@@ -31,6 +31,7 @@ const (
 const (
 	ReasonLockHeld     = "lock_held"     // another holder had the lock
 	ReasonStillRunning = "still_running" // the previous run on this node was still going
+	ReasonLockPending  = "lock_pending"  // the previous fire on this node was still in its lock step (a driver call not answered, a lock wait)
 	ReasonAlreadyRun   = "already_run"   // another node claimed the fire
 	ReasonMissed       = "missed"        // the node reached the fire too late to claim it
 	ReasonPaused       = "paused"        // the task is paused cluster-wide
@@ -130,7 +131,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		return nil, err
 	}
 	if m.skips, err = counter(TaskSkips, "Fires skipped on this node by reason: "+
-		"lock_held, still_running, already_run, missed, paused, not_owner, retrying, buffered, one_waiting, no_driver, lock_error.", "task", "reason"); err != nil {
+		"lock_held, still_running, lock_pending, already_run, missed, paused, not_owner, retrying, buffered, one_waiting, no_driver, lock_error.", "task", "reason"); err != nil {
 		return nil, err
 	}
 	if m.retries, err = counter(TaskRetries, "Retries of a failed run that ran on this node (attempt 2 or later of a fire), whatever they returned.", "task"); err != nil {
@@ -261,6 +262,8 @@ func skipReason(e scheduling.Event) string {
 		return ReasonLockHeld
 	case scheduling.OutcomeRunning:
 		return ReasonStillRunning
+	case scheduling.OutcomeLockPending:
+		return ReasonLockPending
 	case scheduling.OutcomeAlreadyRun:
 		return ReasonAlreadyRun
 	case scheduling.OutcomeMissed:

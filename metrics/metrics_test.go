@@ -160,7 +160,7 @@ func TestSchedulerMetrics(t *testing.T) {
 		}
 	}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
-# HELP ndigo_task_skips_total Fires skipped on this node by reason: lock_held, still_running, already_run, missed, paused, not_owner, retrying, buffered, one_waiting, no_driver, lock_error.
+# HELP ndigo_task_skips_total Fires skipped on this node by reason: lock_held, still_running, lock_pending, already_run, missed, paused, not_owner, retrying, buffered, one_waiting, no_driver, lock_error.
 # TYPE ndigo_task_skips_total counter
 ndigo_task_skips_total{reason="lock_held",task="blocked"} 3
 `), TaskSkips); err != nil {
@@ -185,6 +185,7 @@ func TestSkipReasonsAndLeaseMetrics(t *testing.T) {
 	down := errors.New("connection refused")
 	for _, e := range []scheduling.Event{
 		{Task: "t", Outcome: scheduling.OutcomeRunning},
+		{Task: "t", Outcome: scheduling.OutcomeLockPending},
 		{Task: "t", Outcome: scheduling.OutcomeAlreadyRun},
 		{Task: "t", Outcome: scheduling.OutcomePaused},
 		{Task: "t", Outcome: scheduling.OutcomeNotOwner},
@@ -198,7 +199,7 @@ func TestSkipReasonsAndLeaseMetrics(t *testing.T) {
 	}
 	m.AfterRun(context.Background(), scheduling.Event{Task: "t", Outcome: scheduling.OutcomeError,
 		LeaseLost: true, RenewErr: locks.ErrLeaseLost})
-	for reason, want := range map[string]float64{ReasonStillRunning: 1, ReasonAlreadyRun: 1, ReasonPaused: 1, ReasonNotOwner: 1, ReasonRetrying: 1, ReasonBuffered: 1, ReasonOneWaiting: 1, ReasonNoDriver: 1, ReasonLockError: 1} {
+	for reason, want := range map[string]float64{ReasonStillRunning: 1, ReasonLockPending: 1, ReasonAlreadyRun: 1, ReasonPaused: 1, ReasonNotOwner: 1, ReasonRetrying: 1, ReasonBuffered: 1, ReasonOneWaiting: 1, ReasonNoDriver: 1, ReasonLockError: 1} {
 		if got := sample(t, reg, TaskSkips, "task", "t", "reason", reason); got != want {
 			t.Errorf("skips %s = %v, want %v", reason, got, want)
 		}
@@ -209,8 +210,8 @@ func TestSkipReasonsAndLeaseMetrics(t *testing.T) {
 	if got := sample(t, reg, LeaseRenewalsFailed, "task", "t"); got != 1 {
 		t.Errorf("renewals failed %v", got)
 	}
-	if got := sample(t, reg, TaskFires, "task", "t"); got != 10 {
-		t.Errorf("fires %v, want 10 (nine skips and a run)", got)
+	if got := sample(t, reg, TaskFires, "task", "t"); got != 11 {
+		t.Errorf("fires %v, want 11 (ten skips and a run)", got)
 	}
 	if got := sample(t, reg, TaskRetries, "task", "t"); got != 0 {
 		t.Errorf("retries %v after a first attempt, want 0", got)

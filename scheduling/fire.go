@@ -286,7 +286,7 @@ func (s *Scheduler) fire(f firing, t *turn) {
 func (s *Scheduler) busyOutcome(f *firing) Outcome {
 	e := f.e
 	if f.fromStore() || s.state == nil || e.spec.Lock == "" || (s.spread != nil && !s.owns(e.spec.Lock)) {
-		return OutcomeRunning
+		return e.runningOutcome()
 	}
 	switch o, _ := s.holdRule(f); {
 	case o != outcomeRun && o != OutcomeLockFailed:
@@ -302,6 +302,17 @@ func (s *Scheduler) busyOutcome(f *firing) Outcome {
 		case !s.stopping():
 			s.log.Warn("claiming a fire to wait for the run going failed; fire skipped", "task", e.name, "fire", f.fire, "err", err)
 		}
+	}
+	return e.runningOutcome()
+}
+
+// runningOutcome is the outcome of a fire of e skipped because the previous
+// one is in flight on this node: OutcomeLockPending while that one is in
+// its lock step (its driver call has not answered, or it waits for the
+// key), OutcomeRunning once it runs.
+func (e *entry) runningOutcome() Outcome {
+	if e.waiting.Load() {
+		return OutcomeLockPending
 	}
 	return OutcomeRunning
 }
@@ -508,6 +519,10 @@ func (s *Scheduler) callBound(e *entry) time.Duration {
 // finds the fire claimed.
 func (s *Scheduler) lockOwn(f *firing, t *turn) (locks.Lease, Outcome, error) {
 	e := f.e
+	// Until the step ends, a fire of the task that finds this one in
+	// flight is skipped as OutcomeLockPending: nothing runs yet.
+	e.waiting.Store(true)
+	defer e.waiting.Store(false)
 	passed := t == nil
 	if !passed && t.prev != nil {
 		<-t.prev
@@ -558,8 +573,6 @@ func (s *Scheduler) lockOwn(f *firing, t *turn) (locks.Lease, Outcome, error) {
 	// The key is held and the fire claimed: this node waits for the key.
 	cancel()
 	pass()
-	e.waiting.Store(true)
-	defer e.waiting.Store(false)
 	if s.debugOn() {
 		s.log.Debug("waiting for lock", "task", e.name, "fire", f.fire, "lock", e.spec.Lock, "budget", e.spec.LockWait)
 	}
@@ -730,12 +743,10 @@ func (s *Scheduler) skip(f firing, o Outcome, err error) {
 		case OutcomeBufferFull:
 			s.log.Log(ctx, s.skipAt, "a fire already waits for the run going; fire skipped", "task", e.name, "fire", f.fire)
 		case OutcomeNotOwner: // every node but one, every fire: not worth a line
+		case OutcomeLockPending:
+			s.log.Log(ctx, s.skipAt, "previous fire still waiting for its lock; fire skipped", "task", e.name, "fire", f.fire)
 		case OutcomeRunning:
-			if e.waiting.Load() {
-				s.log.Log(ctx, s.skipAt, "previous fire still waiting for its lock; fire skipped", "task", e.name, "fire", f.fire)
-			} else {
-				s.log.Log(ctx, s.skipAt, "previous run still going; fire skipped", "task", e.name, "fire", f.fire)
-			}
+			s.log.Log(ctx, s.skipAt, "previous run still going; fire skipped", "task", e.name, "fire", f.fire)
 		}
 	}
 	if s.notify != nil {

@@ -37,7 +37,7 @@ type Listener interface {
 	// OutcomeError or OutcomePanic.
 	AfterRun(ctx context.Context, e Event)
 	// Skipped is called when a fire does not run on this node. e.Outcome
-	// says why: OutcomeLockHeld, OutcomeRunning, OutcomeAlreadyRun,
+	// says why: OutcomeLockHeld, OutcomeRunning, OutcomeLockPending, OutcomeAlreadyRun,
 	// OutcomeMissed, OutcomePaused, OutcomeRetrying, OutcomeNotOwner, or
 	// OutcomeLockFailed with e.Err wrapping ErrNoDriver or the driver's
 	// error.

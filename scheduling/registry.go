@@ -17,20 +17,23 @@ type Outcome string
 
 // Outcomes of a fire.
 const (
-	OutcomeOK         Outcome = "ok"                     // the task returned nil
-	OutcomeError      Outcome = "error"                  // the task returned an error
-	OutcomePanic      Outcome = "panic"                  // the task panicked
-	OutcomeCancelled  Outcome = "cancelled"              // Stop cancelled the run at its deadline
-	OutcomeLockHeld   Outcome = "skipped: lock held"     // another holder had the lock (through the wait, if any)
-	OutcomeRunning    Outcome = "skipped: still running" // this node's previous fire was still running or waiting
-	OutcomeAlreadyRun Outcome = "skipped: already run"   // another node claimed this fire (or a later one)
-	OutcomeMissed     Outcome = "skipped: missed"        // the node reached the fire too late to claim it
-	OutcomePaused     Outcome = "skipped: paused"        // the task is paused cluster-wide (Pause)
-	OutcomeNotOwner   Outcome = "skipped: not owner"     // another live node owns the task's lock key (Config.Spread)
-	OutcomeRetrying   Outcome = "skipped: retrying"      // a retry of an earlier fire of the task is pending (Retry)
-	OutcomeBuffered   Outcome = "buffered"               // it waits for the run going, and runs once it ends (Overlap)
-	OutcomeBufferFull Outcome = "skipped: one waiting"   // another fire already waits for the run going (Overlap buffer-one, cancel-previous)
-	OutcomeLockFailed Outcome = "failed: lock"           // the driver failed, or there was none
+	OutcomeOK        Outcome = "ok"                     // the task returned nil
+	OutcomeError     Outcome = "error"                  // the task returned an error
+	OutcomePanic     Outcome = "panic"                  // the task panicked
+	OutcomeCancelled Outcome = "cancelled"              // Stop cancelled the run at its deadline
+	OutcomeLockHeld  Outcome = "skipped: lock held"     // another holder had the lock (through the wait, if any)
+	OutcomeRunning   Outcome = "skipped: still running" // this node's previous fire was still running
+	// this node's previous fire was still in its lock step: its driver had
+	// not answered (a hung backend), or it waited for the key (LockWait)
+	OutcomeLockPending Outcome = "skipped: lock pending"
+	OutcomeAlreadyRun  Outcome = "skipped: already run" // another node claimed this fire (or a later one)
+	OutcomeMissed      Outcome = "skipped: missed"      // the node reached the fire too late to claim it
+	OutcomePaused      Outcome = "skipped: paused"      // the task is paused cluster-wide (Pause)
+	OutcomeNotOwner    Outcome = "skipped: not owner"   // another live node owns the task's lock key (Config.Spread)
+	OutcomeRetrying    Outcome = "skipped: retrying"    // a retry of an earlier fire of the task is pending (Retry)
+	OutcomeBuffered    Outcome = "buffered"             // it waits for the run going, and runs once it ends (Overlap)
+	OutcomeBufferFull  Outcome = "skipped: one waiting" // another fire already waits for the run going (Overlap buffer-one, cancel-previous)
+	OutcomeLockFailed  Outcome = "failed: lock"         // the driver failed, or there was none
 )
 
 // LastRun describes the last fire of a task on this node.
@@ -58,7 +61,7 @@ type TaskInfo struct {
 	Spec    Spec
 	Next    time.Time // the next fire; zero if none
 	Running bool      // a fire is in flight on this node: running, or waiting for its lock
-	Waiting bool      // that fire is waiting for its lock (LockWait)
+	Waiting bool      // that fire is in its lock step: waiting for its driver's answer, or for the key (LockWait)
 	// Owner is, for a locked task of a spreading scheduler (Config.Spread),
 	// the node that this node takes to own the task's lock key; "" without
 	// spreading, for an unlocked task, or before this node's first view of

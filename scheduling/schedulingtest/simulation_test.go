@@ -825,7 +825,7 @@ func (w *simWorld) check(t *testing.T) stats {
 				switch r.outcome {
 				case "run":
 					ran++
-				case scheduling.OutcomeLockHeld, scheduling.OutcomeRunning, scheduling.OutcomePaused, scheduling.OutcomeRetrying,
+				case scheduling.OutcomeLockHeld, scheduling.OutcomeRunning, scheduling.OutcomeLockPending, scheduling.OutcomePaused, scheduling.OutcomeRetrying,
 					scheduling.OutcomeBuffered, scheduling.OutcomeBufferFull:
 					// Held by another run (a manual one, a retry, say), paused,
 					// retrying an earlier fire, waiting for the run going, or
