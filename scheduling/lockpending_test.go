@@ -25,7 +25,7 @@ func TestFireBehindAPendingLockCallSaysSo(t *testing.T) {
 	fc := clockwork.NewFakeClockAt(epoch)
 	drv := schedulingtest.NewDriver(locks.NewInProcessDriver(locks.WithClock(fc))).Node("node-a", fc)
 	hung := epoch.Add(90 * time.Second) // the 00:01 fire's lock call hangs past its TTL
-	var pending atomic.Int32 // lock calls held by the fault: Settle counts them as blocked
+	var pending atomic.Int32            // lock calls held by the fault: Settle counts them as blocked
 	drv.SetFaults(func(c schedulingtest.Call) schedulingtest.Fault {
 		if (c.Op == schedulingtest.OpAcquire || c.Op == schedulingtest.OpAcquireClaim) && fc.Now().Before(hung) {
 			pending.Add(1)
