@@ -31,9 +31,11 @@
 // backfill --wait, which draws the backfill's progress on stderr until it
 // ends, exits 0 when it is done and 4 when it was cancelled.
 //
-// Install or run it with
+// Install it from a clone of ndigo with
 //
-//	go run github.com/ndigo/ndigo/cmd/ndigo@latest tasks
+//	go install ./cmd/ndigo
+//
+// (once the module is published: go install github.com/ndigo/ndigo/cmd/ndigo@latest).
 package main
 
 import (
