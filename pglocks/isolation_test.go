@@ -115,7 +115,9 @@ func TestGuardAfterRenewalInEveryIsolation(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			l, err := d.Acquire(ctx, "k", guardTTL)
+			// The lease must outlive the steps up to its Extend on a loaded
+			// machine: immediate, not guardTTL.
+			l, err := d.Acquire(ctx, "k", immediate)
 			if err != nil {
 				t.Fatal(err)
 			}

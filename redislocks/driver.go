@@ -244,8 +244,9 @@ type Options struct {
 // notified waiter takes to come back on a healthy link, and short, because a
 // reservation whose waiters gave up keeps the key from everyone until it
 // lapses. (The token counter's and the tombstone's lives are the scripts'
-// own: see acquire.lua and release.lua.)
-const handoffTTL = 10 * time.Millisecond
+// own: see acquire.lua and release.lua.) A variable only for tests
+// (LongHandoff).
+var handoffTTL = 10 * time.Millisecond
 
 // A Driver is a locks.Driver, locks.Watcher, locks.ClaimAcquirer,
 // locks.Membership and locks.MinTTLer on Redis. Make one with New;

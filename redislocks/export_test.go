@@ -1,6 +1,11 @@
 package redislocks
 
-import "github.com/redis/go-redis/v9"
+import (
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // The scripts' SHA1s, for tests that pick one operation's commands out of
 // the traffic, and the scripts, for tests that load them first.
@@ -19,3 +24,12 @@ var (
 		takeScript, recordScript, requestScript, pauseScript, scheduleScript, leaveWaitingScript, takeRetryScript,
 		backfillStartScript, backfillTakeScript, backfillEndScript}
 )
+
+// LongHandoff makes handoff reservations last a minute until t ends, so
+// that a test's steps between a release and the waiter's take hold on a
+// loaded machine (they last 10ms otherwise).
+func LongHandoff(t testing.TB) {
+	old := handoffTTL
+	handoffTTL = time.Minute
+	t.Cleanup(func() { handoffTTL = old })
+}

@@ -8,12 +8,14 @@ import (
 
 	"github.com/ndigo/ndigo/internal/redistest"
 	"github.com/ndigo/ndigo/locks"
+	"github.com/ndigo/ndigo/redislocks"
 )
 
 // A key released while a caller of locks.Wait waited goes to a caller that
 // waited: the releaser's own next Wait, and plain Acquire calls, are
 // refused until the waiter takes it.
 func TestReleaseHandsOffToWaiter(t *testing.T) {
+	redislocks.LongHandoff(t) // the steps below, in the reservation
 	c := redistest.Start(t).Client()
 	ctx := context.Background()
 	releaser := newDriver(t, c, "fair")
