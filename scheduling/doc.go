@@ -188,7 +188,10 @@
 //     that a slow call fails no fire whose own TTL it did not outlast (j/k
 //     per fire; a fire alone with its TTL makes its own);
 //   - the owner's Release: 1 round trip, made once every run of the batch
-//     has started;
+//     has started; a locked run's own release waits for the Record call
+//     that carries its record to return (no call of its own, but the lease
+//     is held one Record round trip, and up to the recorder's 2ms linger,
+//     past the run's end, so that the next holder sees the run recorded);
 //   - its record in the shared history: one Record call per node for the
 //     runs that end together, 1/k per fire (the recorder waits up to 2ms
 //     for the runs going on its node);
@@ -200,7 +203,8 @@
 //     commands) per [Config.RequestPoll]: N·(1/Heartbeat + 1/RequestPoll)/F
 //     per fire, and one read of the stored schedules per node when they
 //     change (see Stored schedules);
-//   - a backfill's instant: what a retry's attempt costs (see Backfill);
+//   - a backfill's instant: what a retry's attempt costs, and its claim
+//     (see Backfill);
 //   - a failed run of a task that retries: its retry rides in the failure's
 //     record (no call of its own), and each retry costs the owner what a
 //     manual run does, an Acquire, a take of the attempt and a Release (3
@@ -332,8 +336,9 @@
 // or, under the allow policy, up to MaxConcurrent at once. A failed
 // instant is recorded and not retried; [Scheduler.CancelBackfill] stops
 // the takes, and a run in flight finishes. Each instant costs its node what
-// a manual run does (an Acquire, the take, a Release and the record: 3
-// round trips and a share of a Record), the other nodes one Acquire per
+// a manual run does and the instant's claim (an Acquire, the claim, the
+// take, a Release and the record: 4 round trips and a share of a Record),
+// the other nodes one Acquire per
 // poll while the lock is held, nothing otherwise.
 //
 // # Stored schedules
