@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -271,6 +272,47 @@ func TestBackfillClaimsItsInstants(t *testing.T) {
 	}
 	if ok, err := c.driver.Claim(ctx, fireKey("report"), missed.UnixMilli(), ClaimTTL); ok || err != nil {
 		t.Fatalf("a late node's Claim of the backfilled instant = %v, %v; want refused", ok, err)
+	}
+}
+
+// lostClaim is the in-process driver with the reply of one Claim lost,
+// once lose is set: the claim takes effect, and its caller gets an error.
+type lostClaim struct {
+	*locks.InProcessDriver
+	lose atomic.Bool
+}
+
+func (d *lostClaim) Claim(ctx context.Context, key string, seq int64, ttl time.Duration) (bool, error) {
+	ok, err := d.InProcessDriver.Claim(ctx, key, seq, ttl)
+	if err == nil && d.lose.CompareAndSwap(true, false) {
+		return false, errors.New("claim's reply lost")
+	}
+	return ok, err
+}
+
+// A backfill instant whose claim took effect with its reply lost is not
+// lost: the node tries the instant again at its next poll, finds its own
+// claim (which the take does not depend on), takes it and runs it, once.
+func TestBackfillInstantRunsOnceAfterItsClaimsReplyIsLost(t *testing.T) {
+	c := newCluster(t)
+	drv := &lostClaim{InProcessDriver: c.driver}
+	var f fires
+	s := New(Config{Driver: drv, Clock: c.fc, Logger: slog.New(c.logs), Node: "node-0", State: c.store})
+	mustAdd(t, s, NewTask(f.task, Cron("@every 1m"), Lock("k"), Name("report")))
+	mustStart(t, s)
+	defer s.Stop(context.Background())
+	step(t, c.fc, 10*time.Second, time.Second, s)
+	missed := epoch.Add(-time.Minute)
+	drv.lose.Store(true)
+	if _, err := s.Backfill(context.Background(), "report", missed, missed, BackfillOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	step(t, c.fc, 5*time.Second, time.Second, s)
+	if drv.lose.Load() {
+		t.Fatal("the backfill made no claim")
+	}
+	if got := c.backfillOf("report"); got.Taken != 1 || got.State != taskstate.BackfillDone || f.count() != 1 {
+		t.Fatalf("backfill = %+v, %d runs; want its instant taken and run once", got, f.count())
 	}
 }
 
