@@ -167,7 +167,7 @@ func (s *Scheduler) Audit(ctx context.Context, name string) (Audit, error) {
 	if keep := s.historyKept(); keep > 0 && len(runs) >= keep {
 		a.Note = fmt.Sprintf("the shared history keeps the newest %d runs of the task, back to %s, and an instant is judged only once "+
 			"older than %s (its run's time to end and be recorded): the audit judges none, and finds no miss; "+
-			"keep at least %d runs per task (the task state store's history: redis.history, etcd.history, pglocks.StoreOptions.History)",
+			"keep at least %d runs per task (the task state store's history: redis.history, postgres.history, etcd.history)",
 			keep, a.From.UTC().Format(time.RFC3339), a.To.UTC().Format(time.RFC3339), historyNeed(e.sched, now.Sub(a.To), now))
 	}
 	a.To = a.From // never a reversed range
@@ -212,7 +212,7 @@ func (s *Scheduler) warnShortHistories(entries []*entry, now time.Time) {
 		if need := historyNeed(e.sched, lag, now); need > keep {
 			s.log.Warn("the shared history keeps too few runs for the task's audit to judge its fires: it would find no miss",
 				"task", e.name, "history", keep, "needs", need,
-				"setting", "the task state store's history (redis.history, etcd.history, pglocks.StoreOptions.History)")
+				"setting", "the task state store's history (redis.history, postgres.history, etcd.history)")
 		}
 	}
 }
