@@ -22,6 +22,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/ndigo/ndigo/internal/browsertest"
 	"github.com/ndigo/ndigo/internal/etcdtest"
 	"github.com/ndigo/ndigo/internal/nodetest"
 	"github.com/ndigo/ndigo/internal/pgtest"
@@ -45,11 +46,14 @@ const closeBooks = "PayrollController.CloseBooks"
 // the instants of the schedule that no record of the shared history covers
 // (the run history, read through the API; the nodes' logs agree but for the
 // run the killed node may have died before recording), the metric
-// ndigo_task_missed_fires equals it, and OPERATIONS.md's alert rules fire
-// on it. About two and a half minutes, most of it waiting for the audit's
+// ndigo_task_missed_fires equals it, the console's task page shows it, and
+// OPERATIONS.md's alert rules fire on it. About two and a half minutes, most of it waiting for the audit's
 // horizon (the lease and a minute) to pass the kill; the three stores run
 // at once.
 func TestClusterWalkThrough(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs three clusters of three processes for about two minutes")
+	}
 	page := readPage(t, "CLUSTER.md")
 	redisSteps := pageSection(t, page, "### Three nodes on a local Redis")
 	var wg sync.WaitGroup
@@ -164,7 +168,7 @@ func readPage(t *testing.T, name string) string {
 
 // pageSection returns the part of page from heading to the next heading of
 // its level or above, outside fenced blocks.
-func pageSection(t *testing.T, page, heading string) string {
+func pageSection(t testing.TB, page, heading string) string {
 	t.Helper()
 	i := strings.Index(page, "\n"+heading+"\n")
 	if i < 0 {
@@ -237,6 +241,8 @@ func (w *walk) command(line string, words []string) {
 		w.curl(line, args)
 	case prog == "psql":
 		w.runPsql(line, args)
+	case prog == "xdg-open":
+		w.openConsole(line, args)
 	default:
 		t.Fatalf("%q: the test does not know how to run %s", line, prog)
 	}
@@ -438,6 +444,27 @@ func (w *walk) curl(line string, args []string) {
 		if pattern.MatchString(l) {
 			w.output = append(w.output, l)
 		}
+	}
+}
+
+// openConsole opens the console at the URL, mapped to the node's real
+// address, in a headless chromium, and reads the audit it shows: the
+// summary, the output compared with the page, and a row for each missed
+// instant (the newest 50).
+func (w *walk) openConsole(line string, args []string) {
+	t := w.t
+	if len(args) != 1 || !strings.Contains(args[0], "#task=") {
+		t.Fatalf("%q: the test opens a task's page of the console, xdg-open http://ADDR/#task=NAME", line)
+	}
+	host, path, _ := strings.Cut(strings.TrimPrefix(args[0], "http://"), "/")
+	addr := w.real(line, host)
+	w.waitJudged(addr)
+	missed := w.audit(addr).Missed
+	page := browsertest.OpenConsole(t, browsertest.New(t), "http://"+addr+"/"+path)
+	page.WaitFor("the audit's "+strconv.Itoa(missed)+" missed", `document.getElementById("audit-summary").innerText.includes(" `+strconv.Itoa(missed)+` missed")`)
+	w.output = []string{browsertest.Eval[string](page, `document.getElementById("audit-summary").innerText`)}
+	if rows := browsertest.Eval[int](page, `document.querySelectorAll("#audit tbody tr.audit-missed").length`); rows != min(missed, 50) {
+		t.Errorf("the console lists %d missed instants; the audit has %d", rows, missed)
 	}
 }
 
@@ -680,7 +707,7 @@ var keyColumns = []string{"NAME", "CRON", "LOCK", "PAUSED", "STATUS"}
 // page's output block sample shows: each table header as it is; each row of
 // a table with as many cells, and the same text in the columns keys; each
 // other line as it is but for its numbers and instants; "exit N" as it is.
-func checkSample(t *testing.T, sample string, got []string, keys []string) {
+func checkSample(t testing.TB, sample string, got []string, keys []string) {
 	t.Helper()
 	var header []string
 	var rows [][]string // got's rows under the header
@@ -748,7 +775,7 @@ func lines(s string) []string {
 // shellWords splits a line of a shell block into words, as a POSIX shell
 // does for the forms the pages use: single and double quotes, a comment
 // from a # that starts a word, and ; | & as words of their own.
-func shellWords(t *testing.T, line string) []string {
+func shellWords(t testing.TB, line string) []string {
 	t.Helper()
 	var words []string
 	var w strings.Builder
