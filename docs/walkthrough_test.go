@@ -47,9 +47,9 @@ const closeBooks = "PayrollController.CloseBooks"
 // (the run history, read through the API; the nodes' logs agree but for the
 // run the killed node may have died before recording), the metric
 // ndigo_task_missed_fires equals it, the console's task page shows it, and
-// OPERATIONS.md's alert rules fire on it. About two and a half minutes, most of it waiting for the audit's
-// horizon (the lease and a minute) to pass the kill; the three stores run
-// at once.
+// OPERATIONS.md's alert rules fire on it. About two minutes, most of it
+// waiting for the audit's horizon (the lease and a minute) to pass the
+// kill; the three stores run at once.
 func TestClusterWalkThrough(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs three clusters of three processes for about two minutes")
