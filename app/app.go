@@ -318,7 +318,8 @@ func etcdSection(p frameworkParams) (etcdconf.Section, error) {
 // postgresConfig adapts the configuration's postgres section for
 // pglocks.Module.
 func postgresConfig(p frameworkParams) pglocks.ModuleConfig {
-	return pglocks.ModuleConfig{URL: p.Framework.Postgres.URL.Reveal(), Namespace: p.Framework.Postgres.Namespace}
+	return pglocks.ModuleConfig{URL: p.Framework.Postgres.URL.Reveal(), Namespace: p.Framework.Postgres.Namespace,
+		History: p.Framework.Postgres.History}
 }
 
 type valuesParams struct {

@@ -105,6 +105,9 @@ type Postgres struct {
 	// Namespace isolates the locks of one environment from others sharing
 	// the same database.
 	Namespace string `yaml:"namespace" default:"default" validate:"lock_namespace"`
+	// History is how many runs per task the nodes keep in PostgreSQL;
+	// zero means 20.
+	History int `yaml:"history" validate:"min=0,max=1000"`
 }
 
 // Etcd configures the etcd lock driver and task state. Unlike the redis

@@ -50,6 +50,9 @@ type ModuleConfig struct {
 	// Namespace isolates the locks of one environment from others sharing
 	// the database ([Options].Namespace).
 	Namespace string
+	// History is how many runs per task the task state keeps
+	// ([StoreOptions].History); zero means taskstate.DefaultHistory.
+	History int
 }
 
 // String returns the configuration with the URL's password redacted.

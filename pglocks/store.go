@@ -657,7 +657,7 @@ type moduleStoreParams struct {
 // newModuleStore builds [Module]'s task state store on its pool, and
 // creates its tables on start, after the pool's ping.
 func newModuleStore(p moduleStoreParams) (taskstate.Store, error) {
-	s, err := NewStore(StoreOptions{Pool: p.Pool, Namespace: p.Config.Namespace})
+	s, err := NewStore(StoreOptions{Pool: p.Pool, Namespace: p.Config.Namespace, History: p.Config.History})
 	if err != nil {
 		return nil, fmt.Errorf("pglocks.Module: %w", err)
 	}

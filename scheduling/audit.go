@@ -167,7 +167,7 @@ func (s *Scheduler) Audit(ctx context.Context, name string) (Audit, error) {
 	if keep := s.historyKept(); keep > 0 && len(runs) >= taskstate.KeepOf(keep, e.historyKeep(now)) {
 		a.Note = fmt.Sprintf("the shared history keeps the newest %d runs of the task, back to %s, and an instant is judged only once "+
 			"older than %s (its run's time to end and be recorded): the audit judges none, and finds no miss; "+
-			"it needs %d runs (the task state store's history, redis.history, etcd.history or pglocks.StoreOptions.History, "+
+			"it needs %d runs (the task state store's history, redis.history, postgres.history or etcd.history, "+
 			"up to %d; beyond, fewer fires per lock TTL: a longer period, a shorter lockTtl or maxRunTime)",
 			len(runs), a.From.UTC().Format(time.RFC3339), a.To.UTC().Format(time.RFC3339), historyNeed(e.sched, now.Sub(a.To), now),
 			taskstate.MaxHistory)

@@ -97,6 +97,9 @@ var flags = []struct {
 	// One namespace flag for any store: the settings take the same values.
 	{"namespace", "lock namespace shared by the nodes of one environment",
 		[]string{"PAYROLL_REDIS_NAMESPACE", "PAYROLL_POSTGRES_NAMESPACE", "PAYROLL_ETCD_NAMESPACE"}, false},
+	// One history flag for any store, as for the namespace.
+	{"history", "runs per task the shared history keeps, which the audit judges fires by (default 20, at most 1000)",
+		[]string{"PAYROLL_REDIS_HISTORY", "PAYROLL_POSTGRES_HISTORY", "PAYROLL_ETCD_HISTORY"}, false},
 	{"node", "this node's name (default: <hostname>-<pid>)", []string{"PAYROLL_NODE"}, false},
 	{"cron", "CloseBooks's schedule (default: @every 2s)", []string{"PAYROLL_CRON"}, false},
 	{"catch-up", "CloseBooks's catch-up: skip, or a window such as 1m (default: skip)", []string{"PAYROLL_CATCH_UP"}, false},
