@@ -48,9 +48,11 @@
 //   - Extend sets the TTL again from a later instant, which only moves
 //     Redis's expiry further past the local deadline (measured from before
 //     the first attempt).
-//   - Claim sends a nonce made for the call, kept in the claim record;
-//     AcquireClaims one nonce per fire for both, its lease's and its
-//     claim's.
+//   - Claim sends a nonce made for the call, kept in the claim record
+//     with the nonces of the 7 claims before: a retry that finds its own
+//     nonce answers true, even once another call claimed a higher seq in
+//     between; AcquireClaims one nonce per fire for both, its lease's and
+//     its claim's.
 //
 // # Key layout
 //
@@ -64,7 +66,8 @@
 //	                         holders, "<token>:<nonce>" each, newest first; it expires one to two
 //	                         minutes after the last release
 //	ndigo:ns:released:k      the channel a release is published on (the message is the token)
-//	ndigo:{ns:k}:claim       the latest claim (locks.Claimer): "<seq>:<nonce>"; it expires
+//	ndigo:{ns:k}:claim       the latest claim (locks.Claimer): "<seq>:<nonce>", then the 7 claims
+//	                         before it at most, newest first, each after a space; it expires
 //
 // A nonce is the Acquire or Claim call's own: unique per call, the same
 // across the client's retries of it (see Retries). The value formats are

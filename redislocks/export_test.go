@@ -17,5 +17,5 @@ var (
 	ScheduleSHA     = scheduleScript.Hash()
 	Scripts         = []*redis.Script{acquireScript, acquireClaimScript, extendScript, releaseScript, claimScript,
 		takeScript, recordScript, requestScript, pauseScript, scheduleScript, leaveWaitingScript, takeRetryScript,
-		backfillStartScript, backfillTakeScript, backfillEndScript}
+		backfillStartScript, backfillTakeScript, backfillEndScript, memberScript}
 )
