@@ -385,7 +385,7 @@ func (d *Driver) Acquire(ctx context.Context, key string, ttl time.Duration) (lo
 	sent := d.clock.Now()
 	n, err := d.acquire(ctx, acquireScript, key, ttl, nonce, []string{tag + "lock", tag + "token"}, millis(ttl), nonce, caller)
 	if err != nil {
-		return nil, fmt.Errorf("%w: acquire key %q: %w", ErrRedis, key, err)
+		return nil, fmt.Errorf("%w: acquire key %q: %w", ErrRedis, key, withContext(ctx, err))
 	}
 	return d.leaseFor(key, ttl, nonce, sent, nil, n)
 }
@@ -466,7 +466,7 @@ func (d *Driver) acquireClaims(ctx context.Context, fires []locks.FireLock, batc
 	for j, i := range batch {
 		f := fires[i]
 		if err != nil {
-			out[i].Err = fmt.Errorf("%w: acquire key %q: %w", ErrRedis, f.Key, err)
+			out[i].Err = fmt.Errorf("%w: acquire key %q: %w", ErrRedis, f.Key, withContext(ctx, err))
 			continue
 		}
 		out[i].Lease, out[i].Err = d.leaseFor(f.Key, f.TTL, nonces[j], sent, &f.Claim, replies[j])
@@ -502,7 +502,7 @@ func (d *Driver) Claim(ctx context.Context, key string, seq int64, ttl time.Dura
 	n, err := claimScript.Run(ctx, d.client, []string{d.tag(key) + "claim"},
 		seq, millis(ttl), d.newNonce()).Int64()
 	if err != nil {
-		return false, fmt.Errorf("%w: claim key %q: %w", ErrRedis, key, err)
+		return false, fmt.Errorf("%w: claim key %q: %w", ErrRedis, key, withContext(ctx, err))
 	}
 	return n == 1, nil
 }

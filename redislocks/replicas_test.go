@@ -230,10 +230,12 @@ func TestConformanceMinReplicas(t *testing.T) {
 	master := redistest.Start(t)
 	redistest.StartReplica(t, master)
 	c := master.Client()
+	newDriver := func(t *testing.T, c redislocks.Client) locks.Driver {
+		return newReplicatedDriver(t, c, "conformance", 1, 50*time.Millisecond)
+	}
 	lockstest.Run(t, lockstest.Harness{
-		NewDriver: func(t *testing.T) locks.Driver {
-			return newReplicatedDriver(t, c, "conformance", 1, 50*time.Millisecond)
-		},
-		TTL: conformanceTTL,
+		NewDriver:  func(t *testing.T) locks.Driver { return newDriver(t, c) },
+		TTL:        conformanceTTL,
+		NewDrivers: lossyDrivers(c, master.Addr(), newDriver),
 	})
 }
