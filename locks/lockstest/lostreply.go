@@ -85,7 +85,7 @@ const maxTrips = 8
 // in between; then the contract's checks, and the harness's Leaks.
 func (s *suite) lostReply(t *testing.T) {
 	if s.h.NewDrivers == nil {
-		t.Skip("lockstest: Harness.NewDrivers is nil: the harness cannot pair two drivers on one backend, so the lost-reply cases do not run")
+		t.Skip("lockstest: Harness.NewDrivers is nil: this harness cannot lose its driver's replies, so the lost-reply cases do not run")
 	}
 	for _, c := range []struct {
 		name string
