@@ -9,8 +9,10 @@
 // ([Harness.NewDrivers]):
 //
 //   - LostReply/<call>/ReplyLost/trip<n>: every mutating call (Acquire,
-//     Extend to a longer and to a shorter TTL, Release, Claim,
-//     AcquireClaim, AcquireSlot with a claim, Heartbeat, Leave) with the
+//     Extend to a longer and to a shorter TTL, Release, a driver's first
+//     Claim and a later one, AcquireClaim, AcquireClaim with EvenIfHeld
+//     on a held key, AcquireSlot with a claim, a member's first Heartbeat
+//     and a later one, Leave) with the
 //     reply of its n-th round trip lost after the backend applied it, for
 //     each n up to the call's round trips, and the other node's call in
 //     between (an Acquire of the key, a claim of the same fire, a

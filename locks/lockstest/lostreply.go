@@ -95,10 +95,13 @@ func (s *suite) lostReply(t *testing.T) {
 		{"ExtendLonger", func(t *testing.T, d Drivers, f *fault) { s.lostExtend(t, d, f, 2*s.h.TTL, s.ghost()) }},
 		{"ExtendShorter", func(t *testing.T, d Drivers, f *fault) { s.lostExtend(t, d, f, long, s.h.TTL) }},
 		{"Release", s.lostRelease},
-		{"Claim", s.lostClaim},
+		{"Claim", func(t *testing.T, d Drivers, f *fault) { s.lostClaim(t, d, f, false) }},
+		{"ClaimAgain", func(t *testing.T, d Drivers, f *fault) { s.lostClaim(t, d, f, true) }},
 		{"AcquireClaim", s.lostAcquireClaim},
+		{"AcquireClaimEvenIfHeld", s.lostAcquireClaimEvenIfHeld},
 		{"AcquireSlot", s.lostAcquireSlot},
-		{"Heartbeat", s.lostHeartbeat},
+		{"Heartbeat", func(t *testing.T, d Drivers, f *fault) { s.lostHeartbeat(t, d, f, false) }},
+		{"HeartbeatAgain", func(t *testing.T, d Drivers, f *fault) { s.lostHeartbeat(t, d, f, true) }},
 		{"Leave", s.lostLeave},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -432,12 +435,18 @@ func (s *suite) lostRelease(t *testing.T, d Drivers, f *fault) {
 // Claim of 2 and then of 3 in between. Not both claim 2; an answered
 // Claim claimed it (a resend after B's claim of 3 recognises its own
 // claim); claims never go back: 1, 2 and 3 stay refused, 4 is claimed.
-func (s *suite) lostClaim(t *testing.T, d Drivers, f *fault) {
+// again: A made the claim of 1 (a driver that keeps what its claims need,
+// etcd's claim lease, has it already), else B.
+func (s *suite) lostClaim(t *testing.T, d Drivers, f *fault, again bool) {
 	ctx := context.Background()
 	ca, cb := mustClaimer(t, d.A), mustClaimer(t, d.B)
 	key := s.key(t)
-	if ok, err := cb.Claim(ctx, key, 1, long); !ok || err != nil {
-		t.Fatalf("B's Claim(1) = %v, %v", ok, err)
+	first := cb
+	if again {
+		first = ca
+	}
+	if ok, err := first.Claim(ctx, key, 1, long); !ok || err != nil {
+		t.Fatalf("Claim(1) = %v, %v", ok, err)
 	}
 	var a2, b2 bool
 	_, ok := f.call(t, "Claim", func(ctx context.Context) (err error) {
@@ -538,6 +547,49 @@ func (s *suite) lostAcquireClaim(t *testing.T, d Drivers, f *fault) {
 	s.settle(t, d, key, 0, al, bl)
 }
 
+// lostAcquireClaimEvenIfHeld: A's AcquireClaim of a fire with EvenIfHeld
+// on a key B holds (a node about to wait for the key claims the fire
+// first), a round trip's reply lost, and B's Claim of the same fire in
+// between. A gets no lease; not both claim the fire; an answered call
+// claimed it; the fire stays claimed; B's lease is untouched.
+func (s *suite) lostAcquireClaimEvenIfHeld(t *testing.T, d Drivers, f *fault) {
+	ctx := context.Background()
+	key, claimKey := s.key(t), s.key(t)
+	holder := mustAcquire(t, d.B, key, long)
+	fire := locks.FireClaim{Key: claimKey, Seq: 2, TTL: long, EvenIfHeld: true}
+	var al locks.Lease
+	var aerr error
+	var b2 bool
+	_, ok := f.call(t, "AcquireClaim(EvenIfHeld)", func(ctx context.Context) error {
+		al, aerr = locks.AcquireClaim(ctx, d.A, key, s.ghost(), fire)
+		if errors.Is(aerr, locks.ErrNotAcquired) && !errors.Is(aerr, locks.ErrClaimed) {
+			return nil // the answer of a held key whose fire A claimed
+		}
+		return aerr
+	}, func() {
+		var err error
+		if b2, err = mustClaimer(t, d.B).Claim(ctx, claimKey, 2, long); err != nil {
+			t.Errorf("B's Claim(2) during A's AcquireClaim = %v", err)
+		}
+	})
+	if !ok {
+		giveBack(al, holder)
+		return
+	}
+	aClaimed := errors.Is(aerr, locks.ErrNotAcquired) && !errors.Is(aerr, locks.ErrClaimed)
+	switch {
+	case al != nil:
+		t.Errorf("A's AcquireClaim of a key B holds returned a lease (token %d)", al.Token())
+	case aClaimed && b2:
+		t.Errorf("A's AcquireClaim(EvenIfHeld) answered the fire claimed and B's Claim(2) in between true: both claimed it")
+	case f.answered() && !aClaimed:
+		t.Errorf("A's AcquireClaim(EvenIfHeld) whose reply was lost (Loss %v) = %v, want ErrNotAcquired with the fire claimed", f.d.Loss, aerr)
+	}
+	claimRecorded(t, d.B, claimKey, 2)
+	mustBeHeld(t, d.B, key)
+	s.settle(t, d, key, 0, al, holder)
+}
+
 // lostAcquireSlot: A's AcquireSlot of two slots with a claim, a round
 // trip's reply lost, and B's of the same fire in between. The fire runs in
 // one slot at most, once; the claim stays; both slots end free.
@@ -591,7 +643,9 @@ func mustMembership(t *testing.T, d locks.Driver) locks.Membership {
 // lostHeartbeat: A's Heartbeat with a round trip's reply lost, and B's in
 // between. An answered Heartbeat lists A; after a failed one, the next
 // (the caller's retry) does; either way B's next lists A.
-func (s *suite) lostHeartbeat(t *testing.T, d Drivers, f *fault) {
+// again: A's heartbeat follows one of its own (a driver that keeps what
+// a member needs, etcd's member lease, has it already).
+func (s *suite) lostHeartbeat(t *testing.T, d Drivers, f *fault, again bool) {
 	ctx := context.Background()
 	ma, mb := mustMembership(t, d.A), mustMembership(t, d.B)
 	group := s.key(t)
@@ -599,6 +653,11 @@ func (s *suite) lostHeartbeat(t *testing.T, d Drivers, f *fault) {
 	defer leave(t, ma, group, "a")
 	if _, err := mb.Heartbeat(ctx, group, "b", long); err != nil {
 		t.Fatal(err)
+	}
+	if again {
+		if _, err := ma.Heartbeat(ctx, group, "a", long); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var got []string
 	err, ok := f.call(t, "Heartbeat", func(ctx context.Context) (err error) {
