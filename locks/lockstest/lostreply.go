@@ -174,12 +174,13 @@ type fault struct {
 // backend applied it, and then run (B's calls) before A's caller sees the
 // loss; with f.ended, then is followed by the end of call's context. For
 // NoWire, call runs, then then. It reports whether the call reached round
-// trip f.n; a case ends when it did not (the call has fewer round trips).
+// trip f.n (a case ends when it did not: the call has fewer round trips),
+// and call's error.
 // It checks the error: nil for NoWire and Retried without f.ended, nil or
 // the context's error with f.ended (a driver may learn the outcome
 // another way); a Failed call may return any error, which the case's
 // checks judge.
-func (f *fault) call(t *testing.T, op string, call func(ctx context.Context) error, then func()) (error, bool) {
+func (f *fault) call(t *testing.T, op string, call func(ctx context.Context) error, then func()) (reached bool, err error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -194,7 +195,6 @@ func (f *fault) call(t *testing.T, op string, call func(ctx context.Context) err
 			close(ran)
 		})
 	}
-	var err error
 	if f.d.Loss == NoWire {
 		err = call(ctx)
 		wrapped()
@@ -210,7 +210,7 @@ func (f *fault) call(t *testing.T, op string, call func(ctx context.Context) err
 			t.Fatalf("%s: the harness lost no reply (its then never ran): the case tests nothing", op)
 		}
 		t.Logf("%s makes %d round trips: nothing more to lose", op, f.n-1)
-		return err, false
+		return false, err
 	}
 	if t.Failed() {
 		t.FailNow() // what then saw is the cause of what follows
@@ -221,7 +221,7 @@ func (f *fault) call(t *testing.T, op string, call func(ctx context.Context) err
 	case !f.ended && f.d.Loss != Failed && err != nil:
 		t.Fatalf("%s whose reply was lost (Loss %v) = %v, want nil", op, f.d.Loss, err)
 	}
-	return err, true
+	return true, err
 }
 
 // answered reports whether a call whose loss f made must have answered
@@ -322,7 +322,7 @@ func (s *suite) lostAcquire(t *testing.T, d Drivers, f *fault) {
 		t.Fatal(err)
 	}
 	var al, bl locks.Lease
-	_, ok := f.call(t, "Acquire", func(ctx context.Context) (err error) {
+	ok, _ := f.call(t, "Acquire", func(ctx context.Context) (err error) {
 		al, err = d.A.Acquire(ctx, key, s.ghost())
 		return err
 	}, func() { bl = acquireOrHeld(t, d.B, key) })
@@ -357,7 +357,7 @@ func (s *suite) lostExtend(t *testing.T, d Drivers, f *fault, from, to time.Dura
 	key := s.key(t)
 	l := mustAcquire(t, d.A, key, from)
 	var bl locks.Lease
-	err, ok := f.call(t, "Extend", func(ctx context.Context) error { return l.Extend(ctx, to) },
+	ok, err := f.call(t, "Extend", func(ctx context.Context) error { return l.Extend(ctx, to) },
 		func() { bl = acquireOrHeld(t, d.B, key) })
 	if !ok {
 		_ = l.Release(ctx)
@@ -405,7 +405,7 @@ func (s *suite) lostRelease(t *testing.T, d Drivers, f *fault) {
 	key := s.key(t)
 	l := mustAcquire(t, d.A, key, s.ghost())
 	var bl locks.Lease
-	err, ok := f.call(t, "Release", func(ctx context.Context) error { return l.Release(ctx) },
+	ok, err := f.call(t, "Release", func(ctx context.Context) error { return l.Release(ctx) },
 		func() { bl = acquireOrHeld(t, d.B, key) })
 	if !ok {
 		giveBack(bl)
@@ -449,7 +449,7 @@ func (s *suite) lostClaim(t *testing.T, d Drivers, f *fault, again bool) {
 		t.Fatalf("Claim(1) = %v, %v", ok, err)
 	}
 	var a2, b2 bool
-	_, ok := f.call(t, "Claim", func(ctx context.Context) (err error) {
+	ok, _ := f.call(t, "Claim", func(ctx context.Context) (err error) {
 		a2, err = ca.Claim(ctx, key, 2, long)
 		return err
 	}, func() {
@@ -523,7 +523,7 @@ func (s *suite) lostAcquireClaim(t *testing.T, d Drivers, f *fault) {
 	}
 	fire := locks.FireClaim{Key: claimKey, Seq: 2, TTL: long}
 	var al, bl locks.Lease
-	_, ok := f.call(t, "AcquireClaim", func(ctx context.Context) (err error) {
+	ok, _ := f.call(t, "AcquireClaim", func(ctx context.Context) (err error) {
 		al, err = locks.AcquireClaim(ctx, d.A, key, s.ghost(), fire)
 		return err
 	}, func() {
@@ -560,7 +560,7 @@ func (s *suite) lostAcquireClaimEvenIfHeld(t *testing.T, d Drivers, f *fault) {
 	var al locks.Lease
 	var aerr error
 	var b2 bool
-	_, ok := f.call(t, "AcquireClaim(EvenIfHeld)", func(ctx context.Context) error {
+	ok, _ := f.call(t, "AcquireClaim(EvenIfHeld)", func(ctx context.Context) error {
 		al, aerr = locks.AcquireClaim(ctx, d.A, key, s.ghost(), fire)
 		if errors.Is(aerr, locks.ErrNotAcquired) && !errors.Is(aerr, locks.ErrClaimed) {
 			return nil // the answer of a held key whose fire A claimed
@@ -598,7 +598,7 @@ func (s *suite) lostAcquireSlot(t *testing.T, d Drivers, f *fault) {
 	key, claimKey := s.key(t), s.key(t)
 	fire := &locks.FireClaim{Key: claimKey, Seq: 2, TTL: long}
 	var al, bl locks.Lease
-	_, ok := f.call(t, "AcquireSlot", func(ctx context.Context) (err error) {
+	ok, _ := f.call(t, "AcquireSlot", func(ctx context.Context) (err error) {
 		al, err = locks.AcquireSlot(ctx, d.A, key, 2, s.ghost(), fire)
 		return err
 	}, func() {
@@ -660,7 +660,7 @@ func (s *suite) lostHeartbeat(t *testing.T, d Drivers, f *fault, again bool) {
 		}
 	}
 	var got []string
-	err, ok := f.call(t, "Heartbeat", func(ctx context.Context) (err error) {
+	ok, err := f.call(t, "Heartbeat", func(ctx context.Context) (err error) {
 		got, err = ma.Heartbeat(ctx, group, "a", long)
 		return err
 	}, func() {
@@ -713,7 +713,7 @@ func (s *suite) lostLeave(t *testing.T, d Drivers, f *fault) {
 	if _, err := mb.Heartbeat(ctx, group, "b", long); err != nil {
 		t.Fatal(err)
 	}
-	err, ok := f.call(t, "Leave", func(ctx context.Context) error { return ma.Leave(ctx, group, "a") }, func() {
+	ok, err := f.call(t, "Leave", func(ctx context.Context) error { return ma.Leave(ctx, group, "a") }, func() {
 		if _, err := mb.Heartbeat(ctx, group, "b", long); err != nil {
 			t.Errorf("B's Heartbeat during A's Leave = %v", err)
 		}
