@@ -284,7 +284,8 @@ func (d *Driver) memberPrefix(group string) string {
 // lease of the TTL, which the next heartbeat keeps alive (one round trip)
 // or, once it lapsed, grants again (two); the members are the group's keys,
 // read in a second round trip (or in the same transaction as a new lease's
-// put).
+// put). After a heartbeat whose put failed, the next puts the key on that
+// lease again.
 func (d *Driver) Heartbeat(ctx context.Context, group, member string, ttl time.Duration) ([]string, error) {
 	if err := locks.CheckMembership(ctx, group, member, ttl, false); err != nil {
 		return nil, err
