@@ -41,6 +41,16 @@
 // The live leases are thus one per acquisition held, one per member and
 // one per driver and claim TTL.
 //
+// The driver chooses each etcd lease's ID (at random, 63 bits): clientv3
+// resends a grant whose reply it did not get, and the resend finds the
+// lease its first attempt granted ("lease already exists") instead of
+// granting another that nobody knows; a grant that fails is revoked, as
+// nothing is on it yet. A heartbeat whose put was lost puts the member's
+// key on the same lease at the next heartbeat, and Leave revokes the
+// member's lease after a failed delete too. So a lost reply leaves no
+// lease alive without a key, but a claim lease whose claims another
+// driver's replaced (the lockstest LostReply cases check it).
+//
 // # Key layout
 //
 // For namespace ns every key starts with "ndigo/ns/": "lock/k/<key>" (the

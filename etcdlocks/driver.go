@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -54,9 +56,17 @@ type Driver struct {
 	nonce  string        // random prefix of this driver's holder IDs
 	calls  atomic.Uint64 // numbers them
 
-	mu      sync.Mutex                  // protects members and claims
-	members map[string]clientv3.LeaseID // each (group, member)'s lease, as Heartbeat last granted it
-	claims  map[int64]clientv3.LeaseID  // the etcd lease this driver's claims go on, per TTL in seconds
+	mu      sync.Mutex                 // protects members and claims
+	members map[string]memberLease     // each (group, member)'s lease, as Heartbeat last granted it
+	claims  map[int64]clientv3.LeaseID // the etcd lease this driver's claims go on, per TTL in seconds
+}
+
+// A memberLease is the etcd lease of a member's key.
+type memberLease struct {
+	id clientv3.LeaseID
+	// unsure: the put of the key on id was sent and its reply lost; the
+	// next heartbeat puts it on id again rather than keep id alive.
+	unsure bool
 }
 
 var (
@@ -80,7 +90,7 @@ func New(opts Options) (*Driver, error) {
 		return nil, err
 	}
 	d := &Driver{client: opts.Client, ns: opts.Namespace, prefix: "ndigo/" + opts.Namespace + "/", clock: opts.Clock,
-		nonce: strconv.FormatUint(rand.Uint64(), 36) + ".", members: map[string]clientv3.LeaseID{}, claims: map[int64]clientv3.LeaseID{}}
+		nonce: strconv.FormatUint(rand.Uint64(), 36) + ".", members: map[string]memberLease{}, claims: map[int64]clientv3.LeaseID{}}
 	if d.clock == nil {
 		d.clock = clockwork.NewRealClock()
 	}
@@ -139,13 +149,21 @@ func (d *Driver) lockKey(key string) string { return d.prefix + "lock/" + name(k
 // seconds is the etcd lease TTL for ttl: whole seconds, rounded up.
 func seconds(ttl time.Duration) int64 { return int64((ttl + time.Second - 1) / time.Second) }
 
-// grant grants an etcd lease of at least ttl.
+// grant grants an etcd lease of at least ttl, with an ID the driver
+// chooses (at random, of 63 bits): it returns that ID with an error too,
+// so that a caller can revoke a lease whose grant's reply was lost and
+// that holds nothing. clientv3 resends a grant whose reply it did not get
+// (it counts the grant as repeatable); the resend of a chosen ID finds the
+// lease there (etcd's "lease already exists"), which is this call's own.
+// With IDs that etcd chose, each lost reply left a lease that nobody knew,
+// alive and empty for its TTL.
 func (d *Driver) grant(ctx context.Context, ttl time.Duration) (clientv3.LeaseID, error) {
-	g, err := d.client.Grant(ctx, seconds(ttl))
-	if err != nil {
-		return 0, err
+	id := clientv3.LeaseID(rand.Int64N(math.MaxInt64) + 1)
+	_, err := clientv3.RetryLeaseClient(d.client).LeaseGrant(ctx, &pb.LeaseGrantRequest{TTL: seconds(ttl), ID: int64(id)})
+	if err = clientv3.ContextError(ctx, err); err != nil && !errors.Is(err, rpctypes.ErrLeaseExist) {
+		return id, err
 	}
-	return g.ID, nil
+	return id, nil
 }
 
 // revoke revokes id, on a context of its own bounded by ctx's deadline or a
@@ -171,6 +189,7 @@ func (d *Driver) Acquire(ctx context.Context, key string, ttl time.Duration) (lo
 	sent := d.clock.Now()
 	id, err := d.grant(ctx, ttl)
 	if err != nil {
+		d.revoke(ctx, id) // granted or not, it holds nothing
 		return nil, fmt.Errorf("%w: acquire key %q: granting a lease: %w", ErrEtcd, key, err)
 	}
 	holder := d.nonce + strconv.FormatUint(d.calls.Add(1), 36)
@@ -241,6 +260,7 @@ func (d *Driver) claimLease(ctx context.Context, ttl time.Duration) (clientv3.Le
 	}
 	nid, err := d.grant(ctx, ttl)
 	if err != nil {
+		d.revoke(ctx, nid) // granted or not, it holds nothing
 		return 0, fmt.Errorf("granting it: %w", err)
 	}
 	d.mu.Lock()
@@ -264,7 +284,8 @@ func (d *Driver) memberPrefix(group string) string {
 // lease of the TTL, which the next heartbeat keeps alive (one round trip)
 // or, once it lapsed, grants again (two); the members are the group's keys,
 // read in a second round trip (or in the same transaction as a new lease's
-// put).
+// put). After a heartbeat whose put failed, the next puts the key on that
+// lease again.
 func (d *Driver) Heartbeat(ctx context.Context, group, member string, ttl time.Duration) ([]string, error) {
 	if err := locks.CheckMembership(ctx, group, member, ttl, false); err != nil {
 		return nil, err
@@ -273,11 +294,11 @@ func (d *Driver) Heartbeat(ctx context.Context, group, member string, ttl time.D
 	mk := p + member
 	slot := strconv.Itoa(len(group)) + ":" + group + "/" + member
 	d.mu.Lock()
-	id, ok := d.members[slot]
+	ml, ok := d.members[slot]
 	d.mu.Unlock()
 	var kvs *clientv3.GetResponse
-	if ok {
-		if _, err := d.client.KeepAliveOnce(ctx, id); err == nil {
+	if ok && !ml.unsure {
+		if _, err := d.client.KeepAliveOnce(ctx, ml.id); err == nil {
 			var gerr error
 			if kvs, gerr = d.client.Get(ctx, p, clientv3.WithPrefix(), clientv3.WithKeysOnly()); gerr != nil {
 				return nil, fmt.Errorf("%w: heartbeat of %q in group %q: %w", ErrEtcd, member, group, gerr)
@@ -286,23 +307,32 @@ func (d *Driver) Heartbeat(ctx context.Context, group, member string, ttl time.D
 			return nil, fmt.Errorf("%w: heartbeat of %q in group %q: %w", ErrEtcd, member, group, err)
 		}
 	}
-	if kvs == nil {
-		nid, err := d.grant(ctx, ttl)
-		if err != nil {
-			return nil, fmt.Errorf("%w: heartbeat of %q in group %q: granting a lease: %w", ErrEtcd, member, group, err)
+	for kvs == nil {
+		nid := ml.id
+		if !ml.unsure {
+			var err error
+			if nid, err = d.grant(ctx, ttl); err != nil {
+				d.revoke(ctx, nid) // granted or not, it holds nothing
+				return nil, fmt.Errorf("%w: heartbeat of %q in group %q: granting a lease: %w", ErrEtcd, member, group, err)
+			}
 		}
 		resp, err := d.client.Txn(ctx).Then(clientv3.OpPut(mk, "", clientv3.WithLease(nid)),
 			clientv3.OpGet(p, clientv3.WithPrefix(), clientv3.WithKeysOnly())).Commit()
+		if ml.unsure && errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			ml = memberLease{} // it expired: grant another
+			continue
+		}
+		// No revoke after an error: the put may have committed, moving
+		// the member's key off a lease that still lived (its previous
+		// process's), and a revoke would take the member out of the
+		// group. The next heartbeat puts the key on nid again, so that
+		// nid does not stay alive and empty for its TTL.
+		d.mu.Lock()
+		d.members[slot] = memberLease{id: nid, unsure: err != nil}
+		d.mu.Unlock()
 		if err != nil {
-			// No revoke: the put may have committed, moving the member's
-			// key off a lease that still lived (its previous process's),
-			// and a revoke would take the member out of the group. nid
-			// expires at its TTL; the next heartbeat grants again.
 			return nil, fmt.Errorf("%w: heartbeat of %q in group %q: %w", ErrEtcd, member, group, err)
 		}
-		d.mu.Lock()
-		d.members[slot] = nid
-		d.mu.Unlock()
 		kvs = (*clientv3.GetResponse)(resp.Responses[1].GetResponseRange())
 	}
 	out := make([]string, 0, len(kvs.Kvs))
@@ -312,22 +342,25 @@ func (d *Driver) Heartbeat(ctx context.Context, group, member string, ttl time.D
 	return out, nil // etcd returns keys in byte order: sorted
 }
 
-// Leave implements locks.Membership: it deletes the member's key (and
-// revokes the lease it lived on).
+// Leave implements locks.Membership: it deletes the member's key and
+// revokes the lease it lived on, after a failed delete too (the revoke
+// deletes the key if it is still on that lease): a delete whose reply was
+// lost left the lease alive and empty for its TTL.
 func (d *Driver) Leave(ctx context.Context, group, member string) error {
 	if err := locks.CheckMembership(ctx, group, member, 0, true); err != nil {
 		return err
 	}
 	slot := strconv.Itoa(len(group)) + ":" + group + "/" + member
 	d.mu.Lock()
-	id, ok := d.members[slot]
+	ml, ok := d.members[slot]
 	delete(d.members, slot)
 	d.mu.Unlock()
-	if _, err := d.client.Delete(ctx, d.memberPrefix(group)+member); err != nil {
-		return fmt.Errorf("%w: leave of %q from group %q: %w", ErrEtcd, member, group, err)
-	}
+	_, err := d.client.Delete(ctx, d.memberPrefix(group)+member)
 	if ok {
-		d.revoke(ctx, id)
+		d.revoke(ctx, ml.id)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: leave of %q from group %q: %w", ErrEtcd, member, group, err)
 	}
 	return nil
 }

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
 
 	"github.com/ndigo/ndigo/admin"
 	"github.com/ndigo/ndigo/etcdlocks"
@@ -36,9 +38,61 @@ func newDriver(t *testing.T, c *clientv3.Client, ns string) *etcdlocks.Driver {
 func TestConformance(t *testing.T) {
 	c := etcdtest.Start(t).Client()
 	lockstest.Run(t, lockstest.Harness{
-		NewDriver: func(t *testing.T) locks.Driver { return newDriver(t, c, "conformance") },
-		TTL:       conformanceTTL,
+		NewDriver:  func(t *testing.T) locks.Driver { return newDriver(t, c, "conformance") },
+		TTL:        conformanceTTL,
+		NewDrivers: lossyDrivers(c),
 	})
+}
+
+// lossyDrivers returns a factory of two drivers in a new namespace of the
+// shared member, as two nodes have: A on a client whose mutating calls
+// lose the replies the suite asks (a replyLoser), B on c. clientv3 does
+// not resend a write whose reply was lost: A's call fails.
+func lossyDrivers(c *clientv3.Client) func(*testing.T) lockstest.Drivers {
+	return func(t *testing.T) lockstest.Drivers {
+		ns := storeNamespace()
+		l := &replyLoser{}
+		before, err := leaseIDs(context.Background(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, b := newDriver(t, storeClientWith(t, l.intercept, grpc.WithChainStreamInterceptor(l.interceptStream)), ns), newDriver(t, c, ns)
+		return lockstest.Drivers{A: a, B: b, Loss: lockstest.Failed,
+			LoseReply: func(n int, then func()) { l.armAfter(n-1, then) },
+			Leaks: func(t *testing.T) error {
+				return keylessLeases(context.Background(), c, before, append(etcdlocks.ClaimLeases(a), etcdlocks.ClaimLeases(b)...))
+			}}
+	}
+}
+
+// keylessLeases returns an error naming the leases granted since before
+// that hold no key, but for claims, the drivers' claim leases (see the
+// package doc: one per driver and claim TTL, which another driver's claims
+// may have emptied): each other lease of a driver holds a lock key or a
+// member while it lives (no other test runs beside the conformance
+// suite's).
+func keylessLeases(ctx context.Context, c *clientv3.Client, before map[clientv3.LeaseID]bool, claims []clientv3.LeaseID) error {
+	now, err := leaseIDs(ctx, c)
+	if err != nil {
+		return err
+	}
+	var keyless []string
+	for id := range now {
+		if before[id] || slices.Contains(claims, id) {
+			continue
+		}
+		ttl, err := c.TimeToLive(ctx, id, clientv3.WithAttachedKeys())
+		if err != nil {
+			return err
+		}
+		if ttl.TTL > 0 && len(ttl.Keys) == 0 {
+			keyless = append(keyless, fmt.Sprintf("%x (TTL %d s left)", int64(id), ttl.TTL))
+		}
+	}
+	if len(keyless) > 0 {
+		return fmt.Errorf("%d leases hold no key: %s", len(keyless), strings.Join(keyless, ", "))
+	}
+	return nil
 }
 
 // Bad options name the field, the value and the rule.

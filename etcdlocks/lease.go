@@ -117,6 +117,7 @@ func (l *lease) move(ctx context.Context, ttl time.Duration) (bool, error) {
 	d := l.d
 	nid, err := d.grant(ctx, ttl)
 	if err != nil {
+		d.revoke(ctx, nid) // granted or not, it holds nothing
 		return false, l.failed("extend", fmt.Errorf("granting a lease: %w", err))
 	}
 	k := d.lockKey(l.Key())

@@ -46,11 +46,11 @@ func newStore(t *testing.T, c *clientv3.Client, ns string, history int) *etcdloc
 // storeClientWith returns a client of the shared member whose unary calls go
 // through interceptor (inside the client's own retry interceptor: gRPC
 // runs the single grpc.WithUnaryInterceptor that clientv3 sets before the
-// chained ones), closed by t.Cleanup.
-func storeClientWith(t *testing.T, interceptor grpc.UnaryClientInterceptor) *clientv3.Client {
+// chained ones), dialled with opts too, closed by t.Cleanup.
+func storeClientWith(t *testing.T, interceptor grpc.UnaryClientInterceptor, opts ...grpc.DialOption) *clientv3.Client {
 	t.Helper()
 	cfg := etcdtest.Config(etcdtest.Start(t).Endpoints()...)
-	cfg.DialOptions = append(cfg.DialOptions, grpc.WithChainUnaryInterceptor(interceptor))
+	cfg.DialOptions = append(append(cfg.DialOptions, grpc.WithChainUnaryInterceptor(interceptor)), opts...)
 	c, err := clientv3.New(cfg)
 	if err != nil {
 		t.Fatalf("client of the shared member: %v", err)
@@ -61,10 +61,11 @@ func storeClientWith(t *testing.T, interceptor grpc.UnaryClientInterceptor) *cli
 
 // mutatingRequest reports whether req is an etcd request that changes something:
 // a Put, a DeleteRange, a Txn with one of those in either branch, a
-// LeaseGrant. A Txn of Gets alone (the store's reads) is not.
+// LeaseGrant, a LeaseRevoke, a keep-alive (sent on a stream). A Txn of Gets
+// alone (the store's reads) is not.
 func mutatingRequest(req any) bool {
 	switch r := req.(type) {
-	case *pb.PutRequest, *pb.DeleteRangeRequest, *pb.LeaseGrantRequest:
+	case *pb.PutRequest, *pb.DeleteRangeRequest, *pb.LeaseGrantRequest, *pb.LeaseRevokeRequest, *pb.LeaseKeepAliveRequest:
 		return true
 	case *pb.TxnRequest:
 		for _, ops := range [][]*pb.RequestOp{r.Success, r.Failure} {
@@ -104,13 +105,14 @@ func (l *replyLoser) armAfter(skip int, then func()) {
 	l.then, l.skip = then, skip
 }
 
-func (l *replyLoser) intercept(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn,
-	invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-	err := invoker(ctx, method, req, reply, cc, opts...)
+// take returns the armed func if req is the mutating call whose reply is
+// to be lost, and disarms it; otherwise nil.
+func (l *replyLoser) take(req any) func() {
 	if !mutatingRequest(req) {
-		return err
+		return nil
 	}
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	then := l.then
 	if then != nil && l.skip > 0 {
 		then = nil
@@ -118,16 +120,71 @@ func (l *replyLoser) intercept(ctx context.Context, method string, req, reply an
 	} else {
 		l.then = nil
 	}
-	l.mu.Unlock()
-	if then == nil {
-		return err
-	}
+	return then
+}
+
+// lost runs then and returns what the caller of a call whose reply was lost
+// gets.
+func lost(ctx context.Context, then func()) error {
 	then()
 	if err := ctx.Err(); err != nil {
 		// The context ended while the reply was awaited: what gRPC answers.
 		return status.FromContextError(err).Err()
 	}
 	return status.Error(codes.Unavailable, "taskstatetest: reply lost")
+}
+
+func (l *replyLoser) intercept(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn,
+	invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	err := invoker(ctx, method, req, reply, cc, opts...)
+	if then := l.take(req); then != nil && err == nil {
+		return lost(ctx, then)
+	}
+	return err
+}
+
+// interceptStream loses, as intercept does for a unary call, the reply to
+// a keep-alive that a LeaseKeepAlive stream sends (KeepAliveOnce: one
+// each): the keep-alive renewed the lease, then the armed func runs, then
+// the stream's reader gets the error.
+func (l *replyLoser) interceptStream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string,
+	streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	s, err := streamer(ctx, desc, cc, method, opts...)
+	if err != nil || method != "/etcdserverpb.Lease/LeaseKeepAlive" {
+		return s, err
+	}
+	return &lossyStream{ClientStream: s, ctx: ctx, l: l}, nil
+}
+
+// A lossyStream is a keep-alive stream whose replyLoser may lose a reply.
+type lossyStream struct {
+	grpc.ClientStream
+	ctx context.Context
+	l   *replyLoser
+
+	mu   sync.Mutex // protects then
+	then []func()   // per keep-alive sent and not answered: the func of its loss, or nil
+}
+
+func (s *lossyStream) SendMsg(m any) error {
+	s.mu.Lock()
+	s.then = append(s.then, s.l.take(m))
+	s.mu.Unlock()
+	return s.ClientStream.SendMsg(m)
+}
+
+func (s *lossyStream) RecvMsg(m any) error {
+	err := s.ClientStream.RecvMsg(m)
+	s.mu.Lock()
+	var then func()
+	if len(s.then) > 0 {
+		then, s.then = s.then[0], s.then[1:]
+	}
+	s.mu.Unlock()
+	if then != nil && err == nil {
+		return lost(s.ctx, then)
+	}
+	return err
 }
 
 func TestStoreConformance(t *testing.T) {

@@ -84,6 +84,9 @@ func TestTwoStepConformance(t *testing.T) {
 	lockstest.Run(t, lockstest.Harness{
 		NewDriver: func(*testing.T) locks.Driver { return d },
 		Clock:     fc,
+		NewDrivers: func(*testing.T) lockstest.Drivers {
+			return lockstest.Drivers{A: d, B: d, Loss: lockstest.NoWire}
+		},
 	})
 }
 

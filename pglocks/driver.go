@@ -515,7 +515,7 @@ func (d *Driver) Acquire(ctx context.Context, key string, ttl time.Duration) (lo
 	var token int64
 	err := d.pool.QueryRow(ctx, d.sql.acquire, pgx.QueryExecModeExec, d.ns, key, micros(ttl), reclaim, watched).Scan(&token)
 	if err != nil {
-		return nil, fmt.Errorf("%w: acquire key %q: %w", ErrDatabase, key, err)
+		return nil, fmt.Errorf("%w: acquire key %q: %w", ErrDatabase, key, withContext(ctx, err))
 	}
 	if token <= 0 {
 		if token < 0 {
@@ -592,7 +592,7 @@ func (d *Driver) acquireClaims(ctx context.Context, fires []locks.FireLock, batc
 		c := f.Claim
 		switch {
 		case err != nil:
-			out[i].Err = fmt.Errorf("%w: acquire key %q and claim %q: %w", ErrDatabase, f.Key, c.Key, err)
+			out[i].Err = fmt.Errorf("%w: acquire key %q and claim %q: %w", ErrDatabase, f.Key, c.Key, withContext(ctx, err))
 		case replies[j] < 0:
 			out[i].Err = fmt.Errorf("%w: claim key %q of %d", locks.ErrClaimed, c.Key, c.Seq)
 		case replies[j] == 0:
@@ -670,7 +670,7 @@ func (d *Driver) Claim(ctx context.Context, key string, seq int64, ttl time.Dura
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("%w: claim key %q: %w", ErrDatabase, key, err)
+		return false, fmt.Errorf("%w: claim key %q: %w", ErrDatabase, key, withContext(ctx, err))
 	}
 	return true, nil
 }

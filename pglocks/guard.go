@@ -61,7 +61,7 @@ func Guard(ctx context.Context, tx pgx.Tx, lease locks.Lease) error {
 		return fmt.Errorf("%w: guard key %q token %d: tx's snapshot predates a change of the lock row; retry the transaction: %w",
 			ErrDatabase, l.Key(), l.Token(), err)
 	}
-	current, err := held(err, "guard", l)
+	current, err := held(ctx, err, "guard", l)
 	if err != nil {
 		return err
 	}

@@ -28,7 +28,7 @@ func (l *handle) Extend(ctx context.Context, ttl time.Duration) error {
 	return l.ExtendWith(ctx, ttl, func(ctx context.Context) (bool, error) {
 		var ok bool
 		err := d.pool.QueryRow(ctx, d.sql.extend, pgx.QueryExecModeExec, d.ns, l.Key(), int64(l.Token()), micros(ttl)).Scan(&ok)
-		return held(err, "extend", l)
+		return held(ctx, err, "extend", l)
 	})
 }
 
@@ -45,18 +45,19 @@ func (l *handle) Release(ctx context.Context) error {
 		if err == nil && !ok {
 			err = pgx.ErrNoRows
 		}
-		return held(err, "release", l)
+		return held(ctx, err, "release", l)
 	})
 }
 
 // held turns the error of a statement that returns a row only while l
-// holds its key into whether it does, or ErrDatabase naming op.
-func held(err error, op string, l *handle) (bool, error) {
+// holds its key into whether it does, or ErrDatabase naming op (and
+// wrapping ctx's error once ctx ended).
+func held(ctx context.Context, err error, op string, l *handle) (bool, error) {
 	switch {
 	case err == nil:
 		return true, nil
 	case errors.Is(err, pgx.ErrNoRows):
 		return false, nil
 	}
-	return false, fmt.Errorf("%w: %s key %q token %d: %w", ErrDatabase, op, l.Key(), l.Token(), err)
+	return false, fmt.Errorf("%w: %s key %q token %d: %w", ErrDatabase, op, l.Key(), l.Token(), withContext(ctx, err))
 }

@@ -22,11 +22,11 @@ func (d *Driver) Heartbeat(ctx context.Context, group, member string, ttl time.D
 	}
 	rows, err := d.pool.Query(ctx, d.sql.heartbeat, pgx.QueryExecModeExec, d.ns, group, member, micros(ttl))
 	if err != nil {
-		return nil, fmt.Errorf("%w: heartbeat of %q in group %q: %w", ErrDatabase, member, group, err)
+		return nil, fmt.Errorf("%w: heartbeat of %q in group %q: %w", ErrDatabase, member, group, withContext(ctx, err))
 	}
 	members, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return nil, fmt.Errorf("%w: heartbeat of %q in group %q: %w", ErrDatabase, member, group, err)
+		return nil, fmt.Errorf("%w: heartbeat of %q in group %q: %w", ErrDatabase, member, group, withContext(ctx, err))
 	}
 	slices.Sort(members)
 	return members, nil
@@ -38,7 +38,7 @@ func (d *Driver) Leave(ctx context.Context, group, member string) error {
 		return err
 	}
 	if _, err := d.pool.Exec(ctx, d.sql.leave, pgx.QueryExecModeExec, d.ns, group, member); err != nil {
-		return fmt.Errorf("%w: %q leaving group %q: %w", ErrDatabase, member, group, err)
+		return fmt.Errorf("%w: %q leaving group %q: %w", ErrDatabase, member, group, withContext(ctx, err))
 	}
 	return nil
 }

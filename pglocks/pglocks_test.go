@@ -11,9 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/goleak"
 
+	"github.com/ndigo/ndigo/internal/pgfault"
 	"github.com/ndigo/ndigo/internal/pgproc"
 	"github.com/ndigo/ndigo/internal/pgtest"
 	"github.com/ndigo/ndigo/locks"
@@ -84,9 +86,59 @@ func newDriver(t testing.TB, p *pgxpool.Pool, ns string) *pglocks.Driver {
 func TestConformance(t *testing.T) {
 	p := pool(t)
 	lockstest.Run(t, lockstest.Harness{
-		NewDriver: func(t *testing.T) locks.Driver { return newDriver(t, p, "conformance") },
-		TTL:       conformanceTTL,
+		NewDriver:  func(t *testing.T) locks.Driver { return newDriver(t, p, "conformance") },
+		TTL:        conformanceTTL,
+		NewDrivers: lossyDrivers(shared.URL(), p),
 	})
+}
+
+// lossyDrivers returns a factory of two drivers in a new namespace, as two
+// nodes have: A on a pool of its own on url, whose connections lose the
+// replies the suite asks (internal/pgfault), B on p. pgx does not resend a
+// statement whose reply was lost: A's call fails.
+func lossyDrivers(url string, p *pgxpool.Pool) func(*testing.T) lockstest.Drivers {
+	return func(t *testing.T) lockstest.Drivers {
+		ns := unique("lost")
+		d := &pgfault.Dialer{}
+		cfg, err := pgxpool.ParseConfig(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.ConnConfig.DialFunc = d.DialContext
+		a, err := pgxpool.NewWithConfig(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(a.Close)
+		return lockstest.Drivers{A: newDriver(t, a, ns), B: newDriver(t, p, ns), Loss: lockstest.Failed,
+			LoseReply: d.LoseNthReply,
+			Leaks:     func(t *testing.T) error { return lockLeaks(context.Background(), p, ns) }}
+	}
+}
+
+// lockLeaks returns an error naming the tables in which namespace ns (in
+// the default tables) keeps more rows than a LostReply case can leave
+// there: its lock keys (two slots at most) each keep a row, held or free
+// (see the package doc's bound), its claim key one, and its members none,
+// since each case's members leave.
+func lockLeaks(ctx context.Context, p *pgxpool.Pool, ns string) error {
+	var problems []string
+	for _, c := range []struct {
+		table string
+		max   int
+	}{{"ndigo_locks", 2}, {"ndigo_locks_claims", 1}, {"ndigo_locks_members", 0}} {
+		var n int
+		if err := p.QueryRow(ctx, "SELECT count(*) FROM "+c.table+" WHERE ns = $1", pgx.QueryExecModeExec, ns).Scan(&n); err != nil {
+			return err
+		}
+		if n > c.max {
+			problems = append(problems, fmt.Sprintf("%s: %d rows, want %d at most", c.table, n, c.max))
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("namespace %q: %s", ns, strings.Join(problems, "; "))
+	}
+	return nil
 }
 
 func TestNewRejectsBadOptions(t *testing.T) {

@@ -161,8 +161,9 @@ func TestConformanceThroughPgBouncer(t *testing.T) {
 		return d
 	}
 	lockstest.Run(t, lockstest.Harness{
-		NewDriver: func(t *testing.T) locks.Driver { return newBounced(t) },
-		TTL:       conformanceTTL,
+		NewDriver:  func(t *testing.T) locks.Driver { return newBounced(t) },
+		TTL:        conformanceTTL,
+		NewDrivers: lossyDrivers(bouncer, p),
 	})
 	t.Run("Store", func(t *testing.T) {
 		taskstatetest.Run(t, lossyStores(bouncer, p, "bouncer"))

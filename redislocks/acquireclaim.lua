@@ -15,11 +15,14 @@ local now
 for i = 0, #KEYS / 3 - 1 do
   local k, a = 3 * i, 6 * i
   local reply = -2
-  if claimable(KEYS[k + 3], tonumber(ARGV[a + 4]), ARGV[a + 2]) then
+  local ok, record = claimable(KEYS[k + 3], tonumber(ARGV[a + 4]), ARGV[a + 2], ARGV[a + 4])
+  if ok ~= 0 then
+    -- ok 2: a resend of a fire whose claim a later one replaced; its lease
+    -- is still its own (acquire.lua recognises the nonce).
     now = now or redis.call('TIME')
     reply = acquire({KEYS[k + 1], KEYS[k + 2]}, {ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], now})
-    if type(reply) == 'string' or (reply == 0 and ARGV[a + 6] == '1') then
-      redis.call('SET', KEYS[k + 3], ARGV[a + 4] .. ':' .. ARGV[a + 2], 'PX', ARGV[a + 5])
+    if record and (type(reply) == 'string' or (reply == 0 and ARGV[a + 6] == '1')) then
+      redis.call('SET', KEYS[k + 3], record, 'PX', ARGV[a + 5])
     end
   end
   replies[i + 1] = reply

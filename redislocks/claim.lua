@@ -5,9 +5,12 @@
 -- Returns 1 when recorded, 0 when a claim of seq or higher was there first.
 --
 -- A retry of a call whose first attempt recorded the claim finds its own
--- nonce and answers 1 again.
-if not claimable(KEYS[1], tonumber(ARGV[1]), ARGV[3]) then
+-- nonce and answers 1 again, even once a later claim replaced it.
+local ok, record = claimable(KEYS[1], tonumber(ARGV[1]), ARGV[3], ARGV[1])
+if ok == 0 then
   return 0
 end
-redis.call('SET', KEYS[1], ARGV[1] .. ':' .. ARGV[3], 'PX', ARGV[2])
+if record then
+  redis.call('SET', KEYS[1], record, 'PX', ARGV[2])
+end
 return 1

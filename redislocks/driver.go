@@ -48,9 +48,11 @@
 //   - Extend sets the TTL again from a later instant, which only moves
 //     Redis's expiry further past the local deadline (measured from before
 //     the first attempt).
-//   - Claim sends a nonce made for the call, kept in the claim record;
-//     AcquireClaims one nonce per fire for both, its lease's and its
-//     claim's.
+//   - Claim sends a nonce made for the call, kept in the claim record
+//     with the nonces of the 7 claims before: a retry that finds its own
+//     nonce answers true, even once another call claimed a higher seq in
+//     between; AcquireClaims one nonce per fire for both, its lease's and
+//     its claim's.
 //
 // # Key layout
 //
@@ -64,7 +66,8 @@
 //	                         holders, "<token>:<nonce>" each, newest first; it expires one to two
 //	                         minutes after the last release
 //	ndigo:ns:released:k      the channel a release is published on (the message is the token)
-//	ndigo:{ns:k}:claim       the latest claim (locks.Claimer): "<seq>:<nonce>"; it expires
+//	ndigo:{ns:k}:claim       the latest claim (locks.Claimer): "<seq>:<nonce>", then the 7 claims
+//	                         before it at most, newest first, each after a space; it expires
 //
 // A nonce is the Acquire or Claim call's own: unique per call, the same
 // across the client's retries of it (see Retries). The value formats are
@@ -383,7 +386,7 @@ func (d *Driver) Acquire(ctx context.Context, key string, ttl time.Duration) (lo
 	sent := d.clock.Now()
 	n, err := d.acquire(ctx, acquireScript, key, ttl, nonce, []string{tag + "lock", tag + "token"}, millis(ttl), nonce, caller)
 	if err != nil {
-		return nil, fmt.Errorf("%w: acquire key %q: %w", ErrRedis, key, err)
+		return nil, fmt.Errorf("%w: acquire key %q: %w", ErrRedis, key, withContext(ctx, err))
 	}
 	return d.leaseFor(key, ttl, nonce, sent, nil, n)
 }
@@ -464,7 +467,7 @@ func (d *Driver) acquireClaims(ctx context.Context, fires []locks.FireLock, batc
 	for j, i := range batch {
 		f := fires[i]
 		if err != nil {
-			out[i].Err = fmt.Errorf("%w: acquire key %q: %w", ErrRedis, f.Key, err)
+			out[i].Err = fmt.Errorf("%w: acquire key %q: %w", ErrRedis, f.Key, withContext(ctx, err))
 			continue
 		}
 		out[i].Lease, out[i].Err = d.leaseFor(f.Key, f.TTL, nonces[j], sent, &f.Claim, replies[j])
@@ -500,7 +503,7 @@ func (d *Driver) Claim(ctx context.Context, key string, seq int64, ttl time.Dura
 	n, err := claimScript.Run(ctx, d.client, []string{d.tag(key) + "claim"},
 		seq, millis(ttl), d.newNonce()).Int64()
 	if err != nil {
-		return false, fmt.Errorf("%w: claim key %q: %w", ErrRedis, key, err)
+		return false, fmt.Errorf("%w: claim key %q: %w", ErrRedis, key, withContext(ctx, err))
 	}
 	return n == 1, nil
 }

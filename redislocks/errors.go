@@ -1,6 +1,7 @@
 package redislocks
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -16,8 +17,21 @@ var ErrInvalidNamespace = fmt.Errorf("redislocks: invalid namespace: %w", locks.
 // held (that is locks.ErrNotAcquired) or the lease lost (locks.ErrLeaseLost):
 // the outcome of the operation is unknown. The error wrapping it names the
 // key and wraps the client's error too, so errors.Is also finds
-// context.DeadlineExceeded and the like.
+// context.DeadlineExceeded and the like, and the context's error whenever
+// the call's context ended (see withContext).
 var ErrRedis = errors.New("redislocks: redis failed")
+
+// withContext returns err, wrapping ctx's error too once ctx ended: go-redis
+// reports a pipeline (the script and WAIT, with Options.MinReplicas) whose
+// context ended while its reply was awaited as the connection's error
+// (EOF), and a caller tells a call that ran out of its time by
+// errors.Is(err, context.DeadlineExceeded) whatever the client saw first.
+func withContext(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("%w (%w)", err, cerr)
+	}
+	return err
+}
 
 // ErrNotReplicated reports that fewer replicas than Options.MinReplicas
 // acknowledged a lease's write within the WAIT timeout. From Acquire: the

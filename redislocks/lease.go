@@ -27,7 +27,7 @@ func (l *lease) Extend(ctx context.Context, ttl time.Duration) error {
 	return l.ExtendWith(ctx, ttl, func(ctx context.Context) (bool, error) {
 		n, err := d.extend(ctx, l.Key(), ttl, []string{d.tag(l.Key()) + "lock"}, l.id, millis(ttl))
 		if err != nil {
-			return false, fmt.Errorf("%w: extend key %q token %d: %w", ErrRedis, l.Key(), l.Token(), err)
+			return false, fmt.Errorf("%w: extend key %q token %d: %w", ErrRedis, l.Key(), l.Token(), withContext(ctx, err))
 		}
 		return n == 1, nil
 	})
@@ -50,7 +50,7 @@ func (l *lease) Release(ctx context.Context) error {
 		n, err := releaseScript.Run(ctx, d.client, []string{tag + "lock", tag + "released"},
 			l.id, d.channels+l.Key(), waiters, millis(handoffTTL)).Int64()
 		if err != nil {
-			return false, fmt.Errorf("%w: release key %q token %d: %w", ErrRedis, l.Key(), l.Token(), err)
+			return false, fmt.Errorf("%w: release key %q token %d: %w", ErrRedis, l.Key(), l.Token(), withContext(ctx, err))
 		}
 		return n == 1, nil
 	})

@@ -31,7 +31,7 @@ func (d *Driver) Heartbeat(ctx context.Context, group, member string, ttl time.D
 	}
 	members, err := memberScript.Run(ctx, d.client, []string{d.groupKey(group)}, member, millis(ttl)).StringSlice()
 	if err != nil {
-		return nil, fmt.Errorf("%w: heartbeat of %q in group %q: %w", ErrRedis, member, group, err)
+		return nil, fmt.Errorf("%w: heartbeat of %q in group %q: %w", ErrRedis, member, group, withContext(ctx, err))
 	}
 	slices.Sort(members)
 	return members, nil
@@ -43,7 +43,7 @@ func (d *Driver) Leave(ctx context.Context, group, member string) error {
 		return err
 	}
 	if err := memberScript.Run(ctx, d.client, []string{d.groupKey(group)}, member, 0).Err(); err != nil && err != redis.Nil {
-		return fmt.Errorf("%w: %q leaving group %q: %w", ErrRedis, member, group, err)
+		return fmt.Errorf("%w: %q leaving group %q: %w", ErrRedis, member, group, withContext(ctx, err))
 	}
 	return nil
 }

@@ -238,5 +238,10 @@ func TestConformanceMinReplicas(t *testing.T) {
 		// capped): a quarter of a second for the replica's acknowledgement
 		// holds on a loaded machine, where 50ms did not.
 		TTL: 500 * time.Millisecond,
+		// The LostReply cases check what a lost reply does, not a slow
+		// replica: a WAIT of a second, which a busy machine does not miss.
+		NewDrivers: lossyDrivers(c, master.Addr(), func(t *testing.T, c redislocks.Client) locks.Driver {
+			return newReplicatedDriver(t, c, "conformance", 1, time.Second)
+		}),
 	})
 }

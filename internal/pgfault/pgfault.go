@@ -38,8 +38,15 @@ type Dialer struct {
 	net.Dialer
 
 	mu    sync.Mutex // protects the fields below
-	armed []func()   // the then of each armed loss, oldest first
+	armed []loss     // each armed loss, oldest first
 	lost  int
+}
+
+// A loss is one armed loss: of the statements to come, skip go through
+// before the one whose reply is lost.
+type loss struct {
+	skip int
+	then func()
 }
 
 // DialContext dials as net.Dialer does and returns a connection whose
@@ -57,13 +64,18 @@ func (d *Dialer) DialContext(ctx context.Context, network, addr string) (net.Con
 // is called, and the connection is closed. Each call arms one more loss,
 // used in the order they were armed. then runs on the goroutine reading the
 // reply (pgx's caller of the statement) and must not use that connection.
-func (d *Dialer) LoseNextReply(then func()) {
+func (d *Dialer) LoseNextReply(then func()) { d.LoseNthReply(1, then) }
+
+// LoseNthReply arms one loss as LoseNextReply does, of the n-th statement
+// (n >= 1) that connections of d send once the losses armed before it were
+// used: the n-1 before it go through.
+func (d *Dialer) LoseNthReply(n int, then func()) {
 	if then == nil {
 		then = func() {}
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.armed = append(d.armed, then)
+	d.armed = append(d.armed, loss{skip: max(n-1, 0), then: then})
 }
 
 // Lost returns how many replies d has lost.
@@ -73,14 +85,19 @@ func (d *Dialer) Lost() int {
 	return d.lost
 }
 
-// take returns the oldest armed loss, if any, and counts it as lost.
+// take returns the oldest armed loss, if any and if the statement about to
+// be sent is the one it loses, and counts it as lost.
 func (d *Dialer) take() (func(), bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if len(d.armed) == 0 {
 		return nil, false
 	}
-	then := d.armed[0]
+	if d.armed[0].skip > 0 {
+		d.armed[0].skip--
+		return nil, false
+	}
+	then := d.armed[0].then
 	d.armed = d.armed[1:]
 	d.lost++
 	return then, true
@@ -117,10 +134,26 @@ func (c *conn) Read(b []byte) (int, error) {
 	c.mu.Lock()
 	then := c.then
 	c.mu.Unlock()
-	if then == nil {
-		return c.Conn.Read(b)
+	if then != nil {
+		return c.lose(c.Conn, then)
 	}
-	err := skipReply(bufio.NewReader(c.Conn))
+	n, err := c.Conn.Read(b)
+	c.mu.Lock()
+	then = c.then
+	c.mu.Unlock()
+	if then == nil || n == 0 {
+		return n, err
+	}
+	// A read that began before the statement was sent (pgx's background
+	// reader, started by a slow write, keeps one waiting) got the start of
+	// the reply to lose: the previous reply had been read to its end.
+	return c.lose(io.MultiReader(bytes.NewReader(b[:n]), c.Conn), then)
+}
+
+// lose reads the reply to lose from r to its end, discards it, calls then
+// and closes the connection.
+func (c *conn) lose(r io.Reader, then func()) (int, error) {
+	err := skipReply(bufio.NewReader(r))
 	if err == nil {
 		then()
 	}

@@ -69,3 +69,45 @@ func TestLosesTheReplyAfterTheStatementRan(t *testing.T) {
 		t.Fatalf("%d rows, want 2", n)
 	}
 }
+
+// LoseNthReply lets the statements before the n-th through: the third
+// INSERT's reply is lost, after the first two and it ran.
+func TestLosesTheNthReply(t *testing.T) {
+	srv := pgtest.Start(t)
+	ctx := context.Background()
+	direct := srv.Pool()
+	if _, err := direct.Exec(ctx, "CREATE TABLE visits (n int)"); err != nil {
+		t.Fatal(err)
+	}
+	var d pgfault.Dialer
+	cfg, err := pgxpool.ParseConfig(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.DialFunc = d.DialContext
+	p, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var seen atomic.Int64
+	d.LoseNthReply(3, func() {
+		var n int
+		if err := direct.QueryRow(ctx, "SELECT count(*) FROM visits").Scan(&n); err != nil {
+			t.Error(err)
+		}
+		seen.Store(int64(n))
+	})
+	for i := 1; i <= 3; i++ {
+		_, err := p.Exec(ctx, "INSERT INTO visits VALUES ($1)", pgx.QueryExecModeExec, i)
+		if lost := err != nil; lost != (i == 3) {
+			t.Fatalf("INSERT %d: %v; want the third one's reply lost, and only it", i, err)
+		}
+	}
+	if got, lost := seen.Load(), d.Lost(); got != 3 || lost != 1 {
+		t.Fatalf("then saw %d rows and %d replies were lost; want 3 and 1", got, lost)
+	}
+}

@@ -53,7 +53,11 @@ func (l *Lease) Token() uint64 { return l.token }
 // otherwise calls extend, which asks the server and returns whether the
 // lease still held its key, or an error wrapping the driver's sentinel when
 // the outcome is unknown. Extended, the deadline moves to ttl minus the
-// margin from when extend was called.
+// margin from when extend was called. When the outcome is unknown (a lost
+// reply, a context that ended after the request was sent), the server may
+// hold the key for ttl from then or for what it held before: the deadline
+// becomes the earlier of the two, so that Done never outlives the server's
+// expiry.
 func (l *Lease) ExtendWith(ctx context.Context, ttl time.Duration, extend func(context.Context) (bool, error)) error {
 	if err := locks.Check(ctx, l.key, ttl); err != nil {
 		return err
@@ -66,15 +70,22 @@ func (l *Lease) ExtendWith(ctx context.Context, ttl time.Duration, extend func(c
 		return err
 	}
 	held, err := extend(ctx)
-	if err != nil {
-		return err
-	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	deadline := sent.Add(ttl - l.margin.Of(ttl))
+	if err != nil {
+		if deadline.Before(l.deadline) {
+			l.deadline = deadline
+			if l.done.Armed() {
+				l.done.Reset(l.deadline.Sub(l.clock.Now()))
+			}
+		}
+		return err
+	}
 	if !held || l.state != leasestate.Held {
 		return l.lose()
 	}
-	l.deadline = sent.Add(ttl - l.margin.Of(ttl))
+	l.deadline = deadline
 	if l.done.Armed() {
 		l.done.Reset(l.deadline.Sub(l.clock.Now()))
 	}

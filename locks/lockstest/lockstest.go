@@ -4,7 +4,36 @@
 // holders, expiry, Done, waiting, context cancellation, bad input and the
 // TTL bounds (locks.MaxTTL for every driver, MinTTL for a locks.MinTTLer),
 // the key length bound (locks.MaxKeyLen), fire claims (with and without an acquisition),
-// semaphores built on the contract (locks.AcquireSlot) and memberships.
+// semaphores built on the contract (locks.AcquireSlot) and memberships;
+// and faults, on two drivers of one backend as two nodes have them
+// ([Harness.NewDrivers]):
+//
+//   - LostReply/<call>/ReplyLost/trip<n>: every mutating call (Acquire,
+//     Extend to a longer and to a shorter TTL, Release, a driver's first
+//     Claim and a later one, AcquireClaim, AcquireClaim with EvenIfHeld
+//     on a held key, AcquireSlot with a claim, a member's first Heartbeat
+//     and a later one, Leave) with the
+//     reply of its n-th round trip lost after the backend applied it, for
+//     each n up to the call's round trips, and the other node's call in
+//     between (an Acquire of the key, a claim of the same fire, a
+//     heartbeat) before the client's resend (Retried) or the caller's
+//     error (Failed).
+//   - LostReply/<call>/ContextEnded/trip<n>: the same, with the call's
+//     context ended once the round trip was applied: the call returns nil
+//     or the context's error.
+//   - After each: the contract. One holder (never a lease to both nodes);
+//     tokens increase; claims never go back (a claimed instant stays
+//     claimed: a later claim of it or of an earlier one is refused, and a
+//     resend recognises its own claim); an answered call did what it
+//     asked; a released key is free, and one that a failed call may have
+//     taken is free within that call's TTL; Done closes when the lease is
+//     lost (after an Extend of unknown outcome, no later than the key
+//     frees); and Drivers.Leaks: what the backend holds beyond what the
+//     driver says it keeps (etcd leases without a key, Redis keys without
+//     an expiry, PostgreSQL rows beyond the bound).
+//
+// A driver with no wire (locks.InProcessDriver) runs the same cases as
+// [NoWire]: the call, then the other node's, checked as for a resend.
 package lockstest
 
 import (
@@ -35,6 +64,11 @@ type Harness struct {
 	// TTL is the short lease the suite lets expire; zero means 100ms. With
 	// real time, keep it well above the driver's round-trip time.
 	TTL time.Duration
+	// NewDrivers returns two drivers on one new backend, or on the
+	// harness's shared one, and the faults the harness can put in the
+	// first one's calls, for the LostReply cases. Every driver with a wire
+	// sets it; a nil NewDrivers skips those cases, saying so.
+	NewDrivers func(t *testing.T) Drivers
 }
 
 // long is a lease that no test lets expire.
@@ -76,6 +110,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("SlotsClaim", s.slotsClaim)
 	t.Run("SlotsBadInput", s.slotsBadInput)
 	t.Run("Membership", s.membership)
+	t.Run("LostReply", s.lostReply)
 }
 
 type suite struct {
