@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -141,6 +142,7 @@ func TestClusterSimulation(t *testing.T) {
 	}
 	t.Logf("seed %d (replay: go test ./scheduling/schedulingtest -run TestClusterSimulation -sim.seed %d)", seed, seed)
 	var total, runs, touched, free, retries, buffered, superseded, concurrent, doubleWaits, backfilled int
+	var sum stats
 	for h := 0; total < *simFires; h++ {
 		if *simHistory >= 0 && h != *simHistory {
 			if h > *simHistory {
@@ -160,11 +162,16 @@ func TestClusterSimulation(t *testing.T) {
 		buffered, superseded, concurrent = buffered+st.buffered, superseded+st.superseded, concurrent+st.concurrent
 		doubleWaits += st.doubleWaits
 		backfilled += st.backfilled
+		sum.storedWrites, sum.storedRuns, sum.storedFires, sum.storedFree = sum.storedWrites+st.storedWrites,
+			sum.storedRuns+st.storedRuns, sum.storedFires+st.storedFires, sum.storedFree+st.storedFree
+		sum.audited, sum.auditMissed = sum.audited+st.audited, sum.auditMissed+st.auditMissed
 	}
 	t.Logf("%d fires checked: %d ran, %d touched by a fault, %d untouched and uncontended (each ran once); %d retries ran",
 		total, runs, touched, free, retries)
 	t.Logf("overlap: %d runs of fires that waited (buffer-one, cancel-previous), %d runs superseded (cancel-previous), %d runs beside another (allow); "+
 		"%d fires left waiting while another waited (check l); %d backfill runs", buffered, superseded, concurrent, doubleWaits, backfilled)
+	t.Logf("stored schedules: %d changes took effect, %d runs, %d instants checked, %d free of faults and contention (check p); "+
+		"audits: %d instants judged, %d missed (check q)", sum.storedWrites, sum.storedRuns, sum.storedFires, sum.storedFree, sum.audited, sum.auditMissed)
 	if *simHistory >= 0 {
 		return // one history's replay: the coverage of the checks is the seed's
 	}
@@ -173,6 +180,12 @@ func TestClusterSimulation(t *testing.T) {
 	}
 	if retries < total/40 {
 		t.Errorf("only %d retries ran in histories of %d fires: the retry checks (g to j) cover too little", retries, total)
+	}
+	if sum.storedRuns == 0 || sum.storedFree == 0 || sum.storedWrites == 0 {
+		t.Errorf("%d changes of stored schedules, %d runs, %d free instants: check (p) covers too little", sum.storedWrites, sum.storedRuns, sum.storedFree)
+	}
+	if sum.audited == 0 {
+		t.Error("no instant audited: check (q) covers nothing")
 	}
 	if backfilled == 0 {
 		t.Error("no backfill run in any history: check (o) covers nothing")
@@ -191,6 +204,11 @@ type stats struct {
 	buffered, superseded, concurrent int
 	doubleWaits                      int
 	backfilled                       int // runs of backfills (check o)
+	// The stored schedules (check p): changes that took effect, runs,
+	// instants checked for liveness and those free of faults and
+	// contention; the audits (check q): instants judged, and found missed.
+	storedWrites, storedRuns, storedFires, storedFree int
+	audited, auditMissed                             int
 }
 
 type simTask struct {
@@ -259,6 +277,14 @@ type simWorld struct {
 	recs   map[string]*schedulingtest.Recorder
 	dead   map[string]bool
 	store  *simStore
+	// storedOps are the operators' changes of the stored schedules, in
+	// time order (storedPlan).
+	storedOps []storedOp
+	// calm turns the faults off: the audits at the end read the store
+	// without them.
+	calm atomic.Bool
+	// audited are the audits of the tasks at the end (check q).
+	audited map[string]scheduling.Audit
 }
 
 type faultAt struct {
@@ -300,6 +326,7 @@ func simulate(t *testing.T, seed uint64, hist int) stats {
 	}
 	w.retrySpecs()
 	w.overlapSpecs()
+	w.storedPlan()
 	for i := range 3 + rng.IntN(3) {
 		n := &simNode{name: fmt.Sprint("n", i), off: time.Duration(rng.Int64N(int64(2*maxSkew+1))) - maxSkew}
 		for range rng.IntN(3) * min(1, int(w.rate*1000)) {
@@ -388,6 +415,9 @@ func simulate(t *testing.T, seed uint64, hist int) stats {
 		if err := s.Add(tasks...); err != nil {
 			t.Fatal(err)
 		}
+		if err := s.Handle(storedHandler, w.storedWork); err != nil {
+			t.Fatal(err)
+		}
 		if err := s.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -407,6 +437,7 @@ func simulate(t *testing.T, seed uint64, hist int) stats {
 		leave   bool
 		control controlOp // with n nil
 		task    string
+		stored  *storedOp // with n nil
 	}
 	var events []event
 	for _, n := range w.nodes {
@@ -438,9 +469,18 @@ func simulate(t *testing.T, seed uint64, hist int) stats {
 		at := w.start.Add(time.Duration(rng.Int64N(int64(simSpan - cooldown))))
 		events = append(events, event{at: at, control: opBackfill, task: locked[rng.IntN(len(locked))]})
 	}
+	for i := range w.storedOps {
+		events = append(events, event{at: w.storedOps[i].at, stored: &w.storedOps[i]})
+	}
 	sort.Slice(events, func(i, j int) bool { return events[i].at.Before(events[j].at) })
 	for _, ev := range events {
 		time.Sleep(time.Until(ev.at))
+		if ev.stored != nil {
+			s := w.storedActor(running)
+			acting.Add(1)
+			go func() { defer acting.Done(); w.actStored(s, *ev.stored) }()
+			continue
+		}
 		if ev.control != 0 {
 			// On a goroutine: a node paused holds its store calls.
 			s := w.actor(running)
@@ -501,6 +541,16 @@ func simulate(t *testing.T, seed uint64, hist int) stats {
 		cancel()
 	}
 	synctest.Wait()
+	// The audits, through a node up since the start, once every instant
+	// of the history is past their horizon.
+	w.calm.Store(true)
+	time.Sleep(2 * time.Minute)
+	for _, n := range w.nodes {
+		if len(n.kills) == 0 && len(n.leaves) == 0 && n.late.IsZero() {
+			w.audited = w.audits(t, running[n.name])
+			break
+		}
+	}
 	return w.check(t)
 }
 
@@ -583,6 +633,9 @@ func (w *simWorld) fault(c schedulingtest.Call) schedulingtest.Fault {
 	w.mu.Unlock()
 	if dead {
 		return schedulingtest.Fault{Err: errors.New("node is dead")}
+	}
+	if w.calm.Load() {
+		return schedulingtest.Fault{}
 	}
 	for _, n := range w.nodes {
 		if n.name != c.Node {
@@ -753,6 +806,10 @@ func (w *simWorld) check(t *testing.T) stats {
 	// runs on one slot overlap, and (n) bounds the runs of the key.
 	byLock := map[string][]interval{}
 	for _, h := range held {
+		if w.isStored(h.task) {
+			byLock[h.slot] = append(byLock[h.slot], h) // its spec's lock: check (p)
+			continue
+		}
 		st := w.taskOf(h.task)
 		key := st.lock
 		switch {
@@ -786,6 +843,8 @@ func (w *simWorld) check(t *testing.T) stats {
 	st.retries = w.checkRetries(t, held)
 	w.checkOverlap(t, held, v, &st)
 	w.checkBackfills(t, recs, &st)
+	w.checkStored(t, held, recs, &st)
+	w.checkAudits(t, w.audited, recs, &st)
 	// (c)
 	type report struct {
 		node    string
@@ -937,6 +996,9 @@ type simStore struct {
 	waits []waitAt
 	polls map[string][]time.Time // the successful polls, by node
 	left  []leftRetry            // the records that left a retry, and took effect
+	// schedWrites are the changes of the stored schedules that took
+	// effect.
+	schedWrites []schedWrite
 
 	// retryMu serializes the calls that change the pending retries
 	// (Record, TakeRetry), so that a Record sees what was pending when it
@@ -1013,6 +1075,9 @@ func (n *nodeStore) call(op, task string, do func() error) error {
 	if dead {
 		return errors.New("node is dead")
 	}
+	if w.calm.Load() {
+		return do()
+	}
 	for _, sn := range w.nodes {
 		if sn.name != n.node {
 			continue
@@ -1026,13 +1091,11 @@ func (n *nodeStore) call(op, task string, do func() error) error {
 	r := w.roll("store", n.node, op, task, now.UnixNano())
 	if r < 2*w.rate/3 {
 		key := ""
-		if op == "Poll" {
-			key = "poll" // no task's: check (m) reads it
-		}
-		for _, st := range w.tasks {
-			if st.name == task {
-				key = "@" + task // as its fire claims
-			}
+		switch {
+		case op == "Poll" || op == "Schedules":
+			key = "poll" // no task's: checks (m) and (p) read it
+		case task != "":
+			key = "@" + task // as its fire claims
 		}
 		w.mu.Lock()
 		w.faults = append(w.faults, faultAt{now, n.node, key})
@@ -1084,16 +1147,38 @@ func (n *nodeStore) Poll(ctx context.Context) (p taskstate.Poll, err error) {
 }
 
 func (n *nodeStore) CreateSchedule(ctx context.Context, sc taskstate.Schedule) error {
-	return n.call("CreateSchedule", sc.Name, func() error { return n.s.inner.CreateSchedule(ctx, sc) })
+	return n.call("CreateSchedule", sc.Name, func() error {
+		if err := n.s.inner.CreateSchedule(ctx, sc); err != nil {
+			return err
+		}
+		n.s.wrote(n.node, sc, false)
+		return nil
+	})
 }
 
 func (n *nodeStore) UpdateSchedule(ctx context.Context, sc taskstate.Schedule) error {
-	return n.call("UpdateSchedule", sc.Name, func() error { return n.s.inner.UpdateSchedule(ctx, sc) })
+	return n.call("UpdateSchedule", sc.Name, func() error {
+		if err := n.s.inner.UpdateSchedule(ctx, sc); err != nil {
+			return err
+		}
+		n.s.wrote(n.node, sc, false)
+		return nil
+	})
 }
 
 func (n *nodeStore) DeleteSchedule(ctx context.Context, name string) (ok bool, err error) {
-	err = n.call("DeleteSchedule", name, func() error { ok, err = n.s.inner.DeleteSchedule(ctx, name); return err })
+	err = n.call("DeleteSchedule", name, func() error {
+		if ok, err = n.s.inner.DeleteSchedule(ctx, name); ok && err == nil {
+			n.s.wrote(n.node, taskstate.Schedule{Name: name}, true)
+		}
+		return err
+	})
 	return ok, err
+}
+
+// wrote logs a change of a stored schedule that took effect (check p).
+func (s *simStore) wrote(node string, sc taskstate.Schedule, deleted bool) {
+	s.log(func(seq int) { s.schedWrites = append(s.schedWrites, schedWrite{seq, time.Now(), node, sc, deleted}) })
 }
 
 func (n *nodeStore) Schedules(ctx context.Context) (scs []taskstate.Schedule, err error) {
@@ -1363,7 +1448,7 @@ func (w *simWorld) checkRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	history := map[string][]taskstate.Run{}
-	for _, st := range w.tasks {
+	for _, st := range w.allTasks() {
 		if history[st.name], err = s.inner.Runs(ctx, st.name, 0); err != nil {
 			t.Fatal(err)
 		}
@@ -1496,7 +1581,7 @@ func (w *simWorld) checkRetries(t *testing.T, held []interval) (retries int) {
 	}
 	// (j)
 	history := map[string][]taskstate.Run{}
-	for _, st := range w.tasks {
+	for _, st := range w.allTasks() {
 		var err error
 		if history[st.name], err = s.inner.Runs(context.Background(), st.name, 0); err != nil {
 			t.Fatal(err)
@@ -1559,7 +1644,7 @@ func (w *simWorld) overlapView(t *testing.T) *overlapView {
 	for _, wa := range waits {
 		v.waited[schedulingtest.Key(wa.task, wa.fire)] = true
 	}
-	for _, st := range w.tasks {
+	for _, st := range w.allTasks() {
 		runs, err := s.inner.Runs(context.Background(), st.name, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -1646,7 +1731,7 @@ func (w *simWorld) checkOverlap(t *testing.T, held []interval, v *overlapView, s
 			firsts[k] = append(firsts[k], h)
 		}
 		runs[h.key()] = append(runs[h.key()], h)
-		byLock[w.taskOf(h.task).lock] = append(byLock[w.taskOf(h.task).lock], h)
+		byLock[h.slot] = append(byLock[h.slot], h)
 	}
 	for k, hs := range firsts {
 		if len(hs) > 1 {
@@ -1666,7 +1751,7 @@ func (w *simWorld) checkOverlap(t *testing.T, held []interval, v *overlapView, s
 			continue
 		}
 		st.buffered++
-		lock := w.taskOf(h.task).lock
+		lock := h.slot
 		for _, o := range byLock[lock] {
 			if o.from.Before(h.from) && o.to.After(h.from) {
 				t.Errorf("%s: (k) %s fire %v, which waited, started on %s at %v before an earlier run of lock %s ended: %v",
@@ -1722,7 +1807,7 @@ func (w *simWorld) checkOverlap(t *testing.T, held []interval, v *overlapView, s
 	}
 	// (m): a superseded run is cancelled, and not retried.
 	history := map[string][]taskstate.Run{}
-	for _, x := range w.tasks {
+	for _, x := range w.allTasks() {
 		var err error
 		if history[x.name], err = w.store.inner.Runs(context.Background(), x.name, 0); err != nil {
 			t.Fatal(err)
