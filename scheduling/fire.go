@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -122,6 +123,27 @@ type firing struct {
 	// member is the fire's place in the lock batch of the fires dispatched
 	// with it; nil outside one.
 	member *batchMember
+	// also are locks that the fire takes before its own and holds with it
+	// for its run: those of the specs that replaced e's, for a fire of a
+	// replaced spec run after its instant (see alsoLock); nil for none.
+	also []string
+}
+
+// alsoLock returns the firing of a fire of cur's task at instant fire, of
+// kind kind, by the spec in force at fire. A fire of a spec that cur (or a
+// spec between) replaced, on another lock, takes their locks too, so that
+// it overlaps no run of theirs whenever it runs: it may run long after its
+// instant (a retry, a fire that waited for the run going), once their gate
+// opened.
+func alsoLock(cur *entry, fire time.Time, kind runKind) firing {
+	e := cur.inForce(fire)
+	f := firing{e: e, fire: fire, kind: kind}
+	for x := cur; x != e; x = x.prior {
+		if l := x.spec.Lock; l != "" && l != e.spec.Lock && !slices.Contains(f.also, l) {
+			f.also = append(f.also, l)
+		}
+	}
+	return f
 }
 
 // fromStore reports a run that a node takes from the store (a manual request,
@@ -221,7 +243,7 @@ func (s *Scheduler) dispatch(batch []firing) {
 	var batched []int // by batch index: the fires that make their lock steps in one call
 	if _, ok := s.driver.(locks.ClaimAcquirer); ok {
 		for i, f := range batch {
-			if f.e.spec.Lock != "" && !f.fromStore() && f.e.spec.MaxConcurrent == 0 && perKey[f.e.spec.Lock] < 2 && f.e.passed() {
+			if f.e.spec.Lock != "" && !f.fromStore() && f.e.spec.MaxConcurrent == 0 && perKey[f.e.spec.Lock] < 2 && f.e.passed() && f.also == nil {
 				batched = append(batched, i)
 			}
 		}

@@ -57,42 +57,63 @@ func (e *entry) passed() bool { return e.gate == nil || e.gate.open.Load() }
 
 // lock takes f's lease and claims the fire (steps 2 and 3 of admit): its
 // own lock (see lockOwn) and, while e's gate is closed, the replaced spec's
-// lock first, both then held for the run as one lease.
+// lock first, both then held for the run as one lease; a fire of a replaced
+// spec run from the store takes the lock of the spec in force first
+// (firing.also).
 func (s *Scheduler) lock(f *firing, t *turn) (locks.Lease, Outcome, error) {
 	e := f.e
-	if e.passed() {
+	var g *gate
+	others := f.also
+	if others == nil && !e.passed() {
+		g = e.gate
+		others = []string{g.lock}
+	}
+	if others == nil {
 		return s.lockOwn(f, t)
 	}
-	g := e.gate
 	ctx, cancel := withTimeout(s.acquireCtx, s.clock, e.spec.LockTTL)
 	defer cancel()
 	at := s.clock.Now()
-	old, err := s.driver.Acquire(ctx, g.lock, e.spec.LockTTL)
-	switch {
-	case errors.Is(err, locks.ErrNotAcquired):
-		t.pass()
-		if s.debugOn() {
-			s.log.Debug("the replaced spec's lock is held; fire skipped", "task", e.name, "fire", f.fire, "lock", g.lock)
+	var held []locks.Lease
+	release := func() {
+		rctx, rcancel := withTimeout(context.Background(), s.clock, e.spec.LockTTL)
+		defer rcancel()
+		for _, l := range held {
+			s.releaseLease(e, l, rctx)
 		}
-		return nil, OutcomeLockHeld, nil
-	case err != nil:
-		t.pass()
-		o, _ := s.notClaimed(err)
-		return nil, o, fmt.Errorf("taking lock %q of the spec the schedule's update replaced: %w", g.lock, err)
 	}
-	if !at.Before(g.end) {
+	for _, k := range others {
+		l, err := s.driver.Acquire(ctx, k, e.spec.LockTTL)
+		switch {
+		case errors.Is(err, locks.ErrNotAcquired):
+			release()
+			t.pass()
+			if s.debugOn() {
+				s.log.Debug("the lock of the schedule's other spec is held; fire skipped", "task", e.name, "fire", f.fire, "lock", k)
+			}
+			return nil, OutcomeLockHeld, nil
+		case err != nil:
+			release()
+			t.pass()
+			o, _ := s.notClaimed(err)
+			return nil, o, fmt.Errorf("taking lock %q of the schedule's other spec: %w", k, err)
+		}
+		held = append(held, l)
+	}
+	if g != nil && !at.Before(g.end) {
 		// No run of the old spec holds its lock now, and none can start:
 		// this fire is the last that needs it.
 		g.open.Store(true)
 	}
 	lease, o, err := s.lockOwn(f, t)
 	if lease == nil {
-		rctx, rcancel := withTimeout(context.Background(), s.clock, e.spec.LockTTL)
-		defer rcancel()
-		s.releaseLease(e, old, rctx)
+		release()
 		return nil, o, err
 	}
-	return newPairLease(lease, old), "", nil
+	for _, l := range held {
+		lease = newPairLease(lease, l)
+	}
+	return lease, "", nil
 }
 
 // A pairLease is a fire's own lease and the gate's, held together: its key
@@ -130,8 +151,11 @@ func (p *pairLease) Release(ctx context.Context) error {
 // fire's own, whose token fences its writes, and which its driver's guards
 // take.
 func runLease(l locks.Lease) locks.Lease {
-	if p, ok := l.(*pairLease); ok {
-		return p.Lease
+	for {
+		p, ok := l.(*pairLease)
+		if !ok {
+			return l
+		}
+		l = p.Lease
 	}
-	return l
 }

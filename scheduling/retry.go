@@ -110,13 +110,18 @@ func (s *Scheduler) dueRetries(polled map[string]taskstate.Retry, now time.Time)
 	clear(s.retries)
 	var due []firing
 	for name, r := range polled {
-		e := s.byName[name]
-		if e == nil || (e.spec.Retries == 0 && !e.buffers()) {
-			continue // another build's task, or one that no longer retries or waits here
+		cur := s.byName[name]
+		if cur == nil {
+			continue // another build's task
+		}
+		f := alsoLock(cur, r.Fire, kindRetry) // the spec of the fire's instant
+		f.retry = r
+		if e := f.e; e.spec.Retries == 0 && !e.buffers() {
+			continue // one that no longer retries or waits here
 		}
 		s.retries[name] = r
-		if !r.Due.After(now) && !e.full() {
-			due = append(due, firing{e: e, fire: r.Fire, kind: kindRetry, retry: r})
+		if !r.Due.After(now) && !f.e.full() {
+			due = append(due, f)
 		}
 	}
 	return due

@@ -208,7 +208,7 @@ type stats struct {
 	// instants checked for liveness and those free of faults and
 	// contention; the audits (check q): instants judged, and found missed.
 	storedWrites, storedRuns, storedFires, storedFree int
-	audited, auditMissed                             int
+	audited, auditMissed                              int
 }
 
 type simTask struct {
