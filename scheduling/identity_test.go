@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -354,5 +355,195 @@ func (c *cluster) handle(name string, fn HandlerFunc) {
 		if err := s.Handle(name, fn); err != nil {
 			c.t.Fatal(err)
 		}
+	}
+}
+
+// keyedRun is a run of a stored schedule: its fire, arguments and lease
+// key.
+type keyedRun struct {
+	fire      time.Time
+	args, key string
+}
+
+// keyedRuns records the runs of a handler with their lease's key.
+type keyedRuns struct {
+	mu   sync.Mutex
+	runs []keyedRun
+}
+
+func (k *keyedRuns) fn(then func(context.Context) error) HandlerFunc {
+	return func(ctx context.Context, args json.RawMessage) error {
+		r, _ := RunFromContext(ctx)
+		key := ""
+		if l, ok := locks.FromContext(ctx); ok {
+			key = l.Key()
+		}
+		k.mu.Lock()
+		k.runs = append(k.runs, keyedRun{r.Fire, string(args), key})
+		k.mu.Unlock()
+		if then != nil {
+			return then(ctx)
+		}
+		return nil
+	}
+}
+
+func (k *keyedRuns) of(fire time.Time) []keyedRun {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var out []keyedRun
+	for _, r := range k.runs {
+		if r.fire.Equal(fire) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// A fire of buffer-one waits for the run going; meanwhile the schedule is
+// updated to another lock and other arguments, and comes in force. The
+// fire that waited runs once the run ends, long after its instant: as a
+// fire of the spec in force at its instant (the old arguments, the old
+// lock), and holding the new spec's lock too, beside no run of either. It
+// ran the new spec before (the cluster simulation's check p, seed 3
+// history 6: fire 14s run under the lock of the spec in force from 16s).
+func TestWaitingFireRunsTheSpecOfItsInstant(t *testing.T) {
+	c := newCluster(t)
+	first, waiting := epoch.Add(time.Minute), epoch.Add(2*time.Minute)
+	b := newBlocker(func(r Run) bool { return r.Fire.Equal(first) })
+	var k keyedRuns
+	c.start(2, func() []Task { return nil })
+	c.handle("tenant-report", k.fn(b.task))
+	ctx := context.Background()
+	sc := acmeReport()
+	sc.Options = map[string]string{"lockTtl": "10m", "overlap": OverlapBufferOne}
+	if err := c.nodes[0].CreateSchedule(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	b.step(t, c, 2*time.Minute+30*time.Second, time.Second) // 1m blocks; 2m waits
+	if n := b.count(); n != 1 {
+		t.Fatalf("%d runs started, want 1", n)
+	}
+	up := sc
+	up.Lock, up.Args = "report:acme:v2", json.RawMessage(`{"tenant": "acme", "v": 2}`)
+	if err := c.nodes[1].UpdateSchedule(ctx, up); err != nil {
+		t.Fatal(err)
+	}
+	b.step(t, c, time.Minute, time.Second) // in force; the fire at 3m finds the old lock held
+	close(b.release)
+	c.step(3*time.Minute, time.Second)
+	runs := k.of(waiting)
+	if len(runs) != 1 || runs[0].args != `{"tenant":"acme"}` || runs[0].key != "report:acme" {
+		t.Fatalf("the runs of the fire that waited (%v) = %+v; want one, with the old spec's args and lock", waiting, runs)
+	}
+	if most := b.most.Load(); most != 1 {
+		t.Fatalf("%d runs at once, want one at a time", most)
+	}
+	if after := k.of(epoch.Add(5 * time.Minute)); len(after) != 1 || after[0].key != "report:acme:v2" {
+		t.Fatalf("the runs of the fire at 5m = %+v, want one under the new lock", after)
+	}
+}
+
+// A node that starts after an update was stored and before it comes in
+// force runs the replaced spec until then, as the nodes that read the old
+// spec do: every fire before From runs under the old lock, every one after
+// under the new. It had no entry of the old spec, and its fires before
+// From ran nowhere when it owned them (the simulation's check p, seed 2
+// history 79).
+func TestNodeStartedBeforeAnUpdateComesInForce(t *testing.T) {
+	c := newCluster(t)
+	ctx := context.Background()
+	sc := acmeReport()
+	sc.Cron, sc.From = "@every 1s", epoch
+	if err := c.store.CreateSchedule(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	from := epoch.Add(10 * time.Second)
+	up := sc
+	up.Lock, up.From = "report:acme:v2", from
+	up.Replaced = []taskstate.PastSpec{{Cron: sc.Cron, Lock: sc.Lock, Options: sc.Options, From: sc.From}}
+	if err := c.store.UpdateSchedule(ctx, up); err != nil {
+		t.Fatal(err)
+	}
+	c.fc.Advance(time.Second)
+	var k keyedRuns
+	s := New(Config{Driver: c.driver, Clock: c.fc, Logger: slog.New(c.logs), Node: "node-0", State: c.store})
+	if err := s.Handle("tenant-report", k.fn(nil)); err != nil {
+		t.Fatal(err)
+	}
+	mustStart(t, s)
+	t.Cleanup(func() { _ = s.Stop(context.Background()) })
+	c.nodes = append(c.nodes, s)
+	c.step(20*time.Second, 100*time.Millisecond)
+	for f := epoch.Add(3 * time.Second); f.Before(epoch.Add(20 * time.Second)); f = f.Add(time.Second) {
+		want := "report:acme"
+		if !f.Before(from) {
+			want = "report:acme:v2"
+		}
+		if runs := k.of(f); len(runs) != 1 || runs[0].key != want {
+			t.Errorf("the runs of fire %v (the update in force from %v) = %+v; want one under lock %s", f.Sub(epoch), from.Sub(epoch), runs, want)
+		}
+	}
+}
+
+// A node that takes over a task (its owner left the group) catches up the
+// last fire within two heartbeats by the spec in force at that fire: before
+// an update's From, the replaced spec's (it took the new spec's instant
+// and entry before); and never an instant before the schedule's creation
+// (the simulation's check p: seed 2 history 69, seed 3 history 106).
+func TestTakeoverBeforeAnUpdateComesInForce(t *testing.T) {
+	c := newCluster(t)
+	for _, name := range []string{"node-0", "node-1"} {
+		s := New(Config{Driver: c.driver, Clock: c.fc, Logger: slog.New(c.logs), Node: name, State: c.store, Spread: true,
+			Heartbeat: time.Second})
+		if err := s.Handle("tenant-report", func(context.Context, json.RawMessage) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		mustStart(t, s)
+		t.Cleanup(func() { _ = s.Stop(context.Background()) })
+		c.nodes = append(c.nodes, s)
+	}
+	s := c.nodes[0]
+	ctx := context.Background()
+	c.fc.Advance(1500 * time.Millisecond)
+	sc := acmeReport()
+	sc.Cron = "@every 1s"
+	if err := s.CreateSchedule(ctx, sc); err != nil { // created at 1.5s
+		t.Fatal(err)
+	}
+	takeover := func() []firing {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		group := s.spread.group
+		prev := &view{group: group, owners: []string{"gone"}, members: []string{"gone"}, owner: &sync.Map{}}
+		v := &view{group: group, owners: []string{s.node}, members: []string{s.node}, owner: &sync.Map{}}
+		return s.takeovers(prev, v, s.clock.Now())
+	}
+	c.fc.Advance(100 * time.Millisecond)
+	for _, n := range c.nodes {
+		settle(t, n, func() int { return 0 })
+	}
+	if fs := takeover(); len(fs) != 0 {
+		t.Fatalf("a takeover 0.1 s after the create catches up %v, an instant before it; want none", fs[0].fire.Sub(epoch))
+	}
+	c.step(10*time.Second, time.Second) // to 11.6s
+	up := sc
+	up.Cron, up.Lock = "@every 2s", "report:acme:v2"
+	if err := s.UpdateSchedule(ctx, up); err != nil { // in force from 13.6s
+		t.Fatal(err)
+	}
+	c.step(time.Second, time.Second) // 12.6s: the last fire is 12s, the old spec's
+	s.mu.Lock()
+	for x := s.byName["report-acme"]; x != nil; x = x.prior {
+		x.tried.Store(0) // as on a node that another's ownership kept from trying them
+	}
+	s.mu.Unlock()
+	fs := takeover()
+	if len(fs) != 1 || !fs[0].fire.Equal(epoch.Add(12*time.Second)) || fs[0].e.spec.Lock != "report:acme" {
+		var got []string
+		for _, f := range fs {
+			got = append(got, fmt.Sprintf("%v on %s", f.fire.Sub(epoch), f.e.spec.Lock))
+		}
+		t.Fatalf("the takeover's fires = %v; want 12s, of the spec in force then (lock report:acme)", got)
 	}
 }
