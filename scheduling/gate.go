@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -23,23 +24,49 @@ import (
 // the old spec could still take it (its From, plus the old spec's jitter
 // and lock wait, plus the change's lead for the nodes' clocks). From then
 // on no run of the old spec is going and none can start, and the fires take
-// their own lock alone.
+// their own lock alone. An update made while the gate of the one before is
+// closed keeps its locks too: a run of the spec before that may still be
+// going.
 type gate struct {
-	lock string
-	end  time.Time
-	open atomic.Bool
+	locks []string
+	end   time.Time
+	open  atomic.Bool
 }
 
-// newGate returns the gate of e, the entry of stored schedule sc, nil if
-// the spec sc replaced had no lock, or e's lock.
-func newGate(sc *taskstate.Schedule, e *entry, lead time.Duration) *gate {
-	if len(sc.Replaced) == 0 || e.spec.Lock == "" {
+// newGate returns the gate of e, the entry of stored schedule sc, given
+// the gate of the entry e replaces (nil if none): the lock of the spec sc
+// replaced unless it is none or e's, and the locks of prev if it is still
+// closed; nil if there is none. e's own lock aside.
+func newGate(sc *taskstate.Schedule, e *entry, lead time.Duration, prev *gate) *gate {
+	if e.spec.Lock == "" {
 		return nil
 	}
-	old := sc.Replaced[0]
-	if old.Lock == "" || old.Lock == e.spec.Lock {
+	g := &gate{}
+	if prev != nil && !prev.open.Load() {
+		for _, l := range prev.locks {
+			if l != e.spec.Lock {
+				g.locks = append(g.locks, l)
+			}
+		}
+		g.end = prev.end
+	}
+	if len(sc.Replaced) > 0 {
+		if old := sc.Replaced[0]; old.Lock != "" && old.Lock != e.spec.Lock {
+			if !slices.Contains(g.locks, old.Lock) {
+				g.locks = append(g.locks, old.Lock)
+			}
+			g.end = maxTime(g.end, oldEnd(sc, old, lead))
+		}
+	}
+	if len(g.locks) == 0 {
 		return nil
 	}
+	return g
+}
+
+// oldEnd is the last moment a fire of old, the spec that sc replaced, can
+// take old's lock.
+func oldEnd(sc *taskstate.Schedule, old taskstate.PastSpec, lead time.Duration) time.Time {
 	end := sc.From
 	if !end.IsZero() {
 		for _, k := range []string{"jitter", "lockWait"} {
@@ -49,7 +76,7 @@ func newGate(sc *taskstate.Schedule, e *entry, lead time.Duration) *gate {
 		}
 		end = end.Add(lead)
 	}
-	return &gate{lock: old.Lock, end: end}
+	return end
 }
 
 // passed reports whether e's fires take their own lock alone.
@@ -66,7 +93,7 @@ func (s *Scheduler) lock(f *firing, t *turn) (locks.Lease, Outcome, error) {
 	others := f.also
 	if others == nil && !e.passed() {
 		g = e.gate
-		others = []string{g.lock}
+		others = g.locks
 	}
 	if others == nil {
 		return s.lockOwn(f, t)

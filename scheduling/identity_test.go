@@ -547,3 +547,42 @@ func TestTakeoverBeforeAnUpdateComesInForce(t *testing.T) {
 		t.Fatalf("the takeover's fires = %v; want 12s, of the spec in force then (lock report:acme)", got)
 	}
 }
+
+// A run of the first spec holds its lock through two updates: the first to
+// another lock (its fires take the old lock too: the gate), the second of
+// the options alone, on the same new lock, while the gate is still closed.
+// The second keeps the gate: no fire of it runs beside the first spec's run
+// (it dropped the gate, its spec's lock being the first update's, and its
+// fires ran beside the old run).
+func TestStoredScheduleSecondUpdateKeepsTheGate(t *testing.T) {
+	c := newCluster(t)
+	first := epoch.Add(time.Minute)
+	b := newBlocker(func(r Run) bool { return r.Fire.Equal(first) })
+	c.start(2, func() []Task { return nil })
+	c.handle("tenant-report", func(ctx context.Context, _ json.RawMessage) error { return b.task(ctx) })
+	ctx := context.Background()
+	sc := acmeReport()
+	sc.Options = map[string]string{"lockTtl": "10m"}
+	if err := c.nodes[0].CreateSchedule(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	b.step(t, c, time.Minute, time.Second) // the first fire starts, and blocks
+	sc.Lock = "report:acme:v2"
+	if err := c.nodes[1].UpdateSchedule(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	b.step(t, c, time.Minute+30*time.Second, time.Second) // in force; the fire at 2m finds the old lock held
+	sc.Options = map[string]string{"lockTtl": "9m"}
+	if err := c.nodes[0].UpdateSchedule(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	b.step(t, c, 3*time.Minute, time.Second) // the fires at 3, 4 and 5 minutes
+	if n, most := b.count(), b.most.Load(); n != 1 || most != 1 {
+		t.Fatalf("%d runs started while the first spec's run holds its lock (at most %d at once), want still 1", n, most)
+	}
+	close(b.release)
+	c.step(2*time.Minute, time.Second)
+	if n, most := b.count(), b.most.Load(); n != 3 || most != 1 {
+		t.Fatalf("%d runs in all, at most %d at once; want 3, one at a time", n, most)
+	}
+}

@@ -378,7 +378,11 @@ func (s *Scheduler) applySchedules(scs []taskstate.Schedule) (added []*entry) {
 			}
 			ne := s.insert(t, sched, nil, now, old, sc.From)
 			ne.stored = &sc
-			ne.gate = newGate(&sc, ne, s.changeLead())
+			var prev *gate
+			if old != nil {
+				prev = old.gate
+			}
+			ne.gate = newGate(&sc, ne, s.changeLead(), prev)
 			if e == nil || e.stored == nil {
 				added = append(added, ne)
 			}
