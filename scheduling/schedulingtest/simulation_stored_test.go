@@ -77,7 +77,9 @@ type storedOp struct {
 // storedPlan draws the stored schedules of a history and their changes,
 // in two histories of three: one or two schedules, each created within
 // the first seconds, then updated (its cron, lock, options: some of them)
-// or deleted every 4 to 10 s, and created again after a delete. The draws
+// or deleted every 4 to 10 s (one time in five 1 to 3 s, before the update
+// before is in force, or while its gate is closed), and created again
+// after a delete. The draws
 // are rolls, as retrySpecs' are.
 func (w *simWorld) storedPlan() {
 	if w.sroll("stored") < 1.0/3 {
@@ -90,7 +92,13 @@ func (w *simWorld) storedPlan() {
 		w.storedOps = append(w.storedOps, storedOp{at, "create", name, spec})
 		live, waits := true, spec.overlap != ""
 		for k := 1; ; k++ {
-			at = at.Add(4*time.Second + time.Duration(w.sroll("stored gap", i, k)*float64(6*time.Second)))
+			gap := 4*time.Second + time.Duration(w.sroll("stored gap", i, k)*float64(6*time.Second))
+			if w.sroll("stored soon", i, k) < 0.2 {
+				// Before the update before comes in force, or while its
+				// gate is closed.
+				gap = time.Second + time.Duration(w.sroll("stored gap", i, k)*float64(2*time.Second))
+			}
+			at = at.Add(gap)
 			if at.After(w.start.Add(simSpan - cooldown)) {
 				break
 			}
@@ -272,8 +280,12 @@ func (w *simWorld) versions(name string) []version {
 		last := len(out) - 1
 		switch {
 		case wr.deleted:
-			if last >= 0 && out[last].deleted.IsZero() {
-				out[last].deleted = wr.at
+			// It ends the versions of its life, that in force and the
+			// update to come in force, if any.
+			for i := range out {
+				if out[i].life == life && out[i].deleted.IsZero() {
+					out[i].deleted = wr.at
+				}
 			}
 			continue
 		case len(wr.sc.Replaced) == 0:
@@ -294,7 +306,7 @@ const deleteGrace = scheduling.DefaultRequestPoll + 2*maxSkew + 500*time.Millise
 // node may fire it at t (a fire within deleteGrace of its delete may run,
 // or not).
 func inForce(vs []version, t time.Time) (v version, ok, sure bool) {
-	for _, v := range vs {
+	for _, v := range slices.Backward(vs) {
 		if t.Before(v.from) || !v.to.IsZero() && !t.Before(v.to) {
 			continue
 		}
