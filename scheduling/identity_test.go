@@ -363,6 +363,7 @@ func (c *cluster) handle(name string, fn HandlerFunc) {
 type keyedRun struct {
 	fire      time.Time
 	args, key string
+	backfill  bool
 }
 
 // keyedRuns records the runs of a handler with their lease's key.
@@ -379,7 +380,7 @@ func (k *keyedRuns) fn(then func(context.Context) error) HandlerFunc {
 			key = l.Key()
 		}
 		k.mu.Lock()
-		k.runs = append(k.runs, keyedRun{r.Fire, string(args), key})
+		k.runs = append(k.runs, keyedRun{r.Fire, string(args), key, r.Backfill})
 		k.mu.Unlock()
 		if then != nil {
 			return then(ctx)
@@ -584,5 +585,100 @@ func TestStoredScheduleSecondUpdateKeepsTheGate(t *testing.T) {
 	c.step(2*time.Minute, time.Second)
 	if n, most := b.count(), b.most.Load(); n != 3 || most != 1 {
 		t.Fatalf("%d runs in all, at most %d at once; want 3, one at a time", n, most)
+	}
+}
+
+// backfills returns the backfill runs of k, in the order they ran.
+func (k *keyedRuns) backfills() []keyedRun {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var out []keyedRun
+	for _, r := range k.runs {
+		if r.backfill {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// A backfill of a stored schedule over an update runs the instants of the
+// spec in force at each: every minute under the old lock before the
+// update's From, every two minutes under the new lock from it. It ran the
+// new spec's instants over the whole range before.
+func TestBackfillFollowsTheStoredSchedule(t *testing.T) {
+	c := newCluster(t)
+	var k keyedRuns
+	c.start(2, func() []Task { return nil })
+	c.handle("tenant-report", k.fn(nil))
+	ctx := context.Background()
+	sc := acmeReport()
+	if err := c.nodes[0].CreateSchedule(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	c.step(10*time.Minute, time.Second)
+	up := sc
+	up.Cron, up.Lock = "0 */2 * * * *", "report:acme:v2"
+	if err := c.nodes[1].UpdateSchedule(ctx, up); err != nil { // in force from 10m02s
+		t.Fatal(err)
+	}
+	c.step(10*time.Minute, time.Second)
+	b, err := c.nodes[0].Backfill(ctx, "report-acme", epoch.Add(30*time.Second), epoch.Add(19*time.Minute), BackfillOptions{Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []keyedRun
+	for m := 1; m <= 19; m++ {
+		switch f := epoch.Add(time.Duration(m) * time.Minute); {
+		case m <= 10:
+			want = append(want, keyedRun{f, `{"tenant":"acme"}`, "report:acme", true})
+		case m%2 == 0:
+			want = append(want, keyedRun{f, `{"tenant":"acme"}`, "report:acme:v2", true})
+		}
+	}
+	if b.Total != len(want) {
+		t.Fatalf("Backfill = %+v, want %d instants: every minute to 10m, every two from 10m02s", b, len(want))
+	}
+	c.step(2*time.Second, time.Second)
+	got := k.backfills()
+	if len(got) != len(want) {
+		t.Fatalf("backfill runs = %+v, want %+v", got, want)
+	}
+	for i := range got {
+		if !got[i].fire.Equal(want[i].fire) || got[i].key != want[i].key {
+			t.Fatalf("backfill run %d = %+v, want %+v (all: %+v)", i, got[i], want[i], got)
+		}
+	}
+}
+
+// A stored schedule deleted while its backfill runs: the backfill takes no
+// instant after the run going, and ends cancelled, so that a schedule
+// created again under the name does not take it up. It went on before.
+func TestBackfillStopsAtTheDelete(t *testing.T) {
+	c := newCluster(t)
+	var k keyedRuns
+	third := epoch.Add(-97 * time.Minute)
+	b := newBlocker(func(r Run) bool { return r.Backfill && r.Fire.Equal(third) })
+	c.start(2, func() []Task { return nil })
+	c.handle("tenant-report", k.fn(b.task))
+	ctx := context.Background()
+	if err := c.nodes[0].CreateSchedule(ctx, acmeReport()); err != nil {
+		t.Fatal(err)
+	}
+	c.step(time.Second, time.Second)
+	if _, err := c.nodes[0].Backfill(ctx, "report-acme", epoch.Add(-100*time.Minute), epoch.Add(-time.Minute), BackfillOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	b.step(t, c, time.Second, time.Second) // the third instant runs, and blocks
+	if err := c.nodes[1].DeleteSchedule(ctx, "report-acme"); err != nil {
+		t.Fatal(err)
+	}
+	b.step(t, c, 2*time.Second, time.Second) // every node read the delete
+	close(b.release)
+	c.step(5*time.Second, time.Second)
+	if got := k.backfills(); len(got) != 4 {
+		t.Fatalf("%d backfill runs, want the 4 to the one going at the delete: %+v", len(got), got)
+	}
+	if got := c.backfillOf("report-acme"); got.State != taskstate.BackfillCancelled {
+		t.Fatalf("the backfill after the delete = %+v, want cancelled", got)
 	}
 }
