@@ -392,6 +392,16 @@ func (s *Scheduler) takeBackfill(ctx context.Context, f *firing) error {
 	if _, err := s.claims.Claim(ctx, f.e.claimKey, f.fire.UnixMilli(), ClaimTTL); err != nil {
 		return fmt.Errorf("claiming instant %v of backfill %s: %w", f.fire, f.step.id, err)
 	}
+	// A fire of the instant that waits in the store for the run going
+	// (buffer-one, cancel-previous) runs it: the backfill takes the
+	// instant once that run is in the history, which refuses it. As the
+	// last poll read the waiting fires: one left since is not seen.
+	s.mu.Lock()
+	r, waits := s.retries[f.e.name]
+	s.mu.Unlock()
+	if waits && r.Attempt == 1 && r.Fire.Equal(f.fire) {
+		return fmt.Errorf("%w: instant %v of %s waits in the store for the run going (backfill %s)", locks.ErrClaimed, f.fire, f.e.name, f.step.id)
+	}
 	t, err := s.state.TakeBackfill(ctx, f.e.name, f.step.id, s.node, f.fire)
 	switch {
 	case err != nil:

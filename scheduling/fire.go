@@ -722,7 +722,8 @@ func (s *Scheduler) skip(f firing, o Outcome, err error) {
 	case notRecorded:
 		return
 	case OutcomeLockFailed:
-		s.record(f, &LastRun{Fire: f.fire, Outcome: o, Err: err, Node: s.node, Manual: f.manual(), Attempt: f.attempt()}, counts{failures: 1}, nil)
+		s.record(f, &LastRun{Fire: f.fire, Outcome: o, Err: err, Node: s.node, Manual: f.manual(), Attempt: f.attempt(),
+			Backfill: f.kind == kindBackfill}, counts{failures: 1}, nil)
 		s.log.Error("lock failed; fire not run", "task", e.name, "fire", f.fire, "lock", e.spec.Lock, "manual", f.manual(),
 			"attempt", f.attempt(), "err", err)
 	case OutcomeBuffered:
@@ -730,7 +731,8 @@ func (s *Scheduler) skip(f firing, o Outcome, err error) {
 		s.log.Info("a run of the task is going; fire waits for it", "task", e.name, "fire", f.fire, "lock", e.spec.Lock,
 			"overlap", e.spec.Overlap)
 	default:
-		prev, _ := s.record(f, &LastRun{Fire: f.fire, Outcome: o, Node: s.node, Manual: f.manual(), Attempt: f.attempt()}, counts{skips: 1}, nil)
+		prev, _ := s.record(f, &LastRun{Fire: f.fire, Outcome: o, Node: s.node, Manual: f.manual(), Attempt: f.attempt(),
+			Backfill: f.kind == kindBackfill}, counts{skips: 1}, nil)
 		ctx := context.Background()
 		switch o {
 		case OutcomeLockHeld:
@@ -761,7 +763,8 @@ func (s *Scheduler) skip(f firing, o Outcome, err error) {
 		}
 	}
 	if s.notify != nil {
-		ev := Event{Task: e.name, Lock: e.spec.Lock, Fire: f.fire, Node: s.node, Outcome: o, Err: err, Manual: f.manual(), Attempt: f.attempt()}
+		ev := Event{Task: e.name, Lock: e.spec.Lock, Fire: f.fire, Node: s.node, Outcome: o, Err: err, Manual: f.manual(), Attempt: f.attempt(),
+			Backfill: f.kind == kindBackfill}
 		s.notify.skipped(&ev)
 	}
 }

@@ -260,6 +260,8 @@ type interval struct {
 	// superseded reports a run whose context ended with cause
 	// scheduling.ErrSuperseded: a later fire of its task cancelled it.
 	superseded bool
+	backfill   bool // a backfill's run (check o)
+	cut        bool // its context ended under it (its lease ended, Stop)
 }
 
 type simWorld struct {
@@ -472,6 +474,9 @@ func simulate(t *testing.T, seed uint64, hist int) stats {
 	for i := range w.storedOps {
 		events = append(events, event{at: w.storedOps[i].at, stored: &w.storedOps[i]})
 	}
+	if task, at := w.recentBackfill(); task != "" {
+		events = append(events, event{at: at, control: opRecentBackfill, task: task})
+	}
 	sort.Slice(events, func(i, j int) bool { return events[i].at.Before(events[j].at) })
 	for _, ev := range events {
 		time.Sleep(time.Until(ev.at))
@@ -574,6 +579,7 @@ const (
 	opResume
 	opRunNow
 	opBackfill
+	opRecentBackfill
 )
 
 // actor returns the first live node, through which an operator acts, or
@@ -611,6 +617,11 @@ func (w *simWorld) act(s *scheduling.Scheduler, op controlOp, task string) {
 		st := w.taskOf(task)
 		to := w.start.Add(-st.catchUp - st.period)
 		_, _ = s.Backfill(ctx, task, to.Add(-8*st.period), to, scheduling.BackfillOptions{})
+	case opRecentBackfill:
+		// The last eight seconds, to a second ago: instants that ran,
+		// were skipped, or were missed (check o).
+		now := time.Now()
+		_, _ = s.Backfill(ctx, task, now.Add(-8*time.Second), now.Add(-time.Second), scheduling.BackfillOptions{})
 	}
 }
 
@@ -744,7 +755,7 @@ func (w *simWorld) work(st simTask) func(context.Context) error {
 			cut = true
 		}
 		h := interval{task: st.name, node: run.Node, fire: run.Fire, manual: run.Manual, attempt: run.Attempt, from: from,
-			slot: slot, superseded: cut && errors.Is(context.Cause(ctx), scheduling.ErrSuperseded)}
+			slot: slot, superseded: cut && errors.Is(context.Cause(ctx), scheduling.ErrSuperseded), backfill: run.Backfill, cut: cut}
 		fail := w.roll("fail", st.name, run.Fire.UnixNano(), run.Attempt)
 		switch {
 		case cut && (st.retries > 0 || h.superseded):
@@ -783,7 +794,7 @@ func (w *simWorld) check(t *testing.T) stats {
 	for _, r := range recs {
 		f := &schedulingtest.Recorder{}
 		for _, e := range r.Started() {
-			if e.Attempt <= 1 {
+			if e.Attempt <= 1 && !e.Backfill { // a backfill's instants: check (o)
 				f.BeforeRun(context.Background(), e)
 			}
 		}
@@ -843,6 +854,7 @@ func (w *simWorld) check(t *testing.T) stats {
 	st.retries = w.checkRetries(t, held)
 	w.checkOverlap(t, held, v, &st)
 	w.checkBackfills(t, recs, &st)
+	w.checkRecentBackfills(t, recs, held)
 	w.checkStored(t, held, recs, &st)
 	w.checkAudits(t, w.audited, recs, &st)
 	// (c)
@@ -853,14 +865,14 @@ func (w *simWorld) check(t *testing.T) stats {
 	reports := map[schedulingtest.FireKey][]report{} // of first attempts: a retry is no report of its fire
 	for _, r := range recs {
 		for _, e := range r.Started() {
-			if e.Attempt > 1 {
+			if e.Attempt > 1 || e.Backfill {
 				continue
 			}
 			k := schedulingtest.Key(e.Task, e.Fire)
 			reports[k] = append(reports[k], report{e.Node, "run"})
 		}
 		for _, e := range r.Skips() {
-			if e.Attempt > 1 {
+			if e.Attempt > 1 || e.Backfill {
 				continue
 			}
 			k := schedulingtest.Key(e.Task, e.Fire)
@@ -1334,8 +1346,8 @@ func (s *simStore) pausedAround(task string, from, to time.Time) bool {
 func (w *simWorld) checkPaused(t *testing.T, lockOf map[string]string, held []interval, v *overlapView) {
 	for _, r := range w.recs {
 		for _, e := range r.Started() {
-			if e.Attempt > 1 {
-				continue // a retry meets the pause rule when it starts: below
+			if e.Attempt > 1 || e.Backfill {
+				continue // a retry meets the pause rule when it starts: below; a backfill's run, in check (o)
 			}
 			var st simTask
 			for _, x := range w.tasks {
@@ -1414,15 +1426,21 @@ func (w *simWorld) checkBackfills(t *testing.T, recs []*schedulingtest.Recorder,
 					e.Fire.Sub(w.start), e.Task, prev, e.Node)
 			}
 			seen[id] = e.Node
-			if !e.Fire.Before(w.start) || e.Token == 0 || e.Attempt != 1 {
-				t.Errorf("seed %d history %d: (o) backfill run %+v: want an instant before the history, under a lease, attempt 1",
+			if !e.Fire.Before(e.Start.Add(2*maxSkew)) || e.Token == 0 || e.Attempt != 1 {
+				t.Errorf("seed %d history %d: (o) backfill run %+v: want a past instant, under a lease, attempt 1",
 					w.seed, w.hist, e)
 			}
-			byTask[e.Task] = append(byTask[e.Task], run{e.Fire, e.Start, e.Node})
+			// Each backfill's instants in order: the one before the
+			// history, and the one over recent instants.
+			which := e.Task
+			if !e.Fire.Before(w.start) {
+				which += " (recent)"
+			}
+			byTask[which] = append(byTask[which], run{e.Fire, e.Start, e.Node})
 		}
 	}
 	for task, runs := range byTask {
-		if w.taskOf(task).overlap == scheduling.OverlapAllow {
+		if w.taskOf(strings.TrimSuffix(task, " (recent)")).overlap == scheduling.OverlapAllow {
 			continue
 		}
 		slices.SortFunc(runs, func(a, b run) int { return a.start.Compare(b.start) })
@@ -1535,7 +1553,9 @@ func (w *simWorld) takesOf(tks []retryTake) string {
 func (w *simWorld) checkRetries(t *testing.T, held []interval) (retries int) {
 	runs := map[attemptKey][]interval{}
 	for _, h := range held {
-		runs[h.key()] = append(runs[h.key()], h)
+		if !h.backfill { // a backfill's instants: check (o)
+			runs[h.key()] = append(runs[h.key()], h)
+		}
 	}
 	s := w.store
 	s.mu.Lock()
@@ -1726,7 +1746,7 @@ func (w *simWorld) checkOverlap(t *testing.T, held []interval, v *overlapView, s
 	runs := map[attemptKey][]interval{}
 	byLock := map[string][]interval{}
 	for _, h := range held {
-		if h.attempt <= 1 {
+		if h.attempt <= 1 && !h.backfill {
 			k := first{schedulingtest.Key(h.task, h.fire), h.manual}
 			firsts[k] = append(firsts[k], h)
 		}
@@ -1742,7 +1762,7 @@ func (w *simWorld) checkOverlap(t *testing.T, held []interval, v *overlapView, s
 	// (k): a fire that waited runs as a take, after the runs before it.
 	for _, h := range held {
 		k := schedulingtest.Key(h.task, h.fire)
-		if h.attempt != 1 || h.manual || !v.waited[k] {
+		if h.attempt != 1 || h.manual || h.backfill || !v.waited[k] {
 			continue
 		}
 		if !v.fromStore(h) {
