@@ -682,3 +682,52 @@ func TestBackfillStopsAtTheDelete(t *testing.T) {
 		t.Fatalf("the backfill after the delete = %+v, want cancelled", got)
 	}
 }
+
+// A node starts after two updates, the first to another lock, the second
+// stored before the first's fire came: it runs the first update's fire
+// (the spec in force at it) with that spec's gate, as the other nodes do,
+// and so not beside the run of the original spec still holding its lock.
+// Its entry of the first update had no gate, and ran the fire beside it
+// (the simulation's check p, seed 9 history 74).
+func TestNodeStartedDuringAnUpdateKeepsItsGate(t *testing.T) {
+	c := newCluster(t)
+	first := epoch.Add(time.Minute)
+	b := newBlocker(func(r Run) bool { return r.Fire.Equal(first) })
+	task := func(ctx context.Context, _ json.RawMessage) error { return b.task(ctx) }
+	c.start(2, func() []Task { return nil })
+	c.handle("tenant-report", task)
+	ctx := context.Background()
+	sc := acmeReport()
+	sc.Options = map[string]string{"lockTtl": "10m"}
+	if err := c.nodes[0].CreateSchedule(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	b.step(t, c, time.Minute, time.Second) // the first fire starts, and blocks
+	b.step(t, c, 30*time.Second, time.Second)
+	sc.Lock = "report:acme:v2"
+	if err := c.nodes[0].UpdateSchedule(ctx, sc); err != nil { // in force from 1m32s
+		t.Fatal(err)
+	}
+	b.step(t, c, 28*time.Second, time.Second)
+	c.fc.Advance(500 * time.Millisecond) // 1m58.5s
+	sc.Options = map[string]string{"lockTtl": "9m"}
+	if err := c.nodes[0].UpdateSchedule(ctx, sc); err != nil { // in force from 2m00.5s: the fire at 2m is the first update's
+		t.Fatal(err)
+	}
+	s := New(Config{Driver: c.driver, Clock: c.fc, Logger: slog.New(c.logs), Node: "node-2", State: c.store})
+	if err := s.Handle("tenant-report", task); err != nil {
+		t.Fatal(err)
+	}
+	mustStart(t, s)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = s.Stop(ctx)
+	})
+	c.nodes = append(c.nodes, s)
+	b.step(t, c, 3*time.Second, 500*time.Millisecond) // the fire at 2m
+	if n, most := b.count(), b.most.Load(); n != 1 || most != 1 {
+		t.Fatalf("%d runs started while the first spec's run holds its lock (at most %d at once), want still 1", n, most)
+	}
+	close(b.release)
+}

@@ -299,6 +299,13 @@ func (s *Scheduler) insertReplaced(sc taskstate.Schedule, now time.Time) *entry 
 		}
 		e := s.insert(t, sched, nil, now, prev, p.From)
 		e.stored = &old
+		var pg *gate
+		if prev != nil {
+			pg = prev.gate
+		}
+		// Its fires hold the lock of the spec before it, as on the nodes
+		// that read it in force.
+		e.gate = newGate(&taskstate.Schedule{From: p.From, Replaced: sc.Replaced[i+1:]}, e, s.changeLead(), pg)
 		prev = e
 	}
 	return prev
