@@ -125,13 +125,53 @@ const (
 // was superseded, or no run of allow ran beside another.
 //
 // In two histories of three an operator backfills a locked task over
-// eight periods before the history and its catch-up window, through any
-// live node, with the
-// faults of every other call:
+// eight periods before the history and its catch-up window, and in half
+// of them a task (not allow: a defect not fixed, see recentBackfill) or a
+// stored schedule over the eight seconds before, through any live node,
+// with the faults of every other call:
 //
 //	(o) each backfill instant runs at most once across the cluster, under
 //	    a lease (check b covers its hold), the instants of a task without
-//	    allow in order; the test fails if no backfill ran in any history.
+//	    allow in order; it is an instant of the spec in force at it (of a
+//	    stored schedule, or of its first spec before its creation); it
+//	    does not run an instant that ran already, unless that run's record
+//	    may not have reached the store before its lease ended (its node
+//	    died, stopped or failed a store call, or the lease ended under the
+//	    run: the limit Backfill states); it does not run while its task was
+//	    paused on every node; the test fails if no backfill ran in any
+//	    history.
+//
+// In two histories of three operators create one or two stored schedules
+// (handlers registered on every node with Scheduler.Handle), update them
+// every 4 to 10 s (one time in five 1 to 3 s: before the update before is
+// in force, or while its gate is closed), changing their cron, lock or
+// options (lock TTL and wait, renewal, overlap skip, buffer-one or
+// cancel-previous), delete them and create them again, through a live
+// node, with the faults of every store call (errors, lost replies: the
+// change may have taken effect). A schedule is created again on the lock
+// it had, and not after a spec that leaves fires waiting: both are defects
+// not fixed (see storedPlan). The store's log of the changes that took
+// effect gives each instant's spec in force (taskstate.Schedule.From):
+//
+//	(p) every run of a stored schedule is of an instant of the spec in
+//	    force at it, under that spec's lock (a node whose polls failed, or
+//	    that was down, in the seconds before may run the spec it knew); no
+//	    two runs of a schedule overlap, across its changes; every instant
+//	    of a spec a poll after its create and before its delete that no
+//	    fault touched and no run contended runs exactly once; checks (a),
+//	    (b) and (g) to (k) cover its runs as every task's.
+//
+// At the end, every task of a node up since the start (its code tasks and
+// the stored schedules it read as the store holds them) is audited
+// (Scheduler.Audit), once every instant is past the audit's horizon:
+//
+//	(q) the audit lists every instant of the spec in force in its range
+//	    and no other; an instant it finds ran started a run (scheduled,
+//	    catch-up, retry, waiting, backfill); an instant whose run started
+//	    is found ran unless a fault may have lost the run's record (its
+//	    node died or stopped after it started, or a store call of its node
+//	    on the task failed). The test fails if no instant was audited, or
+//	    no stored schedule ran.
 //
 // A failure prints the seed and history; -sim.seed and -sim.history replay
 // it: the same specs, run lengths and faults.
