@@ -27,12 +27,16 @@ type storedSpec struct {
 	lock              string
 	renew             bool
 	overlap           string
+	// retries is its Retry (0: none), with a backoff of a quarter period;
+	// a spec that retries fails 40% of its runs.
+	retries int
 }
 
 // storedArgs are a stored schedule's arguments: its period, which bounds
 // its runs' length (0 to 1.5 periods).
 type storedArgs struct {
-	Period time.Duration `json:"period"`
+	Period  time.Duration `json:"period"`
+	Retries int           `json:"retries,omitempty"`
 }
 
 func (sp storedSpec) schedule(name string) taskstate.Schedule {
@@ -46,7 +50,11 @@ func (sp storedSpec) schedule(name string) taskstate.Schedule {
 	if sp.overlap != "" {
 		opts["overlap"] = sp.overlap
 	}
-	args, _ := json.Marshal(storedArgs{sp.period})
+	if sp.retries > 0 {
+		opts["retry"] = fmt.Sprint(sp.retries)
+		opts["retryBackoff"] = (sp.period / 4).String()
+	}
+	args, _ := json.Marshal(storedArgs{sp.period, sp.retries})
 	return taskstate.Schedule{Name: name, Handler: storedHandler, Cron: "@every " + sp.period.String(), Lock: sp.lock,
 		Options: opts, Args: args}
 }
@@ -54,6 +62,7 @@ func (sp storedSpec) schedule(name string) taskstate.Schedule {
 // specOf returns the spec that sc stores, or that p stores.
 func specOf(cron, lock string, opts map[string]string) storedSpec {
 	sp := storedSpec{lock: lock, overlap: opts["overlap"], renew: opts["renew"] == "true"}
+	fmt.Sscan(opts["retry"], &sp.retries)
 	sp.period, _ = time.ParseDuration(strings.TrimPrefix(cron, "@every "))
 	sp.ttl, _ = time.ParseDuration(opts["lockTtl"])
 	sp.wait, _ = time.ParseDuration(opts["lockWait"])
@@ -90,7 +99,7 @@ func (w *simWorld) storedPlan() {
 		at := w.start.Add(time.Second + time.Duration(w.sroll("stored create", i)*float64(5*time.Second)))
 		spec := w.storedSpecOf(name, 0, nil)
 		w.storedOps = append(w.storedOps, storedOp{at, "create", name, spec})
-		live, waits := true, spec.overlap != ""
+		live, waits := true, spec.overlap != "" || spec.retries > 0
 		for k := 1; ; k++ {
 			gap := 4*time.Second + time.Duration(w.sroll("stored gap", i, k)*float64(6*time.Second))
 			if w.sroll("stored soon", i, k) < 0.2 {
@@ -105,17 +114,18 @@ func (w *simWorld) storedPlan() {
 			switch r := w.sroll("stored op", i, k); {
 			case live && r < 0.75:
 				spec = w.storedSpecOf(name, k, &spec)
-				waits = waits || spec.overlap != ""
+				waits = waits || spec.overlap != "" || spec.retries > 0
 				w.storedOps = append(w.storedOps, storedOp{at, "update", name, spec})
 			case live:
 				live = false
 				w.storedOps = append(w.storedOps, storedOp{at: at, kind: "delete", name: name})
 			case waits:
 				// A fire of the deleted schedule may wait in the store for
-				// the run going: a schedule created again under its name
-				// would run it, long after (a defect not fixed: seed 1
-				// history 42 ran fire 3s at 22s, after a delete at 12.7s
-				// and the create at 21.7s). The draw goes on.
+				// the run going, or a retry of one: a schedule created
+				// again under its name would run it, long after (a defect
+				// not fixed: seed 1 history 42 ran fire 3s at 22s, after a
+				// delete at 12.7s and the create at 21.7s). The draw goes
+				// on.
 			default:
 				// Created again on the lock it had: on another, its fires
 				// would not wait for a run of the deleted one going (no
@@ -124,7 +134,7 @@ func (w *simWorld) storedPlan() {
 				lock := spec.lock
 				spec = w.storedSpecOf(name, k, nil)
 				spec.lock = lock
-				waits = spec.overlap != ""
+				waits = spec.overlap != "" || spec.retries > 0
 				w.storedOps = append(w.storedOps, storedOp{at, "create", name, spec})
 			}
 		}
@@ -148,6 +158,9 @@ func (w *simWorld) storedSpecOf(name string, k int, prev *storedSpec) storedSpec
 	case o < 0.5:
 		sp.overlap = scheduling.OverlapCancelPrevious
 	}
+	if r("retry") < 0.3 {
+		sp.retries = 1 + int(r("retries")*2)
+	}
 	if prev == nil {
 		return sp
 	}
@@ -159,7 +172,7 @@ func (w *simWorld) storedSpecOf(name string, k int, prev *storedSpec) storedSpec
 		sp.lock = prev.lock
 	}
 	if keep != 2 && r("keep options") < 0.5 {
-		sp.ttl, sp.wait, sp.renew, sp.overlap = prev.ttl, prev.wait, prev.renew, prev.overlap
+		sp.ttl, sp.wait, sp.renew, sp.overlap, sp.retries = prev.ttl, prev.wait, prev.renew, prev.overlap, prev.retries
 	}
 	if sp == *prev {
 		sp.ttl += 100 * time.Millisecond
@@ -224,14 +237,20 @@ func (w *simWorld) storedWork(ctx context.Context, args json.RawMessage) error {
 	}
 	h := interval{task: run.Task, node: run.Node, fire: run.Fire, manual: run.Manual, attempt: run.Attempt, from: from,
 		slot: slot, superseded: cut && errors.Is(context.Cause(ctx), scheduling.ErrSuperseded), to: time.Now(), backfill: run.Backfill, cut: cut}
-	if cut {
+	switch {
+	case cut:
 		h.failed = "cut"
+	case a.Retries > 0 && w.sroll("stored fail", run.Task, run.Fire.UnixNano(), run.Attempt) < 0.4:
+		h.failed = "error"
 	}
 	w.mu.Lock()
 	w.held = append(w.held, h)
 	w.mu.Unlock()
-	if cut {
+	switch h.failed {
+	case "cut":
 		return fmt.Errorf("simulated run cut: %w", context.Cause(ctx))
+	case "error":
+		return fmt.Errorf("simulated failure: %s fire %v attempt %d", run.Task, run.Fire, run.Attempt)
 	}
 	return nil
 }
@@ -747,4 +766,16 @@ func backfillSpec(vs []version, fire, at time.Time) (version, bool) {
 	}
 	v, ok, _ := inForce(vs, fire)
 	return v, ok
+}
+
+// retriesOf returns the most retries a spec of task has: the task's Retry,
+// or for a stored schedule its specs' most.
+func (w *simWorld) retriesOf(task string) int {
+	n := w.taskOf(task).retries
+	for _, op := range w.storedOps {
+		if op.name == task {
+			n = max(n, op.spec.retries)
+		}
+	}
+	return n
 }
