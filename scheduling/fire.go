@@ -123,6 +123,9 @@ type firing struct {
 	// member is the fire's place in the lock batch of the fires dispatched
 	// with it; nil outside one.
 	member *batchMember
+	// orphan is a retry or waiting fire of a deleted stored schedule,
+	// which the fire takes from the store and drops (dropOrphan).
+	orphan bool
 	// also are locks that the fire takes before its own and holds with it
 	// for its run: those of the specs that replaced e's, for a fire of a
 	// replaced spec run after its instant (see alsoLock); nil for none.
@@ -275,6 +278,10 @@ func (s *Scheduler) fire(f firing, t *turn) {
 	// its batch.
 	defer f.member.started()
 	defer f.member.leave(s)
+	if f.orphan {
+		s.dropOrphan(f)
+		return
+	}
 	e := f.e
 	if !e.enter() {
 		t.pass()

@@ -731,3 +731,53 @@ func TestNodeStartedDuringAnUpdateKeepsItsGate(t *testing.T) {
 	}
 	close(b.release)
 }
+
+// A stored schedule that retries fails a fire, and is deleted before the
+// retry is due, then created again under its name: the retry of the
+// deleted schedule's fire never runs (the first node to poll it takes it
+// from the store and drops it), and the new schedule's fires run. The new
+// schedule ran the deleted one's retry before, long after its delete (the
+// simulation's check p, seed 5 history 96).
+func TestRetryOfADeletedScheduleIsDropped(t *testing.T) {
+	c := newCluster(t)
+	var k keyedRuns
+	failed := epoch.Add(time.Minute)
+	c.start(2, func() []Task { return nil })
+	c.handle("tenant-report", k.fn(func(ctx context.Context) error {
+		if r, _ := RunFromContext(ctx); r.Fire.Equal(failed) {
+			return errors.New("the report failed")
+		}
+		return nil
+	}))
+	ctx := context.Background()
+	sc := acmeReport()
+	sc.Options = map[string]string{"lockTtl": "30s", "retry": "1", "retryBackoff": "1h"}
+	if err := c.nodes[0].CreateSchedule(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	c.step(time.Minute+2*time.Second, time.Second) // the fire at 1m fails: its retry is pending
+	p, err := c.store.Poll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := p.Retries["report-acme"]; !ok || !r.Fire.Equal(failed) {
+		t.Fatalf("pending retries %+v, want the fire at 1m's", p.Retries)
+	}
+	if err := c.nodes[1].DeleteSchedule(ctx, "report-acme"); err != nil {
+		t.Fatal(err)
+	}
+	c.step(2*time.Second, time.Second)
+	if err := c.nodes[1].CreateSchedule(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	c.step(2*time.Hour, time.Minute)
+	if runs := k.of(failed); len(runs) != 1 {
+		t.Fatalf("the runs of the deleted schedule's fire at 1m = %+v, want its first alone (its retry dropped)", runs)
+	}
+	if p, _ = c.store.Poll(ctx); len(p.Retries) != 0 {
+		t.Fatalf("pending retries after the new schedule's runs = %+v, want none", p.Retries)
+	}
+	if runs := k.of(epoch.Add(time.Hour)); len(runs) != 1 {
+		t.Fatalf("the runs of the new schedule's fire at 1h = %+v, want one", runs)
+	}
+}
