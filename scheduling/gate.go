@@ -91,9 +91,13 @@ func (s *Scheduler) lock(f *firing, t *turn) (locks.Lease, Outcome, error) {
 	e := f.e
 	var g *gate
 	others := f.also
-	if others == nil && !e.passed() {
+	if !e.passed() {
 		g = e.gate
-		others = g.locks
+		for _, l := range g.locks {
+			if !slices.Contains(others, l) {
+				others = append(slices.Clip(others), l)
+			}
+		}
 	}
 	if others == nil {
 		return s.lockOwn(f, t)

@@ -781,3 +781,50 @@ func TestRetryOfADeletedScheduleIsDropped(t *testing.T) {
 		t.Fatalf("the runs of the new schedule's fire at 1h = %+v, want one", runs)
 	}
 }
+
+// A fire of a spec that a later update replaced, run after its instant (a
+// retry, a fire that waited), takes the later specs' locks and its own
+// spec's gate: with the first spec's lock held (its run going), it is
+// skipped, lock held. It took the later locks alone, and ran beside that
+// run (the simulation's check p, seed 210325381770624209 history 174).
+func TestFireOfAReplacedSpecKeepsItsGate(t *testing.T) {
+	c := newCluster(t)
+	c.start(1, func() []Task { return nil })
+	c.handle("tenant-report", func(context.Context, json.RawMessage) error { return nil })
+	s := c.nodes[0]
+	ctx := context.Background()
+	sc := acmeReport()
+	sc.Cron, sc.Options = "@every 1s", map[string]string{"lockTtl": "10m"}
+	if err := s.CreateSchedule(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	c.step(3*time.Second, time.Second)
+	sc.Lock = "report:acme:v2"
+	if err := s.UpdateSchedule(ctx, sc); err != nil { // in force from 5s, its gate on report:acme closed
+		t.Fatal(err)
+	}
+	c.step(3*time.Second, time.Second)
+	sc.Lock = "report:acme:v3"
+	if err := s.UpdateSchedule(ctx, sc); err != nil { // in force from 8s
+		t.Fatal(err)
+	}
+	held, err := c.driver.Acquire(ctx, "report:acme", time.Minute) // a run of the first spec, going
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = held.Release(ctx) }()
+	s.mu.Lock()
+	f := alsoLock(s.byName["report-acme"], epoch.Add(7*time.Second), kindRetry) // the second spec's
+	s.mu.Unlock()
+	f.retry = taskstate.Retry{Fire: f.fire, Attempt: 2}
+	if f.e.spec.Lock != "report:acme:v2" || !slices.Equal(f.also, []string{"report:acme:v3"}) {
+		t.Fatalf("the fire at 7s runs the spec on %s, also taking %v; want the second spec's, also taking the third's lock", f.e.spec.Lock, f.also)
+	}
+	lease, o, err := s.lock(&f, nil)
+	if lease != nil {
+		_ = lease.Release(ctx)
+	}
+	if o != OutcomeLockHeld || err != nil {
+		t.Fatalf("lock of the fire at 7s = %q, %v; want %q: its spec's gate holds the first spec's lock, held", o, err, OutcomeLockHeld)
+	}
+}

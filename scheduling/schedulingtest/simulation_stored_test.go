@@ -446,10 +446,11 @@ func (w *simWorld) checkStored(t *testing.T, held []interval, recs []*scheduling
 				}
 				span := window{f.Add(-2*maxSkew - time.Second), f.Add(2*maxSkew + task.wait + task.ttl + 2*task.period + time.Second)}
 				touched := w.touched(task, span)
-				if i > 0 && vs[i-1].life == v.life {
-					// While the gate is closed its fires take the old lock
-					// too.
-					touched = touched || w.touched(vs[i-1].spec.task(name), span)
+				for j := i - 1; j >= 0 && vs[j].life == v.life && !touched; j-- {
+					// While the gate is closed its fires take the old locks
+					// too (an update keeps the closed gate of the one
+					// before).
+					touched = w.touched(vs[j].spec.task(name), span)
 				}
 				if touched || contended {
 					continue
