@@ -88,8 +88,8 @@ type storedOp struct {
 // the first seconds, then updated (its cron, lock, options: some of them)
 // or deleted every 4 to 10 s (one time in five 1 to 3 s, before the update
 // before is in force, or while its gate is closed), and created again
-// after a delete. The draws
-// are rolls, as retrySpecs' are.
+// after a delete (on the lock of its life). The draws are rolls, as
+// retrySpecs' are.
 func (w *simWorld) storedPlan() {
 	if w.sroll("stored") < 1.0/3 {
 		return
@@ -394,9 +394,6 @@ func (w *simWorld) checkStored(t *testing.T, held []interval, recs []*scheduling
 			}
 		}
 		slices.SortFunc(hs, func(a, b interval) int { return a.from.Compare(b.from) })
-		if debugStored {
-			t.Logf("%s versions %s runs %s", name, w.versionsOf(vs), w.runsOf(hs))
-		}
 		for i := 1; i < len(hs); i++ {
 			for j := i - 1; j >= 0 && j >= i-8; j-- {
 				if hs[j].to.After(hs[i].from) {
@@ -644,7 +641,6 @@ func (w *simWorld) allTasks() []simTask {
 	return out
 }
 
-const debugStored = false
 
 // sroll is roll with the bits mixed (splitmix64's finalizer): FNV-1a
 // spreads a difference in its input's last bytes poorly, so that rolls of
