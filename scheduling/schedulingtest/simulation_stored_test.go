@@ -641,7 +641,6 @@ func (w *simWorld) allTasks() []simTask {
 	return out
 }
 
-
 // sroll is roll with the bits mixed (splitmix64's finalizer): FNV-1a
 // spreads a difference in its input's last bytes poorly, so that rolls of
 // parts that differ only at their end (the k-th spec of a schedule) are
