@@ -175,7 +175,7 @@ func backfillInstants(e *entry, from, to time.Time) (int, error) {
 		return 0, fmt.Errorf("%w: task %s: from %v: must be after %v", ErrInvalidBackfill, e.name, from, time.Unix(0, 0).UTC())
 	}
 	n := 0
-	for t := e.sched.Next(from.Add(-time.Nanosecond)); !t.IsZero() && !t.After(to); t = e.sched.Next(t) {
+	for t := nextInForce(e, from.Add(-time.Nanosecond)); !t.IsZero() && !t.After(to); t = nextInForce(e, t) {
 		if n++; n > MaxBackfill {
 			return 0, fmt.Errorf("%w: task %s: range [%v, %v]: holds more than %d instants of the schedule; split it",
 				ErrInvalidBackfill, e.name, from, to, MaxBackfill)
@@ -194,10 +194,32 @@ func nextInstant(e *entry, b taskstate.Backfill, cursor time.Time) time.Time {
 	if cursor.IsZero() {
 		cursor = b.From.Add(-time.Nanosecond)
 	}
-	if t := e.sched.Next(cursor); !t.IsZero() && !t.After(b.To) {
+	if t := nextInForce(e, cursor); !t.IsZero() && !t.After(b.To) {
 		return t
 	}
 	return time.Time{}
+}
+
+// nextInForce returns the first instant of e's task after t by the spec in
+// force at it: of a stored schedule, e's from its From, before that each
+// spec it replaced (that this node knows) in the span it was in force;
+// zero if none.
+func nextInForce(e *entry, t time.Time) time.Time {
+	var first time.Time
+	for x := e; x != nil; x = x.prior {
+		after := t
+		if x.prior != nil && x.prior.until.After(after) {
+			after = x.prior.until.Add(-time.Nanosecond) // the spec before it has the instants before
+		}
+		n := x.sched.Next(after)
+		if n.IsZero() || !x.until.IsZero() && !n.Before(x.until) {
+			continue
+		}
+		if first.IsZero() || n.Before(first) {
+			first = n
+		}
+	}
+	return first
 }
 
 // A backfillStep is what the take of one instant of a backfill did, which
@@ -284,6 +306,16 @@ func (s *Scheduler) drive(e *entry, b taskstate.Backfill) {
 		return
 	}
 	for cursor := b.Cursor; !s.stopping(); {
+		// A stored schedule's backfill follows its updates, and ends at
+		// its delete.
+		s.mu.Lock()
+		cur := s.byName[e.name]
+		s.mu.Unlock()
+		if cur == nil || (e.stored != nil) != (cur.stored != nil) {
+			s.cancelDeleted(e, b)
+			return
+		}
+		e = cur
 		next := nextInstant(e, b, cursor)
 		if next.IsZero() {
 			for inFlight > 0 {
@@ -293,7 +325,8 @@ func (s *Scheduler) drive(e *entry, b taskstate.Backfill) {
 			return
 		}
 		step := &backfillStep{id: b.ID, decided: make(chan struct{})}
-		f := firing{e: e, fire: next, kind: kindBackfill, step: step}
+		f := alsoLock(e, next, kindBackfill) // the spec in force at the instant
+		f.step = step
 		if inFlight > 0 {
 			s.takeoff(1)
 		}
@@ -321,6 +354,21 @@ func (s *Scheduler) drive(e *entry, b taskstate.Backfill) {
 	}
 }
 
+// cancelDeleted ends b, a backfill of e's task, which is no longer in the
+// registry: its stored schedule was deleted. A schedule created again under
+// its name does not take it up.
+func (s *Scheduler) cancelDeleted(e *entry, b taskstate.Backfill) {
+	ctx, cancel := withTimeout(s.acquireCtx, s.clock, storeTimeout)
+	defer cancel()
+	ok, err := s.state.EndBackfill(ctx, e.name, b.ID, taskstate.BackfillCancelled)
+	switch {
+	case err != nil && !s.stopping():
+		s.log.Warn("cancelling the backfill of a deleted schedule failed", "task", e.name, "backfill", b.ID, "err", err)
+	case ok:
+		s.log.Info("backfill cancelled: its schedule was deleted", "task", e.name, "backfill", b.ID)
+	}
+}
+
 // endBackfill marks b done once its last instant was taken.
 func (s *Scheduler) endBackfill(e *entry, b taskstate.Backfill) {
 	ctx, cancel := withTimeout(s.acquireCtx, s.clock, storeTimeout)
@@ -343,6 +391,16 @@ func (s *Scheduler) takeBackfill(ctx context.Context, f *firing) error {
 	// (the claim record keeps the latest); the take decides by the history.
 	if _, err := s.claims.Claim(ctx, f.e.claimKey, f.fire.UnixMilli(), ClaimTTL); err != nil {
 		return fmt.Errorf("claiming instant %v of backfill %s: %w", f.fire, f.step.id, err)
+	}
+	// A fire of the instant that waits in the store for the run going
+	// (buffer-one, cancel-previous) runs it: the backfill takes the
+	// instant once that run is in the history, which refuses it. As the
+	// last poll read the waiting fires: one left since is not seen.
+	s.mu.Lock()
+	r, waits := s.retries[f.e.name]
+	s.mu.Unlock()
+	if waits && r.Attempt == 1 && r.Fire.Equal(f.fire) {
+		return fmt.Errorf("%w: instant %v of %s waits in the store for the run going (backfill %s)", locks.ErrClaimed, f.fire, f.e.name, f.step.id)
 	}
 	t, err := s.state.TakeBackfill(ctx, f.e.name, f.step.id, s.node, f.fire)
 	switch {

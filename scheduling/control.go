@@ -215,9 +215,11 @@ func (s *Scheduler) catchUps(now time.Time, entries []*entry) []firing {
 		if e.spec.CatchUp <= 0 {
 			continue
 		}
-		if p := lastFireWithin(e.sched, now, e.spec.CatchUp); !p.IsZero() {
+		// The last instant is of the spec in force at it: of a stored
+		// schedule's update not in force yet, the spec it replaces.
+		if _, p := lastFireInForce(e, now, e.spec.CatchUp); !p.IsZero() {
 			s.log.Info("catching up the last fire if it ran nowhere", "task", e.name, "fire", p, "window", e.spec.CatchUp)
-			out = append(out, firing{e: e, fire: p, kind: kindCatchUp})
+			out = append(out, alsoLock(e, p, kindCatchUp))
 		}
 	}
 	return out

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -122,6 +123,30 @@ type firing struct {
 	// member is the fire's place in the lock batch of the fires dispatched
 	// with it; nil outside one.
 	member *batchMember
+	// orphan is a retry or waiting fire of a deleted stored schedule,
+	// which the fire takes from the store and drops (dropOrphan).
+	orphan bool
+	// also are locks that the fire takes before its own and holds with it
+	// for its run: those of the specs that replaced e's, for a fire of a
+	// replaced spec run after its instant (see alsoLock); nil for none.
+	also []string
+}
+
+// alsoLock returns the firing of a fire of cur's task at instant fire, of
+// kind kind, by the spec in force at fire. A fire of a spec that cur (or a
+// spec between) replaced, on another lock, takes their locks too, so that
+// it overlaps no run of theirs whenever it runs: it may run long after its
+// instant (a retry, a fire that waited for the run going), once their gate
+// opened.
+func alsoLock(cur *entry, fire time.Time, kind runKind) firing {
+	e := cur.inForce(fire)
+	f := firing{e: e, fire: fire, kind: kind}
+	for x := cur; x != e; x = x.prior {
+		if l := x.spec.Lock; l != "" && l != e.spec.Lock && !slices.Contains(f.also, l) {
+			f.also = append(f.also, l)
+		}
+	}
+	return f
 }
 
 // fromStore reports a run that a node takes from the store (a manual request,
@@ -221,7 +246,7 @@ func (s *Scheduler) dispatch(batch []firing) {
 	var batched []int // by batch index: the fires that make their lock steps in one call
 	if _, ok := s.driver.(locks.ClaimAcquirer); ok {
 		for i, f := range batch {
-			if f.e.spec.Lock != "" && !f.fromStore() && f.e.spec.MaxConcurrent == 0 && perKey[f.e.spec.Lock] < 2 && f.e.passed() {
+			if f.e.spec.Lock != "" && !f.fromStore() && f.e.spec.MaxConcurrent == 0 && perKey[f.e.spec.Lock] < 2 && f.e.passed() && f.also == nil {
 				batched = append(batched, i)
 			}
 		}
@@ -253,6 +278,10 @@ func (s *Scheduler) fire(f firing, t *turn) {
 	// its batch.
 	defer f.member.started()
 	defer f.member.leave(s)
+	if f.orphan {
+		s.dropOrphan(f)
+		return
+	}
 	e := f.e
 	if !e.enter() {
 		t.pass()
@@ -713,7 +742,8 @@ func (s *Scheduler) skip(f firing, o Outcome, err error) {
 	case notRecorded:
 		return
 	case OutcomeLockFailed:
-		s.record(f, &LastRun{Fire: f.fire, Outcome: o, Err: err, Node: s.node, Manual: f.manual(), Attempt: f.attempt()}, counts{failures: 1}, nil)
+		s.record(f, &LastRun{Fire: f.fire, Outcome: o, Err: err, Node: s.node, Manual: f.manual(), Attempt: f.attempt(),
+			Backfill: f.kind == kindBackfill}, counts{failures: 1}, nil)
 		s.log.Error("lock failed; fire not run", "task", e.name, "fire", f.fire, "lock", e.spec.Lock, "manual", f.manual(),
 			"attempt", f.attempt(), "err", err)
 	case OutcomeBuffered:
@@ -721,7 +751,8 @@ func (s *Scheduler) skip(f firing, o Outcome, err error) {
 		s.log.Info("a run of the task is going; fire waits for it", "task", e.name, "fire", f.fire, "lock", e.spec.Lock,
 			"overlap", e.spec.Overlap)
 	default:
-		prev, _ := s.record(f, &LastRun{Fire: f.fire, Outcome: o, Node: s.node, Manual: f.manual(), Attempt: f.attempt()}, counts{skips: 1}, nil)
+		prev, _ := s.record(f, &LastRun{Fire: f.fire, Outcome: o, Node: s.node, Manual: f.manual(), Attempt: f.attempt(),
+			Backfill: f.kind == kindBackfill}, counts{skips: 1}, nil)
 		ctx := context.Background()
 		switch o {
 		case OutcomeLockHeld:
@@ -750,7 +781,8 @@ func (s *Scheduler) skip(f firing, o Outcome, err error) {
 		}
 	}
 	if s.notify != nil {
-		ev := Event{Task: e.name, Lock: e.spec.Lock, Fire: f.fire, Node: s.node, Outcome: o, Err: err, Manual: f.manual(), Attempt: f.attempt()}
+		ev := Event{Task: e.name, Lock: e.spec.Lock, Fire: f.fire, Node: s.node, Outcome: o, Err: err, Manual: f.manual(), Attempt: f.attempt(),
+			Backfill: f.kind == kindBackfill}
 		s.notify.skipped(&ev)
 	}
 }

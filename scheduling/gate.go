@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -23,23 +24,49 @@ import (
 // the old spec could still take it (its From, plus the old spec's jitter
 // and lock wait, plus the change's lead for the nodes' clocks). From then
 // on no run of the old spec is going and none can start, and the fires take
-// their own lock alone.
+// their own lock alone. An update made while the gate of the one before is
+// closed keeps its locks too: a run of the spec before that may still be
+// going.
 type gate struct {
-	lock string
-	end  time.Time
-	open atomic.Bool
+	locks []string
+	end   time.Time
+	open  atomic.Bool
 }
 
-// newGate returns the gate of e, the entry of stored schedule sc, nil if
-// the spec sc replaced had no lock, or e's lock.
-func newGate(sc *taskstate.Schedule, e *entry, lead time.Duration) *gate {
-	if len(sc.Replaced) == 0 || e.spec.Lock == "" {
+// newGate returns the gate of e, the entry of stored schedule sc, given
+// the gate of the entry e replaces (nil if none): the lock of the spec sc
+// replaced unless it is none or e's, and the locks of prev if it is still
+// closed; nil if there is none. e's own lock aside.
+func newGate(sc *taskstate.Schedule, e *entry, lead time.Duration, prev *gate) *gate {
+	if e.spec.Lock == "" {
 		return nil
 	}
-	old := sc.Replaced[0]
-	if old.Lock == "" || old.Lock == e.spec.Lock {
+	g := &gate{}
+	if prev != nil && !prev.open.Load() {
+		for _, l := range prev.locks {
+			if l != e.spec.Lock {
+				g.locks = append(g.locks, l)
+			}
+		}
+		g.end = prev.end
+	}
+	if len(sc.Replaced) > 0 {
+		if old := sc.Replaced[0]; old.Lock != "" && old.Lock != e.spec.Lock {
+			if !slices.Contains(g.locks, old.Lock) {
+				g.locks = append(g.locks, old.Lock)
+			}
+			g.end = maxTime(g.end, oldEnd(sc, old, lead))
+		}
+	}
+	if len(g.locks) == 0 {
 		return nil
 	}
+	return g
+}
+
+// oldEnd is the last moment a fire of old, the spec that sc replaced, can
+// take old's lock.
+func oldEnd(sc *taskstate.Schedule, old taskstate.PastSpec, lead time.Duration) time.Time {
 	end := sc.From
 	if !end.IsZero() {
 		for _, k := range []string{"jitter", "lockWait"} {
@@ -49,7 +76,7 @@ func newGate(sc *taskstate.Schedule, e *entry, lead time.Duration) *gate {
 		}
 		end = end.Add(lead)
 	}
-	return &gate{lock: old.Lock, end: end}
+	return end
 }
 
 // passed reports whether e's fires take their own lock alone.
@@ -57,42 +84,67 @@ func (e *entry) passed() bool { return e.gate == nil || e.gate.open.Load() }
 
 // lock takes f's lease and claims the fire (steps 2 and 3 of admit): its
 // own lock (see lockOwn) and, while e's gate is closed, the replaced spec's
-// lock first, both then held for the run as one lease.
+// lock first, both then held for the run as one lease; a fire of a replaced
+// spec run from the store takes the lock of the spec in force first
+// (firing.also).
 func (s *Scheduler) lock(f *firing, t *turn) (locks.Lease, Outcome, error) {
 	e := f.e
-	if e.passed() {
+	var g *gate
+	others := f.also
+	if !e.passed() {
+		g = e.gate
+		for _, l := range g.locks {
+			if !slices.Contains(others, l) {
+				others = append(slices.Clip(others), l)
+			}
+		}
+	}
+	if others == nil {
 		return s.lockOwn(f, t)
 	}
-	g := e.gate
 	ctx, cancel := withTimeout(s.acquireCtx, s.clock, e.spec.LockTTL)
 	defer cancel()
 	at := s.clock.Now()
-	old, err := s.driver.Acquire(ctx, g.lock, e.spec.LockTTL)
-	switch {
-	case errors.Is(err, locks.ErrNotAcquired):
-		t.pass()
-		if s.debugOn() {
-			s.log.Debug("the replaced spec's lock is held; fire skipped", "task", e.name, "fire", f.fire, "lock", g.lock)
+	var held []locks.Lease
+	release := func() {
+		rctx, rcancel := withTimeout(context.Background(), s.clock, e.spec.LockTTL)
+		defer rcancel()
+		for _, l := range held {
+			s.releaseLease(e, l, rctx)
 		}
-		return nil, OutcomeLockHeld, nil
-	case err != nil:
-		t.pass()
-		o, _ := s.notClaimed(err)
-		return nil, o, fmt.Errorf("taking lock %q of the spec the schedule's update replaced: %w", g.lock, err)
 	}
-	if !at.Before(g.end) {
+	for _, k := range others {
+		l, err := s.driver.Acquire(ctx, k, e.spec.LockTTL)
+		switch {
+		case errors.Is(err, locks.ErrNotAcquired):
+			release()
+			t.pass()
+			if s.debugOn() {
+				s.log.Debug("the lock of the schedule's other spec is held; fire skipped", "task", e.name, "fire", f.fire, "lock", k)
+			}
+			return nil, OutcomeLockHeld, nil
+		case err != nil:
+			release()
+			t.pass()
+			o, _ := s.notClaimed(err)
+			return nil, o, fmt.Errorf("taking lock %q of the schedule's other spec: %w", k, err)
+		}
+		held = append(held, l)
+	}
+	if g != nil && !at.Before(g.end) {
 		// No run of the old spec holds its lock now, and none can start:
 		// this fire is the last that needs it.
 		g.open.Store(true)
 	}
 	lease, o, err := s.lockOwn(f, t)
 	if lease == nil {
-		rctx, rcancel := withTimeout(context.Background(), s.clock, e.spec.LockTTL)
-		defer rcancel()
-		s.releaseLease(e, old, rctx)
+		release()
 		return nil, o, err
 	}
-	return newPairLease(lease, old), "", nil
+	for _, l := range held {
+		lease = newPairLease(lease, l)
+	}
+	return lease, "", nil
 }
 
 // A pairLease is a fire's own lease and the gate's, held together: its key
@@ -130,8 +182,11 @@ func (p *pairLease) Release(ctx context.Context) error {
 // fire's own, whose token fences its writes, and which its driver's guards
 // take.
 func runLease(l locks.Lease) locks.Lease {
-	if p, ok := l.(*pairLease); ok {
-		return p.Lease
+	for {
+		p, ok := l.(*pairLease)
+		if !ok {
+			return l
+		}
+		l = p.Lease
 	}
-	return l
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -396,5 +397,476 @@ func (c *cluster) handle(name string, fn HandlerFunc) {
 		if err := s.Handle(name, fn); err != nil {
 			c.t.Fatal(err)
 		}
+	}
+}
+
+// keyedRun is a run of a stored schedule: its fire, arguments and lease
+// key.
+type keyedRun struct {
+	fire      time.Time
+	args, key string
+	backfill  bool
+}
+
+// keyedRuns records the runs of a handler with their lease's key.
+type keyedRuns struct {
+	mu   sync.Mutex
+	runs []keyedRun
+}
+
+func (k *keyedRuns) fn(then func(context.Context) error) HandlerFunc {
+	return func(ctx context.Context, args json.RawMessage) error {
+		r, _ := RunFromContext(ctx)
+		key := ""
+		if l, ok := locks.FromContext(ctx); ok {
+			key = l.Key()
+		}
+		k.mu.Lock()
+		k.runs = append(k.runs, keyedRun{r.Fire, string(args), key, r.Backfill})
+		k.mu.Unlock()
+		if then != nil {
+			return then(ctx)
+		}
+		return nil
+	}
+}
+
+func (k *keyedRuns) of(fire time.Time) []keyedRun {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var out []keyedRun
+	for _, r := range k.runs {
+		if r.fire.Equal(fire) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// A fire of buffer-one waits for the run going; meanwhile the schedule is
+// updated to another lock and other arguments, and comes in force. The
+// fire that waited runs once the run ends, long after its instant: as a
+// fire of the spec in force at its instant (the old arguments, the old
+// lock), and holding the new spec's lock too, beside no run of either. It
+// ran the new spec before (the cluster simulation's check p, seed 3
+// history 6: fire 14s run under the lock of the spec in force from 16s).
+func TestWaitingFireRunsTheSpecOfItsInstant(t *testing.T) {
+	c := newCluster(t)
+	first, waiting := epoch.Add(time.Minute), epoch.Add(2*time.Minute)
+	b := newBlocker(func(r Run) bool { return r.Fire.Equal(first) })
+	var k keyedRuns
+	c.start(2, func() []Task { return nil })
+	c.handle("tenant-report", k.fn(b.task))
+	ctx := context.Background()
+	sc := acmeReport()
+	sc.Options = map[string]string{"lockTtl": "10m", "overlap": OverlapBufferOne}
+	if err := c.nodes[0].CreateSchedule(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	b.step(t, c, 2*time.Minute+30*time.Second, time.Second) // 1m blocks; 2m waits
+	if n := b.count(); n != 1 {
+		t.Fatalf("%d runs started, want 1", n)
+	}
+	up := sc
+	up.Lock, up.Args = "report:acme:v2", json.RawMessage(`{"tenant": "acme", "v": 2}`)
+	if err := c.nodes[1].UpdateSchedule(ctx, up); err != nil {
+		t.Fatal(err)
+	}
+	b.step(t, c, time.Minute, time.Second) // in force; the fire at 3m finds the old lock held
+	close(b.release)
+	c.step(3*time.Minute, time.Second)
+	runs := k.of(waiting)
+	if len(runs) != 1 || runs[0].args != `{"tenant":"acme"}` || runs[0].key != "report:acme" {
+		t.Fatalf("the runs of the fire that waited (%v) = %+v; want one, with the old spec's args and lock", waiting, runs)
+	}
+	if most := b.most.Load(); most != 1 {
+		t.Fatalf("%d runs at once, want one at a time", most)
+	}
+	if after := k.of(epoch.Add(5 * time.Minute)); len(after) != 1 || after[0].key != "report:acme:v2" {
+		t.Fatalf("the runs of the fire at 5m = %+v, want one under the new lock", after)
+	}
+}
+
+// A node that starts after an update was stored and before it comes in
+// force runs the replaced spec until then, as the nodes that read the old
+// spec do: every fire before From runs under the old lock, every one after
+// under the new. It had no entry of the old spec, and its fires before
+// From ran nowhere when it owned them (the simulation's check p, seed 2
+// history 79).
+func TestNodeStartedBeforeAnUpdateComesInForce(t *testing.T) {
+	c := newCluster(t)
+	ctx := context.Background()
+	sc := acmeReport()
+	sc.Cron, sc.From = "@every 1s", epoch
+	if err := c.store.CreateSchedule(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	from := epoch.Add(10 * time.Second)
+	up := sc
+	up.Lock, up.From = "report:acme:v2", from
+	up.Replaced = []taskstate.PastSpec{{Cron: sc.Cron, Lock: sc.Lock, Options: sc.Options, From: sc.From}}
+	if err := c.store.UpdateSchedule(ctx, up); err != nil {
+		t.Fatal(err)
+	}
+	c.fc.Advance(time.Second)
+	var k keyedRuns
+	s := New(Config{Driver: c.driver, Clock: c.fc, Logger: slog.New(c.logs), Node: "node-0", State: c.store})
+	if err := s.Handle("tenant-report", k.fn(nil)); err != nil {
+		t.Fatal(err)
+	}
+	mustStart(t, s)
+	t.Cleanup(func() { _ = s.Stop(context.Background()) })
+	c.nodes = append(c.nodes, s)
+	c.step(20*time.Second, 100*time.Millisecond)
+	for f := epoch.Add(3 * time.Second); f.Before(epoch.Add(20 * time.Second)); f = f.Add(time.Second) {
+		want := "report:acme"
+		if !f.Before(from) {
+			want = "report:acme:v2"
+		}
+		if runs := k.of(f); len(runs) != 1 || runs[0].key != want {
+			t.Errorf("the runs of fire %v (the update in force from %v) = %+v; want one under lock %s", f.Sub(epoch), from.Sub(epoch), runs, want)
+		}
+	}
+}
+
+// A node that takes over a task (its owner left the group) catches up the
+// last fire within two heartbeats by the spec in force at that fire: before
+// an update's From, the replaced spec's (it took the new spec's instant
+// and entry before); and never an instant before the schedule's creation
+// (the simulation's check p: seed 2 history 69, seed 3 history 106).
+func TestTakeoverBeforeAnUpdateComesInForce(t *testing.T) {
+	c := newCluster(t)
+	for _, name := range []string{"node-0", "node-1"} {
+		s := New(Config{Driver: c.driver, Clock: c.fc, Logger: slog.New(c.logs), Node: name, State: c.store, Spread: true,
+			Heartbeat: time.Second})
+		if err := s.Handle("tenant-report", func(context.Context, json.RawMessage) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		mustStart(t, s)
+		t.Cleanup(func() { _ = s.Stop(context.Background()) })
+		c.nodes = append(c.nodes, s)
+	}
+	s := c.nodes[0]
+	ctx := context.Background()
+	c.fc.Advance(1500 * time.Millisecond)
+	sc := acmeReport()
+	sc.Cron = "@every 1s"
+	if err := s.CreateSchedule(ctx, sc); err != nil { // created at 1.5s
+		t.Fatal(err)
+	}
+	takeover := func() []firing {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		group := s.spread.group
+		prev := &view{group: group, owners: []string{"gone"}, members: []string{"gone"}, owner: &sync.Map{}}
+		v := &view{group: group, owners: []string{s.node}, members: []string{s.node}, owner: &sync.Map{}}
+		return s.takeovers(prev, v, s.clock.Now())
+	}
+	c.fc.Advance(100 * time.Millisecond)
+	for _, n := range c.nodes {
+		settle(t, n, func() int { return 0 })
+	}
+	if fs := takeover(); len(fs) != 0 {
+		t.Fatalf("a takeover 0.1 s after the create catches up %v, an instant before it; want none", fs[0].fire.Sub(epoch))
+	}
+	c.step(10*time.Second, time.Second) // to 11.6s
+	up := sc
+	up.Cron, up.Lock = "@every 2s", "report:acme:v2"
+	if err := s.UpdateSchedule(ctx, up); err != nil { // in force from 13.6s
+		t.Fatal(err)
+	}
+	c.step(time.Second, time.Second) // 12.6s: the last fire is 12s, the old spec's
+	s.mu.Lock()
+	for x := s.byName["report-acme"]; x != nil; x = x.prior {
+		x.tried.Store(0) // as on a node that another's ownership kept from trying them
+	}
+	s.mu.Unlock()
+	fs := takeover()
+	if len(fs) != 1 || !fs[0].fire.Equal(epoch.Add(12*time.Second)) || fs[0].e.spec.Lock != "report:acme" {
+		var got []string
+		for _, f := range fs {
+			got = append(got, fmt.Sprintf("%v on %s", f.fire.Sub(epoch), f.e.spec.Lock))
+		}
+		t.Fatalf("the takeover's fires = %v; want 12s, of the spec in force then (lock report:acme)", got)
+	}
+}
+
+// A run of the first spec holds its lock through two updates: the first to
+// another lock (its fires take the old lock too: the gate), the second of
+// the options alone, on the same new lock, while the gate is still closed.
+// The second keeps the gate: no fire of it runs beside the first spec's run
+// (it dropped the gate, its spec's lock being the first update's, and its
+// fires ran beside the old run).
+func TestStoredScheduleSecondUpdateKeepsTheGate(t *testing.T) {
+	c := newCluster(t)
+	first := epoch.Add(time.Minute)
+	b := newBlocker(func(r Run) bool { return r.Fire.Equal(first) })
+	c.start(2, func() []Task { return nil })
+	c.handle("tenant-report", func(ctx context.Context, _ json.RawMessage) error { return b.task(ctx) })
+	ctx := context.Background()
+	sc := acmeReport()
+	sc.Options = map[string]string{"lockTtl": "10m"}
+	if err := c.nodes[0].CreateSchedule(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	b.step(t, c, time.Minute, time.Second) // the first fire starts, and blocks
+	sc.Lock = "report:acme:v2"
+	if err := c.nodes[1].UpdateSchedule(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	b.step(t, c, time.Minute+30*time.Second, time.Second) // in force; the fire at 2m finds the old lock held
+	sc.Options = map[string]string{"lockTtl": "9m"}
+	if err := c.nodes[0].UpdateSchedule(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	b.step(t, c, 3*time.Minute, time.Second) // the fires at 3, 4 and 5 minutes
+	if n, most := b.count(), b.most.Load(); n != 1 || most != 1 {
+		t.Fatalf("%d runs started while the first spec's run holds its lock (at most %d at once), want still 1", n, most)
+	}
+	close(b.release)
+	c.step(2*time.Minute, time.Second)
+	if n, most := b.count(), b.most.Load(); n != 3 || most != 1 {
+		t.Fatalf("%d runs in all, at most %d at once; want 3, one at a time", n, most)
+	}
+}
+
+// backfills returns the backfill runs of k, in the order they ran.
+func (k *keyedRuns) backfills() []keyedRun {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var out []keyedRun
+	for _, r := range k.runs {
+		if r.backfill {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// A backfill of a stored schedule over an update runs the instants of the
+// spec in force at each: every minute under the old lock before the
+// update's From, every two minutes under the new lock from it. It ran the
+// new spec's instants over the whole range before.
+func TestBackfillFollowsTheStoredSchedule(t *testing.T) {
+	c := newCluster(t)
+	var k keyedRuns
+	c.start(2, func() []Task { return nil })
+	c.handle("tenant-report", k.fn(nil))
+	ctx := context.Background()
+	sc := acmeReport()
+	if err := c.nodes[0].CreateSchedule(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	c.step(10*time.Minute, time.Second)
+	up := sc
+	up.Cron, up.Lock = "0 */2 * * * *", "report:acme:v2"
+	if err := c.nodes[1].UpdateSchedule(ctx, up); err != nil { // in force from 10m02s
+		t.Fatal(err)
+	}
+	c.step(10*time.Minute, time.Second)
+	b, err := c.nodes[0].Backfill(ctx, "report-acme", epoch.Add(30*time.Second), epoch.Add(19*time.Minute), BackfillOptions{Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []keyedRun
+	for m := 1; m <= 19; m++ {
+		switch f := epoch.Add(time.Duration(m) * time.Minute); {
+		case m <= 10:
+			want = append(want, keyedRun{f, `{"tenant":"acme"}`, "report:acme", true})
+		case m%2 == 0:
+			want = append(want, keyedRun{f, `{"tenant":"acme"}`, "report:acme:v2", true})
+		}
+	}
+	if b.Total != len(want) {
+		t.Fatalf("Backfill = %+v, want %d instants: every minute to 10m, every two from 10m02s", b, len(want))
+	}
+	c.step(2*time.Second, time.Second)
+	got := k.backfills()
+	if len(got) != len(want) {
+		t.Fatalf("backfill runs = %+v, want %+v", got, want)
+	}
+	for i := range got {
+		if !got[i].fire.Equal(want[i].fire) || got[i].key != want[i].key {
+			t.Fatalf("backfill run %d = %+v, want %+v (all: %+v)", i, got[i], want[i], got)
+		}
+	}
+}
+
+// A stored schedule deleted while its backfill runs: the backfill takes no
+// instant after the run going, and ends cancelled, so that a schedule
+// created again under the name does not take it up. It went on before.
+func TestBackfillStopsAtTheDelete(t *testing.T) {
+	c := newCluster(t)
+	var k keyedRuns
+	third := epoch.Add(-97 * time.Minute)
+	b := newBlocker(func(r Run) bool { return r.Backfill && r.Fire.Equal(third) })
+	c.start(2, func() []Task { return nil })
+	c.handle("tenant-report", k.fn(b.task))
+	ctx := context.Background()
+	if err := c.nodes[0].CreateSchedule(ctx, acmeReport()); err != nil {
+		t.Fatal(err)
+	}
+	c.step(time.Second, time.Second)
+	if _, err := c.nodes[0].Backfill(ctx, "report-acme", epoch.Add(-100*time.Minute), epoch.Add(-time.Minute), BackfillOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	b.step(t, c, time.Second, time.Second) // the third instant runs, and blocks
+	if err := c.nodes[1].DeleteSchedule(ctx, "report-acme"); err != nil {
+		t.Fatal(err)
+	}
+	b.step(t, c, 2*time.Second, time.Second) // every node read the delete
+	close(b.release)
+	c.step(5*time.Second, time.Second)
+	if got := k.backfills(); len(got) != 4 {
+		t.Fatalf("%d backfill runs, want the 4 to the one going at the delete: %+v", len(got), got)
+	}
+	if got := c.backfillOf("report-acme"); got.State != taskstate.BackfillCancelled {
+		t.Fatalf("the backfill after the delete = %+v, want cancelled", got)
+	}
+}
+
+// A node starts after two updates, the first to another lock, the second
+// stored before the first's fire came: it runs the first update's fire
+// (the spec in force at it) with that spec's gate, as the other nodes do,
+// and so not beside the run of the original spec still holding its lock.
+// Its entry of the first update had no gate, and ran the fire beside it
+// (the simulation's check p, seed 9 history 74).
+func TestNodeStartedDuringAnUpdateKeepsItsGate(t *testing.T) {
+	c := newCluster(t)
+	first := epoch.Add(time.Minute)
+	b := newBlocker(func(r Run) bool { return r.Fire.Equal(first) })
+	task := func(ctx context.Context, _ json.RawMessage) error { return b.task(ctx) }
+	c.start(2, func() []Task { return nil })
+	c.handle("tenant-report", task)
+	ctx := context.Background()
+	sc := acmeReport()
+	sc.Options = map[string]string{"lockTtl": "10m"}
+	if err := c.nodes[0].CreateSchedule(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	b.step(t, c, time.Minute, time.Second) // the first fire starts, and blocks
+	b.step(t, c, 30*time.Second, time.Second)
+	sc.Lock = "report:acme:v2"
+	if err := c.nodes[0].UpdateSchedule(ctx, sc); err != nil { // in force from 1m32s
+		t.Fatal(err)
+	}
+	b.step(t, c, 28*time.Second, time.Second)
+	c.fc.Advance(500 * time.Millisecond) // 1m58.5s
+	sc.Options = map[string]string{"lockTtl": "9m"}
+	if err := c.nodes[0].UpdateSchedule(ctx, sc); err != nil { // in force from 2m00.5s: the fire at 2m is the first update's
+		t.Fatal(err)
+	}
+	s := New(Config{Driver: c.driver, Clock: c.fc, Logger: slog.New(c.logs), Node: "node-2", State: c.store})
+	if err := s.Handle("tenant-report", task); err != nil {
+		t.Fatal(err)
+	}
+	mustStart(t, s)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = s.Stop(ctx)
+	})
+	c.nodes = append(c.nodes, s)
+	b.step(t, c, 3*time.Second, 500*time.Millisecond) // the fire at 2m
+	if n, most := b.count(), b.most.Load(); n != 1 || most != 1 {
+		t.Fatalf("%d runs started while the first spec's run holds its lock (at most %d at once), want still 1", n, most)
+	}
+	close(b.release)
+}
+
+// A stored schedule that retries fails a fire, and is deleted before the
+// retry is due, then created again under its name: the retry of the
+// deleted schedule's fire never runs (the first node to poll it takes it
+// from the store and drops it), and the new schedule's fires run. The new
+// schedule ran the deleted one's retry before, long after its delete (the
+// simulation's check p, seed 5 history 96).
+func TestRetryOfADeletedScheduleIsDropped(t *testing.T) {
+	c := newCluster(t)
+	var k keyedRuns
+	failed := epoch.Add(time.Minute)
+	c.start(2, func() []Task { return nil })
+	c.handle("tenant-report", k.fn(func(ctx context.Context) error {
+		if r, _ := RunFromContext(ctx); r.Fire.Equal(failed) {
+			return errors.New("the report failed")
+		}
+		return nil
+	}))
+	ctx := context.Background()
+	sc := acmeReport()
+	sc.Options = map[string]string{"lockTtl": "30s", "retry": "1", "retryBackoff": "1h"}
+	if err := c.nodes[0].CreateSchedule(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	c.step(time.Minute+2*time.Second, time.Second) // the fire at 1m fails: its retry is pending
+	p, err := c.store.Poll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := p.Retries["report-acme"]; !ok || !r.Fire.Equal(failed) {
+		t.Fatalf("pending retries %+v, want the fire at 1m's", p.Retries)
+	}
+	if err := c.nodes[1].DeleteSchedule(ctx, "report-acme"); err != nil {
+		t.Fatal(err)
+	}
+	c.step(2*time.Second, time.Second)
+	if err := c.nodes[1].CreateSchedule(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	c.step(2*time.Hour, time.Minute)
+	if runs := k.of(failed); len(runs) != 1 {
+		t.Fatalf("the runs of the deleted schedule's fire at 1m = %+v, want its first alone (its retry dropped)", runs)
+	}
+	if p, _ = c.store.Poll(ctx); len(p.Retries) != 0 {
+		t.Fatalf("pending retries after the new schedule's runs = %+v, want none", p.Retries)
+	}
+	if runs := k.of(epoch.Add(time.Hour)); len(runs) != 1 {
+		t.Fatalf("the runs of the new schedule's fire at 1h = %+v, want one", runs)
+	}
+}
+
+// A fire of a spec that a later update replaced, run after its instant (a
+// retry, a fire that waited), takes the later specs' locks and its own
+// spec's gate: with the first spec's lock held (its run going), it is
+// skipped, lock held. It took the later locks alone, and ran beside that
+// run (the simulation's check p, seed 210325381770624209 history 174).
+func TestFireOfAReplacedSpecKeepsItsGate(t *testing.T) {
+	c := newCluster(t)
+	c.start(1, func() []Task { return nil })
+	c.handle("tenant-report", func(context.Context, json.RawMessage) error { return nil })
+	s := c.nodes[0]
+	ctx := context.Background()
+	sc := acmeReport()
+	sc.Cron, sc.Options = "@every 1s", map[string]string{"lockTtl": "10m"}
+	if err := s.CreateSchedule(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	c.step(3*time.Second, time.Second)
+	sc.Lock = "report:acme:v2"
+	if err := s.UpdateSchedule(ctx, sc); err != nil { // in force from 5s, its gate on report:acme closed
+		t.Fatal(err)
+	}
+	c.step(3*time.Second, time.Second)
+	sc.Lock = "report:acme:v3"
+	if err := s.UpdateSchedule(ctx, sc); err != nil { // in force from 8s
+		t.Fatal(err)
+	}
+	held, err := c.driver.Acquire(ctx, "report:acme", time.Minute) // a run of the first spec, going
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = held.Release(ctx) }()
+	s.mu.Lock()
+	f := alsoLock(s.byName["report-acme"], epoch.Add(7*time.Second), kindRetry) // the second spec's
+	s.mu.Unlock()
+	f.retry = taskstate.Retry{Fire: f.fire, Attempt: 2}
+	if f.e.spec.Lock != "report:acme:v2" || !slices.Equal(f.also, []string{"report:acme:v3"}) {
+		t.Fatalf("the fire at 7s runs the spec on %s, also taking %v; want the second spec's, also taking the third's lock", f.e.spec.Lock, f.also)
+	}
+	lease, o, err := s.lock(&f, nil)
+	if lease != nil {
+		_ = lease.Release(ctx)
+	}
+	if o != OutcomeLockHeld || err != nil {
+		t.Fatalf("lock of the fire at 7s = %q, %v; want %q: its spec's gate holds the first spec's lock, held", o, err, OutcomeLockHeld)
 	}
 }

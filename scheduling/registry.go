@@ -145,6 +145,17 @@ type entry struct {
 // that replaced it has that fire. s.mu is held.
 func (e *entry) ended() bool { return !e.until.IsZero() && !e.next.Before(e.until) }
 
+// inForce returns the entry of the spec in force at instant t: e, or the
+// spec e replaced (or one before it) if t is before e's From. A fire that
+// runs after its instant (a retry, a fire that waited for the run going, a
+// takeover's) runs the spec of its instant, as every node does (G36).
+func (e *entry) inForce(t time.Time) *entry {
+	for e.prior != nil && t.Before(e.prior.until) {
+		e = e.prior
+	}
+	return e
+}
+
 // flight is the state of a task's fires on this node.
 type flight struct {
 	busy     atomic.Bool  // a fire is in flight on this node: single flight

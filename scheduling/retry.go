@@ -110,14 +110,54 @@ func (s *Scheduler) dueRetries(polled map[string]taskstate.Retry, now time.Time)
 	clear(s.retries)
 	var due []firing
 	for name, r := range polled {
-		e := s.byName[name]
-		if e == nil || (e.spec.Retries == 0 && !e.buffers()) {
-			continue // another build's task, or one that no longer retries or waits here
+		cur := s.byName[name]
+		if cur == nil {
+			continue // another build's task
+		}
+		f := alsoLock(cur, r.Fire, kindRetry) // the spec of the fire's instant
+		f.retry = r
+		if orphaned(f.e, r.Fire) {
+			// Of a stored schedule deleted since, and created again: the
+			// first node to see it takes it, and runs nothing.
+			f.orphan = true
+			due = append(due, f)
+			continue
+		}
+		if e := f.e; e.spec.Retries == 0 && !e.buffers() {
+			continue // one that no longer retries or waits here
 		}
 		s.retries[name] = r
-		if !r.Due.After(now) && !e.full() {
-			due = append(due, firing{e: e, fire: r.Fire, kind: kindRetry, retry: r})
+		if !r.Due.After(now) && !f.e.full() {
+			due = append(due, f)
 		}
 	}
 	return due
+}
+
+// orphaned reports whether fire, an instant of e's task, is before the
+// creation of e's stored schedule: a retry or waiting fire of a schedule of
+// the same name that was deleted. e is the oldest spec this node knows of
+// the schedule; one that replaced another (the node's list of them was cut)
+// says nothing of the creation.
+func orphaned(e *entry, fire time.Time) bool {
+	sc := e.stored
+	return sc != nil && e.prior == nil && len(sc.Replaced) == 0 && sc.Updated.Equal(sc.From) && fire.Before(sc.From)
+}
+
+// dropOrphan takes f, the retry or waiting fire of a deleted stored
+// schedule's instant (orphaned), from the store, so that it never runs:
+// the taken placeholder stays in the history.
+func (s *Scheduler) dropOrphan(f firing) {
+	ctx, cancel := withTimeout(s.acquireCtx, s.clock, storeTimeout)
+	defer cancel()
+	ok, err := s.state.TakeRetry(ctx, f.e.name, s.node, f.retry)
+	switch {
+	case err != nil:
+		if !s.stopping() {
+			s.log.Warn("dropping a deleted schedule's pending run failed; the next poll tries again", "task", f.e.name, "fire", f.fire, "err", err)
+		}
+	case ok:
+		s.retryTaken(f.e, f.retry)
+		s.log.Info("a pending run of a deleted schedule dropped", "task", f.e.name, "fire", f.fire, "attempt", f.retry.Attempt)
+	}
 }

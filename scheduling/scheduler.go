@@ -250,16 +250,15 @@ func (s *Scheduler) insert(t Task, sched schedule, specs specPool, now time.Time
 	if old != nil {
 		e.flight, e.seq = old.flight, old.seq
 		s.entries[slices.Index(s.entries, old)] = e
-		if from.After(now) {
-			// old's fires before from are old's: it stays scheduled until
-			// then, out of the registry, e's prior.
-			old.until, e.prior = from, old
-			if old.ended() {
-				s.unschedule(old)
-			}
-		} else {
+		// old's fires before from are old's: it stays scheduled until
+		// then, out of the registry, e's prior, and the fires of its
+		// instants that run later (a retry, a fire that waited for the run
+		// going, a takeover's) run its spec (inForce).
+		old.until, e.prior = from, old
+		if !from.After(now) || old.ended() {
 			s.unschedule(old)
 		}
+		trimPriors(e)
 	} else {
 		s.entries = append(s.entries, e)
 	}
@@ -268,6 +267,17 @@ func (s *Scheduler) insert(t Task, sched schedule, specs specPool, now time.Time
 		heap.Push(&s.due, e)
 	}
 	return e
+}
+
+// trimPriors keeps the specs that e replaced to taskstate.MaxReplaced, as
+// the store keeps them.
+func trimPriors(e *entry) {
+	for n := 0; e.prior != nil; e, n = e.prior, n+1 {
+		if n == taskstate.MaxReplaced {
+			e.prior = nil
+			return
+		}
+	}
 }
 
 // unschedule takes e out of the schedule: it fires no more, and a fire of

@@ -284,8 +284,12 @@ func (s *Scheduler) takeovers(prev, v *view, now time.Time) []firing {
 		return nil
 	}
 	var out []firing
-	for _, e := range s.entries {
-		if e.spec.Lock == "" || v.ownerOf(e.spec.Lock) != s.node {
+	for _, cur := range s.entries {
+		// The last instant within reach is of the spec in force at it: of
+		// a stored schedule's update not in force yet, the spec it
+		// replaces.
+		e, p := lastFireInForce(cur, now, 2*s.spread.every)
+		if p.IsZero() || e.spec.Lock == "" || v.ownerOf(e.spec.Lock) != s.node {
 			continue
 		}
 		was := prev.ownerOf(e.spec.Lock)
@@ -296,12 +300,38 @@ func (s *Scheduler) takeovers(prev, v *view, now time.Time) []firing {
 		// this node's own to start (its jittered start has not come): the
 		// loop dispatches it. Out of the heap, e.next is the fire being
 		// dispatched, under the old view.
-		if p := lastFireWithin(e.sched, now, 2*s.spread.every); !p.IsZero() && p.UnixNano() > e.tried.Load() &&
-			(e.index < 0 || e.next.IsZero() || p.Before(e.next)) {
-			out = append(out, firing{e: e, fire: p, kind: kindCatchUp})
+		if p.UnixNano() > e.tried.Load() && (e.index < 0 || e.next.IsZero() || p.Before(e.next)) {
+			out = append(out, alsoLock(cur, p, kindCatchUp))
 		}
 	}
 	return out
+}
+
+// lastFireInForce returns the latest instant of cur's task in [now-window,
+// now] by the spec in force at it, and that spec's entry (cur, or a spec
+// it replaced); a zero instant if none.
+func lastFireInForce(cur *entry, now time.Time, window time.Duration) (*entry, time.Time) {
+	from := now.Add(-window)
+	for e := cur; e != nil; e = e.prior {
+		end := now
+		if !e.until.IsZero() && !e.until.After(end) {
+			end = e.until.Add(-time.Nanosecond) // its fires are those before until
+		}
+		if end.Before(from) {
+			return nil, time.Time{}
+		}
+		start := from
+		switch {
+		case e.prior != nil && e.prior.until.After(start):
+			start = e.prior.until // the spec before it has the instants before
+		case e.prior == nil && e.stored != nil && e.stored.From.After(start):
+			start = e.stored.From // a stored schedule's instants start at its creation
+		}
+		if p := lastFireWithin(e.sched, end, end.Sub(start)); !p.IsZero() {
+			return e, p
+		}
+	}
+	return nil, time.Time{}
 }
 
 // checkSpread returns the error of a scheduler asked to spread on a driver

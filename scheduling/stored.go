@@ -279,6 +279,38 @@ func scheduleOptions(name, cron, lock string, options map[string]string) []Optio
 	return opts
 }
 
+// insertReplaced inserts, for a node that first reads sc after an update
+// (it started, or its handler was registered, meanwhile), an entry of each
+// spec sc replaced, oldest first, each the prior of the next, and returns
+// the newest, nil if none: the newest runs its fires before sc's From if
+// that is to come, as every other node does, and each runs the fires of
+// its instants that run later (inForce). Their runs get sc's arguments: a
+// replaced spec's are not kept. A spec this node cannot run is left out.
+// s.mu is held.
+func (s *Scheduler) insertReplaced(sc taskstate.Schedule, now time.Time) *entry {
+	var prev *entry
+	for i := len(sc.Replaced) - 1; i >= 0; i-- {
+		p := sc.Replaced[i]
+		old := taskstate.Schedule{Name: sc.Name, Handler: sc.Handler, Cron: p.Cron, Lock: p.Lock, Options: p.Options, Args: sc.Args,
+			Node: sc.Node, Updated: sc.Updated, From: p.From}
+		t, sched, err := s.scheduleTask(old)
+		if err != nil {
+			continue
+		}
+		e := s.insert(t, sched, nil, now, prev, p.From)
+		e.stored = &old
+		var pg *gate
+		if prev != nil {
+			pg = prev.gate
+		}
+		// Its fires hold the lock of the spec before it, as on the nodes
+		// that read it in force.
+		e.gate = newGate(&taskstate.Schedule{From: p.From, Replaced: sc.Replaced[i+1:]}, e, s.changeLead(), pg)
+		prev = e
+	}
+	return prev
+}
+
 // readSchedules reads the stored schedules and applies them; gen is the
 // generation that a poll read before (the caller is counted in flight, as a
 // poll is), -1 after a change of this node's (the next poll reads them
@@ -348,10 +380,17 @@ func (s *Scheduler) applySchedules(scs []taskstate.Schedule) (added []*entry) {
 			if e != nil && e.stored != nil {
 				old = e
 			}
+			if old == nil {
+				old = s.insertReplaced(sc, now)
+			}
 			ne := s.insert(t, sched, nil, now, old, sc.From)
 			ne.stored = &sc
-			ne.gate = newGate(&sc, ne, s.changeLead())
-			if old == nil {
+			var prev *gate
+			if old != nil {
+				prev = old.gate
+			}
+			ne.gate = newGate(&sc, ne, s.changeLead(), prev)
+			if e == nil || e.stored == nil {
 				added = append(added, ne)
 			}
 			if v == nil || !bytes.Equal(v.enc, enc) {
