@@ -436,7 +436,7 @@ func (w *simWorld) checkStored(t *testing.T, held []interval, recs []*scheduling
 					switch scheduling.Outcome(o) {
 					case "run":
 						ran++
-					case scheduling.OutcomeLockHeld, scheduling.OutcomeRunning, scheduling.OutcomeBuffered, scheduling.OutcomeBufferFull,
+					case scheduling.OutcomeLockHeld, scheduling.OutcomeRunning, scheduling.OutcomeLockPending, scheduling.OutcomeBuffered, scheduling.OutcomeBufferFull,
 						scheduling.OutcomePaused, scheduling.OutcomeRetrying:
 						contended = true
 					case scheduling.OutcomeAlreadyRun:
