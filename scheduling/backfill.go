@@ -60,10 +60,14 @@ type BackfillOptions struct {
 // released once its record is sent). Each instant taken is claimed as its
 // fire, so a node that reaches that fire late finds it claimed. A scheduled
 // fire whose run the kept history no longer holds (it keeps the task's
-// newest runs, 20 by default), or whose record its node could not send
+// newest runs, as many as its audit needs), or whose record its node could not send
 // before its lease ended, is not known to have run, and a backfill over it
 // runs it again: keep backfills to ranges that did not run, or a history
-// long enough. A paused task's
+// long enough. A task with [OverlapAllow], whose runs take free slots
+// rather than the lock, is backfilled only to its lease (or MaxRunTime)
+// and a minute before now, so that no scheduled run of an instant is still
+// going in another slot; one that renews its lease needs MaxRunTime. A
+// paused task's
 // backfill waits for the resume; a failed instant is recorded and not
 // retried. A task has one backfill running at a time; another gets an error
 // wrapping [taskstate.ErrBackfillRunning].
@@ -75,11 +79,29 @@ func (s *Scheduler) Backfill(ctx context.Context, name string, from, to time.Tim
 	if _, err := backfillPolicy(e, opts.Overlap); err != nil {
 		return taskstate.Backfill{}, err
 	}
-	if now := s.clock.Now(); !to.Before(now) {
+	now := s.clock.Now()
+	if !to.Before(now) {
 		// The schedule runs those instants, under claims of their own: a
 		// backfill of them would run them twice.
 		return taskstate.Backfill{}, fmt.Errorf("%w: task %s: to %v: must be before now (%v): a backfill runs past instants, the schedule the others",
 			ErrInvalidBackfill, e.name, to, now)
+	}
+	if e.spec.MaxConcurrent > 0 {
+		// A run of an allow task takes a free slot, not the lock: a
+		// scheduled run of an instant still going holds another slot, and
+		// the history tells of it only once it ended. So the backfill
+		// reaches only instants whose runs have ended and been recorded
+		// (the audit's horizon: the longest a run can take, and a minute).
+		lag, known := auditLag(e, 0)
+		switch {
+		case !known:
+			return taskstate.Backfill{}, fmt.Errorf("%w: task %s: overlap allow with renew and no maxRunTime: a run of any instant may still be going "+
+				"in another slot, and a backfill would run it again; set maxRunTime", ErrInvalidBackfill, e.name)
+		case to.After(now.Add(-lag)):
+			return taskstate.Backfill{}, fmt.Errorf("%w: task %s: to %v: must be at least %v before now (%v) for a task with overlap allow: "+
+				"a scheduled run of a later instant may still be going in another slot (its lease and a minute for its record)",
+				ErrInvalidBackfill, e.name, to.UTC(), lag, now.UTC())
+		}
 	}
 	total, err := backfillInstants(e, from, to)
 	if err != nil {

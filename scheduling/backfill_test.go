@@ -207,7 +207,9 @@ func TestBackfillAllow(t *testing.T) {
 	h := newBlocker(func(r Run) bool { return r.Backfill && r.Fire.Before(want[3]) })
 	t.Cleanup(func() { close(h.release) })
 	c.start(1, func() []Task {
-		return []Task{NewTask(h.task, Cron("0 * * * *"), Lock("k"), LockTTL(time.Hour), Name("export"),
+		// A lease of 30 minutes: the backfill of an allow task reaches
+		// instants its lease and a minute before now, here the last hour.
+		return []Task{NewTask(h.task, Cron("0 * * * *"), Lock("k"), LockTTL(30*time.Minute), Name("export"),
 			Overlap(OverlapAllow), MaxConcurrent(3))}
 	})
 	if _, err := c.nodes[0].Backfill(context.Background(), "export", want[0], want[11], BackfillOptions{}); err != nil {
@@ -236,6 +238,8 @@ func TestBackfillValidation(t *testing.T) {
 			NewTask(noop, Cron("0 * * * *"), Lock("k"), Name("report")),
 			NewTask(noop, Cron("0 * * * *"), Name("unlocked")),
 			NewTask(noop, Cron("@every 1s"), Lock("s"), Name("often")),
+			NewTask(noop, Cron("0 * * * *"), Lock("a"), LockTTL(10*time.Minute), Overlap(OverlapAllow), MaxConcurrent(2), Name("allowed")),
+			NewTask(noop, Cron("0 * * * *"), Lock("r"), Renew(), Overlap(OverlapAllow), MaxConcurrent(2), Name("renewed")),
 		}
 	})
 	s := c.nodes[0]
@@ -259,6 +263,11 @@ func TestBackfillValidation(t *testing.T) {
 		{"cancel-previous", "report", from, past, BackfillOptions{Overlap: OverlapCancelPrevious}, `overlap "cancel-previous": refused for a backfill`},
 		{"allow without max", "report", from, past, BackfillOptions{Overlap: OverlapAllow}, `overlap "allow": needs the task's maxConcurrent`},
 		{"unknown policy", "report", from, past, BackfillOptions{Overlap: "queue"}, `overlap "queue": must be one of`},
+		// An allow task's scheduled run of an instant may still be going in
+		// another slot: the backfill stops short of them.
+		{"allow, a run may be going", "allowed", from, epoch.Add(-5 * time.Minute), BackfillOptions{},
+			"to 2025-12-31 23:55:00 +0000 UTC: must be at least 11m0s before now (2026-01-01 00:00:00 +0000 UTC) for a task with overlap allow"},
+		{"allow, renewed without maxRunTime", "renewed", from, past, BackfillOptions{}, "overlap allow with renew and no maxRunTime"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := s.Backfill(ctx, tc.task, tc.from, tc.to, tc.opts)

@@ -679,9 +679,9 @@ func (w *simWorld) recentBackfill() (task string, at time.Time) {
 	if w.sroll("recent backfill") < 0.5 {
 		return "", time.Time{}
 	}
-	// Not allow: a backfill's instant takes a free slot beside the
-	// scheduled run of the same instant still going, and runs it again (a
-	// defect not fixed: seed 8 history 82 ran t1's fire 18s twice).
+	// Not allow: Backfill refuses an allow task's recent instants, whose
+	// scheduled runs may still be going in another slot (before it did
+	// not, and seed 8 history 82 ran t1's fire 18s twice).
 	names := slices.DeleteFunc(w.locked(), func(n string) bool { return w.taskOf(n).overlap == scheduling.OverlapAllow })
 	for _, op := range w.storedOps {
 		if !slices.Contains(names, op.name) {

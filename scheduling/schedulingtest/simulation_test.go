@@ -126,7 +126,7 @@ const (
 //
 // In two histories of three an operator backfills a locked task over
 // eight periods before the history and its catch-up window, and in half
-// of them a task (not allow: a defect not fixed, see recentBackfill) or a
+// of them a task (not allow: Backfill refuses its recent instants) or a
 // stored schedule over the eight seconds before, through any live node,
 // with the faults of every other call:
 //
@@ -660,6 +660,11 @@ func (w *simWorld) act(s *scheduling.Scheduler, op controlOp, task string) {
 		// backfill starts would be run again: the limit Backfill states.)
 		st := w.taskOf(task)
 		to := w.start.Add(-st.catchUp - st.period)
+		if st.overlap == scheduling.OverlapAllow {
+			// An allow task's backfill reaches only instants its lease and
+			// a minute before now (Backfill refuses the others).
+			to = to.Add(-2 * time.Minute)
+		}
 		_, _ = s.Backfill(ctx, task, to.Add(-8*st.period), to, scheduling.BackfillOptions{})
 	case opRecentBackfill:
 		// The last eight seconds, to a second ago: instants that ran,
