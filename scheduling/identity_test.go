@@ -489,8 +489,10 @@ func TestWaitingFireRunsTheSpecOfItsInstant(t *testing.T) {
 
 // A node that starts after an update was stored and before it comes in
 // force runs the replaced spec until then, as the nodes that read the old
-// spec do: every fire before From runs under the old lock, every one after
-// under the new. It had no entry of the old spec, and its fires before
+// spec do: every fire before From runs under the old lock, with the old
+// arguments, every one after under the new, with the new (it ran the old
+// spec's fires with the new arguments before the replaced specs kept
+// theirs). It had no entry of the old spec, and its fires before
 // From ran nowhere when it owned them (the simulation's check p, seed 2
 // history 79).
 func TestNodeStartedBeforeAnUpdateComesInForce(t *testing.T) {
@@ -503,8 +505,8 @@ func TestNodeStartedBeforeAnUpdateComesInForce(t *testing.T) {
 	}
 	from := epoch.Add(10 * time.Second)
 	up := sc
-	up.Lock, up.From = "report:acme:v2", from
-	up.Replaced = []taskstate.PastSpec{{Cron: sc.Cron, Lock: sc.Lock, Options: sc.Options, From: sc.From}}
+	up.Lock, up.From, up.Args = "report:acme:v2", from, json.RawMessage(`{"tenant":"acme-v2"}`)
+	up.Replaced = []taskstate.PastSpec{{Cron: sc.Cron, Lock: sc.Lock, Options: sc.Options, From: sc.From, Handler: sc.Handler, Args: sc.Args}}
 	if err := c.store.UpdateSchedule(ctx, up); err != nil {
 		t.Fatal(err)
 	}
@@ -519,13 +521,39 @@ func TestNodeStartedBeforeAnUpdateComesInForce(t *testing.T) {
 	c.nodes = append(c.nodes, s)
 	c.step(20*time.Second, 100*time.Millisecond)
 	for f := epoch.Add(3 * time.Second); f.Before(epoch.Add(20 * time.Second)); f = f.Add(time.Second) {
-		want := "report:acme"
+		want, args := "report:acme", `{"tenant":"acme"}`
 		if !f.Before(from) {
-			want = "report:acme:v2"
+			want, args = "report:acme:v2", `{"tenant":"acme-v2"}`
 		}
-		if runs := k.of(f); len(runs) != 1 || runs[0].key != want {
-			t.Errorf("the runs of fire %v (the update in force from %v) = %+v; want one under lock %s", f.Sub(epoch), from.Sub(epoch), runs, want)
+		if runs := k.of(f); len(runs) != 1 || runs[0].key != want || runs[0].args != args {
+			t.Errorf("the runs of fire %v (the update in force from %v) = %+v; want one under lock %s with %s", f.Sub(epoch), from.Sub(epoch), runs, want, args)
 		}
+	}
+}
+
+// An update keeps the replaced spec's handler and arguments with it
+// (taskstate.PastSpec), for the nodes that read the update late.
+func TestUpdateKeepsTheReplacedArgs(t *testing.T) {
+	c := newCluster(t)
+	c.start(1, func() []Task { return nil })
+	c.handle("tenant-report", func(context.Context, json.RawMessage) error { return nil })
+	ctx := context.Background()
+	sc := acmeReport()
+	if err := c.nodes[0].CreateSchedule(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	up := sc
+	up.Args = json.RawMessage(`{"tenant": "acme-v2"}`)
+	if err := c.nodes[0].UpdateSchedule(ctx, up); err != nil {
+		t.Fatal(err)
+	}
+	scs, err := c.store.Schedules(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(scs) != 1 || len(scs[0].Replaced) != 1 || scs[0].Replaced[0].Handler != "tenant-report" ||
+		string(scs[0].Replaced[0].Args) != `{"tenant":"acme"}` || string(scs[0].Args) != `{"tenant":"acme-v2"}` {
+		t.Fatalf("the stored schedule after the update: %+v; want the old args kept with the replaced spec", scs)
 	}
 }
 

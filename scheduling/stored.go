@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -146,6 +147,14 @@ func (s *Scheduler) putSchedule(ctx context.Context, sc taskstate.Schedule, crea
 		if i := slices.IndexFunc(scs, func(o taskstate.Schedule) bool { return o.Name == sc.Name }); i >= 0 {
 			sc.From = now.Add(s.changeLead())
 			sc.Replaced = replaced(scs[i], sc.From)
+			// The replaced specs keep their arguments: the oldest go first
+			// when they would take the schedule past taskstate.MaxScheduleLen.
+			for len(sc.Replaced) > 1 {
+				if _, err := taskstate.EncodeSchedule(sc); err == nil {
+					break
+				}
+				sc.Replaced = sc.Replaced[:len(sc.Replaced)-1]
+			}
 		}
 	}
 	if create {
@@ -168,7 +177,7 @@ func (s *Scheduler) changeLead() time.Duration { return 2 * s.poll }
 // that left force more than AuditWindow before from, at most
 // taskstate.MaxReplaced.
 func replaced(old taskstate.Schedule, from time.Time) []taskstate.PastSpec {
-	out := []taskstate.PastSpec{{Cron: old.Cron, Lock: old.Lock, Options: old.Options, From: old.From}}
+	out := []taskstate.PastSpec{{Cron: old.Cron, Lock: old.Lock, Options: old.Options, From: old.From, Handler: old.Handler, Args: old.Args}}
 	end := old.From // when the next spec in the list left force
 	for _, p := range old.Replaced {
 		if len(out) == taskstate.MaxReplaced || (!end.IsZero() && end.Before(from.Add(-AuditWindow))) {
@@ -284,15 +293,18 @@ func scheduleOptions(name, cron, lock string, options map[string]string) []Optio
 // spec sc replaced, oldest first, each the prior of the next, and returns
 // the newest, nil if none: the newest runs its fires before sc's From if
 // that is to come, as every other node does, and each runs the fires of
-// its instants that run later (inForce). Their runs get sc's arguments: a
-// replaced spec's are not kept. A spec this node cannot run is left out.
+// its instants that run later (inForce), with its own handler and
+// arguments. A spec this node cannot run is left out.
 // s.mu is held.
 func (s *Scheduler) insertReplaced(sc taskstate.Schedule, now time.Time) *entry {
 	var prev *entry
 	for i := len(sc.Replaced) - 1; i >= 0; i-- {
 		p := sc.Replaced[i]
-		old := taskstate.Schedule{Name: sc.Name, Handler: sc.Handler, Cron: p.Cron, Lock: p.Lock, Options: p.Options, Args: sc.Args,
-			Node: sc.Node, Updated: sc.Updated, From: p.From}
+		old := taskstate.Schedule{Name: sc.Name, Handler: cmp.Or(p.Handler, sc.Handler), Cron: p.Cron, Lock: p.Lock, Options: p.Options,
+			Args: p.Args, Node: sc.Node, Updated: sc.Updated, From: p.From}
+		if p.Handler == "" && len(p.Args) == 0 { // stored by an earlier version
+			old.Args = sc.Args
+		}
 		t, sched, err := s.scheduleTask(old)
 		if err != nil {
 			continue

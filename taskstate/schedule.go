@@ -69,6 +69,11 @@ type PastSpec struct {
 	Lock    string            `json:"lock,omitempty"`
 	Options map[string]string `json:"options,omitempty"`
 	From    time.Time         `json:"from,omitzero"` // when it came in force; zero if not known
+	// Handler and Args are the spec's, what a node that reads the update
+	// late runs its fires with; empty in a spec stored by an earlier
+	// version, whose runs then get the schedule's.
+	Handler string          `json:"handler,omitempty"`
+	Args    json.RawMessage `json:"args,omitempty"`
 }
 
 // MaxReplaced bounds a stored schedule's Replaced specs.
@@ -93,6 +98,13 @@ func EncodeSchedule(sc Schedule) ([]byte, error) {
 		sc.Replaced = slices.Clone(sc.Replaced)
 		for i := range sc.Replaced {
 			sc.Replaced[i].From = sc.Replaced[i].From.UTC()
+			if args := sc.Replaced[i].Args; len(args) > 0 {
+				var b bytes.Buffer
+				if err := json.Compact(&b, args); err != nil {
+					return nil, fmt.Errorf("%w: schedule %q: replaced[%d]: args: %v", ErrInvalid, sc.Name, i, err)
+				}
+				sc.Replaced[i].Args = b.Bytes()
+			}
 		}
 	}
 	out, err := json.Marshal(sc)
@@ -150,6 +162,17 @@ func CheckSchedule(sc Schedule) error {
 		}
 		if err := checkOptions(p.Options); err != nil {
 			return fmt.Errorf("%w: schedule %q: replaced[%d]: %v", ErrInvalid, sc.Name, i, err)
+		}
+		if p.Handler != "" {
+			if err := checkLabel("handler", p.Handler); err != nil {
+				return fmt.Errorf("%w: schedule %q: replaced[%d]: %v", ErrInvalid, sc.Name, i, err)
+			}
+		}
+		switch {
+		case len(p.Args) > MaxScheduleArgsLen:
+			return fmt.Errorf("%w: schedule %q: replaced[%d]: args has %d bytes, over %d (taskstate.MaxScheduleArgsLen)", ErrInvalid, sc.Name, i, len(p.Args), MaxScheduleArgsLen)
+		case len(p.Args) > 0 && !json.Valid(p.Args):
+			return fmt.Errorf("%w: schedule %q: replaced[%d]: args %.64q must be one JSON value", ErrInvalid, sc.Name, i, p.Args)
 		}
 	}
 	return nil
