@@ -415,6 +415,16 @@ func (w *walk) openConsole(line string, args []string) {
 	if rows := browsertest.Eval[int](page, `document.querySelectorAll("#audit tbody tr.audit-missed").length`); rows != min(missed, 50) {
 		t.Errorf("the console lists %d missed instants; the audit has %d", rows, missed)
 	}
+	// Missed instants are red in the audit's strip and its rows, as the
+	// page says, not pale.
+	red := `getComputedStyle(document.documentElement).getPropertyValue("--bad").trim()`
+	if got := browsertest.Eval[string](page, `(() => { const bad = `+red+`; const probe = document.createElement("span"); probe.style.color = bad;
+		document.body.append(probe); const want = getComputedStyle(probe).color; probe.remove();
+		const rects = [...document.querySelectorAll("#audit-strip svg rect.s-missed")];
+		const cells = [...document.querySelectorAll("#audit tbody tr.audit-missed td:nth-child(2)")];
+		return rects.length > 0 && rects.every(r => getComputedStyle(r).fill === want) && cells.every(c => getComputedStyle(c).color === want) ? "red" : "not red: " + rects.length + " squares" })()`); missed > 0 && got != "red" {
+		t.Errorf("the missed instants in the console's audit are %s", got)
+	}
 }
 
 // runPsql runs the page's query on the test's database.
