@@ -610,7 +610,9 @@ func (s *suite) waitBudget(t *testing.T) {
 func (s *suite) leaseContext(t *testing.T) {
 	d := s.h.NewDriver(t)
 	key := s.key(t)
-	l := mustAcquire(t, d, key, s.h.TTL)
+	// A long lease first, so that a loaded machine does not let it lapse
+	// before the first check; then the short one, to let it expire.
+	l := mustAcquire(t, d, key, long)
 	ctx, cancel := locks.WithLease(context.Background(), l)
 	defer cancel()
 	if got, ok := locks.FromContext(ctx); !ok || got.Token() != l.Token() {
@@ -618,6 +620,9 @@ func (s *suite) leaseContext(t *testing.T) {
 	}
 	if ctx.Err() != nil {
 		t.Fatal("lease context cancelled while the lease is held")
+	}
+	if err := l.Extend(context.Background(), s.h.TTL); err != nil {
+		t.Fatalf("Extend to the short TTL: %v", err)
 	}
 	s.pastTTL()
 	Closes(t, ctx.Done(), "lease context after expiry")
