@@ -27,12 +27,17 @@ func (s *suite) acquireClaim(t *testing.T) {
 	}
 	ctx := context.Background()
 	key, claimKey := s.key(t), s.key(t)
+	// Claims live long, but the one whose expiry the case checks: a short
+	// one could lapse between two calls on a loaded machine (a claim of 10
+	// gone before the call that it refuses, through PgBouncer with two CPU
+	// burners beside make test).
+	claimTTL := long
 	fire := func(seq int64, evenIfHeld bool) (locks.Lease, error) {
-		return locks.AcquireClaim(ctx, d, key, long, locks.FireClaim{Key: claimKey, Seq: seq, TTL: s.h.TTL, EvenIfHeld: evenIfHeld})
+		return locks.AcquireClaim(ctx, d, key, long, locks.FireClaim{Key: claimKey, Seq: seq, TTL: claimTTL, EvenIfHeld: evenIfHeld})
 	}
 	claim := func(seq int64, want bool) {
 		t.Helper()
-		if got, err := c.Claim(ctx, claimKey, seq, s.h.TTL); got != want || err != nil {
+		if got, err := c.Claim(ctx, claimKey, seq, long); got != want || err != nil {
 			t.Fatalf("Claim(%d) = %v, %v; want %v", seq, got, err, want)
 		}
 	}
@@ -82,6 +87,7 @@ func (s *suite) acquireClaim(t *testing.T) {
 	if err := last.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
+	claimTTL = s.h.TTL // expires below
 	l, err = fire(13, false)
 	if err != nil {
 		t.Fatalf("AcquireClaim(seq 13): %v", err)
@@ -173,11 +179,11 @@ func (s *suite) acquireClaims(t *testing.T) {
 	free, held, claimed, heldEvenIf := s.key(t), s.key(t), s.key(t), s.key(t)
 	mustAcquire(t, d, held, long)
 	mustAcquire(t, d, heldEvenIf, long)
-	if ok, err := c.Claim(ctx, claimed+"@c", 7, s.h.TTL); !ok || err != nil {
+	if ok, err := c.Claim(ctx, claimed+"@c", 7, long); !ok || err != nil {
 		t.Fatalf("Claim = %v, %v", ok, err)
 	}
 	fl := func(key string, seq int64, evenIfHeld bool) locks.FireLock {
-		return locks.FireLock{Key: key, TTL: long, Claim: locks.FireClaim{Key: key + "@c", Seq: seq, TTL: s.h.TTL, EvenIfHeld: evenIfHeld}}
+		return locks.FireLock{Key: key, TTL: long, Claim: locks.FireClaim{Key: key + "@c", Seq: seq, TTL: long, EvenIfHeld: evenIfHeld}}
 	}
 	second := fl(free, 5, false)
 	second.Claim.Key = free + "@other"
@@ -211,7 +217,7 @@ func (s *suite) acquireClaims(t *testing.T) {
 		{held + "@c", 5, true},        // held, without EvenIfHeld: not claimed
 		{heldEvenIf + "@c", 3, false}, // held, with EvenIfHeld: claimed
 	} {
-		if ok, err := c.Claim(ctx, cl.key, cl.seq, s.h.TTL); ok != cl.want || err != nil {
+		if ok, err := c.Claim(ctx, cl.key, cl.seq, long); ok != cl.want || err != nil {
 			t.Errorf("Claim(%q, %d) after the call = %v, %v; want %v", cl.key, cl.seq, ok, err, cl.want)
 		}
 	}
