@@ -130,6 +130,9 @@ type firing struct {
 	// for its run: those of the specs that replaced e's, for a fire of a
 	// replaced spec run after its instant (see alsoLock); nil for none.
 	also []string
+	// late is a takeover's late fire's word to its chain (runLate); nil
+	// for other fires.
+	late *lateTry
 }
 
 // alsoLock returns the firing of a fire of cur's task at instant fire, of
@@ -282,6 +285,9 @@ func (s *Scheduler) fire(f firing, t *turn) {
 		s.dropOrphan(f)
 		return
 	}
+	if s.joinLate(&f, t) {
+		return
+	}
 	e := f.e
 	if !e.enter() {
 		t.pass()
@@ -357,10 +363,13 @@ func (s *Scheduler) fireAdmitted(f firing, t *turn) {
 		s.skip(f, o, err)
 		return
 	}
-	switch f.kind {
-	case kindManual:
+	switch {
+	case f.late != nil:
+		s.log.Info("running a fire late after a takeover", "task", f.e.name, "fire", f.fire, "lateness", s.clock.Since(f.fire),
+			"lock", f.e.spec.Lock, "token", token(lease))
+	case f.kind == kindManual:
 		s.log.Info("manual run", "task", f.e.name, "requested", f.fire, "lock", f.e.spec.Lock, "token", token(lease))
-	case kindRetry:
+	case f.kind == kindRetry:
 		if f.retry.Attempt == 1 {
 			s.log.Info("running a fire that waited for the run before it", "task", f.e.name, "fire", f.fire, "lock", f.e.spec.Lock,
 				"token", token(lease))
@@ -579,10 +588,12 @@ func (s *Scheduler) lockOwn(f *firing, t *turn) (locks.Lease, Outcome, error) {
 		ctx, cancel = withTimeout(s.acquireCtx, s.clock, e.spec.LockTTL)
 	}
 	defer cancel()
-	wait := e.spec.LockWait > 0 && !f.fromStore()
+	// A late fire neither waits nor claims while the key is held: its
+	// chain tries it again once the lease lapses.
+	wait := e.spec.LockWait > 0 && !f.fromStore() && f.late == nil
 	// A fire that waits for the run going claims itself even if the key is
 	// held, so that no other node waits for it too.
-	buffers := e.buffers() && !f.fromStore()
+	buffers := e.buffers() && !f.fromStore() && f.late == nil
 	lease, err := s.acquire(ctx, f, wait || buffers)
 	if err == nil {
 		return lease, "", nil
@@ -722,12 +733,13 @@ func (s *Scheduler) failed() Outcome {
 // skip records a fire that does not run, logs it and tells the listeners.
 // A manual run or a retry that did not take its request or attempt is not
 // a skip: it stays for a later poll (lock held, a fire in flight here), or
-// another node took it.
+// another node took it; nor is a takeover's late fire that stays for its
+// chain or that another node claimed (lateSkip).
 func (s *Scheduler) skip(f firing, o Outcome, err error) {
 	f.member.leave(s)
 	f.member.started()
 	e := f.e
-	if f.fromStore() && !f.taken && o != OutcomeLockFailed {
+	if (f.fromStore() && !f.taken && o != OutcomeLockFailed) || lateSkip(&f, o) {
 		o = notRecorded
 	}
 	if o == OutcomeBuffered {
