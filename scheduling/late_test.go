@@ -120,8 +120,17 @@ func deadOwnerFiresRunLate(t *testing.T, during bool) {
 		t.Errorf("%d fires after the death ran late, want the three or more between the death and the takeover (%v)", lateRuns, order)
 	}
 	t.Logf("runs after X, fire@start: %v", order)
-	if a.Missed != 0 {
-		t.Errorf("the audit finds %d fires missed (the newest %v, X%+v), want none", a.Missed, a.LastMissed, a.LastMissed.Sub(x))
+	missed := a.Missed
+	for _, f := range a.Fires {
+		// The run the owner died in has no record (it never ended): the
+		// audit may judge it missed (Scheduler.Audit: a record a node died
+		// with is lost), though it ran, once, on the dead owner.
+		if during && f.Fire.Equal(x) && f.Status == scheduling.FireMissed {
+			missed--
+		}
+	}
+	if missed != 0 {
+		t.Errorf("the audit finds %d fires missed (the newest %v, X%+v), want none", missed, a.LastMissed, a.LastMissed.Sub(x))
 	}
 	for _, f := range a.Fires {
 		if f.Fire.After(x) && f.Fire.Before(x.Add(7*time.Second)) {
