@@ -364,7 +364,7 @@ func (s *Scheduler) fireAdmitted(f firing, t *turn) {
 		return
 	}
 	switch {
-	case f.late != nil:
+	case f.takenOver():
 		s.log.Info("running a fire late after a takeover", "task", f.e.name, "fire", f.fire, "lateness", s.clock.Since(f.fire),
 			"lock", f.e.spec.Lock, "token", token(lease))
 	case f.kind == kindManual:
@@ -588,12 +588,12 @@ func (s *Scheduler) lockOwn(f *firing, t *turn) (locks.Lease, Outcome, error) {
 		ctx, cancel = withTimeout(s.acquireCtx, s.clock, e.spec.LockTTL)
 	}
 	defer cancel()
-	// A late fire neither waits nor claims while the key is held: its
-	// chain tries it again once the lease lapses.
-	wait := e.spec.LockWait > 0 && !f.fromStore() && f.late == nil
+	// A takeover's late fire neither waits nor claims while the key is
+	// held: its chain tries it again once the lease lapses.
+	wait := e.spec.LockWait > 0 && !f.fromStore() && !f.takenOver()
 	// A fire that waits for the run going claims itself even if the key is
 	// held, so that no other node waits for it too.
-	buffers := e.buffers() && !f.fromStore() && f.late == nil
+	buffers := e.buffers() && !f.fromStore() && !f.takenOver()
 	lease, err := s.acquire(ctx, f, wait || buffers)
 	if err == nil {
 		return lease, "", nil

@@ -198,6 +198,9 @@ func (s *Scheduler) beat() {
 		if !s.stopping() && !sp.failing.Swap(true) {
 			s.log.Warn("membership heartbeat failed; this node keeps its last view of the group (the others take its tasks if it stays failing) until one succeeds", "group", group, "err", err)
 		}
+		if !s.stopping() {
+			s.resumeLates() // the late fires' claims keep them once whoever owns the tasks now
+		}
 		return
 	}
 	if sp.failing.Swap(false) {
