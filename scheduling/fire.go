@@ -142,9 +142,14 @@ type firing struct {
 // instant (a retry, a fire that waited for the run going), once their gate
 // opened.
 func alsoLock(cur *entry, fire time.Time, kind runKind) firing {
-	e := cur.inForce(fire)
+	return alsoLockOf(cur, cur.inForce(fire), fire, kind)
+}
+
+// alsoLockOf is alsoLock for a fire of e, a spec that cur replaced (or
+// cur): the spec a node ran the fire by, as it read the schedule then.
+func alsoLockOf(cur, e *entry, fire time.Time, kind runKind) firing {
 	f := firing{e: e, fire: fire, kind: kind}
-	for x := cur; x != e; x = x.prior {
+	for x := cur; x != e && x != nil; x = x.prior {
 		if l := x.spec.Lock; l != "" && l != e.spec.Lock && !slices.Contains(f.also, l) {
 			f.also = append(f.also, l)
 		}

@@ -27,7 +27,9 @@ type lateFires struct {
 // A lateFire is an instant that a chain tries.
 type lateFire struct {
 	at     time.Time
-	joined bool // this node's own scheduled fire, which joined the chain (joinLate)
+	joined bool   // this node's own scheduled fire, which joined the chain (joinLate)
+	e      *entry // a joined fire's spec, as the node read the schedule at its instant
+	due    time.Time
 }
 
 // lateTry is what a late fire's path tells its chain.
@@ -176,7 +178,7 @@ func (s *Scheduler) joinLate(f *firing, t *turn) (joined, busy bool) {
 	}
 	full := len(l.at) >= maxLateFires
 	if !full {
-		l.at = append(l.at, lateFire{at: f.fire, joined: true})
+		l.at = append(l.at, lateFire{at: f.fire, joined: true, e: f.e, due: f.at})
 	}
 	l.mu.Unlock()
 	t.pass()
@@ -218,7 +220,11 @@ func (s *Scheduler) runLate(task string, fl *flight) {
 		}
 		f := alsoLock(cur, lf.at, kindCatchUp)
 		if lf.joined {
-			f.kind = kindScheduled
+			// By the spec it was due by: an update read since does not
+			// make it another spec's fire (the simulation's seed
+			// 15977122186169711341 history 207).
+			f = alsoLockOf(cur, lf.e, lf.at, kindScheduled)
+			f.at = lf.due
 		} else if !f.e.sched.Next(lf.at.Add(-time.Nanosecond)).Equal(lf.at) {
 			// Not an instant of the spec in force at it: an update that
 			// the takeover had not read (the simulation's seed
