@@ -141,10 +141,13 @@
 //     then its share, while the others hand it that share only at their
 //     second view of it, so no fire falls between (and a fleet that starts
 //     at once does not try every fire on every node for a heartbeat);
-//   - a node that stops leaves its group (after its last heartbeat, so
-//     that none brings it back) and starts no new run, as without
-//     spreading; at their next heartbeat the others take its tasks and run
-//     late the fires it left (see A dead owner's fires below);
+//   - a node that stops hands its tasks over: it stops heartbeating,
+//     leaves its group, and goes on running its fires for two heartbeats,
+//     by which the others have seen it gone and taken its tasks, and only
+//     then starts no new run; so a rolling deploy's fires run on time, each
+//     once (the claims decide between the leaving node and the taker). A
+//     fire the others could not take in time (their heartbeats slow or
+//     failing) runs late (see A dead owner's fires below);
 //   - a node that dies (or is paused, or cut off) keeps its tasks until its
 //     membership lapses, three heartbeats after its last, and the others
 //     see it gone at their next: four heartbeats, which the default
@@ -180,7 +183,12 @@
 // a takeover"). Each claims its instant, so a fire the member claimed,
 // ran or was running is refused and skipped, unrecorded: at most once
 // wins. As claims are monotonic, a scheduled fire due while late ones wait
-// joins them, after them. A late fire whose lock is held (the member died
+// joins them, after them, and runs in its turn as it would have run on
+// time (it waits or buffers as its spec says, and its skips are recorded),
+// so that the fires due under a dead member's lease run once it lapses;
+// one due after the chain's deadline (below) while the chain goes on is
+// skipped as a fire that finds the run before it going ([OutcomeRunning]).
+// A late fire whose lock is held (the member died
 // holding its lease, a run going until its lock TTL) neither waits nor
 // claims: it is tried again every heartbeat until the lease lapses. So a
 // late fire runs within four heartbeats of its instant plus the lock step

@@ -285,11 +285,12 @@ func (s *Scheduler) fire(f firing, t *turn) {
 		s.dropOrphan(f)
 		return
 	}
-	if s.joinLate(&f, t) {
+	joined, busy := s.joinLate(&f, t)
+	if joined {
 		return
 	}
 	e := f.e
-	if !e.enter() {
+	if busy || !e.enter() {
 		t.pass()
 		if s.spread != nil {
 			s.tried(&f)
@@ -428,7 +429,10 @@ func (s *Scheduler) admit(f *firing, t *turn) (locks.Lease, Outcome, error) {
 		return nil, notRecorded, nil
 	}
 	if e.spec.Lock != "" && s.spread != nil {
-		if !s.owns(e.spec.Lock) {
+		// A late fire's owner was decided when it was taken over or
+		// joined its chain; the view may have changed since, and the
+		// owner of now would not try a past fire.
+		if f.late == nil && !s.owns(e.spec.Lock) {
 			t.pass()
 			return nil, OutcomeNotOwner, nil
 		}

@@ -572,7 +572,7 @@ func TestTakeoverBeforeAnUpdateComesInForce(t *testing.T) {
 			t.Fatal(err)
 		}
 		mustStart(t, s)
-		t.Cleanup(func() { _ = s.Stop(context.Background()) })
+		t.Cleanup(func() { stopStepping(t, c.fc, s) })
 		c.nodes = append(c.nodes, s)
 	}
 	s := c.nodes[0]

@@ -87,7 +87,8 @@ func instantsInForce(cur *entry, from, to time.Time, limit int) []firing {
 }
 
 // runLates starts a chain for each task of taken (a takeover's fires, in
-// order per task) whose late fires are not pending yet. A chain's
+// order per task) whose late fires are not pending yet, and adds the
+// later instants to those pending. A chain's
 // instants stay pending while the lock is held (the member that left died
 // holding the lease), tried again at each heartbeat (resumeLates) until
 // the lease lapses, at most a lock TTL and two heartbeats after the
@@ -107,12 +108,14 @@ func (s *Scheduler) runLates(taken []firing) {
 		l.mu.Lock()
 		start := !l.active
 		if start {
-			l.at = l.at[:0]
-			for _, f := range taken[i:j] {
+			l.at, l.active, l.running = l.at[:0], true, true
+		}
+		for _, f := range taken[i:j] { // a second takeover adds its later instants
+			if n := len(l.at); (n == 0 || f.fire.After(l.at[n-1].at)) && n < maxLateFires {
 				l.at = append(l.at, lateFire{at: f.fire})
 			}
-			l.active, l.running, l.until = true, true, now.Add(e.spec.LockTTL+2*every)
 		}
+		l.until = now.Add(e.spec.LockTTL + 2*every)
 		l.mu.Unlock()
 		if start {
 			s.mu.Lock()
@@ -146,19 +149,30 @@ func (s *Scheduler) resumeLates() {
 	}
 }
 
-// joinLate leaves f, a scheduled fire of a task whose late fires are
-// pending, to their chain, which runs it after them: run now, it would
-// claim its instant first and leave theirs unclaimable. It reports whether
-// it did.
-func (s *Scheduler) joinLate(f *firing, t *turn) bool {
-	if f.kind != kindScheduled || f.late != nil || f.e.spec.Lock == "" || s.spread == nil {
-		return false
+// joinLate leaves f, a scheduled fire that this node owns of a task whose
+// late fires are pending, to their chain, which runs it after them: run
+// now, it would claim its instant first and leave theirs unclaimable. A
+// fire due past the chain's deadline, by which the lease of the member
+// that left has lapsed, does not join: while the chain goes on, the task
+// is busy (the fire is skipped as one that finds the run before it going),
+// and so a chain that runs long does not pile up fires behind it (the
+// simulation's seed 15462860377904919152 history 83). The chain tries a
+// joined fire whoever owns the task then (seed 14185607628684295526
+// history 243: the owner came back while the fires waited, and they were
+// skipped as not owner everywhere).
+func (s *Scheduler) joinLate(f *firing, t *turn) (joined, busy bool) {
+	if f.kind != kindScheduled || f.late != nil || f.e.spec.Lock == "" || s.spread == nil || !s.owns(f.e.spec.Lock) {
+		return false, false // a fire another node owns is skipped as not owner
 	}
 	l := &f.e.late
 	l.mu.Lock()
 	if !l.active {
 		l.mu.Unlock()
-		return false
+		return false, false
+	}
+	if f.fire.After(l.until) {
+		l.mu.Unlock()
+		return false, true
 	}
 	full := len(l.at) >= maxLateFires
 	if !full {
@@ -169,7 +183,7 @@ func (s *Scheduler) joinLate(f *firing, t *turn) bool {
 	if full {
 		s.skip(*f, OutcomeMissed, nil)
 	}
-	return true
+	return true, false
 }
 
 // runLate is the chain of task's late fires: it tries them through the
@@ -205,6 +219,12 @@ func (s *Scheduler) runLate(task string, fl *flight) {
 		f := alsoLock(cur, lf.at, kindCatchUp)
 		if lf.joined {
 			f.kind = kindScheduled
+		} else if !f.e.sched.Next(lf.at.Add(-time.Nanosecond)).Equal(lf.at) {
+			// Not an instant of the spec in force at it: an update that
+			// the takeover had not read (the simulation's seed
+			// 7799348695535355068 history 237).
+			s.popLate(l)
+			continue
 		}
 		if !lf.joined && s.clock.Now().After(until) {
 			// The lease stayed held past the bound: a holder other than

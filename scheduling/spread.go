@@ -52,6 +52,7 @@ type spread struct {
 	beats sync.WaitGroup // heartbeats in flight
 
 	// Protected by Scheduler.mu:
+	leaving  bool          // Stop is handing over: no more heartbeats
 	group    string        // the group of the nodes that have the same locked tasks
 	every    time.Duration // the heartbeat interval for those tasks (see regroup)
 	nextBeat time.Time     // when the loop heartbeats next
@@ -265,10 +266,40 @@ func (s *Scheduler) tried(f *firing) {
 	}
 }
 
-// leave ends this node's membership when Stop has stopped the loop and its
-// heartbeats, so that the others take its tasks at their next heartbeat
-// (and run late the fires it left meanwhile) instead of when its
-// membership lapses. ctx bounds it, as one heartbeat does.
+// handOver is the start of a spreading node's Stop: the node stops its
+// heartbeats, leaves its group, and goes on running its fires for two
+// heartbeats, by which the others have heartbeaten, seen it gone and taken
+// its tasks; so its fires due meanwhile run on time, here or there (their
+// claims keep them once). A node alone in its last view, or a ctx that
+// ended (a node killed), hands over nothing: it only leaves. A ctx with a
+// deadline bounds the handover to a quarter of the time left, so that the
+// runs keep most of it.
+func (s *Scheduler) handOver(ctx context.Context) {
+	sp := s.spread
+	s.mu.Lock()
+	sp.leaving = true
+	every := sp.every
+	s.mu.Unlock()
+	s.leave(ctx)
+	v := sp.view.Load()
+	if ctx.Err() != nil || v == nil || !slices.ContainsFunc(v.members, func(m string) bool { return m != s.node }) {
+		return
+	}
+	wait := 2 * every
+	if deadline, ok := ctx.Deadline(); ok {
+		wait = min(wait, time.Until(deadline)/4)
+	}
+	s.log.Info("stopping: handing this node's tasks over", "wait", wait, "members", len(v.members)-1)
+	select {
+	case <-s.clock.After(wait):
+	case <-ctx.Done():
+	}
+}
+
+// leave ends this node's membership once its heartbeats have stopped, so
+// that the others take its tasks at their next heartbeat (and run late the
+// fires it left meanwhile) instead of when its membership lapses. ctx
+// bounds it, as one heartbeat does.
 func (s *Scheduler) leave(ctx context.Context) {
 	sp := s.spread
 	sp.beats.Wait() // a heartbeat landing after the leave would bring the node back
