@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"cmp"
 	"slices"
 	"sync"
 	"time"
@@ -22,6 +23,7 @@ type lateFires struct {
 	active  bool       // the instants are pending: a later fire joins them
 	running bool       // a chain (runLate) is trying them
 	until   time.Time  // the deadline: instants still pending then are missed
+	why     Outcome    // what kept the chain pending last: a joined fire dropped says so
 }
 
 // A lateFire is an instant that a chain tries.
@@ -34,8 +36,9 @@ type lateFire struct {
 
 // lateTry is what a late fire's path tells its chain.
 type lateTry struct {
-	joined  bool // see lateFire
-	pending bool // the lock was held, or a fire of the task in flight: try again later
+	joined  bool    // see lateFire
+	pending bool    // the lock was held, or a fire of the task in flight: try again later
+	why     Outcome // what kept it pending
 }
 
 // lateReach is how far back a takeover at now looks for the fires a member
@@ -153,12 +156,14 @@ func (s *Scheduler) resumeLates() {
 
 // joinLate leaves f, a scheduled fire that this node owns of a task whose
 // late fires are pending, to their chain, which runs it after them: run
-// now, it would claim its instant first and leave theirs unclaimable. A
-// fire due past the chain's deadline, by which the lease of the member
-// that left has lapsed, does not join: while the chain goes on, the task
-// is busy (the fire is skipped as one that finds the run before it going),
-// and so a chain that runs long does not pile up fires behind it (the
-// simulation's seed 15462860377904919152 history 83). The chain tries a
+// now, it would claim its instant first and leave theirs unclaimable. It
+// joins only while the chain waits for a held lock (the lease of the
+// member that left), and not past the chain's deadline, by which that
+// lease has lapsed: while the chain runs its fires, or past the deadline,
+// the task is busy, and the fire is skipped as one that finds the run
+// before it going; so a chain that runs long does not pile up fires behind
+// it, each later than the last (the simulation's seed
+// 15462860377904919152 history 83, seed 6893811210285634024 history 381). The chain tries a
 // joined fire whoever owns the task then (seed 14185607628684295526
 // history 243: the owner came back while the fires waited, and they were
 // skipped as not owner everywhere).
@@ -172,7 +177,7 @@ func (s *Scheduler) joinLate(f *firing, t *turn) (joined, busy bool) {
 		l.mu.Unlock()
 		return false, false
 	}
-	if f.fire.After(l.until) {
+	if l.running || f.fire.After(l.until) {
 		l.mu.Unlock()
 		return false, true
 	}
@@ -215,7 +220,19 @@ func (s *Scheduler) runLate(task string, fl *flight) {
 		cur := s.byName[task]
 		s.mu.Unlock()
 		if cur == nil || cur.flight != fl {
-			s.endLate(fl, true) // deleted, or created again: the instants are of a task gone
+			// Deleted, or created again: the instants are of a task gone.
+			// The fires of this node's own that joined are recorded as
+			// what kept them waiting (not a silent loss: the simulation's
+			// seed 15050948897812883904 history 130).
+			l.mu.Lock()
+			at, why := slices.Clone(l.at), l.why
+			l.mu.Unlock()
+			s.endLate(fl, true)
+			for _, lf := range at {
+				if lf.joined {
+					s.skip(firing{e: lf.e, fire: lf.at, at: lf.due, kind: kindScheduled}, cmp.Or(why, OutcomeLockHeld), nil)
+				}
+			}
 			return
 		}
 		f := alsoLock(cur, lf.at, kindCatchUp)
@@ -244,7 +261,7 @@ func (s *Scheduler) runLate(task string, fl *flight) {
 		s.fire(f, nil)
 		if f.late.pending {
 			l.mu.Lock()
-			l.running = false
+			l.running, l.why = false, f.late.why
 			l.mu.Unlock()
 			return
 		}
@@ -291,7 +308,7 @@ func lateSkip(f *firing, o Outcome) bool {
 	}
 	switch o {
 	case OutcomeLockHeld, OutcomeRunning, OutcomeLockPending:
-		f.late.pending = true
+		f.late.pending, f.late.why = true, o
 		return true
 	case OutcomeAlreadyRun:
 		return true
