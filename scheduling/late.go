@@ -159,14 +159,15 @@ func (s *Scheduler) resumeLates() {
 // now, it would claim its instant first and leave theirs unclaimable. It
 // joins only while the chain waits for a held lock (the lease of the
 // member that left), and not past the chain's deadline, by which that
-// lease has lapsed: while the chain runs its fires, or past the deadline,
-// the task is busy, and the fire is skipped as one that finds the run
-// before it going; so a chain that runs long does not pile up fires behind
-// it, each later than the last (the simulation's seed
-// 15462860377904919152 history 83, seed 6893811210285634024 history 381). The chain tries a
-// joined fire whoever owns the task then (seed 14185607628684295526
-// history 243: the owner came back while the fires waited, and they were
-// skipped as not owner everywhere).
+// lease has lapsed: while the chain runs its fires, or waits for a run of
+// the task here, or past the deadline, the task is busy, and the fire is
+// skipped as one that finds the run before it going; so a chain that runs
+// long does not pile up fires behind it, each later than the last (the
+// simulation's seed 15462860377904919152 history 83, seed
+// 6893811210285634024 history 381). The chain tries a joined fire whoever
+// owns the task then (seed 14185607628684295526 history 243: the owner
+// came back while the fires waited, and they were skipped as not owner
+// everywhere).
 func (s *Scheduler) joinLate(f *firing, t *turn) (joined, busy bool) {
 	if f.kind != kindScheduled || f.late != nil || f.e.spec.Lock == "" || s.spread == nil || !s.owns(f.e.spec.Lock) {
 		return false, false // a fire another node owns is skipped as not owner
@@ -177,7 +178,7 @@ func (s *Scheduler) joinLate(f *firing, t *turn) (joined, busy bool) {
 		l.mu.Unlock()
 		return false, false
 	}
-	if l.running || f.fire.After(l.until) {
+	if l.running || l.why == OutcomeRunning || f.fire.After(l.until) {
 		l.mu.Unlock()
 		return false, true
 	}
