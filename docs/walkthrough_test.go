@@ -40,14 +40,15 @@ const closeBooks = "PayrollController.CloseBooks"
 // The test maps what the page cannot know: the servers are its own, on free
 // ports (the page's store URL and admin addresses stand for them), the nodes
 // log in JSON for the test to read, and the node the page kills is the one
-// that runs the task. On the way it checks the log lines the page quotes,
-// that each fire ran once before the kill, and after it what the page
-// promises of the audit: a survivor's covers the kill, its missed count is
-// the instants of the schedule that no record of the shared history covers
-// (the run history, read through the API; the nodes' logs agree but for the
-// run the killed node may have died before recording), the metric
-// ndigo_task_missed_fires equals it, the console's task page shows it, and
-// OPERATIONS.md's alert rules fire on it. About two minutes, most of it
+// that runs the task, between two of its runs. On the way it checks the log
+// lines the page quotes, that each fire ran once before the kill, and after
+// it what the page promises: the node that takes the task over runs the
+// fires the killed one left, late; a survivor's audit covers the kill, and
+// its missed count is the instants of the schedule that no record of the
+// shared history covers (the run history, read through the API; the nodes'
+// logs agree), which is none; the metric ndigo_task_missed_fires equals it,
+// the console's task page shows it, and OPERATIONS.md's alert rules stay
+// quiet. (Before late fires, 30 were missed here.) About two minutes, most of it
 // waiting for the audit's horizon (the lease and a minute) to pass the
 // kill; the three stores run at once.
 func TestClusterWalkThrough(t *testing.T) {
@@ -117,7 +118,7 @@ const (
 	msgJoined    = "membership changed"
 	msgClosed    = "payroll closed"
 	msgTakesOver = "taking over the tasks of a node that left"
-	msgHeld      = "lock 'payroll-window' is held"
+	msgLate      = "running a fire late after a takeover"
 )
 
 // A walk runs one store's walk-through.
@@ -366,12 +367,56 @@ func (w *walk) kill(line string, args []string) {
 		t.Fatalf("%q: the test kills a node named as in pkill -KILL -f -- '--node NAME '", line)
 	}
 	w.waitRunning()
-	fires := w.p.WaitFires(msgClosed, "", 1, time.Minute)
-	last := w.p.Runs(msgClosed, fires[len(fires)-1])[fires[len(fires)-1]][0]
-	w.p.Signal(last.Proc, syscall.SIGKILL)
-	w.killed, w.killedLast, w.killedAt = last.Proc, last.Fire, time.Now()
+	// Between two runs, as the page's reader would: the node's last run
+	// recorded, the next not begun. A node stopped (SIGSTOP) more than
+	// 400ms before its next fire (its clock is at most 300ms ahead) has
+	// not begun it; else it goes on, and the next fire is tried.
+	deadline := time.Now().Add(time.Minute)
+	for skip := 0; ; {
+		fires := w.p.WaitFires(msgClosed, "", skip+1, time.Minute)
+		skip = len(fires)
+		last := w.p.Runs(msgClosed, fires[len(fires)-1])[fires[len(fires)-1]][0]
+		fire := nodetest.ParseFire(t, last.Fire)
+		w.waitRecorded(last, fire)
+		w.p.Signal(last.Proc, syscall.SIGSTOP)
+		if time.Until(fire.Add(time.Second)) > 400*time.Millisecond {
+			w.p.Signal(last.Proc, syscall.SIGKILL)
+			w.killed, w.killedLast, w.killedAt = last.Proc, last.Fire, time.Now()
+			break
+		}
+		w.p.Signal(last.Proc, syscall.SIGCONT)
+		if time.Now().After(deadline) {
+			t.Fatal("no moment to kill the node between two runs within a minute")
+		}
+	}
 	t.Logf("killed %s, which ran fire %s", w.killed, w.killedLast)
 	w.p.WaitExit(w.killed, 10*time.Second)
+}
+
+// waitRecorded waits until the shared history, read through another
+// node, has the run of fire that l logged.
+func (w *walk) waitRecorded(l nodetest.Line, fire time.Time) {
+	t := w.t
+	var other string
+	for _, n := range w.nodes {
+		if n != l.Proc {
+			other = w.nodeAddr[n]
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var res struct{ Runs []runJSON }
+		if err := json.Unmarshal([]byte(get(t, "http://"+other+"/scheduledtasks/"+closeBooks+"/runs")), &res); err != nil {
+			t.Fatal(err)
+		}
+		if slices.ContainsFunc(res.Runs, func(r runJSON) bool { return r.Fire.Equal(fire) }) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run of %s by %s is not in the history 30s on", fire, l.Proc)
+		}
+		time.Sleep(10 * time.Millisecond) // polls the history; no result depends on the delay
+	}
 }
 
 // curl fetches the URL, mapped to the node's real address, and keeps the
@@ -568,14 +613,17 @@ func (w *walk) checkAfterTheKill() {
 	}
 	slices.Reverse(missed)
 	t.Logf("the audit of %s: %d missed from %s to %s; the first run after the kill at %s", addr, a.Missed, a.From, a.To, back)
-	if a.Missed == 0 || a.Missed != len(uncovered) || !slices.Equal(missed, uncovered) {
+	if a.Missed != len(uncovered) || !slices.Equal(missed, uncovered) {
 		t.Errorf("the audit finds %d missed (%v); the instants no record covers, from %s to %s: %v", a.Missed, missed, a.From, a.To, uncovered)
+	}
+	if a.Missed != 0 {
+		t.Errorf("the audit finds %d missed; the page promises none: the fires the killed node left run late", a.Missed)
 	}
 
 	w.checkLogsAfterTheKill()
 	u := "http://" + addr + "/metrics"
 	w.waitMetricIsAudit(u)
-	checkAlerts(t, get(t, u), map[string]bool{"NdigoMissedFires": true, "NdigoAuditDown": false})
+	checkAlerts(t, get(t, u), map[string]bool{"NdigoMissedFires": false, "NdigoAuditDown": false})
 }
 
 // checkLogsAfterTheKill checks the lines the page says the survivors log
@@ -586,7 +634,7 @@ func (w *walk) checkAfterTheKill() {
 func (w *walk) checkLogsAfterTheKill() {
 	t := w.t
 	sec := pageSection(t, readPage(t, "CLUSTER.md"), "### Three nodes on a local Redis")
-	for _, m := range []string{msgJoined, msgClosed, msgTakesOver, msgHeld} {
+	for _, m := range []string{msgJoined, msgClosed, msgTakesOver, msgLate} {
 		if !strings.Contains(sec, "`"+m+"`") {
 			t.Errorf("CLUSTER.md's walk-through no longer quotes `%s`, which the test checks", m)
 		}
@@ -599,14 +647,9 @@ func (w *walk) checkLogsAfterTheKill() {
 	w.p.WaitLine(runner.Proc+"'s "+msgTakesOver, 0, time.Minute, func(l nodetest.Line) bool {
 		return after(l) && l.Proc == runner.Proc && l.Msg == msgTakesOver
 	})
-	for _, l := range w.p.All() {
-		if after(l) && l.Msg == msgHeld {
-			if l.Proc != runner.Proc || nodetest.ParseFire(t, l.Fire).After(w.killedAt.Add(33*time.Second)) {
-				t.Errorf("%s logged %q at fire %s; only %s, which runs the task now, within the killed node's 30s lease from %s",
-					l.Proc, l.Msg, l.Fire, runner.Proc, w.killedAt.UTC().Format(time.RFC3339Nano))
-			}
-		}
-	}
+	w.p.WaitLine(runner.Proc+"'s "+msgLate, 0, time.Minute, func(l nodetest.Line) bool {
+		return after(l) && l.Proc == runner.Proc && l.Msg == msgLate && l.Fire > w.killedLast
+	})
 }
 
 // checkAlerts evaluates OPERATIONS.md's alert rules on a scrape of

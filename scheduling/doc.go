@@ -141,12 +141,13 @@
 //     then its share, while the others hand it that share only at their
 //     second view of it, so no fire falls between (and a fleet that starts
 //     at once does not try every fire on every node for a heartbeat);
-//   - a node that stops leaves its group (after its last heartbeat, so
-//     that none brings it back) and starts no new run, as without
-//     spreading; at their next heartbeat the others take its tasks and try
-//     the last fire of each within two heartbeats, which it may have left
-//     (a fire it ran is claimed), so a task whose period is at least two
-//     heartbeats misses no fire, at worst running two heartbeats late;
+//   - a node that stops hands its tasks over: it stops heartbeating,
+//     leaves its group, and goes on running its fires for two heartbeats,
+//     by which the others have seen it gone and taken its tasks, and only
+//     then starts no new run; so a rolling deploy's fires run on time, each
+//     once (the claims decide between the leaving node and the taker). A
+//     fire the others could not take in time (their heartbeats slow or
+//     failing) runs late (see A dead owner's fires below);
 //   - a node that dies (or is paused, or cut off) keeps its tasks until its
 //     membership lapses, three heartbeats after its last, and the others
 //     see it gone at their next: four heartbeats, which the default
@@ -154,9 +155,9 @@
 //     shortest lock TTL down to [MinAutoHeartbeat], among the tasks the
 //     node has at the time: a task added after Start or a stored schedule
 //     counts from when the node has it). So its tasks run
-//     again on the others at the first fire after its lease would have
-//     ended anyway, within a lock TTL plus a period of its death (with a
-//     TTL shorter than 400ms, 400ms plus a period); when it comes back, it
+//     again on the others within a lock TTL plus a period of its death
+//     (with a TTL shorter than 400ms, 400ms plus a period), and the fires
+//     due meanwhile run late (below); when it comes back, it
 //     tries the tasks of its last view (which the others may own by now:
 //     the lock and the claim decide) until its next heartbeat;
 //   - a node whose heartbeats fail keeps its last view, and so its tasks,
@@ -171,6 +172,32 @@
 //
 // No fire is missed across a join as long as the nodes' clocks and a
 // heartbeat's latency differ by less than a heartbeat interval.
+//
+// A dead owner's fires are late, not lost. The node that takes over the
+// tasks of a member that left (a membership change, not a join: a join
+// loses nothing) runs the fires of each that fell due since the member's
+// last heartbeat and that it had not tried, once each, oldest first, then
+// the task's own fires, through the one fire path as catch-up fires of
+// their instants: the history and the audit have them as ran, with their
+// lateness ([Event].Lateness, and the Info line "running a fire late after
+// a takeover"). Each claims its instant, so a fire the member claimed,
+// ran or was running is refused and skipped, unrecorded: at most once
+// wins. As claims are monotonic, a scheduled fire due while late ones wait
+// joins them, after them, and runs in its turn as it would have run on
+// time (it waits or buffers as its spec says, and its skips are recorded),
+// so that the fires due under a dead member's lease run once it lapses;
+// one due after the chain's deadline (below) while the chain goes on is
+// skipped as a fire that finds the run before it going ([OutcomeRunning]).
+// A late fire whose lock is held (the member died
+// holding its lease, a run going until its lock TTL) neither waits nor
+// claims: it is tried again every heartbeat until the lease lapses. So a
+// late fire runs within four heartbeats of its instant plus the lock step
+// (within the lock TTL, as the heartbeat is at most a quarter of it), or,
+// behind a dead member's lease, within a lock TTL of the death plus a
+// heartbeat. One still pending a lock TTL and two heartbeats after the
+// takeover (a live holder keeps the key) is recorded [OutcomeMissed], which
+// the audit reports; a takeover keeps at most 1,000 late fires per task,
+// the newest, and the audit finds the older ones missed.
 //
 // # Cost per fire
 //
@@ -229,8 +256,9 @@
 // lock step (one TIME per batch); GET and DEL of the lease and LPUSH and
 // PTTL of the tombstone list in the release; the record. On PostgreSQL, one function call per batch and
 // one per release. A membership change costs each node one Info line and,
-// for each task it takes over from a node that left, one catch-up try of
-// that task's last fire.
+// for each task it takes over from a node that left, the lock step of each
+// fire due since that node's last heartbeat (four heartbeats' worth), one
+// after another, the refused ones costing no record.
 //
 // # Leases
 //

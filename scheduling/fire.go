@@ -130,6 +130,9 @@ type firing struct {
 	// for its run: those of the specs that replaced e's, for a fire of a
 	// replaced spec run after its instant (see alsoLock); nil for none.
 	also []string
+	// late is a takeover's late fire's word to its chain (runLate); nil
+	// for other fires.
+	late *lateTry
 }
 
 // alsoLock returns the firing of a fire of cur's task at instant fire, of
@@ -139,9 +142,14 @@ type firing struct {
 // instant (a retry, a fire that waited for the run going), once their gate
 // opened.
 func alsoLock(cur *entry, fire time.Time, kind runKind) firing {
-	e := cur.inForce(fire)
+	return alsoLockOf(cur, cur.inForce(fire), fire, kind)
+}
+
+// alsoLockOf is alsoLock for a fire of e, a spec that cur replaced (or
+// cur): the spec a node ran the fire by, as it read the schedule then.
+func alsoLockOf(cur, e *entry, fire time.Time, kind runKind) firing {
 	f := firing{e: e, fire: fire, kind: kind}
-	for x := cur; x != e; x = x.prior {
+	for x := cur; x != e && x != nil; x = x.prior {
 		if l := x.spec.Lock; l != "" && l != e.spec.Lock && !slices.Contains(f.also, l) {
 			f.also = append(f.also, l)
 		}
@@ -282,8 +290,12 @@ func (s *Scheduler) fire(f firing, t *turn) {
 		s.dropOrphan(f)
 		return
 	}
+	joined, busy := s.joinLate(&f, t)
+	if joined {
+		return
+	}
 	e := f.e
-	if !e.enter() {
+	if busy || !e.enter() {
 		t.pass()
 		if s.spread != nil {
 			s.tried(&f)
@@ -357,10 +369,13 @@ func (s *Scheduler) fireAdmitted(f firing, t *turn) {
 		s.skip(f, o, err)
 		return
 	}
-	switch f.kind {
-	case kindManual:
+	switch {
+	case f.takenOver():
+		s.log.Info("running a fire late after a takeover", "task", f.e.name, "fire", f.fire, "lateness", s.clock.Since(f.fire),
+			"lock", f.e.spec.Lock, "token", token(lease))
+	case f.kind == kindManual:
 		s.log.Info("manual run", "task", f.e.name, "requested", f.fire, "lock", f.e.spec.Lock, "token", token(lease))
-	case kindRetry:
+	case f.kind == kindRetry:
 		if f.retry.Attempt == 1 {
 			s.log.Info("running a fire that waited for the run before it", "task", f.e.name, "fire", f.fire, "lock", f.e.spec.Lock,
 				"token", token(lease))
@@ -419,7 +434,10 @@ func (s *Scheduler) admit(f *firing, t *turn) (locks.Lease, Outcome, error) {
 		return nil, notRecorded, nil
 	}
 	if e.spec.Lock != "" && s.spread != nil {
-		if !s.owns(e.spec.Lock) {
+		// A late fire's owner was decided when it was taken over or
+		// joined its chain; the view may have changed since, and the
+		// owner of now would not try a past fire.
+		if f.late == nil && !s.owns(e.spec.Lock) {
 			t.pass()
 			return nil, OutcomeNotOwner, nil
 		}
@@ -579,10 +597,12 @@ func (s *Scheduler) lockOwn(f *firing, t *turn) (locks.Lease, Outcome, error) {
 		ctx, cancel = withTimeout(s.acquireCtx, s.clock, e.spec.LockTTL)
 	}
 	defer cancel()
-	wait := e.spec.LockWait > 0 && !f.fromStore()
+	// A takeover's late fire neither waits nor claims while the key is
+	// held: its chain tries it again once the lease lapses.
+	wait := e.spec.LockWait > 0 && !f.fromStore() && !f.takenOver()
 	// A fire that waits for the run going claims itself even if the key is
 	// held, so that no other node waits for it too.
-	buffers := e.buffers() && !f.fromStore()
+	buffers := e.buffers() && !f.fromStore() && !f.takenOver()
 	lease, err := s.acquire(ctx, f, wait || buffers)
 	if err == nil {
 		return lease, "", nil
@@ -722,12 +742,13 @@ func (s *Scheduler) failed() Outcome {
 // skip records a fire that does not run, logs it and tells the listeners.
 // A manual run or a retry that did not take its request or attempt is not
 // a skip: it stays for a later poll (lock held, a fire in flight here), or
-// another node took it.
+// another node took it; nor is a takeover's late fire that stays for its
+// chain or that another node claimed (lateSkip).
 func (s *Scheduler) skip(f firing, o Outcome, err error) {
 	f.member.leave(s)
 	f.member.started()
 	e := f.e
-	if f.fromStore() && !f.taken && o != OutcomeLockFailed {
+	if (f.fromStore() && !f.taken && o != OutcomeLockFailed) || lateSkip(&f, o) {
 		o = notRecorded
 	}
 	if o == OutcomeBuffered {

@@ -42,6 +42,25 @@ func step(t testing.TB, fc *clockwork.FakeClock, d, inc time.Duration, ss ...*Sc
 	}
 }
 
+// stopStepping stops s, a spreading scheduler on fc, stepping fc while
+// Stop hands s's tasks over (it waits two heartbeats on the clock).
+func stopStepping(t testing.TB, fc *clockwork.FakeClock, s *Scheduler) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- s.Stop(context.Background()) }()
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Stop %s: %v", s.node, err)
+			}
+			return
+		case <-time.After(time.Millisecond): // no result depends on the delay
+			fc.Advance(100 * time.Millisecond)
+		}
+	}
+}
+
 // logRecorder is a slog.Handler that keeps records for assertions.
 type logRecorder struct {
 	mu   sync.Mutex

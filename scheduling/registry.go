@@ -162,6 +162,7 @@ type flight struct {
 	inFlight atomic.Int32 // with OverlapAllow, the fires in flight on this node, instead of busy
 	waiting  atomic.Bool  // that fire is waiting for its lock
 	tried    atomic.Int64 // the latest fire (Unix ns) this node owned or found busy: a takeover does not try it again
+	late     lateFires    // the fires a takeover left this node to run late
 
 	mu   sync.Mutex // protects hist, apart from Scheduler.mu so runs do not contend
 	hist *history   // nil until the first fire, so that an idle task keeps none

@@ -116,9 +116,10 @@ func (s *Scheduler) dueRetries(polled map[string]taskstate.Retry, now time.Time)
 		}
 		f := alsoLock(cur, r.Fire, kindRetry) // the spec of the fire's instant
 		f.retry = r
-		if orphaned(f.e, r.Fire) {
-			// Of a stored schedule deleted since, and created again: the
-			// first node to see it takes it, and runs nothing.
+		if orphaned(f.e, r.Fire, r.Manual) {
+			// Of a stored schedule deleted since, and created again, or
+			// not an instant of the spec in force at it: the first node
+			// to see it takes it, and runs nothing.
 			f.orphan = true
 			due = append(due, f)
 			continue
@@ -134,19 +135,28 @@ func (s *Scheduler) dueRetries(polled map[string]taskstate.Retry, now time.Time)
 	return due
 }
 
-// orphaned reports whether fire, an instant of e's task, is before the
-// creation of e's stored schedule: a retry or waiting fire of a schedule of
-// the same name that was deleted. e is the oldest spec this node knows of
-// the schedule; one that replaced another (the node's list of them was cut)
-// says nothing of the creation.
-func orphaned(e *entry, fire time.Time) bool {
-	sc := e.stored
-	return sc != nil && e.prior == nil && len(sc.Replaced) == 0 && sc.Updated.Equal(sc.From) && fire.Before(sc.From)
+// orphaned reports whether fire, a retry's or waiting fire's instant of
+// e's stored schedule (not a manual run's), e being the spec in force at
+// it, is no instant of e: of a
+// stored schedule of the same name that was deleted (before the creation
+// of e's; e is the oldest spec this node knows of the schedule, and one
+// that replaced another, the node's list of them cut, says nothing of the
+// creation), or of a spec that a node ran after an update had replaced it
+// at that instant, as it had not read the update yet (the simulation's
+// seed 15977122186169711341 history 207: a waiting fire of the old spec,
+// left by a node that had not read the update, ran by the new one).
+func orphaned(e *entry, fire time.Time, manual bool) bool {
+	if sc := e.stored; sc != nil && e.prior == nil && len(sc.Replaced) == 0 && sc.Updated.Equal(sc.From) && fire.Before(sc.From) {
+		return true
+	}
+	// A manual run's fire is its request's time; a task declared in code
+	// may have another cron on the nodes of another build.
+	return e.stored != nil && !manual && !e.sched.Next(fire.Add(-time.Nanosecond)).Equal(fire)
 }
 
-// dropOrphan takes f, the retry or waiting fire of a deleted stored
-// schedule's instant (orphaned), from the store, so that it never runs:
-// the taken placeholder stays in the history.
+// dropOrphan takes f, a retry or waiting fire of an instant that is not
+// the task's (orphaned), from the store, so that it never runs: the taken
+// placeholder stays in the history.
 func (s *Scheduler) dropOrphan(f firing) {
 	ctx, cancel := withTimeout(s.acquireCtx, s.clock, storeTimeout)
 	defer cancel()
@@ -154,10 +164,10 @@ func (s *Scheduler) dropOrphan(f firing) {
 	switch {
 	case err != nil:
 		if !s.stopping() {
-			s.log.Warn("dropping a deleted schedule's pending run failed; the next poll tries again", "task", f.e.name, "fire", f.fire, "err", err)
+			s.log.Warn("dropping a pending run of an instant not the task's failed; the next poll tries again", "task", f.e.name, "fire", f.fire, "err", err)
 		}
 	case ok:
 		s.retryTaken(f.e, f.retry)
-		s.log.Info("a pending run of a deleted schedule dropped", "task", f.e.name, "fire", f.fire, "attempt", f.retry.Attempt)
+		s.log.Info("a pending run dropped: its instant is not the task's (its schedule was deleted, or changed before it)", "task", f.e.name, "fire", f.fire, "attempt", f.retry.Attempt)
 	}
 }

@@ -461,9 +461,12 @@ func (s *Scheduler) logStarted() {
 // A ctx without a deadline is waited for in full. A run that ignores its
 // cancelled context goes on without its lease.
 //
-// A spreading scheduler ([Config.Spread]) leaves its group once its loop
-// and heartbeats have stopped, so that the other nodes take its tasks at
-// their next heartbeat rather than when its membership lapses.
+// A spreading scheduler ([Config.Spread]) first hands its tasks over: it
+// stops its heartbeats, leaves its group, and goes on running its fires for
+// two heartbeats (at most a quarter of ctx's time left), by which the other
+// nodes have seen it gone and taken its tasks; so its fires due during a
+// rolling deploy run on time, and each once (the claims decide). A node
+// alone in its group, or a ctx already ended, only leaves.
 //
 // Stop logs at Info what it waits for, and at Error the runs it cut.
 func (s *Scheduler) Stop(ctx context.Context) error {
@@ -476,12 +479,12 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 		return nil
 	case started:
 		defer s.logLostRecords(ctx)
+		if s.spread != nil {
+			s.handOver(ctx)
+		}
 		close(s.stop)
 		s.cancelAcquire() // fires waiting for a lock give up: no new runs
 		<-s.loopDone
-		if s.spread != nil {
-			s.leave(ctx)
-		}
 	}
 	s.mu.Lock()
 	landed := s.landed
@@ -605,6 +608,7 @@ func (s *Scheduler) loop() {
 		beat := s.beatDue(now)
 		if beat {
 			s.spread.nextBeat = now.Add(s.spread.every)
+			s.spread.beats.Add(1) // with the decision: a handover's leave waits for it
 		}
 		s.mu.Unlock()
 		if len(batch) > 0 {
@@ -617,7 +621,6 @@ func (s *Scheduler) loop() {
 		}
 		if beat {
 			s.takeoff(1)
-			s.spread.beats.Add(1)
 			go s.beat()
 		}
 
@@ -646,7 +649,7 @@ func (s *Scheduler) loop() {
 		if s.state != nil && (wakeAt.IsZero() || s.nextPoll.Before(wakeAt)) {
 			wakeAt = s.nextPoll
 		}
-		if sp := s.spread; sp != nil && (wakeAt.IsZero() || sp.nextBeat.Before(wakeAt)) {
+		if sp := s.spread; sp != nil && !sp.leaving && (wakeAt.IsZero() || sp.nextBeat.Before(wakeAt)) {
 			wakeAt = sp.nextBeat
 		}
 		if !wakeAt.IsZero() {
@@ -674,7 +677,7 @@ func (s *Scheduler) loop() {
 // s.mu is held.
 func (s *Scheduler) beatDue(now time.Time) bool {
 	sp := s.spread
-	return sp != nil && !sp.nextBeat.After(now)
+	return sp != nil && !sp.leaving && !sp.nextBeat.After(now)
 }
 
 // takeoff counts n more fires in flight. Only the loop calls it, and

@@ -52,9 +52,13 @@ type spread struct {
 	beats sync.WaitGroup // heartbeats in flight
 
 	// Protected by Scheduler.mu:
+	leaving  bool          // Stop is handing over: no more heartbeats
 	group    string        // the group of the nodes that have the same locked tasks
 	every    time.Duration // the heartbeat interval for those tasks (see regroup)
 	nextBeat time.Time     // when the loop heartbeats next
+	// lates are the tasks (by their flight) with late fires pending: each
+	// heartbeat resumes their chains (resumeLates).
+	lates map[*flight]string
 }
 
 // A view is the group's live members as one heartbeat answered.
@@ -195,6 +199,9 @@ func (s *Scheduler) beat() {
 		if !s.stopping() && !sp.failing.Swap(true) {
 			s.log.Warn("membership heartbeat failed; this node keeps its last view of the group (the others take its tasks if it stays failing) until one succeeds", "group", group, "err", err)
 		}
+		if !s.stopping() {
+			s.resumeLates() // the late fires' claims keep them once whoever owns the tasks now
+		}
 		return
 	}
 	if sp.failing.Swap(false) {
@@ -234,10 +241,14 @@ func (s *Scheduler) beat() {
 	s.mu.Lock()
 	taken := s.takeovers(prev, v, s.clock.Now())
 	s.mu.Unlock()
-	if len(taken) > 0 && !s.stopping() {
-		s.log.Info("taking over the tasks of a node that left", "tasks", len(taken), "members", len(members))
-		s.dispatch(taken)
+	if s.stopping() {
+		return
 	}
+	if len(taken) > 0 {
+		s.log.Info("taking over the tasks of a node that left", "fires", len(taken), "members", len(members))
+		s.runLates(taken)
+	}
+	s.resumeLates()
 }
 
 // tried notes that this node made f's lock step, or found the task busy,
@@ -255,10 +266,40 @@ func (s *Scheduler) tried(f *firing) {
 	}
 }
 
-// leave ends this node's membership when Stop has stopped the loop and its
-// heartbeats, so that the others take its tasks at their next heartbeat
-// (and catch up the fire they may have missed meanwhile) instead of when its
-// membership lapses. ctx bounds it, as one heartbeat does.
+// handOver is the start of a spreading node's Stop: the node stops its
+// heartbeats, leaves its group, and goes on running its fires for two
+// heartbeats, by which the others have heartbeaten, seen it gone and taken
+// its tasks; so its fires due meanwhile run on time, here or there (their
+// claims keep them once). A node alone in its last view, or a ctx that
+// ended (a node killed), hands over nothing: it only leaves. A ctx with a
+// deadline bounds the handover to a quarter of the time left, so that the
+// runs keep most of it.
+func (s *Scheduler) handOver(ctx context.Context) {
+	sp := s.spread
+	s.mu.Lock()
+	sp.leaving = true
+	every := sp.every
+	s.mu.Unlock()
+	s.leave(ctx)
+	v := sp.view.Load()
+	if ctx.Err() != nil || v == nil || !slices.ContainsFunc(v.members, func(m string) bool { return m != s.node }) {
+		return
+	}
+	wait := 2 * every
+	if deadline, ok := ctx.Deadline(); ok {
+		wait = min(wait, time.Until(deadline)/4)
+	}
+	s.log.Info("stopping: handing this node's tasks over", "wait", wait, "members", len(v.members)-1)
+	select {
+	case <-s.clock.After(wait):
+	case <-ctx.Done():
+	}
+}
+
+// leave ends this node's membership once its heartbeats have stopped, so
+// that the others take its tasks at their next heartbeat (and run late the
+// fires it left meanwhile) instead of when its membership lapses. ctx
+// bounds it, as one heartbeat does.
 func (s *Scheduler) leave(ctx context.Context) {
 	sp := s.spread
 	sp.beats.Wait() // a heartbeat landing after the leave would bring the node back
@@ -273,35 +314,47 @@ func (s *Scheduler) leave(ctx context.Context) {
 	}
 }
 
-// takeovers returns the catch-up fires of the tasks that v gives this node
-// from a member that left or died since prev: the last fire of each within
-// two heartbeat intervals, which the member may have missed while this node
-// did not own it yet (a fire the member ran is claimed, and skipped). So a
-// graceful stop misses no fire of a task whose period is at least two
-// heartbeat intervals. s.mu is held.
+// takeovers returns the late fires of the tasks that v gives this node
+// from a member that left or died since prev, oldest first per task: the
+// instants of each since the member's last heartbeat (see lateReach), at
+// most maxLateFires, that this node has not tried, which the member may
+// have left while this node did not own the task yet (a fire the member
+// claimed, ran or was running is refused by its claim, and skipped). So a
+// member that stops or dies leaves no fire unrun but those its lease or
+// the claims keep. s.mu is held.
 func (s *Scheduler) takeovers(prev, v *view, now time.Time) []firing {
 	if prev == nil || prev.group != v.group {
 		return nil
 	}
+	left := false // an owner of prev is gone: most heartbeats take nothing over
+	for _, m := range prev.owners {
+		left = left || !slices.Contains(v.members, m)
+	}
+	if !left {
+		return nil
+	}
+	from := lateReach(prev, s.spread.every, now)
 	var out []firing
 	for _, cur := range s.entries {
-		// The last instant within reach is of the spec in force at it: of
-		// a stored schedule's update not in force yet, the spec it
-		// replaces.
-		e, p := lastFireInForce(cur, now, 2*s.spread.every)
-		if p.IsZero() || e.spec.Lock == "" || v.ownerOf(e.spec.Lock) != s.node {
+		if cur.spec.Lock == "" && cur.prior == nil {
 			continue
 		}
-		was := prev.ownerOf(e.spec.Lock)
-		if was == s.node || slices.Contains(v.members, was) {
-			continue
-		}
-		// A fire at or after e.next, while e waits in the heap, is still
-		// this node's own to start (its jittered start has not come): the
-		// loop dispatches it. Out of the heap, e.next is the fire being
-		// dispatched, under the old view.
-		if p.UnixNano() > e.tried.Load() && (e.index < 0 || e.next.IsZero() || p.Before(e.next)) {
-			out = append(out, alsoLock(cur, p, kindCatchUp))
+		for _, f := range instantsInForce(cur, from, now, maxLateFires) {
+			e, p := f.e, f.fire
+			if e.spec.Lock == "" || v.ownerOf(e.spec.Lock) != s.node {
+				continue
+			}
+			was := prev.ownerOf(e.spec.Lock)
+			if was == s.node || slices.Contains(v.members, was) {
+				continue
+			}
+			// A fire at or after e.next, while e waits in the heap, is
+			// still this node's own to start (its jittered start has not
+			// come): the loop dispatches it. Out of the heap, e.next is
+			// the fire being dispatched, under the old view.
+			if p.UnixNano() > e.tried.Load() && (e.index < 0 || e.next.IsZero() || p.Before(e.next)) {
+				out = append(out, f)
+			}
 		}
 	}
 	return out

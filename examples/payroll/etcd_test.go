@@ -16,9 +16,9 @@ import (
 )
 
 func init() {
-	onEtcd = func(t *testing.T) {
+	startEtcd = func(t *testing.T) (string, ledger) {
 		c := etcdtest.StartCluster(t, 1)
-		multiNodeExactlyOnce(t, "--etcd", strings.Join(c.Endpoints(), ","), newEtcdLedger(c.Client(), "e2e"))
+		return strings.Join(c.Endpoints(), ","), newEtcdLedger(c.Client(), "e2e")
 	}
 }
 

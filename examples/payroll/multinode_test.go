@@ -23,36 +23,72 @@ func TestMultiNodeExactlyOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three processes for about 15s on each store")
 	}
+	eachStore(t, true, multiNodeExactlyOnce)
+}
+
+// eachStore runs f as a subtest on each lock store, on a private server
+// whose ledger l reads (namespace e2e): on Redis, and with all on
+// PostgreSQL and on etcd too (etcd in a build with -tags etcd, as make test
+// builds it).
+func eachStore(t *testing.T, all bool, f func(t *testing.T, storeFlag, url string, l ledger)) {
 	t.Run("redis", func(t *testing.T) {
 		srv := redistest.Start(t)
-		multiNodeExactlyOnce(t, "--redis", "redis://"+srv.Addr(), newRedisLedger(srv.Client(), "e2e"))
+		f(t, "--redis", "redis://"+srv.Addr(), newRedisLedger(srv.Client(), "e2e"))
 	})
 	t.Run("postgres", func(t *testing.T) {
+		if !all {
+			t.Skip("runs in make chaos (-failover.all)")
+		}
 		srv := pgtest.Start(t)
-		multiNodeExactlyOnce(t, "--postgres", srv.URL(), newPGLedger(srv.Pool(), "e2e"))
+		f(t, "--postgres", srv.URL(), newPGLedger(srv.Pool(), "e2e"))
 	})
 	t.Run("etcd", func(t *testing.T) {
-		if onEtcd == nil {
+		switch {
+		case !all:
+			t.Skip("runs in make chaos (-failover.all)")
+		case startEtcd == nil:
 			t.Skip("the etcd case is built with -tags etcd, as make test builds it")
 		}
-		onEtcd(t)
+		url, l := startEtcd(t)
+		f(t, "--etcd", url, l)
 	})
 }
 
-// onEtcd is TestMultiNodeExactlyOnce's etcd case, in a build with -tags
-// etcd (etcd_test.go).
-var onEtcd func(t *testing.T)
+// cluster is the nodes of the multi-node tests, with their clocks' offsets.
+var cluster = []struct {
+	name   string
+	offset time.Duration
+}{{"n0", 0}, {"n1", 300 * time.Millisecond}, {"n2", -300 * time.Millisecond}}
+
+// startNode starts the node of cluster named name on the store that
+// storeFlag names at url, in namespace e2e, with the lock TTL ttl.
+func startNode(p *nodetest.Procs, name, storeFlag, url string, ttl time.Duration) {
+	for _, n := range cluster {
+		if n.name == name {
+			p.StartPayrollOn(name, storeFlag, url, "e2e", ttl.String(), "--clock-offset", n.offset.String())
+		}
+	}
+}
+
+// startCluster starts every node of cluster (startNode).
+func startCluster(t *testing.T, storeFlag, url string, ttl time.Duration) *nodetest.Procs {
+	p := nodetest.New(t)
+	for _, n := range cluster {
+		startNode(p, n.name, storeFlag, url, ttl)
+	}
+	return p
+}
+
+// startEtcd starts a private etcd and returns its endpoints and the ledger
+// on it (namespace e2e), in a build with -tags etcd (etcd_test.go).
+var startEtcd func(t *testing.T) (url string, l ledger)
 
 // multiNodeExactlyOnce is TestMultiNodeExactlyOnce on the store that
 // storeFlag names at url, whose ledger l reads.
 func multiNodeExactlyOnce(t *testing.T, storeFlag, url string, l ledger) {
-	p := nodetest.New(t)
 	// A node killed while it holds the lock blocks the others for a lease.
-	for _, n := range []struct{ name, offset string }{{"n0", "0s"}, {"n1", "300ms"}, {"n2", "-300ms"}} {
-		p.StartPayrollOn(n.name, storeFlag, url, "e2e", "3s", "--clock-offset", n.offset)
-	}
+	p := startCluster(t, storeFlag, url, 3*time.Second)
 
-	const closed = "payroll closed"
 	fires := p.WaitFires(closed, "", 10, 40*time.Second)
 	p.CheckEveryFireOnce(closed, fires, time.Second)
 	lastFire := fires[len(fires)-1]

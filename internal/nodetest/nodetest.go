@@ -26,23 +26,26 @@ const FireFormat = "2006-01-02T15:04:05.000Z07:00"
 // A Line is one JSON log line of a node process, with the fields tests read
 // from ndigo's log and from the nodes' own lines.
 type Line struct {
-	Proc        string    `json:"-"` // the process that wrote it
-	At          time.Time `json:"-"` // when the test read it
-	Level       string    `json:"level"`
-	Msg         string    `json:"msg"`
-	Task        string    `json:"task"`
-	Fire        string    `json:"fire"`
-	Node        string    `json:"node"`
-	Token       uint64    `json:"token"`
-	Err         string    `json:"err"`
-	Cause       string    `json:"cause"`
-	Extend      string    `json:"extend"`
-	Ledger      string    `json:"ledger"`
-	StartLedger string    `json:"start_ledger"`
-	Goroutines  int       `json:"goroutines"`
-	Manual      bool      `json:"manual"` // a run asked for by hand
-	Addr        string    `json:"addr"`   // the admin endpoints' address
-	Tenant      string    `json:"tenant"` // a tenant report's tenant
+	Proc        string        `json:"-"`    // the process that wrote it
+	At          time.Time     `json:"-"`    // when the test read it
+	Time        time.Time     `json:"time"` // when the node wrote it, by the real clock
+	Level       string        `json:"level"`
+	Msg         string        `json:"msg"`
+	Task        string        `json:"task"`
+	Fire        string        `json:"fire"`
+	Node        string        `json:"node"`
+	Token       uint64        `json:"token"`
+	Err         string        `json:"err"`
+	Cause       string        `json:"cause"`
+	Extend      string        `json:"extend"`
+	Ledger      string        `json:"ledger"`
+	StartLedger string        `json:"start_ledger"`
+	Goroutines  int           `json:"goroutines"`
+	Manual      bool          `json:"manual"`   // a run asked for by hand
+	Addr        string        `json:"addr"`     // the admin endpoints' address
+	Tenant      string        `json:"tenant"`   // a tenant report's tenant
+	Members     int           `json:"members"`  // a membership change's member count
+	Lateness    time.Duration `json:"lateness"` // a late fire's, by the node's clock
 }
 
 // Procs runs node processes and collects their log lines. Its methods fail

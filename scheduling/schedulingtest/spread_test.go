@@ -191,7 +191,8 @@ func TestSpreadOneNodePerFire(t *testing.T) {
 
 // An owner that dies loses its tasks to the live nodes within its
 // membership's life (three heartbeats) plus a heartbeat and a period; the
-// tasks of a node that stops are taken over without a missed fire; a node
+// tasks of a node that stops are taken over without a missed fire, its
+// fires due while it stops running on time (it hands them over); a node
 // that joins takes its share without one. No fire runs twice throughout.
 func TestSpreadFailoverAndHandover(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -230,11 +231,22 @@ func TestSpreadFailoverAndHandover(t *testing.T) {
 		// After the others' heartbeats (at .5) and before the next fire: the
 		// fire falls before they see n1 gone.
 		time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(1700 * time.Millisecond)))
+		stopped := time.Now()
 		if err := c.nodes["n1"].Stop(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		delete(c.nodes, "n1")
 		time.Sleep(5 * time.Second)
+		// n1 handed its tasks over: the fires due meanwhile ran on time,
+		// on n1 or on their new owner (before, those of the next second
+		// ran late, at the others' heartbeat).
+		for name, r := range c.recs {
+			for _, e := range r.Started() {
+				if e.Fire.After(stopped) && e.Fire.Before(stopped.Add(3*time.Second)) && e.Lateness > 100*time.Millisecond {
+					t.Errorf("%s fire %v ran %v late on %s, after n1's Stop; want on time", e.Task, e.Fire.Sub(c.start), e.Lateness, name)
+				}
+			}
+		}
 		c.startNode("n3")
 		time.Sleep(5 * time.Second)
 		c.stopAll()
