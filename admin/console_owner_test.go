@@ -44,10 +44,14 @@ func TestConsoleShowsTheOwnerAndTheAuditNote(t *testing.T) {
 		if err := s.Start(); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = s.Stop(context.Background()) })
 		nodes[name] = s
 		all = append(all, s)
 	}
+	t.Cleanup(func() {
+		if err := schedulingtest.Stop(context.Background(), fc, all...); err != nil {
+			t.Error(err)
+		}
+	})
 	if err := schedulingtest.Step(context.Background(), fc, time.Duration(taskstate.MaxHistory+10)*time.Second, time.Second, all...); err != nil {
 		t.Fatal(err)
 	}

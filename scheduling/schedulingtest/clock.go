@@ -2,6 +2,7 @@ package schedulingtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -101,4 +102,29 @@ func StepBlocked(ctx context.Context, fc *clockwork.FakeClock, d, inc time.Durat
 		}
 	}
 	return nil
+}
+
+// Stop stops each scheduler in ss in turn, advancing fc meanwhile: a
+// spreading node's Stop hands its tasks over for two heartbeats on its
+// clock, which on a fake clock pass only when the test moves it. It returns
+// the schedulers' errors joined.
+func Stop(ctx context.Context, fc *clockwork.FakeClock, ss ...*scheduling.Scheduler) error {
+	var errs []error
+	for _, s := range ss {
+		done := make(chan error, 1)
+		go func() { done <- s.Stop(ctx) }()
+		tick := time.NewTicker(time.Millisecond) // no result depends on the period
+	wait:
+		for {
+			select {
+			case err := <-done:
+				errs = append(errs, err)
+				break wait
+			case <-tick.C:
+				fc.Advance(100 * time.Millisecond)
+			}
+		}
+		tick.Stop()
+	}
+	return errors.Join(errs...)
 }
