@@ -82,12 +82,15 @@ type stallStore struct {
 
 // stallSide is one process's view of a stall store: its driver, a guarded
 // ledger write of writer's entry for a round, and what reads a round's
-// entries ("writer token").
+// entries ("writer token"), and, on PostgreSQL, the lease's expiry.
 type stallSide struct {
 	driver  locks.Driver
 	write   func(ctx context.Context, lease locks.Lease, round int, writer string) error
 	entries func(ctx context.Context, round int) ([]string, error)
-	close   func()
+	// expiry, if not nil, reads when the store expires the lease of
+	// stallKey with token, on the store's clock (the machine's).
+	expiry func(ctx context.Context, token uint64) (time.Time, error)
+	close  func()
 }
 
 // stallLedgerSchema is the PostgreSQL ledger: one row per guarded write.
@@ -171,6 +174,11 @@ func openStallSide(ctx context.Context, env func(string) string) (*stallSide, er
 					out = append(out, fmt.Sprintf("%s %d", w, tok))
 				}
 				return out, rows.Err()
+			},
+			expiry: func(ctx context.Context, token uint64) (at time.Time, err error) {
+				err = pool.QueryRow(ctx, "SELECT expires_at FROM ndigo_locks WHERE ns = $1 AND key = $2 AND token = $3",
+					ns, stallKey, int64(token)).Scan(&at)
+				return at, err
 			},
 			close: func() { _ = d.Close(); pool.Close() },
 		}, nil
@@ -438,7 +446,7 @@ func stalledHoldersAreFenced(t *testing.T, st stallStore) {
 	t.Cleanup(side.close)
 	h := startStallHolder(t, env)
 
-	var margins, uppers, resumes, first []time.Duration
+	var margins, uppers, expiries, resumes, first []time.Duration
 	var late, notAtWrite int
 	for i := range *stallN {
 		for _, stall := range []bool{false, true} {
@@ -446,7 +454,7 @@ func stalledHoldersAreFenced(t *testing.T, st stallStore) {
 			if stall {
 				round++
 			}
-			m, up, resume, atWrite, firstAcquire := stallRound(t, h, side, round, stall)
+			m, up, toExpiry, resume, atWrite, firstAcquire := stallRound(t, h, side, round, stall)
 			first = append(first, firstAcquire)
 			if stall {
 				resumes = append(resumes, resume)
@@ -456,6 +464,9 @@ func stalledHoldersAreFenced(t *testing.T, st stallStore) {
 				continue
 			}
 			margins, uppers = append(margins, m), append(uppers, up)
+			if side.expiry != nil {
+				expiries = append(expiries, toExpiry)
+			}
 			if up <= 0 {
 				late++
 			}
@@ -468,9 +479,12 @@ func stalledHoldersAreFenced(t *testing.T, st stallStore) {
 	t.Logf("%s, TTL %v, %d stalls and %d unstopped rounds; load %s", st.name, st.ttl, len(resumes), len(margins), strings.TrimSpace(string(load)))
 	t.Logf("margin (unstopped holder: its run context cancelled, to the key first acquirable by the successor): at least %s; at most %s; %d rounds cancelled after the successor held the key",
 		spread(margins), spread(uppers), late)
+	if side.expiry != nil {
+		t.Logf("unstopped holder: its run context cancelled, to its lease's expiry in the database: %s", spread(expiries))
+	}
 	t.Logf("stalled holder: SIGCONT to its run context observed cancelled: %s; %d of %d sent their guarded write (refused) before their run context's cancellation had run",
 		spread(resumes), notAtWrite, len(resumes))
-	t.Logf("holder's Acquire sent to the successor's first successful Acquire sent: %s", spread(first))
+	t.Logf("holder's Acquire sent to the successor's first successful Acquire answered: %s", spread(first))
 }
 
 // stallRound runs one round: the holder acquires the key; with stall, it is
@@ -480,15 +494,23 @@ func stalledHoldersAreFenced(t *testing.T, st stallStore) {
 // the margin (unstopped rounds: the successor's last refused Acquire's send
 // less the holder's cancellation, a lower bound of how long after the run
 // context was cancelled the key became free) and its upper bound (the
-// successful Acquire's reply less the cancellation), the time from SIGCONT to the
+// successful Acquire's reply less the cancellation), on PostgreSQL the
+// time from the cancellation to the lease's expiry in the database, the time from SIGCONT to the
 // cancellation (stalled rounds), whether the holder's run context was
 // cancelled already when it sent its guarded write, and the time from the
-// holder's Acquire to the successor's.
-func stallRound(t *testing.T, h *stallHolder, side *stallSide, round int, stall bool) (margin, upper, resume time.Duration, atWrite bool, firstAcquire time.Duration) {
+// holder's Acquire sent to the successor's first successful one answered.
+func stallRound(t *testing.T, h *stallHolder, side *stallSide, round int, stall bool) (margin, upper, toExpiry, resume time.Duration, atWrite bool, firstAcquire time.Duration) {
 	t.Helper()
 	got := map[string]stallEvent{}
 	h.send("acquire", round)
 	held := h.await("held", round, got)
+	var expires time.Time
+	if side.expiry != nil {
+		var err error
+		if expires, err = side.expiry(context.Background(), held.Token); err != nil {
+			t.Fatalf("round %d: reading the holder's expiry: %v", round, err)
+		}
+	}
 	if stall {
 		if err := h.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
@@ -496,12 +518,12 @@ func stallRound(t *testing.T, h *stallHolder, side *stallSide, round int, stall 
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	succ, lastRefused, sent, err := acquireFirst(ctx, side.driver, 30*time.Second)
+	succ, lastRefused, err := acquireFirst(ctx, side.driver, 30*time.Second)
 	replied := time.Now()
 	if err != nil {
 		t.Fatalf("round %d: the successor's Acquire: %v", round, err)
 	}
-	firstAcquire = sent.Sub(time.Unix(0, held.At))
+	firstAcquire = replied.Sub(time.Unix(0, held.At))
 	if succ.Token() <= held.Token {
 		t.Errorf("round %d: the successor's token %d is not above the holder's %d", round, succ.Token(), held.Token)
 	}
@@ -541,6 +563,9 @@ func stallRound(t *testing.T, h *stallHolder, side *stallSide, round int, stall 
 		t.Errorf("round %d: the successor's Release: %v", round, err)
 	}
 	cancelledAt := time.Unix(0, cancelled.At)
+	if !expires.IsZero() {
+		toExpiry = expires.Sub(cancelledAt)
+	}
 	if stall {
 		resume = cancelledAt.Sub(resumed)
 	} else if !lastRefused.IsZero() {
@@ -548,21 +573,20 @@ func stallRound(t *testing.T, h *stallHolder, side *stallSide, round int, stall 
 	} else {
 		t.Logf("round %d: the successor's first Acquire succeeded: no lower bound of the margin", round)
 	}
-	return margin, upper, resume, wrote.CancelledAtWrite, firstAcquire
+	return margin, upper, toExpiry, resume, wrote.CancelledAtWrite, firstAcquire
 }
 
-// acquireFirst calls Acquire on key back to back until it succeeds, with
-// ttl, and returns the lease, when the last refused call and the
-// successful one were sent.
-func acquireFirst(ctx context.Context, d locks.Driver, ttl time.Duration) (l locks.Lease, lastRefused, sent time.Time, err error) {
+// acquireFirst calls Acquire on stallKey back to back until it succeeds,
+// with ttl, and returns the lease and when the last refused call was sent.
+func acquireFirst(ctx context.Context, d locks.Driver, ttl time.Duration) (l locks.Lease, lastRefused time.Time, err error) {
 	for {
-		sent = time.Now()
+		sent := time.Now()
 		l, err = d.Acquire(ctx, stallKey, ttl)
 		if err == nil {
-			return l, lastRefused, sent, nil
+			return l, lastRefused, nil
 		}
 		if !errors.Is(err, locks.ErrNotAcquired) {
-			return nil, lastRefused, sent, err
+			return nil, lastRefused, err
 		}
 		lastRefused = sent
 	}
