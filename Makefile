@@ -112,12 +112,13 @@ fuzz:
 
 # chaos: the long fault runs: the cluster simulation over 100,000 fires, a
 # simulated day of a task every second on PostgreSQL, a linearizability
-# history of 100,000 operations under Redis pauses, then every fault test
-# three times.
-chaos: redis-server postgresql
+# history of 100,000 operations under Redis pauses, 100 stalls of a lease
+# holder on PostgreSQL and on etcd, then every fault test three times.
+chaos: redis-server postgresql etcd-server
 	$(GO) test -race -count=1 -run '^TestClusterSimulation$$' -v ./scheduling/schedulingtest -sim.fires 100000
 	$(GO) test -race -count=1 -timeout 60m -run '^TestDayOfFiresLeavesBoundedRows$$' -v ./pglocks -pg.fires 86400
 	$(GO) test -race -count=1 -run '^TestLinearizable$$' -v ./internal/chaos -lin.ops 100000
+	$(GO) test -race -count=1 -timeout 60m -run '^TestStalledHoldersAreFenced$$' -v ./internal/chaos -stall.n 100
 	$(GO) test -race -count=3 ./internal/chaos
 
 # screenshots: renders the web console of a live 3-node payroll cluster on
