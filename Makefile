@@ -112,12 +112,14 @@ fuzz:
 
 # chaos: the long fault runs: the cluster simulation over 100,000 fires, a
 # simulated day of a task every second on PostgreSQL, a linearizability
-# history of 100,000 operations under Redis pauses, then every fault test
-# three times, and the payroll failover tests on Redis, PostgreSQL and etcd.
+# history of 100,000 operations under Redis pauses, 100 stalls of a lease
+# holder on PostgreSQL and on etcd, every fault test three times, and the
+# payroll failover tests on Redis, PostgreSQL and etcd.
 chaos: redis-server postgresql etcd-server
 	$(GO) test -race -count=1 -run '^TestClusterSimulation$$' -v ./scheduling/schedulingtest -sim.fires 100000
 	$(GO) test -race -count=1 -timeout 60m -run '^TestDayOfFiresLeavesBoundedRows$$' -v ./pglocks -pg.fires 86400
 	$(GO) test -race -count=1 -run '^TestLinearizable$$' -v ./internal/chaos -lin.ops 100000
+	$(GO) test -race -count=1 -timeout 60m -run '^TestStalledHoldersAreFenced$$' -v ./internal/chaos -stall.n 100
 	$(GO) test -race -count=3 ./internal/chaos
 	$(GO) test -count=1 -tags $(TAGS) -run '^(TestOwnerKilledLosesNoFire|TestRollingRestartLosesNoFire)$$' -v ./examples/payroll -failover.all
 

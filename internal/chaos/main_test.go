@@ -15,8 +15,8 @@ import (
 
 var linOps = flag.Int("lin.ops", 6000, "operations the linearizability check records, at least (make chaos: 100000)")
 
-// TestMain runs a child role when the test binary was re-executed as a node
-// or a linearizability worker, and the tests otherwise.
+// TestMain runs a child role when the test binary was re-executed as a node,
+// a linearizability worker or a stall holder, and the tests otherwise.
 func TestMain(m *testing.M) {
 	switch role := os.Getenv(roleEnv); role {
 	case "":
@@ -28,6 +28,8 @@ func TestMain(m *testing.M) {
 		os.Exit(nodeMain())
 	case roleLinWorker:
 		os.Exit(linWorkerMain())
+	case roleStallHolder:
+		os.Exit(stallHolderMain())
 	default:
 		fmt.Fprintf(os.Stderr, "chaos: unknown %s %q\n", roleEnv, role)
 		os.Exit(2)
