@@ -20,22 +20,23 @@ import (
 // none missed. Killed while idle, the late instants run at the takeover;
 // killed during a run, holding the lease, the instant it was running is
 // not run again (its claim refuses it), and the instants of its lease run
-// once the lease lapses.
+// once the lease lapses. With runs of 300 ms, the fires due while the
+// late ones run join them and run too (none skipped as still running).
 func TestDeadOwnerFiresRunLate(t *testing.T) {
-	for _, during := range []bool{false, true} {
-		name := "idle"
-		if during {
-			name = "during a run"
-		}
-		t.Run("killed "+name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) { deadOwnerFiresRunLate(t, during) })
+	for _, c := range []struct {
+		name   string
+		during bool
+		work   time.Duration
+	}{{"idle", false, 0}, {"during a run", true, 0}, {"idle, runs of 300ms", false, 300 * time.Millisecond}} {
+		t.Run("killed "+c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { deadOwnerFiresRunLate(t, c.during, c.work) })
 		})
 	}
 }
 
 // deadOwnerFiresRunLate is TestDeadOwnerFiresRunLate, the owner killed
-// during a run (holding its lease) or between runs.
-func deadOwnerFiresRunLate(t *testing.T, during bool) {
+// during a run (holding its lease) or between runs, each run lasting work.
+func deadOwnerFiresRunLate(t *testing.T, during bool, work time.Duration) {
 	const ttl = 6 * time.Second // heartbeats of 1s: four of them within the TTL
 	var slow atomic.Bool
 	task := func() []scheduling.Task {
@@ -46,6 +47,7 @@ func deadOwnerFiresRunLate(t *testing.T, during bool) {
 				case <-time.After(30 * time.Second):
 				}
 			}
+			time.Sleep(work)
 			return nil
 		}, scheduling.Name("late"), scheduling.Cron("@every 1s"), scheduling.Lock("late"), scheduling.LockTTL(ttl))}
 	}
