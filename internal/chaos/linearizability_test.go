@@ -91,12 +91,15 @@ func recordHistory(cfg recorderConfig) ([]record, error) {
 					r.Out.Result = notAcquired
 				case errors.Is(err, locks.ErrLeaseLost):
 					r.Out.Result = leaseLost
-				case errors.Is(err, redislocks.ErrRedis):
+				case errors.Is(err, redislocks.ErrRedis), errors.Is(err, context.DeadlineExceeded):
+					// No reply, or none within OpTimeout (a loaded
+					// machine): the command may have run.
 					r.Out.Result, r.Return = unknown, math.MaxInt64
 				default:
 					mu.Lock()
 					fail = fmt.Errorf("%+v: unexpected error %w", in, err)
 					mu.Unlock()
+					r.Out.Result, r.Return = unknown, math.MaxInt64 // not ok: no lease to go on with
 				}
 				mine = append(mine, r)
 				count.Add(1)
