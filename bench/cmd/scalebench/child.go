@@ -94,8 +94,7 @@ func runChild() {
 }
 
 // writeRuns writes the runs every 50ms, so that a SIGKILL loses at most the
-// last 50ms of them; with -child-flush, as soon as no other run waits, so
-// that a run started before a SIGKILL or SIGSTOP is seen.
+// last 50ms of them (with -child-flush, ran writes them itself).
 func (n *node) writeRuns(done chan<- struct{}) {
 	defer close(done)
 	t := time.NewTicker(50 * time.Millisecond)
@@ -111,9 +110,6 @@ func (n *node) writeRuns(done chan<- struct{}) {
 			}
 			n.outMu.Lock()
 			n.out.WriteString(r)
-			if *childFlush && len(n.runs) == 0 {
-				n.out.Flush()
-			}
 			n.outMu.Unlock()
 		case <-t.C:
 			n.outMu.Lock()
@@ -165,9 +161,19 @@ func (n *node) counters(typ string) message {
 }
 
 // ran records a run of task i for the fire at nominal, started at start.
+// With -child-flush it writes the run at once, before the task's function
+// goes on, so that a run started before a SIGKILL is seen.
 func (n *node) ran(i int, nominal, start time.Time) {
-	n.runs <- "R " + strconv.Itoa(i) + " " + strconv.FormatInt(nominal.Unix(), 10) + " " +
+	line := "R " + strconv.Itoa(i) + " " + strconv.FormatInt(nominal.Unix(), 10) + " " +
 		strconv.FormatInt(start.Sub(nominal).Microseconds(), 10) + "\n"
+	if *childFlush {
+		n.outMu.Lock()
+		n.out.WriteString(line)
+		n.out.Flush()
+		n.outMu.Unlock()
+		return
+	}
+	n.runs <- line
 }
 
 func taskName(i int) string { return "task" + strconv.Itoa(i) }

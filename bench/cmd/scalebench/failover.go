@@ -62,6 +62,8 @@ type failoverResult struct {
 	system, event  string
 	nodes, tasks   int
 	victim         string        // kill, stop: the node signalled
+	owned          int           // ndigo: the tasks it owned just before
+	at             time.Time     // when the event began (the signal sent)
 	span           time.Duration // how long the event took: stop, rolling
 	expected, runs int           // task instants due in the window; runs of them
 	lost, doubles  int
@@ -71,8 +73,8 @@ type failoverResult struct {
 }
 
 func (r failoverResult) summary() string {
-	return fmt.Sprintf("%s %d × %d %s: victim %q, event %v; runs %d / %d due, lost %d, doubles %d, late %d (p50 %s, p99 %s, max %s), p99 of all %s, load %.2f",
-		r.event, r.nodes, r.tasks, r.system, r.victim, r.span.Round(100*time.Millisecond), r.runs, r.expected, r.lost, r.doubles,
+	return fmt.Sprintf("%s %d × %d %s: victim %q owning %d tasks, event at %s for %v; runs %d / %d due, lost %d, doubles %d, late %d (p50 %s, p99 %s, max %s), p99 of all %s, load %.2f",
+		r.event, r.nodes, r.tasks, r.system, r.victim, r.owned, r.at.UTC().Format("15:04:05.000"), r.span.Round(100*time.Millisecond), r.runs, r.expected, r.lost, r.doubles,
 		len(r.late), pct(r.late, 50), pct(r.late, 99), pct(r.late, 100), ms(r.p99), r.load)
 }
 
@@ -153,8 +155,12 @@ func runFailover(set map[string]bool) {
 						if r.span > 0 {
 							took = fmt.Sprintf("%.1f s", r.span.Seconds())
 						}
+						victim := r.victim
+						if r.owned > 0 {
+							victim += fmt.Sprintf(" (%d tasks)", r.owned)
+						}
 						fmt.Printf("| %d × %s | %s | %s | %s | %s | %s / %s | %d | %d | %d | %s | %s | %s | %s | %.2f |\n",
-							n, thousands(t), e, failoverLabel(sys), r.victim, took, thousands(r.runs), thousands(r.expected), r.lost, r.doubles,
+							n, thousands(t), e, failoverLabel(sys), victim, took, thousands(r.runs), thousands(r.expected), r.lost, r.doubles,
 							len(r.late), pct(r.late, 50), pct(r.late, 99), pct(r.late, 100), ms(r.p99), r.load)
 					}
 				}
@@ -208,12 +214,13 @@ func measureFailover(system string, n, tasks int, event string, pg *pgproc.Serve
 	var victim int
 	if event != "rolling" {
 		sleepUntil(at.Add(-300 * time.Millisecond))
-		if victim, err = owner(alive, system); err != nil {
+		if victim, res.owned, err = owner(alive, system); err != nil {
 			return res, err
 		}
 		res.victim = alive[victim].name
 	}
 	sleepUntil(at)
+	res.at = time.Now()
 	switch event {
 	case "kill":
 		p := alive[victim]
@@ -251,7 +258,7 @@ func measureFailover(system string, n, tasks int, event string, pg *pgproc.Serve
 		}
 	}
 	if event != "kill" {
-		res.span = time.Since(at)
+		res.span = time.Since(res.at)
 	}
 	closeAt := time.Now().Truncate(time.Second).Add(2**ttlFlag + 5*time.Second + 500*time.Millisecond)
 	sleepUntil(closeAt)
@@ -337,21 +344,22 @@ func ready(p *proc, system string, n int) error {
 	}
 }
 
-// owner returns the index in ps of the node to signal: for ndigo the node
-// owning the most tasks by the majority of the nodes' views (the lowest
-// name on a tie), for gocron-elector the leader.
-func owner(ps []*proc, system string) (int, error) {
+// owner returns the index in ps of the node to signal, and for ndigo how
+// many tasks it owns: for ndigo the node owning the most tasks by the
+// majority of the nodes' views (the first on a tie), for gocron-elector
+// the leader.
+func owner(ps []*proc, system string) (int, int, error) {
 	ms, err := ask(ps, "owners")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if system == "gocron-elector" {
 		for i, m := range ms {
 			if m.Leader {
-				return i, nil
+				return i, 0, nil
 			}
 		}
-		return 0, fmt.Errorf("no gocron-elector node leads")
+		return 0, 0, fmt.Errorf("no gocron-elector node leads")
 	}
 	owned := map[string]int{}
 	for task := range ms[0].Owners {
@@ -374,9 +382,9 @@ func owner(ps []*proc, system string) (int, error) {
 		}
 	}
 	if best < 0 {
-		return 0, fmt.Errorf("no node owns a task")
+		return 0, 0, fmt.Errorf("no node owns a task")
 	}
-	return best, nil
+	return best, most, nil
 }
 
 // logInstants logs, per instant, the tasks whose instant was lost or ran

@@ -125,7 +125,7 @@ var (
 	childCron   = flag.String("child-cron", everySecond, "internal: the cron spec of the ndigo tasks")
 	childEtcd   = flag.String("child-etcd", "", "internal: the etcd endpoints, comma-separated")
 	childTTL    = flag.Duration("child-ttl", 10*time.Second, "internal: the lock TTL")
-	childFlush  = flag.Bool("child-flush", false, "internal: write every run as soon as no other waits")
+	childFlush  = flag.Bool("child-flush", false, "internal: write every run as it starts")
 )
 
 func main() {
