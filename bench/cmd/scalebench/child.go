@@ -193,7 +193,7 @@ func (n *node) start() error {
 		if os.Getenv("SCALEBENCH_LOG") == "info" {
 			logLevel = slog.LevelInfo
 		}
-		logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel}))
+		logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel})).With("node", n.name)
 		switch n.system {
 		case "ndigo":
 			c := n.redisClient()
