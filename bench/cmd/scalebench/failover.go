@@ -169,18 +169,12 @@ func runFailover(set map[string]bool) {
 	}
 }
 
+// failoverLabel is label, saying where gocron's lease is.
 func failoverLabel(system string) string {
-	switch system {
-	case "ndigo":
-		return "ndigo (Redis)"
-	case "ndigo-pg":
-		return "ndigo (PostgreSQL)"
-	case "ndigo-etcd":
-		return "ndigo (etcd)"
-	case "gocron-elector":
-		return "gocron v2 + leader election (Redis lease)"
+	if system == "gocron-elector" {
+		return label(system) + " (Redis lease)"
 	}
-	return system
+	return label(system)
 }
 
 // measureFailover runs one failover row-run of system: n nodes × tasks

@@ -3,7 +3,7 @@
 // on one private redis-server, side by side in one invocation:
 //
 //   - ndigo: scheduling.Scheduler with Spread, the redislocks driver and
-//     task-state store, LockTTL 10s;
+//     task-state store, LockTTL 10s (-ttl);
 //   - gocron-locker: gocron v2 with a per-job locker on bsm/redislock
 //     (gocron.WithDistributedJobLocker, lock TTL 10s);
 //   - gocron-elector: gocron v2 with leader election
@@ -102,7 +102,7 @@ const (
 var (
 	nodesFlag   = flag.String("nodes", "1,3,10,30", "node counts (with -kill, -graceful or -postgres: 10 unless set)")
 	tasksFlag   = flag.String("tasks", "100,1000", "task counts (with -kill, -graceful or -postgres: 100 unless set)")
-	systemsFlag = flag.String("systems", "ndigo,gocron-locker,gocron-elector", "systems: ndigo, gocron-locker, gocron-elector, ndigo-pg")
+	systemsFlag = flag.String("systems", "ndigo,gocron-locker,gocron-elector", "systems: ndigo, gocron-locker, gocron-elector, ndigo-pg, ndigo-etcd (its round trips not counted)")
 	duration    = flag.Duration("duration", 20*time.Second, "measured window of each row-run (whole seconds)")
 	runsFlag    = flag.Int("runs", 3, "runs of each row; the table shows medians")
 	warmup      = flag.Duration("warmup", 5*time.Second, "time between the nodes' start and the window")
@@ -224,33 +224,36 @@ func main() {
 	switch mode {
 	case "":
 		fmt.Printf("Every node is a process of its own with its own client, on one redis-server (a fresh one per row and run)%s; every task "+
-			"`%s` with its own lock (TTL 10s); %v windows after a %v warm-up%s; medians of %d runs. "+
+			"`%s` with its own lock (TTL %v); %v windows after a %v warm-up%s; medians of %d runs. "+
 			"Round trips are counted on the client (go-redis hook: 1 per command, 1 per pipeline; pgx tracer: 1 per query, exec or batch; "+
 			"pub/sub not counted) and include every call a node makes (heartbeats, polls, records); Redis commands and µs are INFO commandstats' "+
 			"deltas (inside scripts too, `info` excluded); lateness is a run's start minus its fire instant (gocron gives a job no instant: "+
 			"the whole second at or before the start stands for it, so its lateness cannot show above a second); CPU is the nodes' user+system "+
 			"time in the window in cores (the machine has %d); the busiest second is the most fires due at one second of the window, by the "+
 			"schedule; load is /proc/loadavg's 1-minute figure at the window's end.\n\n",
-			pgNote(systems), *cronFlag, *duration, *warmup, alignNote(), *runsFlag, numCPU())
+			pgNote(systems), *cronFlag, *ttlFlag, *duration, *warmup, alignNote(), *runsFlag, numCPU())
 		fmt.Println("| nodes × tasks | system | fires run / expected | fires run twice | fires missed | busiest second's fires | client round trips per fire | Redis commands per fire | Redis µs per fire | p50 lateness | p99 lateness | nodes' CPU | load |")
 		fmt.Println("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 		for _, k := range order {
 			m := medians(results[k])
-			cmds, usec := perFire(m.cmdsPerFire), fmt.Sprintf("%.1f", m.usecPerFire)
-			if k.system == "ndigo-pg" {
+			rt, cmds, usec := perFire(m.rtPerFire), perFire(m.cmdsPerFire), fmt.Sprintf("%.1f", m.usecPerFire)
+			switch k.system {
+			case "ndigo-pg":
 				cmds, usec = "–", "–"
+			case "ndigo-etcd": // its client's round trips are not counted
+				rt, cmds, usec = "–", "–", "–"
 			}
 			fmt.Printf("| %d × %s | %s | %s / %s | %s | %s | %s | %s | %s | %s | %s | %s | %.2f | %.2f |\n",
 				k.nodes, thousands(k.tasks), label(k.system), thousands(int(m.fires)), thousands(int(m.expected)),
-				thousands(int(m.doubles)), thousands(int(m.missed)), thousands(int(m.busiest)), perFire(m.rtPerFire), cmds, usec,
+				thousands(int(m.doubles)), thousands(int(m.missed)), thousands(int(m.busiest)), rt, cmds, usec,
 				ms(m.p50), ms(m.p99), m.cpu, m.load)
 		}
 	case "kill":
-		fmt.Printf("%d ndigo nodes (processes, Spread, LockTTL 10s, every task `%s`) × %s tasks; %v into the %v window "+
+		fmt.Printf("%d ndigo nodes (processes, Spread, LockTTL %v, every task `%s`) × %s tasks; %v into the %v window "+
 			"(after a %v warm-up%s) the first half of the nodes get SIGKILL. For the tasks those nodes owned just before (TaskInfo.Owner, by the "+
 			"majority of the nodes' views): the largest gap between the kill and a task's first run after it, against the bound lock TTL + one "+
 			"period (the longest gap between a task's fires); fires missed outside (kill, kill + bound]; doubles over every task; medians of %d runs.\n\n",
-			nodes[0], *cronFlag, thousands(tasks[0]), killAt(), *duration, *warmup, alignNote(), *runsFlag)
+			nodes[0], *ttlFlag, *cronFlag, thousands(tasks[0]), killAt(), *duration, *warmup, alignNote(), *runsFlag)
 		fmt.Println("| driver | nodes × tasks | tasks moved | largest gap kill → first run | bound | fires missed after the bound | fires missed within it (tasks moved) | fires missed (other tasks) | fires run twice | fires run / expected | load |")
 		fmt.Println("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 		for _, k := range order {
@@ -260,9 +263,9 @@ func main() {
 				m.doubles, thousands(int(m.fires)), thousands(int(m.expected)), m.load)
 		}
 	case "graceful":
-		fmt.Printf("%d ndigo nodes (processes, Spread, LockTTL 10s, every task `%s`) × %s tasks; in the middle of the %v window "+
+		fmt.Printf("%d ndigo nodes (processes, Spread, LockTTL %v, every task `%s`) × %s tasks; in the middle of the %v window "+
 			"(after a %v warm-up%s) the first half of the nodes get SIGTERM (Scheduler.Stop: they leave their group and the others take "+
-			"their tasks); medians of %d runs.\n\n", nodes[0], *cronFlag, thousands(tasks[0]), *duration, *warmup, alignNote(), *runsFlag)
+			"their tasks); medians of %d runs.\n\n", nodes[0], *ttlFlag, *cronFlag, thousands(tasks[0]), *duration, *warmup, alignNote(), *runsFlag)
 		fmt.Println("| driver | nodes × tasks | fires run / expected | fires missed | fires run twice | p99 lateness | load |")
 		fmt.Println("|---|---|---:|---:|---:|---:|---:|")
 		for _, k := range order {
@@ -324,6 +327,8 @@ func label(system string) string {
 		return "ndigo (Redis)"
 	case "ndigo-pg":
 		return "ndigo (PostgreSQL)"
+	case "ndigo-etcd":
+		return "ndigo (etcd)"
 	case "gocron-locker":
 		return "gocron v2 + per-job locker"
 	case "gocron-elector":
