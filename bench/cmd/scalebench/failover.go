@@ -19,14 +19,16 @@ package main
 // The window opens at a half second, the event comes 5s later, and the
 // window closes at a half second 2 lock TTLs + 5s after the event ended (the
 // SIGKILL sent, the SIGCONT sent, the last node ready), which a late fire's
-// deadline (a lock TTL and two heartbeats after a takeover that comes a lock
-// TTL after the owner's last heartbeat) falls within. Its instants are the
+// deadline (a lock TTL and two heartbeats after a takeover, which comes
+// three heartbeats after the owner's last) falls within. Its instants are the
 // whole seconds strictly inside it, each due once per task. Every process's
 // runs count, the dead ones' too (a node writes a run as it starts it): lost
 // = instants of a task that no process ran by -grace after the window's
 // end; doubles = instants of a task that ran more than once; a run's
 // lateness = its start minus its instant, and a run is late past a second.
-// The load is /proc/loadavg's 1-minute figure at the window's end.
+// The load is /proc/loadavg's 1-minute figure at the window's end. The
+// table has a row per row-run (-runs, 1 by default here): a loss is not
+// averaged away.
 //
 //	cd bench && go run ./cmd/scalebench -failover kill,stop,rolling                          # N = 3, 10; Redis, PostgreSQL, etcd; gocron-elector
 //	cd bench && go run ./cmd/scalebench -failover kill -nodes 3 -systems ndigo,gocron-elector
