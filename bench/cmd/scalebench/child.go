@@ -22,7 +22,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
+	"github.com/ndigo/ndigo/etcdlocks"
 	"github.com/ndigo/ndigo/pglocks"
 	"github.com/ndigo/ndigo/redislocks"
 	"github.com/ndigo/ndigo/scheduling"
@@ -35,7 +38,8 @@ import (
 //	J <json message>                        ready, mark, owners, final
 //
 // and reads commands from stdin, one a line: "mark" (answer the counters),
-// "owners" (answer who owns each task, ndigo only). SIGTERM stops it
+// "owners" (answer who owns each task, ndigo only, and whether the node
+// leads, gocron-elector only). SIGTERM stops it
 // gracefully (ndigo: Scheduler.Stop; gocron: Shutdown) and makes it write
 // its final message.
 type node struct {
@@ -49,6 +53,7 @@ type node struct {
 
 	counter *counter
 	sched   *scheduling.Scheduler // ndigo systems
+	el      *elector              // gocron-elector
 	stop    func() error          // stops the scheduler gracefully
 }
 
@@ -59,6 +64,7 @@ type message struct {
 	RT     map[string]int64  `json:"rt,omitempty"`     // client round trips by kind, cumulative
 	CPU    int64             `json:"cpu_us,omitempty"` // user+system CPU of the process, cumulative
 	Owners map[string]string `json:"owners,omitempty"`
+	Leader bool              `json:"leader,omitempty"` // gocron-elector: holds the lease
 	Error  string            `json:"error,omitempty"`
 }
 
@@ -88,7 +94,7 @@ func runChild() {
 }
 
 // writeRuns writes the runs every 50ms, so that a SIGKILL loses at most the
-// last 50ms of them.
+// last 50ms of them (with -child-flush, ran writes them itself).
 func (n *node) writeRuns(done chan<- struct{}) {
 	defer close(done)
 	t := time.NewTicker(50 * time.Millisecond)
@@ -137,6 +143,9 @@ func (n *node) commands() {
 					m.Owners[t.Name] = t.Owner
 				}
 			}
+			if n.el != nil {
+				m.Leader = n.el.IsLeader(context.Background()) == nil
+			}
 			n.send(m)
 		}
 	}
@@ -152,9 +161,19 @@ func (n *node) counters(typ string) message {
 }
 
 // ran records a run of task i for the fire at nominal, started at start.
+// With -child-flush it writes the run at once, before the task's function
+// goes on, so that a run started before a SIGKILL is seen.
 func (n *node) ran(i int, nominal, start time.Time) {
-	n.runs <- "R " + strconv.Itoa(i) + " " + strconv.FormatInt(nominal.Unix(), 10) + " " +
+	line := "R " + strconv.Itoa(i) + " " + strconv.FormatInt(nominal.Unix(), 10) + " " +
 		strconv.FormatInt(start.Sub(nominal).Microseconds(), 10) + "\n"
+	if *childFlush {
+		n.outMu.Lock()
+		n.out.WriteString(line)
+		n.out.Flush()
+		n.outMu.Unlock()
+		return
+	}
+	n.runs <- line
 }
 
 func taskName(i int) string { return "task" + strconv.Itoa(i) }
@@ -162,9 +181,9 @@ func taskName(i int) string { return "task" + strconv.Itoa(i) }
 func (n *node) start() error {
 	ctx := context.Background()
 	switch n.system {
-	case "ndigo", "ndigo-pg":
+	case "ndigo", "ndigo-pg", "ndigo-etcd":
 		var (
-			d           interface{ Close() error }
+			closeDriver func()
 			s           *scheduling.Scheduler
 			closeClient func()
 		)
@@ -174,8 +193,9 @@ func (n *node) start() error {
 		if os.Getenv("SCALEBENCH_LOG") == "info" {
 			logLevel = slog.LevelInfo
 		}
-		logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel}))
-		if n.system == "ndigo" {
+		logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel})).With("node", n.name)
+		switch n.system {
+		case "ndigo":
 			c := n.redisClient()
 			rd, err := redislocks.New(redislocks.Options{Client: c, Namespace: "bench"})
 			if err != nil {
@@ -185,10 +205,29 @@ func (n *node) start() error {
 			if err != nil {
 				return err
 			}
-			d = rd
+			closeDriver = func() { _ = rd.Close() }
 			s = scheduling.New(scheduling.Config{Driver: rd, State: st, Spread: true, Node: n.name, Logger: logger})
 			closeClient = func() { _ = c.Close() }
-		} else {
+		case "ndigo-etcd":
+			// Client round trips are not counted on etcd.
+			c, err := clientv3.New(clientv3.Config{Endpoints: strings.Split(*childEtcd, ","), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+			if err != nil {
+				return err
+			}
+			ed, err := etcdlocks.New(etcdlocks.Options{Client: c, Namespace: "bench"})
+			if err != nil {
+				_ = c.Close()
+				return err
+			}
+			st, err := etcdlocks.NewStore(etcdlocks.StoreOptions{Client: c, Namespace: "bench"})
+			if err != nil {
+				_ = c.Close()
+				return err
+			}
+			closeDriver = ed.Close
+			s = scheduling.New(scheduling.Config{Driver: ed, State: st, Spread: true, Node: n.name, Logger: logger})
+			closeClient = func() { _ = c.Close() }
+		default:
 			cfg, err := pgxpool.ParseConfig(*childPG)
 			if err != nil {
 				return err
@@ -206,7 +245,7 @@ func (n *node) start() error {
 			if err != nil {
 				return err
 			}
-			d = pd
+			closeDriver = func() { _ = pd.Close() }
 			s = scheduling.New(scheduling.Config{Driver: pd, State: st, Spread: true, Node: n.name, Logger: logger})
 			closeClient = pool.Close
 		}
@@ -216,7 +255,7 @@ func (n *node) start() error {
 				r, _ := scheduling.RunFromContext(ctx)
 				n.ran(i, r.Fire, start)
 				return nil
-			}, scheduling.Name(taskName(i)), scheduling.Cron(*childCron), scheduling.Lock(taskName(i)), scheduling.LockTTL(lockTTL)))
+			}, scheduling.Name(taskName(i)), scheduling.Cron(*childCron), scheduling.Lock(taskName(i)), scheduling.LockTTL(*childTTL)))
 			if err != nil {
 				return err
 			}
@@ -226,7 +265,7 @@ func (n *node) start() error {
 			stopCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
 			err := s.Stop(stopCtx)
-			_ = d.Close()
+			closeDriver()
 			closeClient()
 			return err
 		}
@@ -240,7 +279,8 @@ func (n *node) start() error {
 		if n.system == "gocron-locker" {
 			jobOpts = append(jobOpts, gocron.WithDistributedJobLocker(locker{rl}))
 		} else {
-			el = newElector(rl, "gocron-leader", lockTTL, time.Second)
+			el = newElector(rl, "gocron-leader", *childTTL, time.Second)
+			n.el = el
 			opts = append(opts, gocron.WithDistributedElector(el))
 		}
 		s, err := gocron.NewScheduler(opts...)
@@ -279,11 +319,11 @@ func (n *node) redisClient() *redis.Client {
 }
 
 // locker is gocron's per-job Locker on bsm/redislock: the lock of a job is
-// its name, taken for lockTTL and released when the run ends.
+// its name, taken for the lock TTL (-ttl) and released when the run ends.
 type locker struct{ c *redislock.Client }
 
 func (l locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
-	lk, err := l.c.Obtain(ctx, "gocron:"+key, lockTTL, nil)
+	lk, err := l.c.Obtain(ctx, "gocron:"+key, *childTTL, nil)
 	if err != nil {
 		return nil, err
 	}

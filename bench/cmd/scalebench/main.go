@@ -3,7 +3,7 @@
 // on one private redis-server, side by side in one invocation:
 //
 //   - ndigo: scheduling.Scheduler with Spread, the redislocks driver and
-//     task-state store, LockTTL 10s;
+//     task-state store, LockTTL 10s (-ttl);
 //   - gocron-locker: gocron v2 with a per-job locker on bsm/redislock
 //     (gocron.WithDistributedJobLocker, lock TTL 10s);
 //   - gocron-elector: gocron v2 with leader election
@@ -24,6 +24,15 @@
 //	cd bench && go run ./cmd/scalebench -graceful         # SIGTERM 5 of 10 ndigo nodes mid-run
 //	cd bench && go run ./cmd/scalebench -postgres         # ndigo on pglocks, 10 nodes × 100 tasks
 //	cd bench && go run ./cmd/scalebench -postgres -kill   # the kill test on Redis and on PostgreSQL
+//
+// -failover runs the failover benchmark of issue 36 (see failover.go): an
+// owner's SIGKILL, its SIGSTOP past its lease, a rolling restart of every
+// node, each in the window of a row-run of its own, with ndigo on Redis
+// (ndigo), PostgreSQL (ndigo-pg) and etcd (ndigo-etcd) beside
+// gocron-elector, on 3 and 10 nodes × 100 tasks, lock TTL 5s (-ttl):
+//
+//	cd bench && go run ./cmd/scalebench -failover kill,stop,rolling
+//	cd bench && go run ./cmd/scalebench -failover kill,stop,rolling -nodes 3 -systems ndigo,gocron-elector
 //
 // -breakdown adds, per row, the client round trips and the Redis commands
 // per fire by kind (scripts by SHA prefix and first key).
@@ -73,6 +82,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ndigo/ndigo/internal/etcdproc"
 	"github.com/ndigo/ndigo/internal/pgproc"
 	"github.com/ndigo/ndigo/internal/redisproc"
 	"github.com/ndigo/ndigo/pglocks"
@@ -82,7 +92,6 @@ import (
 
 const (
 	everySecond = "* * * * * *"
-	lockTTL     = 10 * time.Second
 	// edgeMargin is how far from a window's ends the window's choice of its
 	// opening second keeps fires, where it can.
 	edgeMargin = 5 // seconds
@@ -93,13 +102,15 @@ const (
 var (
 	nodesFlag   = flag.String("nodes", "1,3,10,30", "node counts (with -kill, -graceful or -postgres: 10 unless set)")
 	tasksFlag   = flag.String("tasks", "100,1000", "task counts (with -kill, -graceful or -postgres: 100 unless set)")
-	systemsFlag = flag.String("systems", "ndigo,gocron-locker,gocron-elector", "systems: ndigo, gocron-locker, gocron-elector, ndigo-pg")
+	systemsFlag = flag.String("systems", "ndigo,gocron-locker,gocron-elector", "systems: ndigo, gocron-locker, gocron-elector, ndigo-pg, ndigo-etcd (its round trips not counted)")
 	duration    = flag.Duration("duration", 20*time.Second, "measured window of each row-run (whole seconds)")
 	runsFlag    = flag.Int("runs", 3, "runs of each row; the table shows medians")
 	warmup      = flag.Duration("warmup", 5*time.Second, "time between the nodes' start and the window")
 	grace       = flag.Duration("grace", 3*time.Second, "time after the window in which a late fire of the window still counts as run")
 	killMode    = flag.Bool("kill", false, "kill mode: SIGKILL half the ndigo nodes a quarter into the window")
 	graceful    = flag.Bool("graceful", false, "graceful mode: SIGTERM half the ndigo nodes in the middle of the window")
+	ttlFlag     = flag.Duration("ttl", 10*time.Second, "the lock TTL of every ndigo task, and of gocron's locks and lease (with -failover: 5s unless set)")
+	failover    = flag.String("failover", "", "failover mode: the events, comma-separated: kill (SIGKILL of an owner), stop (SIGSTOP of an owner past the lock TTL, then SIGCONT), rolling (SIGTERM, exit, start and ready of every node in turn); see failover.go")
 	postgres    = flag.Bool("postgres", false, "ndigo on pglocks (system ndigo-pg) on a private PostgreSQL; with -kill or -graceful, beside Redis")
 	breakdown   = flag.Bool("breakdown", false, "list the client round trips and Redis commands per fire by kind")
 	cronFlag    = flag.String("cron", everySecond, "the cron spec of every ndigo task, in ndigo's syntax with H (a value hashed from the task's name): "+
@@ -112,6 +123,9 @@ var (
 	childPG     = flag.String("child-pg", "", "internal: the PostgreSQL URL")
 	childTasks  = flag.Int("child-tasks", 0, "internal: the number of tasks")
 	childCron   = flag.String("child-cron", everySecond, "internal: the cron spec of the ndigo tasks")
+	childEtcd   = flag.String("child-etcd", "", "internal: the etcd endpoints, comma-separated")
+	childTTL    = flag.Duration("child-ttl", 10*time.Second, "internal: the lock TTL")
+	childFlush  = flag.Bool("child-flush", false, "internal: write every run as it starts")
 )
 
 func main() {
@@ -123,6 +137,10 @@ func main() {
 	}
 	set := map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *failover != "" {
+		runFailover(set)
+		return
+	}
 	special := *killMode || *graceful || *postgres
 	if special && !set["nodes"] {
 		*nodesFlag = "10"
@@ -206,33 +224,36 @@ func main() {
 	switch mode {
 	case "":
 		fmt.Printf("Every node is a process of its own with its own client, on one redis-server (a fresh one per row and run)%s; every task "+
-			"`%s` with its own lock (TTL 10s); %v windows after a %v warm-up%s; medians of %d runs. "+
+			"`%s` with its own lock (TTL %v); %v windows after a %v warm-up%s; medians of %d runs. "+
 			"Round trips are counted on the client (go-redis hook: 1 per command, 1 per pipeline; pgx tracer: 1 per query, exec or batch; "+
 			"pub/sub not counted) and include every call a node makes (heartbeats, polls, records); Redis commands and µs are INFO commandstats' "+
 			"deltas (inside scripts too, `info` excluded); lateness is a run's start minus its fire instant (gocron gives a job no instant: "+
 			"the whole second at or before the start stands for it, so its lateness cannot show above a second); CPU is the nodes' user+system "+
 			"time in the window in cores (the machine has %d); the busiest second is the most fires due at one second of the window, by the "+
 			"schedule; load is /proc/loadavg's 1-minute figure at the window's end.\n\n",
-			pgNote(systems), *cronFlag, *duration, *warmup, alignNote(), *runsFlag, numCPU())
+			pgNote(systems), *cronFlag, *ttlFlag, *duration, *warmup, alignNote(), *runsFlag, numCPU())
 		fmt.Println("| nodes × tasks | system | fires run / expected | fires run twice | fires missed | busiest second's fires | client round trips per fire | Redis commands per fire | Redis µs per fire | p50 lateness | p99 lateness | nodes' CPU | load |")
 		fmt.Println("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 		for _, k := range order {
 			m := medians(results[k])
-			cmds, usec := perFire(m.cmdsPerFire), fmt.Sprintf("%.1f", m.usecPerFire)
-			if k.system == "ndigo-pg" {
+			rt, cmds, usec := perFire(m.rtPerFire), perFire(m.cmdsPerFire), fmt.Sprintf("%.1f", m.usecPerFire)
+			switch k.system {
+			case "ndigo-pg":
 				cmds, usec = "–", "–"
+			case "ndigo-etcd": // its client's round trips are not counted
+				rt, cmds, usec = "–", "–", "–"
 			}
 			fmt.Printf("| %d × %s | %s | %s / %s | %s | %s | %s | %s | %s | %s | %s | %s | %.2f | %.2f |\n",
 				k.nodes, thousands(k.tasks), label(k.system), thousands(int(m.fires)), thousands(int(m.expected)),
-				thousands(int(m.doubles)), thousands(int(m.missed)), thousands(int(m.busiest)), perFire(m.rtPerFire), cmds, usec,
+				thousands(int(m.doubles)), thousands(int(m.missed)), thousands(int(m.busiest)), rt, cmds, usec,
 				ms(m.p50), ms(m.p99), m.cpu, m.load)
 		}
 	case "kill":
-		fmt.Printf("%d ndigo nodes (processes, Spread, LockTTL 10s, every task `%s`) × %s tasks; %v into the %v window "+
+		fmt.Printf("%d ndigo nodes (processes, Spread, LockTTL %v, every task `%s`) × %s tasks; %v into the %v window "+
 			"(after a %v warm-up%s) the first half of the nodes get SIGKILL. For the tasks those nodes owned just before (TaskInfo.Owner, by the "+
 			"majority of the nodes' views): the largest gap between the kill and a task's first run after it, against the bound lock TTL + one "+
 			"period (the longest gap between a task's fires); fires missed outside (kill, kill + bound]; doubles over every task; medians of %d runs.\n\n",
-			nodes[0], *cronFlag, thousands(tasks[0]), killAt(), *duration, *warmup, alignNote(), *runsFlag)
+			nodes[0], *ttlFlag, *cronFlag, thousands(tasks[0]), killAt(), *duration, *warmup, alignNote(), *runsFlag)
 		fmt.Println("| driver | nodes × tasks | tasks moved | largest gap kill → first run | bound | fires missed after the bound | fires missed within it (tasks moved) | fires missed (other tasks) | fires run twice | fires run / expected | load |")
 		fmt.Println("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 		for _, k := range order {
@@ -242,9 +263,9 @@ func main() {
 				m.doubles, thousands(int(m.fires)), thousands(int(m.expected)), m.load)
 		}
 	case "graceful":
-		fmt.Printf("%d ndigo nodes (processes, Spread, LockTTL 10s, every task `%s`) × %s tasks; in the middle of the %v window "+
+		fmt.Printf("%d ndigo nodes (processes, Spread, LockTTL %v, every task `%s`) × %s tasks; in the middle of the %v window "+
 			"(after a %v warm-up%s) the first half of the nodes get SIGTERM (Scheduler.Stop: they leave their group and the others take "+
-			"their tasks); medians of %d runs.\n\n", nodes[0], *cronFlag, thousands(tasks[0]), *duration, *warmup, alignNote(), *runsFlag)
+			"their tasks); medians of %d runs.\n\n", nodes[0], *ttlFlag, *cronFlag, thousands(tasks[0]), *duration, *warmup, alignNote(), *runsFlag)
 		fmt.Println("| driver | nodes × tasks | fires run / expected | fires missed | fires run twice | p99 lateness | load |")
 		fmt.Println("|---|---|---:|---:|---:|---:|---:|")
 		for _, k := range order {
@@ -306,6 +327,8 @@ func label(system string) string {
 		return "ndigo (Redis)"
 	case "ndigo-pg":
 		return "ndigo (PostgreSQL)"
+	case "ndigo-etcd":
+		return "ndigo (etcd)"
 	case "gocron-locker":
 		return "gocron v2 + per-job locker"
 	case "gocron-elector":
@@ -558,13 +581,52 @@ func (r runRec) start() time.Time {
 	return time.Unix(r.fire, 0).Add(time.Duration(r.lateUs) * time.Microsecond)
 }
 
-func spawn(system, name string, tasks int, addr, pgURL string) (*proc, error) {
+// A store is where a row-run's nodes keep their locks and state: a fresh
+// redis-server (ndigo, and the gocron peers' locks and lease), the private
+// PostgreSQL emptied (ndigo-pg) or a fresh one-member etcd (ndigo-etcd).
+type store struct {
+	addr  string        // the redis-server's address
+	admin *redis.Client // a client of it, for INFO
+	pgURL string
+	etcd  string // the etcd endpoints, comma-separated
+	close func()
+}
+
+// openStore prepares the store of a row-run of system; the caller closes it.
+func openStore(ctx context.Context, system string, pg *pgproc.Server) (*store, error) {
+	switch system {
+	case "ndigo-pg":
+		if pg == nil {
+			return nil, errors.New("ndigo-pg: no PostgreSQL started")
+		}
+		if err := resetPostgres(ctx, pg.URL()); err != nil {
+			return nil, err
+		}
+		return &store{pgURL: pg.URL(), close: func() {}}, nil
+	case "ndigo-etcd":
+		c, err := etcdproc.StartCluster(etcdproc.Options{})
+		if err != nil {
+			return nil, err
+		}
+		return &store{etcd: strings.Join(c.Endpoints(), ","), close: c.Stop}, nil
+	}
+	srv, err := redisproc.Start(redisproc.Options{})
+	if err != nil {
+		return nil, err
+	}
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	return &store{addr: srv.Addr(), admin: admin, close: func() { _ = admin.Close(); srv.Stop() }}, nil
+}
+
+// spawn starts a node of system named name, with tasks tasks, on st.
+func spawn(system, name string, tasks int, st *store) (*proc, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(exe, "-child-system", system, "-child-node", name, "-child-tasks", strconv.Itoa(tasks),
-		"-child-addr", addr, "-child-pg", pgURL, "-child-cron", *cronFlag)
+		"-child-addr", st.addr, "-child-pg", st.pgURL, "-child-etcd", st.etcd, "-child-cron", *cronFlag,
+		"-child-ttl", ttlFlag.String(), "-child-flush="+strconv.FormatBool(*failover != ""))
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdin, err := cmd.StdinPipe()
@@ -692,29 +754,16 @@ func sleepUntil(t time.Time) { time.Sleep(time.Until(t)) }
 
 // measure runs one row-run.
 func measure(system string, n, tasks int, mode string, pg *pgproc.Server) (result, error) {
-	var (
-		addr, pgURL string
-		admin       *redis.Client
-		ctx         = context.Background()
-	)
-	if system == "ndigo-pg" {
-		pgURL = pg.URL()
-		if err := resetPostgres(ctx, pgURL); err != nil {
-			return result{}, err
-		}
-	} else {
-		srv, err := redisproc.Start(redisproc.Options{})
-		if err != nil {
-			return result{}, err
-		}
-		defer srv.Stop()
-		addr = srv.Addr()
-		admin = redis.NewClient(&redis.Options{Addr: addr})
-		defer admin.Close()
+	ctx := context.Background()
+	st, err := openStore(ctx, system, pg)
+	if err != nil {
+		return result{}, err
 	}
+	defer st.close()
+	admin := st.admin
 	var ps []*proc
 	for i := range n {
-		p, err := spawn(system, "n"+strconv.Itoa(i), tasks, addr, pgURL)
+		p, err := spawn(system, "n"+strconv.Itoa(i), tasks, st)
 		if err != nil {
 			killAll(ps)
 			return result{}, err
@@ -855,7 +904,7 @@ func measure(system string, n, tasks int, mode string, pg *pgproc.Server) (resul
 	if last > simTo.Unix() {
 		return result{}, fmt.Errorf("the window ends at %v, after the schedule computed (to %v)", t1, simTo)
 	}
-	res := result{load: load, bound: (lockTTL + longestGap(due, simTo.Sub(simFrom))).Seconds()}
+	res := result{load: load, bound: (*ttlFlag + longestGap(due, simTo.Sub(simFrom))).Seconds()}
 	dueIn := func(i int) []int64 {
 		lo, _ := slices.BinarySearch(due[i], first)
 		hi, _ := slices.BinarySearch(due[i], last+1)
