@@ -167,9 +167,10 @@ func pausedHolderIsFenced(t *testing.T, st store) {
 	}
 }
 
-// SIGTERM during a run: the node finishes the run, releases the lease and
-// exits 0; a peer runs a fire right after, long before the 30s lease could
-// have expired.
+// SIGTERM during a run: the node finishes the run, hands its task over
+// (it may run the fires of its two heartbeats of handover), releases the
+// lease and exits 0; a peer runs a fire right after its last run, long
+// before the 30s lease could have expired.
 func TestGracefulStopHandsOver(t *testing.T) {
 	srv := redistest.Start(t)
 	p := nodetest.New(t)
@@ -192,13 +193,22 @@ func TestGracefulStopHandsOver(t *testing.T) {
 			t.Errorf("%s logged %s %q: %s", victim.Proc, l.Level, l.Msg, l.Err)
 		}
 	}
+	last := victim.Fire // the stopped node's last run: it runs fires while it hands over
+	for _, l := range p.All() {
+		if l.Msg == "run start" && l.Proc == victim.Proc && l.Fire > last {
+			last = l.Fire
+		}
+	}
 	peer, _ := p.WaitLine("the peer's run", 0, 10*time.Second, func(l nodetest.Line) bool {
-		return l.Msg == "run start" && l.Proc != victim.Proc && l.Fire > victim.Fire
+		return l.Msg == "run start" && l.Proc != victim.Proc && l.Fire > last
 	})
-	// The run works 1.5s; the peer's fire at most one period after the
+	// A run works 1.5s; the peer's fire at most one period after the
 	// release, far from the 30s a lease left behind would block.
-	if limit := nodetest.ParseFire(t, victim.Fire).Add(1500*time.Millisecond + 2*time.Second); nodetest.ParseFire(t, peer.Fire).After(limit) {
-		t.Errorf("peer took fire %s, more than a period after the stopped run (fire %s) ended", peer.Fire, victim.Fire)
+	if limit := nodetest.ParseFire(t, last).Add(1500*time.Millisecond + 2*time.Second); nodetest.ParseFire(t, peer.Fire).After(limit) {
+		t.Errorf("peer took fire %s, more than a period after the stopped node's last run (fire %s) ended", peer.Fire, last)
+	}
+	if limit := nodetest.ParseFire(t, victim.Fire).Add(4 * time.Second); nodetest.ParseFire(t, last).After(limit) {
+		t.Errorf("the stopped node ran fire %s, past its two heartbeats of handover after fire %s", last, victim.Fire)
 	}
 }
 
