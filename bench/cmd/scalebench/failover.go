@@ -122,12 +122,8 @@ func runFailover(set map[string]bool) {
 	}
 	nodes, tasks := ints(*nodesFlag), ints(*tasksFlag)
 
-	var pg *pgproc.Server
-	if slices.Contains(systems, "ndigo-pg") {
-		var err error
-		if pg, err = startPostgres(); err != nil {
-			log.Fatal(err)
-		}
+	pg := postgresFor(systems)
+	if pg != nil {
 		defer pg.Stop()
 	}
 

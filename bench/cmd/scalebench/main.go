@@ -186,12 +186,8 @@ func main() {
 		log.Fatal("scalebench: -duration must be whole seconds, at least 4s")
 	}
 
-	var pg *pgproc.Server
-	if slices.Contains(systems, "ndigo-pg") {
-		var err error
-		if pg, err = startPostgres(); err != nil {
-			log.Fatal(err)
-		}
+	pg := postgresFor(systems)
+	if pg != nil {
 		defer pg.Stop()
 	}
 
@@ -528,6 +524,20 @@ func nameScript(kind string) string {
 }
 
 // startPostgres starts the private PostgreSQL and creates pglocks' tables.
+// postgresFor starts the private PostgreSQL server if systems include
+// ndigo-pg, and returns nil otherwise; it exits the program if the server
+// does not start.
+func postgresFor(systems []string) *pgproc.Server {
+	if !slices.Contains(systems, "ndigo-pg") {
+		return nil
+	}
+	pg, err := startPostgres()
+	if err != nil {
+		log.Fatal(err)
+	}
+	return pg
+}
+
 func startPostgres() (*pgproc.Server, error) {
 	srv, err := pgproc.Start()
 	if err != nil {
