@@ -257,7 +257,7 @@ func TestSingleFlight(t *testing.T) {
 	waitIdle(t, s)
 	fc.Advance(time.Second)
 	s.mu.Lock()
-	for len(s.due) == 0 || s.due[0].next.Before(epoch.Add(2 * time.Second)) { // empty while the loop dispatches
+	for len(s.due) == 0 || s.due[0].next.Before(epoch.Add(2*time.Second)) { // empty while the loop dispatches
 		s.idle.Wait()
 	}
 	s.mu.Unlock()

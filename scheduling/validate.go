@@ -32,6 +32,11 @@ type declared struct {
 	RetryMax     *time.Duration `opt:"retryMaxBackoff"`
 	Overlap      *string        `opt:"overlap"`
 	MaxConc      *int           `opt:"maxConcurrent"`
+	Calendars    *string        `opt:"calendar"`
+	StartAt      *string        `opt:"startAt"`
+	EndAt        *string        `opt:"endAt"`
+	MaxRuns      *int           `opt:"maxRuns"`
+	PauseAfter   *int           `opt:"pauseAfterFailures"`
 	Name         *string        `opt:"name"`
 }
 
