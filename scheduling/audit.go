@@ -288,9 +288,9 @@ func (s *Scheduler) pastEntry(e *entry, p taskstate.PastSpec) *entry {
 	if validateTasks([]Task{t}, func(string) bool { return false }, rules, cache) != nil {
 		return nil
 	}
-	sched, _ := cache.parseFor(t.decl.Cron, t.Name(), t.Spec().DST) // validated above
+	sched, _ := cache.taskSchedule(t) // validated above
 	spec := t.Spec()
-	return &entry{flight: new(flight), name: e.name, cron: p.Cron, spec: &spec, sched: sched, index: -1}
+	return &entry{flight: new(flight), name: e.name, cron: p.Cron, spec: &spec, sched: sched, index: -1, zone: exprZone(p.Cron, s.loc)}
 }
 
 // A holder is a recorded run that may have held an audited task's lock.

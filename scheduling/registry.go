@@ -112,6 +112,7 @@ type entry struct {
 	typ    string
 	method string
 	cron   string // Spec.Cron
+	zone   *time.Location // the zone of its wall-clock rules: calendars, bounds
 	// spec is the task's spec but for Cron, which is empty here: the
 	// tasks of one Add whose specs differ in their expressions alone share
 	// it. Use Spec for the whole of it.

@@ -306,6 +306,9 @@ func validateTasks(tasks []Task, taken func(string) bool, rules lockRules, cache
 		for _, p := range rules.checkOverlap(t.decl, t.Spec(), unread) {
 			add(p)
 		}
+		for _, p := range vocabularyProblems(t.decl, unread, rules, cache.loc) {
+			add(p)
+		}
 		if d := t.decl.DST; d != nil && !unread["dst"] {
 			if _, err := parseDST(*d); err != nil {
 				add(Problem{Option: "dst", Value: *d, Rule: "must be once or twice, shift or skip, or one of each (\"twice,skip\"): it " + err.Error()})
