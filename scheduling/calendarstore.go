@@ -349,3 +349,39 @@ func (s *Scheduler) excludedBy(e *entry, t time.Time) string {
 	name, _ := cs.excludedBy(t, e.zone)
 	return name
 }
+
+// checkCalendars reads the calendars, if a task of this node names one,
+// and returns a *ValidationError naming each task declared in code that
+// names one not defined: Start fails rather than run fires that a missing
+// calendar would have excluded. A stored schedule that names one is not
+// run, and listed with its problem ([Scheduler.Schedules]).
+func (s *Scheduler) checkCalendars() error {
+	s.mu.Lock()
+	named := s.state != nil && slices.ContainsFunc(s.entries, func(e *entry) bool { return e.spec.Calendars != "" })
+	s.mu.Unlock()
+	if !named {
+		return nil // without a store, validation refused every calendar option
+	}
+	ctx, cancel := withTimeout(context.Background(), s.clock, storeTimeout)
+	defer cancel()
+	if err := s.readSchedules(ctx, -1); err != nil {
+		return fmt.Errorf("scheduling: the tasks name calendars, which could not be read: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var problems []Problem
+	for _, e := range s.entries {
+		if e.stored != nil || e.spec.Calendars == "" {
+			continue
+		}
+		if _, err := s.cals.at(calendarNames(e.spec.Calendars), s.clock.Now()); err != nil {
+			problems = append(problems, Problem{Task: e.name, Type: e.typ, Method: e.method, Option: "calendar", Value: e.spec.Calendars,
+				Rule: "must name defined calendars: " + err.Error() + "; create it before Start (Scheduler.CreateCalendar, " +
+					"ndigo calendar create)"})
+		}
+	}
+	if len(problems) > 0 {
+		return &ValidationError{Problems: problems}
+	}
+	return nil
+}

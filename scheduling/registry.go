@@ -29,11 +29,15 @@ const (
 	OutcomeAlreadyRun  Outcome = "skipped: already run" // another node claimed this fire (or a later one)
 	OutcomeMissed      Outcome = "skipped: missed"      // the node reached the fire too late to claim it
 	OutcomePaused      Outcome = "skipped: paused"      // the task is paused cluster-wide (Pause)
-	OutcomeNotOwner    Outcome = "skipped: not owner"   // another live node owns the task's lock key (Config.Spread)
-	OutcomeRetrying    Outcome = "skipped: retrying"    // a retry of an earlier fire of the task is pending (Retry)
-	OutcomeBuffered    Outcome = "buffered"             // it waits for the run going, and runs once it ends (Overlap)
-	OutcomeBufferFull  Outcome = "skipped: one waiting" // another fire already waits for the run going (Overlap buffer-one, cancel-previous)
-	OutcomeLockFailed  Outcome = "failed: lock"         // the driver failed, or there was none
+	// OutcomeExcluded is a fire whose instant a calendar of the task
+	// excludes ([Calendar]): no node runs it. The record's error names
+	// the calendar ("calendar eu-holidays").
+	OutcomeExcluded   Outcome = "excluded"
+	OutcomeNotOwner   Outcome = "skipped: not owner"   // another live node owns the task's lock key (Config.Spread)
+	OutcomeRetrying   Outcome = "skipped: retrying"    // a retry of an earlier fire of the task is pending (Retry)
+	OutcomeBuffered   Outcome = "buffered"             // it waits for the run going, and runs once it ends (Overlap)
+	OutcomeBufferFull Outcome = "skipped: one waiting" // another fire already waits for the run going (Overlap buffer-one, cancel-previous)
+	OutcomeLockFailed Outcome = "failed: lock"         // the driver failed, or there was none
 )
 
 // LastRun describes the last fire of a task on this node.
@@ -55,13 +59,17 @@ type LastRun struct {
 
 // TaskInfo describes one task in a scheduler's registry.
 type TaskInfo struct {
-	Name    string
-	Type    string // the controller type; "" for a plain func
-	Method  string
-	Spec    Spec
-	Next    time.Time // the next fire; zero if none
-	Running bool      // a fire is in flight on this node: running, or waiting for its lock
-	Waiting bool      // that fire is in its lock step: waiting for its driver's answer, or for the key (LockWait)
+	Name   string
+	Type   string // the controller type; "" for a plain func
+	Method string
+	Spec   Spec
+	Next   time.Time // the next fire; zero if none
+	// Completed reports a task that fires no more: past its EndAt, its
+	// one-off instant (@at), or its MaxRuns. It stays listed, with its
+	// history, until it is removed.
+	Completed bool
+	Running   bool // a fire is in flight on this node: running, or waiting for its lock
+	Waiting   bool // that fire is in its lock step: waiting for its driver's answer, or for the key (LockWait)
 	// Owner is, for a locked task of a spreading scheduler (Config.Spread),
 	// the node that this node takes to own the task's lock key; "" without
 	// spreading, for an unlocked task, or before this node's first view of
@@ -111,7 +119,7 @@ type entry struct {
 	name   string
 	typ    string
 	method string
-	cron   string // Spec.Cron
+	cron   string         // Spec.Cron
 	zone   *time.Location // the zone of its wall-clock rules: calendars, bounds
 	// spec is the task's spec but for Cron, which is empty here: the
 	// tasks of one Add whose specs differ in their expressions alone share
@@ -122,8 +130,11 @@ type entry struct {
 	// keep is how many runs of the task the shared history keeps for its
 	// audit (historyKeep): 0 until its first record, -1 for the store's
 	// history length.
-	keep     atomic.Int32
-	claimKey string // fireKey(name), the key of this task's fire claims; "" if unlocked
+	keep atomic.Int32
+	// runsTaken reports that the task's MaxRuns runs were taken in the
+	// cluster: it fires no more.
+	runsTaken atomic.Bool
+	claimKey  string // fireKey(name), the key of this task's fire claims; "" if unlocked
 	// stored is the stored schedule the entry runs; nil for a task
 	// declared in code.
 	stored *taskstate.Schedule
@@ -141,6 +152,11 @@ type entry struct {
 	gone   bool          // a stored schedule's entry, replaced or deleted: it fires no more
 	until  time.Time     // a replaced spec's: its fires are those before this; zero: no end
 }
+
+// completed reports whether e fires no more: its schedule has no next
+// instant (bounds, a one-off), or its runs are all taken (MaxRuns). s.mu is
+// held.
+func (e *entry) completed() bool { return (e.next.IsZero() && !e.gone) || e.runsTaken.Load() }
 
 // ended reports whether e's next fire is past its spec's end: the spec
 // that replaced it has that fire. s.mu is held.
@@ -231,7 +247,7 @@ func (s *Scheduler) Tasks() []TaskInfo {
 	out := make([]TaskInfo, len(s.entries))
 	for i, e := range s.entries {
 		out[i] = TaskInfo{Name: e.name, Type: e.typ, Method: e.method, Spec: e.Spec(), Next: e.next,
-			Running: e.running(), Waiting: e.waiting.Load(), Schedule: e.stored}
+			Running: e.running(), Waiting: e.waiting.Load(), Schedule: e.stored, Completed: e.completed()}
 		if e.spec.Lock != "" && s.spread != nil {
 			out[i].Owner = s.ownerNow(e.spec.Lock)
 		}

@@ -354,6 +354,9 @@ func (s *Scheduler) nudge() {
 // A task with a catch-up window ([CatchUp]) runs its most recent fire within
 // the window now, on the node that claims it, if no node claimed it.
 func (s *Scheduler) Start() error {
+	if err := s.checkCalendars(); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	switch s.status {
 	case started:
