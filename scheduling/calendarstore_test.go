@@ -178,3 +178,56 @@ func TestVocabularyValidation(t *testing.T) {
 		}
 	}
 }
+
+// The preview lists the next instants with their jitter, what a calendar
+// excludes, what DST does, and ends at the task's end.
+func TestNextFires(t *testing.T) {
+	c := newCluster(t)
+	defineCalendar(t, c, taskstate.Calendar{Name: "weekends", CalendarRules: taskstate.CalendarRules{Weekdays: []string{"sat", "sun"}}})
+	c.start(1, func() []Task {
+		return []Task{
+			NewTask(noop, Cron("CRON_TZ=Europe/Paris 30 2 * * *"), Lock("k"), Name("night"), Calendar("weekends"),
+				StartAt("2026-03-27"), EndAt("2026-03-31")),
+			NewTask(noop, Cron("CRON_TZ=Europe/Paris 30 2 * * *"), Name("twice"), DST("twice"), StartAt("2026-10-24")),
+			NewTask(noop, Cron("@every 1m"), Name("jittered"), Jitter(30*time.Second)),
+		}
+	})
+	s := c.nodes[0]
+	got, err := s.NextFires("night", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	paris, _ := time.LoadLocation("Europe/Paris")
+	var lines []string
+	for _, f := range got {
+		lines = append(lines, f.Fire.In(paris).Format("Mon 01-02 15:04")+" "+f.Skip+"|"+f.DST)
+	}
+	want := []string{
+		"Fri 03-27 02:30 |",
+		"Sat 03-28 02:30 excluded: calendar weekends|",
+		"Sun 03-29 03:00 excluded: calendar weekends|shifted to 03:00: the wall time it names is skipped by clocks springing forward (dst shift)",
+		"Mon 03-30 02:30 |",
+	}
+	if !slices.Equal(lines, want) {
+		t.Fatalf("NextFires(night) =\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	}
+	got, err = s.NextFires("twice", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[1].DST == "" || got[2].DST == "" || got[1].Fire.In(paris).Hour() != 2 || got[0].DST != "" {
+		t.Fatalf("NextFires(twice) = %+v, want the 25 October 02:30 twice, noted", got)
+	}
+	got, err = s.NextFires("jittered", 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range got {
+		if f.Start.Before(f.Fire) || !f.Start.Before(f.Fire.Add(30*time.Second)) || f.Skip != "" {
+			t.Fatalf("NextFires(jittered) = %+v, want each start within 30s after its fire", got)
+		}
+	}
+	if _, err := s.NextFires("night", 0); err == nil || !strings.Contains(err.Error(), "n 0 must be in [1, 1000]") {
+		t.Fatalf("NextFires(night, 0) = %v, want the rule", err)
+	}
+}
