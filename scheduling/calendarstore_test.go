@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -229,5 +230,34 @@ func TestNextFires(t *testing.T) {
 	}
 	if _, err := s.NextFires("night", 0); err == nil || !strings.Contains(err.Error(), "n 0 must be in [1, 1000]") {
 		t.Fatalf("NextFires(night, 0) = %v, want the rule", err)
+	}
+}
+
+// A task with pauseAfterFailures 3 is paused after its third failed fire
+// in a row, whatever node ran each, and not before.
+func TestPauseAfterFailures(t *testing.T) {
+	c := newCluster(t)
+	var calls atomic.Int32
+	fail := func(context.Context) error {
+		if calls.Add(1) == 2 {
+			return nil // the second fire succeeds: the count starts again
+		}
+		return errors.New("ledger down")
+	}
+	c.start(2, func() []Task {
+		return []Task{NewTask(fail, Cron("@every 1m"), Lock("k"), Name("t"), PauseAfterFailures(3))}
+	})
+	c.step(4*time.Minute, time.Second)
+	if p, _ := c.store.Paused(context.Background(), "t"); p {
+		t.Fatalf("paused after fires failed, succeeded, failed, failed: want 3 failures in a row first")
+	}
+	c.step(time.Minute, time.Second)
+	if p, _ := c.store.Paused(context.Background(), "t"); !p {
+		t.Fatalf("not paused after 3 failed fires in a row")
+	}
+	before := calls.Load()
+	c.step(3*time.Minute, time.Second)
+	if n := calls.Load(); n != before {
+		t.Fatalf("%d runs after the automatic pause", n-before)
 	}
 }

@@ -1026,6 +1026,10 @@ func (s *Scheduler) finish(f firing, lease locks.Lease, k *keeper, start time.Ti
 	if k != nil && k.h != nil {
 		k.h.recorded = seq
 	}
+	if seq != 0 && f.e.spec.PauseAfterFailures > 0 && (last.Outcome == OutcomeError || last.Outcome == OutcomePanic) && !f.manual() {
+		s.takeoff(1)
+		go s.pauseIfFailing(f.e, seq, err)
+	}
 	if ev != nil {
 		s.ended(ev, last.Outcome, err, last.Duration, end)
 	}
