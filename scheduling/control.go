@@ -60,7 +60,7 @@ func (s *Scheduler) setPaused(ctx context.Context, name string, paused bool) err
 	if err != nil {
 		return err
 	}
-	err = s.state.SetPaused(ctx, e.name, paused)
+	err = s.state.SetPaused(ctx, e.name, taskstate.Pause{Paused: paused, At: s.clock.Now()})
 	s.pauses.forget(true) // this node sees its own change at its next fire
 	return err
 }
@@ -105,8 +105,8 @@ func (s *Scheduler) History(ctx context.Context, name string) ([]taskstate.Run, 
 // [Scheduler.ClusterTasks] reads.
 const RecentFires = 20
 
-// ClusterTasks returns [Scheduler.Tasks] with each task's paused flag and
-// its newest fires recorded on any node (at most RecentFires), read from
+// ClusterTasks returns [Scheduler.Tasks] with each task's paused flag, the
+// note of its last pause or resume, and its newest fires recorded on any node (at most RecentFires), read from
 // the task state: two reads per task, the flag and the newest records.
 // Without a task state store it is Tasks.
 func (s *Scheduler) ClusterTasks(ctx context.Context) ([]TaskInfo, error) {
@@ -116,7 +116,7 @@ func (s *Scheduler) ClusterTasks(ctx context.Context) ([]TaskInfo, error) {
 	}
 	for i := range infos {
 		ti := &infos[i]
-		paused, err := s.state.Paused(ctx, ti.Name)
+		pause, err := s.state.Paused(ctx, ti.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -124,7 +124,7 @@ func (s *Scheduler) ClusterTasks(ctx context.Context) ([]TaskInfo, error) {
 		if err != nil {
 			return nil, err
 		}
-		ti.Paused = paused
+		ti.Paused, ti.PauseNote = pause.Paused, pause
 		if len(runs) > 0 {
 			// By fire, not by when each was recorded: a node's records of
 			// an outage land after the runs that followed it.
