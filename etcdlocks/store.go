@@ -168,7 +168,9 @@ func (s *Store) SetPaused(ctx context.Context, task string, p taskstate.Pause) e
 
 // Paused returns task's pause: one transaction of two Gets, the flag and
 // the last resume. A flag whose value is not a pause's JSON ("1", put by a
-// version before notes, or by hand) is a pause without note.
+// version before notes, or by hand) is a pause without note, and a last
+// resume that is not (put by hand), a resume without note: the flag alone
+// decides whether the task runs.
 func (s *Store) Paused(ctx context.Context, task string) (taskstate.Pause, error) {
 	if err := taskstate.CheckTask(ctx, task); err != nil {
 		return taskstate.Pause{}, err
@@ -187,8 +189,8 @@ func (s *Store) Paused(ctx context.Context, task string) (taskstate.Pause, error
 	}
 	if kv := firstKV(kvs[1]); kv != nil {
 		var p taskstate.Pause
-		if err := json.Unmarshal(kv.Value, &p); err != nil {
-			return taskstate.Pause{}, storeCorrupt("resume", string(kv.Key), err)
+		if json.Unmarshal(kv.Value, &p) != nil {
+			p = taskstate.Pause{}
 		}
 		p.Paused = false
 		return p, nil

@@ -49,8 +49,8 @@ type StoreOptions struct {
 	Namespace string
 	// Table is the prefix of the store's tables, "table" or
 	// "schema.table" as Options.Table; "" means ndigo_tasks (tables
-	// ndigo_tasks_paused, ndigo_tasks_resumed, ndigo_tasks_requests, ndigo_tasks_retries,
-	// ndigo_tasks_runs, ndigo_tasks_backfills, ndigo_tasks_ran,
+	// ndigo_tasks_paused, ndigo_tasks_resumed, ndigo_tasks_requests,
+	// ndigo_tasks_retries, ndigo_tasks_runs, ndigo_tasks_backfills, ndigo_tasks_ran,
 	// ndigo_tasks_schedules and ndigo_tasks_generations, and the sequence
 	// ndigo_tasks_pauses).
 	Table string

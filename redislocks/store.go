@@ -237,7 +237,9 @@ const generationTimeout = 10 * time.Second
 
 // Paused returns task's pause: one MGET of the flag and the last resume
 // (one slot). A flag whose value is not a pause's JSON ("1", set by a
-// version before notes, or by hand) is a pause without note.
+// version before notes, or by hand) is a pause without note, and a last
+// resume that is not (set by hand), a resume without note: the flag alone
+// decides whether the task runs.
 func (s *Store) Paused(ctx context.Context, task string) (taskstate.Pause, error) {
 	if err := taskstate.CheckTask(ctx, task); err != nil {
 		return taskstate.Pause{}, err
@@ -259,8 +261,8 @@ func (s *Store) Paused(ctx context.Context, task string) (taskstate.Pause, error
 	}
 	if v, ok := vals[1].(string); ok {
 		var p taskstate.Pause
-		if err := json.Unmarshal([]byte(v), &p); err != nil {
-			return taskstate.Pause{}, fail("Paused", task, fmt.Errorf("the last resume %q does not decode: %w", v, err))
+		if json.Unmarshal([]byte(v), &p) != nil {
+			p = taskstate.Pause{}
 		}
 		p.Paused = false
 		return p, nil

@@ -106,8 +106,10 @@ func (s *Scheduler) History(ctx context.Context, name string) ([]taskstate.Run, 
 const RecentFires = 20
 
 // ClusterTasks returns [Scheduler.Tasks] with each task's paused flag, the
-// note of its last pause or resume, and its newest fires recorded on any node (at most RecentFires), read from
-// the task state: two reads per task, the flag and the newest records.
+// note of its last pause or resume ([TaskInfo].PauseNote), and its newest
+// fires recorded on any node (at most RecentFires), read from the task
+// state: two reads per task, the flag with its note and the newest
+// records.
 // Without a task state store it is Tasks.
 func (s *Scheduler) ClusterTasks(ctx context.Context) ([]TaskInfo, error) {
 	infos := s.Tasks()
