@@ -215,8 +215,8 @@ func TestTokenIsRedacted(t *testing.T) {
 // failingStore is a task state whose backend is down.
 type failingStore struct{ taskstate.Store }
 
-func (failingStore) Paused(context.Context, string) (bool, error) {
-	return false, errors.New("store down")
+func (failingStore) Paused(context.Context, string) (taskstate.Pause, error) {
+	return taskstate.Pause{}, errors.New("store down")
 }
 
 // With the task state unreachable, GET /scheduledtasks still shows this

@@ -104,7 +104,8 @@
 // and the name, or "h/" and its SHA-256 past 512 bytes) after its length
 // and a colon, so that no task's keys are a prefix of another's:
 //
-//	paused/<t>       "1" while the task is paused
+//	paused/<t>       while the task is paused: its taskstate.Pause, JSON ("1" if paused by a version before notes)
+//	resumed/<t>      the task's last resume with a note, by or at, while it is not paused: its taskstate.Pause, JSON
 //	pauses           rewritten by every SetPaused: its mod revision is Poll.Pauses
 //	requests/<t>     the pending manual-run request: JSON {task, at}
 //	retries/<t>      the task's last retry or waiting fire, pending or taken (JSON; "taken" once taken)
@@ -121,11 +122,12 @@
 //	schedules        rewritten by each schedule call that changes them: its mod revision is Poll.Schedules
 //
 // A call whose outcome compares decide is one transaction, one round trip:
-// SetPaused (the flag and the pause generation's key), RequestRun (put if
-// absent), CreateSchedule (put if absent), UpdateSchedule (put if the bytes
-// differ, else count the key) and DeleteSchedule (delete if present, with
-// the generation's key); Paused, Runs and Schedules are one Get, Runs
-// sorted by key descending and limited to the runs it returns; Poll is one
+// SetPaused (the flag, the last resume and the pause generation's key),
+// RequestRun (put if absent), CreateSchedule (put if absent),
+// UpdateSchedule (put if the bytes differ, else count the key) and
+// DeleteSchedule (delete if present, with the generation's key); Paused is
+// one transaction of two Gets (the flag and the last resume); Runs and
+// Schedules are one Get, Runs sorted by key descending and limited to the runs it returns; Poll is one
 // transaction of three prefix Gets (requests, retries, backfills) and the
 // two generations' keys. The others read what they change in one
 // transaction of Gets and then commit a transaction whose compares check

@@ -134,34 +134,68 @@ func unchangedCmp(key string, kv *mvccpb.KeyValue) clientv3.Cmp {
 	return clientv3.Compare(clientv3.ModRevision(key), "=", kvModRev(kv))
 }
 
-// SetPaused sets task's paused flag and rewrites the pause generation's key
-// in one transaction: one round trip. Poll.Pauses is that key's mod
-// revision, which every SetPaused moves on.
-func (s *Store) SetPaused(ctx context.Context, task string, paused bool) error {
-	if err := taskstate.CheckTask(ctx, task); err != nil {
+// SetPaused sets task's pause and rewrites the pause generation's key in
+// one transaction: one round trip. Poll.Pauses is that key's mod revision,
+// which every SetPaused moves on. A pause puts its JSON as the flag's value
+// and deletes the last resume; a resume deletes the flag and puts its
+// JSON, if it has a note, a by or an at, as the last resume (else deletes
+// it). A node of a version before notes reads a flag's presence and puts
+// "1", and so reads and sets the same flags; but its resume leaves the
+// last resume of this version, which Paused then returns, until the next
+// SetPaused of this version.
+func (s *Store) SetPaused(ctx context.Context, task string, p taskstate.Pause) error {
+	if err := taskstate.CheckSetPaused(ctx, task, p); err != nil {
 		return err
 	}
-	k := s.taskKey("paused", task)
-	flag := clientv3.OpDelete(k)
-	if paused {
-		flag = clientv3.OpPut(k, "1")
+	p.At = p.At.UTC()
+	v, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("%w: task %q: pause %+v: %v", taskstate.ErrInvalid, task, p, err)
 	}
-	if _, err := s.client.Txn(ctx).Then(flag, clientv3.OpPut(s.pausesKey(), "")).Commit(); err != nil {
+	flag, resumed := s.taskKey("paused", task), s.taskKey("resumed", task)
+	ops := []clientv3.Op{clientv3.OpPut(flag, string(v)), clientv3.OpDelete(resumed)}
+	switch {
+	case !p.Paused && (p.Note != "" || p.By != "" || !p.At.IsZero()):
+		ops = []clientv3.Op{clientv3.OpDelete(flag), clientv3.OpPut(resumed, string(v))}
+	case !p.Paused:
+		ops = []clientv3.Op{clientv3.OpDelete(flag), clientv3.OpDelete(resumed)}
+	}
+	if _, err := s.client.Txn(ctx).Then(append(ops, clientv3.OpPut(s.pausesKey(), ""))...).Commit(); err != nil {
 		return storeFail("SetPaused", task, err)
 	}
 	return nil
 }
 
-// Paused reports task's paused flag: one Get.
-func (s *Store) Paused(ctx context.Context, task string) (bool, error) {
+// Paused returns task's pause: one transaction of two Gets, the flag and
+// the last resume. A flag whose value is not a pause's JSON ("1", put by a
+// version before notes, or by hand) is a pause without note, and a last
+// resume that is not (put by hand), a resume without note: the flag alone
+// decides whether the task runs.
+func (s *Store) Paused(ctx context.Context, task string) (taskstate.Pause, error) {
 	if err := taskstate.CheckTask(ctx, task); err != nil {
-		return false, err
+		return taskstate.Pause{}, err
 	}
-	resp, err := s.client.Get(ctx, s.taskKey("paused", task), clientv3.WithCountOnly())
+	kvs, err := s.read(ctx, clientv3.OpGet(s.taskKey("paused", task)), clientv3.OpGet(s.taskKey("resumed", task)))
 	if err != nil {
-		return false, storeFail("Paused", task, err)
+		return taskstate.Pause{}, storeFail("Paused", task, err)
 	}
-	return resp.Count > 0, nil
+	if kv := firstKV(kvs[0]); kv != nil {
+		var p taskstate.Pause
+		if json.Unmarshal(kv.Value, &p) != nil {
+			p = taskstate.Pause{}
+		}
+		p.Paused = true
+		return p, nil
+	}
+	if kv := firstKV(kvs[1]); kv != nil {
+		var p taskstate.Pause
+		if json.Unmarshal(kv.Value, &p) != nil {
+			p = taskstate.Pause{}
+		}
+		p.Paused = false
+		return p, nil
+	}
+	return taskstate.Pause{}, nil
 }
 
 // storedRequest is the value of a pending request's key.

@@ -307,7 +307,7 @@ func TestStorePollIsOneRoundTrip(t *testing.T) {
 	at := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 	r := taskstate.Retry{Fire: at, Attempt: 2, Due: at.Add(time.Minute)}
 	b := taskstate.Backfill{ID: "b1", Task: "t2", From: at, To: at.Add(time.Hour), Total: 2, Node: "node-a", Created: at}
-	for _, err := range []error{s.RequestRun(ctx, "t1", at), s.SetPaused(ctx, "t1", true),
+	for _, err := range []error{s.RequestRun(ctx, "t1", at), s.SetPaused(ctx, "t1", taskstate.Pause{Paused: true}),
 		s.Record(ctx, taskstate.TaskRun{Task: "t2", Run: taskstate.Run{Fire: at, Node: "n", Outcome: "error"}, Retry: &r}),
 		s.StartBackfill(ctx, b, nil),
 		s.CreateSchedule(ctx, taskstate.Schedule{Name: "sc", Handler: "h", Cron: "* * * * *"})} {

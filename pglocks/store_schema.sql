@@ -1,5 +1,7 @@
--- The task state (taskstate.Store) of every namespace: the paused tasks, the
--- pending manual-run requests (at: Unix nanoseconds), each task's last
+-- The task state (taskstate.Store) of every namespace: the paused tasks,
+-- each with its pause's note, who made it and when (at: Unix nanoseconds,
+-- NULL if not known), and the last resume of each task that is not paused
+-- (the same), the pending manual-run requests (at: Unix nanoseconds), each task's last
 -- retry, pending or taken (fire and due: Unix nanoseconds), and the newest
 -- runs of each task (run: JSON, a recorded run's ending with the ID it was
 -- recorded with, "id", which a record sent again finds), at most the
@@ -16,10 +18,35 @@
 -- taskstate.EncodeSchedule's bytes) and each namespace's generation of them
 -- (taskstate.Poll.Schedules), which the statement that changes them moves
 -- on, came later: CreateSchema adds their tables to a database that an
--- earlier version made.
+-- earlier version made. So did the pauses' notes: the earlier paused table
+-- gets its note, who and at columns, with their defaults (a pause without
+-- note), and the resumes' table is added.
 CREATE TABLE IF NOT EXISTS $PAUSED (
 	ns   text NOT NULL,
 	task text NOT NULL,
+	note text NOT NULL DEFAULT '',
+	who  text NOT NULL DEFAULT '',
+	at   bigint,
+	PRIMARY KEY (ns, task)
+);
+-- The columns are added with constant defaults (no rewrite of the rows),
+-- in one ALTER TABLE, so that a table has all three or none. Checked
+-- first: ALTER TABLE would take its lock on every CreateSchema. A node of
+-- the version before inserts and deletes the rows of (ns, task) as it did,
+-- its pauses taking the defaults.
+DO $migrate$
+BEGIN
+	IF NOT EXISTS (SELECT FROM pg_attribute WHERE attrelid = '$PAUSED'::regclass AND attname = 'note' AND NOT attisdropped) THEN
+		ALTER TABLE $PAUSED ADD COLUMN note text NOT NULL DEFAULT '', ADD COLUMN who text NOT NULL DEFAULT '', ADD COLUMN at bigint;
+	END IF;
+END
+$migrate$;
+CREATE TABLE IF NOT EXISTS $RESUMED (
+	ns   text NOT NULL,
+	task text NOT NULL,
+	note text NOT NULL,
+	who  text NOT NULL,
+	at   bigint,
 	PRIMARY KEY (ns, task)
 );
 CREATE TABLE IF NOT EXISTS $REQUESTS (

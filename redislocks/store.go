@@ -68,7 +68,8 @@ type StoreOptions struct {
 // Redis and namespace. Make one with NewStore; it is safe for concurrent
 // use. For namespace ns and task name t it uses
 //
-//	ndigo:{ns:t}:task:paused     "1" while the task is paused; no expiry
+//	ndigo:{ns:t}:task:paused     while the task is paused: its taskstate.Pause, JSON ("1" if paused by a version before notes); no expiry
+//	ndigo:{ns:t}:task:resumed    the task's last resume with a note, by or at, while it is not paused: its taskstate.Pause, JSON; no expiry
 //	ndigo:{ns:t}:task:call:<n>   a SetPaused call's nonce n, for a minute
 //	ndigo:{ns}:requests          the pending manual-run requests: task name -> Unix nanoseconds; no expiry
 //	ndigo:{ns}:retries           each task's last retry or waiting fire (attempt 1): task name -> "<fire> <attempt> <due> <manual>[ t]" (Unix nanoseconds zero-padded to 20 digits, the attempt to 10, 0 or 1; " t" once taken); no expiry: a task's field stays once it had a retry
@@ -180,7 +181,8 @@ func fail(op, task string, err error) error {
 	return fmt.Errorf("%w: %s of task %q: %w", ErrRedis, op, task, err)
 }
 
-// SetPaused sets task's paused flag, once per call, then moves the pause
+// SetPaused sets task's pause, once per call (pause.lua: the flag and the
+// last resume, in the task's slot, in one script), then moves the pause
 // generation on: two round trips, the flag and the generation being in
 // different Cluster slots. A retried INCR moves it twice, which tells the
 // pollers the same. The INCR follows every flag script that may have run
@@ -188,16 +190,31 @@ func fail(op, task string, err error) error {
 // caller's end does not end (bounded by generationTimeout): a flag changed
 // without the generation would stay unseen by the nodes that keep the
 // flags they read until the next SetPaused.
-func (s *Store) SetPaused(ctx context.Context, task string, paused bool) error {
-	if err := taskstate.CheckTask(ctx, task); err != nil {
+//
+// A pause keeps its JSON as the flag's value and deletes the last resume;
+// a resume deletes the flag and keeps its JSON, if it has a note, a by or
+// an at, as the last resume. A node of a version before notes reads a
+// flag's presence and sets it to "1", and so reads and sets the same
+// flags; but its resume leaves the last resume of this version, which
+// Paused then returns, until the next SetPaused of this version.
+func (s *Store) SetPaused(ctx context.Context, task string, p taskstate.Pause) error {
+	if err := taskstate.CheckSetPaused(ctx, task, p); err != nil {
 		return err
 	}
-	flag := "0"
-	if paused {
+	flag, note := "0", ""
+	if p.Paused || p.Note != "" || p.By != "" || !p.At.IsZero() {
+		p.At = p.At.UTC()
+		b, err := json.Marshal(p)
+		if err != nil {
+			return fmt.Errorf("%w: task %q: pause %+v: %v", taskstate.ErrInvalid, task, p, err)
+		}
+		note = string(b)
+	}
+	if p.Paused {
 		flag = "1"
 	}
-	err := pauseScript.Run(ctx, s.client, []string{s.key(task, "paused"), s.key(task, "call:"+s.callNonce())}, flag,
-		callTTL.Milliseconds()).Err()
+	err := pauseScript.Run(ctx, s.client, []string{s.key(task, "paused"), s.key(task, "resumed"), s.key(task, "call:"+s.callNonce())},
+		flag, note, callTTL.Milliseconds()).Err()
 	var reply redis.Error // Redis answered an error: the script did not change the flag
 	if err == nil || !errors.As(err, &reply) {
 		gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), generationTimeout)
@@ -218,19 +235,39 @@ func (s *Store) SetPaused(ctx context.Context, task string, paused bool) error {
 // it first with its default options.
 const generationTimeout = 10 * time.Second
 
-// Paused reports task's paused flag.
-func (s *Store) Paused(ctx context.Context, task string) (bool, error) {
+// Paused returns task's pause: one MGET of the flag and the last resume
+// (one slot). A flag whose value is not a pause's JSON ("1", set by a
+// version before notes, or by hand) is a pause without note, and a last
+// resume that is not (set by hand), a resume without note: the flag alone
+// decides whether the task runs.
+func (s *Store) Paused(ctx context.Context, task string) (taskstate.Pause, error) {
 	if err := taskstate.CheckTask(ctx, task); err != nil {
-		return false, err
+		return taskstate.Pause{}, err
 	}
-	err := s.client.Get(ctx, s.key(task, "paused")).Err()
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, redis.Nil):
-		return false, nil
+	vals, err := s.client.MGet(ctx, s.key(task, "paused"), s.key(task, "resumed")).Result()
+	if err != nil {
+		return taskstate.Pause{}, fail("Paused", task, err)
 	}
-	return false, fail("Paused", task, err)
+	if len(vals) != 2 {
+		return taskstate.Pause{}, fail("Paused", task, fmt.Errorf("MGET of 2 keys answered %d values", len(vals)))
+	}
+	if v, ok := vals[0].(string); ok {
+		var p taskstate.Pause
+		if json.Unmarshal([]byte(v), &p) != nil {
+			p = taskstate.Pause{}
+		}
+		p.Paused = true
+		return p, nil
+	}
+	if v, ok := vals[1].(string); ok {
+		var p taskstate.Pause
+		if json.Unmarshal([]byte(v), &p) != nil {
+			p = taskstate.Pause{}
+		}
+		p.Paused = false
+		return p, nil
+	}
+	return taskstate.Pause{}, nil
 }
 
 // RequestRun records a pending run of task, merged into one already

@@ -3,7 +3,12 @@ package scheduling
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/ndigo/ndigo/taskstate"
 )
 
 // pauseIfFailing pauses e's task in the cluster if its newest
@@ -39,14 +44,32 @@ func (s *Scheduler) pauseIfFailing(e *entry, seq uint64, last error) {
 	if failed < n {
 		return
 	}
-	if p, err := s.state.Paused(ctx, e.name); err != nil || p {
+	if p, err := s.state.Paused(ctx, e.name); err != nil || p.Paused {
 		return // paused already, or the flag cannot be read: the next failure tries again
 	}
-	note := fmt.Sprintf("paused after %d failed fires in a row (pauseAfterFailures); the last: %v", n, last)
-	if err := s.state.SetPaused(ctx, e.name, true); err != nil {
+	note := noteText(fmt.Sprintf("paused after %d failed fires in a row (pauseAfterFailures); the last: %v", n, last))
+	if err := s.state.SetPaused(ctx, e.name, taskstate.Pause{Paused: true, Note: note, By: "scheduler", At: s.clock.Now()}); err != nil {
 		s.log.Warn("pausing a task after failures in a row failed", "task", e.name, "failures", n, "err", err)
 		return
 	}
 	s.pauses.forget(true)
 	s.log.Warn("task paused after failures in a row", "task", e.name, "failures", n, "note", note)
+}
+
+// noteText makes s a note that taskstate.CheckPause takes: its control
+// characters (a stack's tabs, a "\r") made spaces but line breaks, cut on
+// a rune boundary to taskstate.MaxNoteLen bytes.
+func noteText(s string) string {
+	s = strings.ToValidUTF8(strings.ReplaceAll(s, "\r\n", "\n"), "?")
+	s = strings.Map(func(r rune) rune {
+		if r != '\n' && !unicode.IsPrint(r) {
+			return ' '
+		}
+		return r
+	}, s)
+	for len(s) > taskstate.MaxNoteLen {
+		_, size := utf8.DecodeLastRuneInString(s)
+		s = s[:len(s)-size]
+	}
+	return s
 }

@@ -248,12 +248,12 @@ func TestPauseAfterFailures(t *testing.T) {
 		return []Task{NewTask(fail, Cron("@every 1m"), Lock("k"), Name("t"), PauseAfterFailures(3))}
 	})
 	c.step(4*time.Minute, time.Second)
-	if p, _ := c.store.Paused(context.Background(), "t"); p {
+	if p, _ := c.store.Paused(context.Background(), "t"); p.Paused {
 		t.Fatalf("paused after fires failed, succeeded, failed, failed: want 3 failures in a row first")
 	}
 	c.step(time.Minute, time.Second)
-	if p, _ := c.store.Paused(context.Background(), "t"); !p {
-		t.Fatalf("not paused after 3 failed fires in a row")
+	if p, _ := c.store.Paused(context.Background(), "t"); !p.Paused || p.By != "scheduler" || !strings.Contains(p.Note, "3 failed fires in a row") || !strings.Contains(p.Note, "ledger down") {
+		t.Fatalf("pause %+v after 3 failed fires in a row, want paused by the scheduler with a note that says so", p)
 	}
 	before := calls.Load()
 	c.step(3*time.Minute, time.Second)

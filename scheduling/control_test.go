@@ -516,7 +516,9 @@ type downStore struct{ taskstate.Store }
 
 var errStoreDown = errors.New("store down")
 
-func (downStore) Paused(context.Context, string) (bool, error) { return false, errStoreDown }
+func (downStore) Paused(context.Context, string) (taskstate.Pause, error) {
+	return taskstate.Pause{}, errStoreDown
+}
 func (downStore) Poll(context.Context) (taskstate.Poll, error) { return taskstate.Poll{}, errStoreDown }
 
 // A fire whose node cannot read the paused flag is not run: it fails as a
@@ -568,7 +570,7 @@ type pauseReads struct {
 	pollDown atomic.Bool
 }
 
-func (p *pauseReads) Paused(ctx context.Context, task string) (bool, error) {
+func (p *pauseReads) Paused(ctx context.Context, task string) (taskstate.Pause, error) {
 	p.reads.Add(1)
 	return p.Store.Paused(ctx, task)
 }

@@ -527,7 +527,8 @@ func (s *Scheduler) holdRule(f *firing) (Outcome, error) {
 		paused, err := s.pauses.paused(f.e.name, s.clock.Now(), func(task string) (bool, error) {
 			ctx, cancel := call()
 			defer cancel()
-			return s.state.Paused(ctx, task)
+			p, err := s.state.Paused(ctx, task)
+			return p.Paused, err
 		})
 		switch {
 		case err != nil && s.stopping():

@@ -91,9 +91,13 @@ type TaskInfo struct {
 	Skips    uint64  // fires skipped: lock held, still running, already run, missed, paused
 	Failures uint64  // runs that errored, panicked or were cancelled, and lock failures
 
-	// Paused and ClusterLast come from the task state the nodes share;
-	// only [Scheduler.ClusterTasks] fills them.
-	Paused      bool           // the task is paused cluster-wide
+	// Paused, PauseNote and ClusterLast come from the task state the
+	// nodes share; only [Scheduler.ClusterTasks] fills them.
+	Paused bool // the task is paused cluster-wide
+	// PauseNote is the task's last pause or resume, as the store keeps it:
+	// its flag (Paused's), note, who made it and when; zero if the task was
+	// never paused.
+	PauseNote   taskstate.Pause
 	ClusterLast *taskstate.Run // the newest fire recorded on any node (a run, or a paused, failed or missed fire); nil if none
 	// ClusterRecent are the newest fires recorded on any node, newest
 	// first, at most RecentFires; ClusterLast is the first.

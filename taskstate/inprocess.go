@@ -17,9 +17,9 @@ import (
 type InProcess struct {
 	history int
 
-	mu       sync.Mutex // protects the fields below
-	paused   map[string]bool
-	pauses   int64 // Poll.Pauses
+	mu       sync.Mutex       // protects the fields below
+	paused   map[string]Pause // each task's last SetPaused, resumes too
+	pauses   int64            // Poll.Pauses
 	requests map[string]time.Time
 	retries  map[string]Retry     // the latest retry of each task, pending or taken
 	taken    map[string]bool      // the task's latest retry was taken
@@ -44,31 +44,28 @@ func NewInProcess(history int) (*InProcess, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &InProcess{history: n, paused: map[string]bool{}, requests: map[string]time.Time{},
+	return &InProcess{history: n, paused: map[string]Pause{}, requests: map[string]time.Time{},
 		retries: map[string]Retry{}, taken: map[string]bool{}, runs: map[string][]keptRun{},
 		backfills: map[string]Backfill{}, ran: map[string]map[int64]bool{}, schedules: map[string][]byte{}}, nil
 }
 
-// SetPaused sets task's paused flag.
-func (s *InProcess) SetPaused(ctx context.Context, task string, paused bool) error {
-	if err := CheckTask(ctx, task); err != nil {
+// SetPaused sets task's pause.
+func (s *InProcess) SetPaused(ctx context.Context, task string, p Pause) error {
+	if err := CheckSetPaused(ctx, task, p); err != nil {
 		return err
 	}
+	p.At = p.At.UTC()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.pauses++
-	if paused {
-		s.paused[task] = true
-	} else {
-		delete(s.paused, task)
-	}
+	s.paused[task] = p
 	return nil
 }
 
-// Paused reports task's paused flag.
-func (s *InProcess) Paused(ctx context.Context, task string) (bool, error) {
+// Paused returns task's pause.
+func (s *InProcess) Paused(ctx context.Context, task string) (Pause, error) {
 	if err := CheckTask(ctx, task); err != nil {
-		return false, err
+		return Pause{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

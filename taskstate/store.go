@@ -18,7 +18,7 @@ const DefaultHistory = 20
 const MaxHistory = 1000
 
 // ErrInvalid reports bad input to a store: an empty task name, a history
-// length out of range. The wrapping error names the argument, the value and
+// length out of range, a pause's note too long. The wrapping error names the argument, the value and
 // the rule.
 var ErrInvalid = errors.New("taskstate: invalid argument")
 
@@ -72,8 +72,8 @@ type HistoryKeeper interface {
 //   - a store whose client retries the call (redislocks: go-redis resends
 //     it on a new connection) makes each call carry a nonce, so that the
 //     retry answers what the first attempt did and changes nothing again:
-//     a SetPaused does not undo a later one, a RequestRun makes at most one
-//     request (one call, at most one run), a TakeRequest returns the
+//     a SetPaused does not undo a later one (its flag nor its note), a
+//     RequestRun makes at most one request (one call, at most one run), a TakeRequest returns the
 //     request its first attempt took and never a later one, a TakeRetry
 //     answers what its first attempt did (and so does a LeaveWaiting), a Record records once (and
 //     leaves its retry once), a CreateSchedule answers nil, an
@@ -87,7 +87,8 @@ type HistoryKeeper interface {
 // A call whose context ends after the server applied it, before its reply
 // came, returns an error wrapping the context's error (no client resends
 // it then), and the state is as if it ran once, in full (a SetPaused moved
-// the pause generation with the flag), or not at all; but a Record that a
+// the pause generation with the flag, and kept its note with it), or not
+// at all; but a Record that a
 // store splits (etcdlocks) may have recorded some of its tasks, each whole
 // and each run once, until the caller sends it again with the same IDs.
 //
@@ -96,12 +97,17 @@ type HistoryKeeper interface {
 // carry their IDs ([TaskRun.ID]) keeps each run once on every store, as the
 // scheduler's recorder relies on when it sends a failed batch again.
 type Store interface {
-	// SetPaused pauses (true) or resumes (false) task. The flag holds until
-	// it is changed, whatever node restarts. Once it returns, the Pauses of
-	// every later Poll differs from that of every Poll before the call.
-	SetPaused(ctx context.Context, task string, paused bool) error
-	// Paused reports whether task is paused; a task never paused is not.
-	Paused(ctx context.Context, task string) (bool, error)
+	// SetPaused pauses (p.Paused true) or resumes (false) task, and keeps
+	// p's Note, By and At with the flag, in the same step: a resume keeps
+	// its own, in place of the pause's. The Pause holds until the next
+	// SetPaused of the task, whatever node restarts. Once it returns, the
+	// Pauses of every later Poll differs from that of every Poll before the
+	// call. A p that [CheckPause] refuses is an error wrapping ErrInvalid,
+	// and nothing changes.
+	SetPaused(ctx context.Context, task string, p Pause) error
+	// Paused returns task's Pause, as the last SetPaused of it stored it
+	// (its At in UTC); a task never paused nor resumed has the zero Pause.
+	Paused(ctx context.Context, task string) (Pause, error)
 	// RequestRun records a pending manual run of task, requested at at. A
 	// request made while another is pending is merged into it: the earlier
 	// instant stays, and one run serves both.

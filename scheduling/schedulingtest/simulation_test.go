@@ -1174,17 +1174,17 @@ func (n *nodeStore) call(op, task string, do func() error) error {
 	return do()
 }
 
-func (n *nodeStore) SetPaused(ctx context.Context, task string, paused bool) error {
+func (n *nodeStore) SetPaused(ctx context.Context, task string, p taskstate.Pause) error {
 	return n.call("SetPaused", task, func() error {
-		if err := n.s.inner.SetPaused(ctx, task, paused); err != nil {
+		if err := n.s.inner.SetPaused(ctx, task, p); err != nil {
 			return err
 		}
-		n.s.log(func(int) { n.s.paused[task] = append(n.s.paused[task], pauseAt{time.Now(), paused}) })
+		n.s.log(func(int) { n.s.paused[task] = append(n.s.paused[task], pauseAt{time.Now(), p.Paused}) })
 		return nil
 	})
 }
 
-func (n *nodeStore) Paused(ctx context.Context, task string) (p bool, err error) {
+func (n *nodeStore) Paused(ctx context.Context, task string) (p taskstate.Pause, err error) {
 	err = n.call("Paused", task, func() error { p, err = n.s.inner.Paused(ctx, task); return err })
 	return p, err
 }

@@ -55,9 +55,10 @@ func (s *suite) contextEnded(t *testing.T) {
 	t.Run("SetPaused", func(t *testing.T) {
 		st, task := s.lossy(t), s.task(t)
 		before := pauses(t, st.B)
-		endContext(t, st, "SetPaused", func(ctx context.Context) error { return st.A.SetPaused(ctx, task, true) })
-		if got, err := st.B.Paused(ctx, task); err != nil || !got {
-			t.Fatalf("Paused after the SetPaused(true) = %v, %v; want true", got, err)
+		p := taskstate.Pause{Paused: true, Note: "ended", By: "node-a", At: pauseAt(1)}
+		endContext(t, st, "SetPaused", func(ctx context.Context) error { return st.A.SetPaused(ctx, task, p) })
+		if got, err := st.B.Paused(ctx, task); err != nil || !samePause(got, p) {
+			t.Fatalf("Paused after the SetPaused(%+v) = %+v, %v; want it, note and all", p, got, err)
 		}
 		// A node that keeps the flags it read reads them again only when the
 		// pause generation moved: the flag must not change without it.
