@@ -125,25 +125,23 @@
 // A call whose outcome compares decide is one transaction, one round trip:
 // SetPaused (the flag and the pause generation's key), RequestRun (put if
 // absent), CreateSchedule (put if absent), UpdateSchedule (put if the bytes
-// differ, else count the key) and DeleteSchedule (delete if present, with
-// the generation's key); Paused, Runs and Schedules are one Get, Runs
-// sorted by key descending and limited to the runs it returns; Poll is one
-// transaction of four prefix Gets (requests, retries, backfills,
-// runcounts) and the two generations' keys. The others read what they change in one
-// transaction of Gets and then commit a transaction whose compares check
-// that the mod revisions they read are unchanged, both again on a
-// conflict: two round trips for TakeRequest, TakeRetry, LeaveWaiting,
-// TakeRun, Record (of any number of runs), StartBackfill, TakeBackfill and
-// EndBackfill, and one when the read decides (nothing pending, a stale
-// instant, a backfill already running, a fire among the last takes, the
-// runs all taken). A change of a task's runs rewrites
-// its sequence key, whose compare stands for them all, trims the runs past
-// the history length with one range delete, and is in the same
-// transaction as the request, retry or backfill it goes with. A Record
-// that could exceed etcd's default --max-txn-ops (128) is recorded in
-// several transactions of whole tasks, and a StartBackfill of more than
-// 100 instants that ran notes the extra ones first, in transactions of
-// 100.
+// differ, else count the key) and DeleteSchedule (delete if present, with the
+// generation's key); Paused, Runs and Schedules are one Get, Runs sorted by
+// key descending and limited to the runs it returns; Poll is one transaction
+// of four prefix Gets (requests, retries, backfills, runcounts) and the two
+// generations' keys. The others read what they change in one transaction of
+// Gets and then commit a transaction whose compares check that the mod
+// revisions they read are unchanged, both again on a conflict: two round trips
+// for TakeRequest, TakeRetry, LeaveWaiting, TakeRun, Record (of any number of
+// runs), StartBackfill, TakeBackfill and EndBackfill, and one when the read
+// decides (nothing pending, a stale instant, a backfill already running, a
+// fire among the last takes, the runs all taken). A change of a task's runs
+// rewrites its sequence key, whose compare stands for them all, trims the runs
+// past the history length with one range delete, and is in the same
+// transaction as the request, retry or backfill it goes with. A Record that
+// could exceed etcd's default --max-txn-ops (128) is recorded in several
+// transactions of whole tasks, and a StartBackfill of more than 100 instants
+// that ran notes the extra ones first, in transactions of 100.
 //
 // etcd keeps these keys until they change: the runs of a task no longer
 // declared, its run counts, and the instants known to have run, do not

@@ -268,13 +268,12 @@ func (s *Store) RequestRun(ctx context.Context, task string, at time.Time) error
 }
 
 // Poll returns the pending requests and retries, the backfills, the runs
-// taken, the pause generation and the schedules' generation, in one
-// statement. The pause
-// generation is the last value of a sequence that SetPaused draws from, of
-// every namespace in the tables (a change in one namespace makes the
+// taken, the pause generation and the schedules' generation, in one statement.
+// The pause generation is the last value of a sequence that SetPaused draws
+// from, of every namespace in the tables (a change in one namespace makes the
 // others' nodes read their flags again, which costs a read and changes
-// nothing), and 0 before the first draw, whose value is 1 too. The
-// schedules' generation is the namespace's row, 0 before the first change.
+// nothing), and 0 before the first draw, whose value is 1 too. The schedules'
+// generation is the namespace's row, 0 before the first change.
 func (s *Store) Poll(ctx context.Context) (taskstate.Poll, error) {
 	if err := taskstate.CheckContext(ctx); err != nil {
 		return taskstate.Poll{}, err

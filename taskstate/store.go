@@ -90,10 +90,10 @@ type HistoryKeeper interface {
 //     request its first attempt took and never a later one, a TakeRetry
 //     answers what its first attempt did (and so does a LeaveWaiting), a
 //     TakeRun answers the number its first attempt took (or 0) and takes
-//     nothing again, a Record records once (and
-//     leaves its retry once), a CreateSchedule answers nil, an
-//     UpdateSchedule does not undo a later one, and a DeleteSchedule
-//     answers true and does not delete a schedule created since;
+//     nothing again, a Record records once (and leaves its retry once), a
+//     CreateSchedule answers nil, an UpdateSchedule does not undo a later
+//     one, and a DeleteSchedule answers true and does not delete a
+//     schedule created since;
 //   - a store whose client does not retry (pglocks: pgx never resends a
 //     query) returns an error, and the state is as if the call ran once or
 //     not at all, never twice;
