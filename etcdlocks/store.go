@@ -254,9 +254,10 @@ func decodeRetry(kv *mvccpb.KeyValue) (*retryValue, error) {
 	return &v, nil
 }
 
-// Poll returns the pending requests and retries, the backfills and both
-// generations: one transaction of three prefix Gets (requests, retries,
-// backfills) and two Gets (the generations' keys), one round trip.
+// Poll returns the pending requests and retries, the backfills, the runs
+// taken and both generations: one transaction of four prefix Gets
+// (requests, retries, backfills, runcounts) and two Gets (the
+// generations' keys), one round trip.
 // Poll.Pauses and Poll.Schedules are the mod revisions of the
 // generations' keys (0 before the first change).
 func (s *Store) Poll(ctx context.Context) (taskstate.Poll, error) {
@@ -266,7 +267,8 @@ func (s *Store) Poll(ctx context.Context) (taskstate.Poll, error) {
 	got, err := s.read(ctx, clientv3.OpGet(s.prefix+"requests/", clientv3.WithPrefix()),
 		clientv3.OpGet(s.prefix+"retries/", clientv3.WithPrefix()),
 		clientv3.OpGet(s.prefix+"backfills/", clientv3.WithPrefix()),
-		clientv3.OpGet(s.pausesKey()), clientv3.OpGet(s.schedulesKey()))
+		clientv3.OpGet(s.pausesKey()), clientv3.OpGet(s.schedulesKey()),
+		clientv3.OpGet(s.prefix+"runcounts/", clientv3.WithPrefix()))
 	if err != nil {
 		return taskstate.Poll{}, fmt.Errorf("%w: Poll in namespace %q: %w", ErrEtcd, s.ns, err)
 	}
@@ -301,7 +303,86 @@ func (s *Store) Poll(ctx context.Context) (taskstate.Poll, error) {
 		}
 		out.Backfills[b.Task] = b
 	}
+	for _, kv := range got[5] {
+		v, err := decodeRunCounts(kv)
+		if err != nil {
+			return taskstate.Poll{}, err
+		}
+		if out.Runs == nil {
+			out.Runs = make(map[string]int)
+		}
+		out.Runs[v.Task] = v.Taken
+	}
 	return out, nil
+}
+
+// runCountsValue is the value of a task's runcounts key: how many runs it
+// took (TakeRun), and its last taskstate.MaxRunTakes takes, oldest first.
+type runCountsValue struct {
+	Task  string    `json:"task"`
+	Taken int       `json:"taken"`
+	Takes []runTake `json:"takes"`
+}
+
+// A runTake is a fire, in Unix nanoseconds, and the number of the run it
+// took.
+type runTake struct {
+	Fire int64 `json:"fire"`
+	N    int   `json:"n"`
+}
+
+// decodeRunCounts decodes kv's counts; nil kv gives the zero value.
+func decodeRunCounts(kv *mvccpb.KeyValue) (runCountsValue, error) {
+	var v runCountsValue
+	if kv == nil {
+		return v, nil
+	}
+	if err := json.Unmarshal(kv.Value, &v); err != nil {
+		return v, storeCorrupt("run counts", string(kv.Key), err)
+	}
+	return v, nil
+}
+
+// TakeRun takes the next of task's runs for fire unless fire took one
+// among the task's last takes (its number) or max were taken (0): a Get of
+// the task's runcounts key, then at most a transaction that puts it if its
+// mod revision is unchanged (one or two round trips; again on a conflict,
+// so that of the fires racing for the last run exactly one commits it).
+func (s *Store) TakeRun(ctx context.Context, task string, fire time.Time, max int) (int, error) {
+	if err := taskstate.CheckTakeRun(ctx, task, fire, max); err != nil {
+		return 0, err
+	}
+	k, at := s.taskKey("runcounts", task), fire.UnixNano()
+	for {
+		resp, err := s.client.Get(ctx, k)
+		if err != nil {
+			return 0, storeFail("TakeRun", task, err)
+		}
+		kv := firstKV(resp.Kvs)
+		v, err := decodeRunCounts(kv)
+		if err != nil {
+			return 0, err
+		}
+		if i := slices.IndexFunc(v.Takes, func(r runTake) bool { return r.Fire == at }); i >= 0 {
+			return v.Takes[i].N, nil
+		}
+		if v.Taken >= max {
+			return 0, nil
+		}
+		v.Task, v.Taken = task, v.Taken+1
+		v.Takes = append(v.Takes, runTake{Fire: at, N: v.Taken})
+		if n := len(v.Takes) - taskstate.MaxRunTakes; n > 0 {
+			v.Takes = v.Takes[n:]
+		}
+		b, _ := json.Marshal(v) // always encodes
+		ok, err := s.commit(ctx, []clientv3.Cmp{unchangedCmp(k, kv)}, []clientv3.Op{clientv3.OpPut(k, string(b))})
+		if err != nil {
+			return 0, storeFail("TakeRun", task, err)
+		}
+		if ok {
+			return v.Taken, nil
+		}
+	}
 }
 
 // placeholderID names a placeholder run in its key, so that the record of

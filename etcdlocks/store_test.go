@@ -310,7 +310,8 @@ func TestStorePollIsOneRoundTrip(t *testing.T) {
 	for _, err := range []error{s.RequestRun(ctx, "t1", at), s.SetPaused(ctx, "t1", taskstate.Pause{Paused: true}),
 		s.Record(ctx, taskstate.TaskRun{Task: "t2", Run: taskstate.Run{Fire: at, Node: "n", Outcome: "error"}, Retry: &r}),
 		s.StartBackfill(ctx, b, nil),
-		s.CreateSchedule(ctx, taskstate.Schedule{Name: "sc", Handler: "h", Cron: "* * * * *"})} {
+		s.CreateSchedule(ctx, taskstate.Schedule{Name: "sc", Handler: "h", Cron: "* * * * *"}),
+		func() error { _, err := s.TakeRun(ctx, "t3", at, 1); return err }()} {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -321,8 +322,8 @@ func TestStorePollIsOneRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Requests) != 1 || len(p.Retries) != 1 || len(p.Backfills) != 1 || p.Pauses == 0 || p.Schedules == 0 {
-		t.Fatalf("Poll = %+v; want a request, a retry, a backfill and both generations", p)
+	if len(p.Requests) != 1 || len(p.Retries) != 1 || len(p.Backfills) != 1 || p.Runs["t3"] != 1 || p.Pauses == 0 || p.Schedules == 0 {
+		t.Fatalf("Poll = %+v; want a request, a retry, a backfill, a run taken and both generations", p)
 	}
 	var names []string
 	methods.Range(func(k, _ any) bool { names = append(names, k.(string)); return true })

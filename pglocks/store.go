@@ -36,6 +36,8 @@ var (
 	storeStartBackfillSQL string
 	//go:embed store_takebackfill.sql
 	storeTakeBackfillSQL string
+	//go:embed store_takerun.sql
+	storeTakeRunSQL string
 )
 
 const defaultStoreTable = "ndigo_tasks"
@@ -51,8 +53,8 @@ type StoreOptions struct {
 	// "schema.table" as Options.Table; "" means ndigo_tasks (tables
 	// ndigo_tasks_paused, ndigo_tasks_resumed, ndigo_tasks_requests,
 	// ndigo_tasks_retries, ndigo_tasks_runs, ndigo_tasks_backfills, ndigo_tasks_ran,
-	// ndigo_tasks_schedules and ndigo_tasks_generations, and the sequence
-	// ndigo_tasks_pauses).
+	// ndigo_tasks_schedules, ndigo_tasks_generations and
+	// ndigo_tasks_runcounts, and the sequence ndigo_tasks_pauses).
 	Table string
 	// History is how many runs per task the store keeps; zero means
 	// taskstate.DefaultHistory.
@@ -81,9 +83,11 @@ type StoreOptions struct {
 // moves the namespace's schedules generation (a row of its own, which
 // Poll reads) on in one statement, if it changed the schedules. A paused
 // task is a row of the paused table, with its pause's note, by and at; a
-// task resumed since, a row of the resumed table with its resume's.
-// CreateSchema of this version adds these tables and columns to those of
-// an earlier one.
+// task resumed since, a row of the resumed table with its resume's. The
+// runs that TakeRun counts are a row per task (how many, and its last
+// taskstate.MaxRunTakes takes), which a take inserts or updates in one
+// statement, the row lock ordering the takes of the task. CreateSchema of
+// this version adds these tables and columns to those of an earlier one.
 //
 // pgx never resends a query: a call whose reply was lost (the connection
 // broke after the statement ran) returns an error wrapping ErrDatabase, and
@@ -104,7 +108,7 @@ type Store struct {
 
 type storeStatements struct {
 	schema, pause, resume, paused, request, poll, take, takeRetry, record, retry, records, runs string
-	leaveWaiting                                                                                string
+	leaveWaiting, takeRun                                                                       string
 	startBackfill, takeBackfill, endBackfill                                                    string
 	createSchedule, updateSchedule, deleteSchedule, schedules                                   string
 }
@@ -145,7 +149,7 @@ func NewStore(opts StoreOptions) (*Store, error) {
 	r := strings.NewReplacer("$PAUSED", name("_paused"), "$RESUMED", name("_resumed"), "$REQUESTS", name("_requests"), "$RUNS", name("_runs"), "$RETRIES", name("_retries"),
 		"$PAUSES", name("_pauses"), "$RECORD1", name("_record1"), "$RECORD", name("_record"),
 		"$BACKFILLS", name("_backfills"), "$RAN", name("_ran"), "$STARTBACKFILL", name("_startbackfill"),
-		"$SCHEDULES", name("_schedules"), "$GENERATIONS", name("_generations"),
+		"$SCHEDULES", name("_schedules"), "$GENERATIONS", name("_generations"), "$RUNCOUNTS", name("_runcounts"),
 		"$HISTORYLOCK", strconv.Itoa(int(int32(schemaLock([]string{"store record", table})))))
 	s := &Store{pool: opts.Pool, ns: opts.Namespace, table: table, history: n, sql: storeStatements{
 		schema: fmt.Sprintf("SELECT pg_advisory_xact_lock(%d);\n", schemaLock([]string{"store", table})) +
@@ -165,11 +169,13 @@ func NewStore(opts StoreOptions) (*Store, error) {
 		poll: r.Replace(`SELECT 'request', task, at, 0, 0, false, NULL::text FROM $REQUESTS WHERE ns = $1::text
 			UNION ALL SELECT 'retry', task, fire, attempt, due, manual, NULL FROM $RETRIES WHERE ns = $1::text AND NOT taken
 			UNION ALL SELECT 'backfill', task, 0, 0, 0, false, to_jsonb(b)::text FROM $BACKFILLS b WHERE ns = $1::text
+			UNION ALL SELECT 'runs', task, taken, 0, 0, false, NULL FROM $RUNCOUNTS WHERE ns = $1::text
 			UNION ALL SELECT 'pauses', NULL::text, CASE WHEN is_called THEN last_value ELSE 0 END, 0, 0, false, NULL FROM $PAUSES
 			UNION ALL SELECT 'schedules', NULL, schedules, 0, 0, false, NULL FROM $GENERATIONS WHERE ns = $1::text`),
 		take:          r.Replace(storeTakeSQL),
 		takeRetry:     r.Replace(storeTakeRetrySQL),
 		leaveWaiting:  r.Replace(storeLeaveWaitingSQL),
+		takeRun:       r.Replace(storeTakeRunSQL),
 		record:        r.Replace(storeRecordSQL),
 		retry:         r.Replace(storeRetrySQL),
 		records:       r.Replace(`SELECT $RECORD($1::text, $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[])`),
@@ -287,13 +293,13 @@ func (s *Store) RequestRun(ctx context.Context, task string, at time.Time) error
 	return nil
 }
 
-// Poll returns the pending requests and retries, the backfills, the pause
-// generation and the schedules' generation, in one statement. The pause
-// generation is the last value of a sequence that SetPaused draws from, of
-// every namespace in the tables (a change in one namespace makes the
+// Poll returns the pending requests and retries, the backfills, the runs
+// taken, the pause generation and the schedules' generation, in one statement.
+// The pause generation is the last value of a sequence that SetPaused draws
+// from, of every namespace in the tables (a change in one namespace makes the
 // others' nodes read their flags again, which costs a read and changes
-// nothing), and 0 before the first draw, whose value is 1 too. The
-// schedules' generation is the namespace's row, 0 before the first change.
+// nothing), and 0 before the first draw, whose value is 1 too. The schedules'
+// generation is the namespace's row, 0 before the first change.
 func (s *Store) Poll(ctx context.Context) (taskstate.Poll, error) {
 	if err := taskstate.CheckContext(ctx); err != nil {
 		return taskstate.Poll{}, err
@@ -317,6 +323,11 @@ func (s *Store) Poll(ctx context.Context) (taskstate.Poll, error) {
 			out.Schedules = at
 		case "request":
 			out.Requests[*task] = time.Unix(0, at).UTC()
+		case "runs":
+			if out.Runs == nil {
+				out.Runs = map[string]int{}
+			}
+			out.Runs[*task] = int(at)
 		case "retry":
 			if out.Retries == nil {
 				out.Retries = map[string]taskstate.Retry{}
@@ -395,6 +406,27 @@ func (s *Store) LeaveWaiting(ctx context.Context, task string, r taskstate.Retry
 		return false, s.fail(ctx, "LeaveWaiting", task, err)
 	}
 	return n == 1, nil
+}
+
+// TakeRun takes the next of task's runs for fire unless fire took one
+// among the task's last takes (its number) or max were taken (0), in one
+// statement (store_takerun.sql: an INSERT … ON CONFLICT DO UPDATE of the
+// task's row, which locks it). pgx does not resend it: a call whose reply
+// was lost returns an error, and took a run once or not at all; sent
+// again for the same fire, it answers the number the first took.
+func (s *Store) TakeRun(ctx context.Context, task string, fire time.Time, max int) (int, error) {
+	if err := taskstate.CheckTakeRun(ctx, task, fire, max); err != nil {
+		return 0, err
+	}
+	var n int
+	// The count is an integer column: a max past it is as good as its
+	// largest value.
+	err := s.pool.QueryRow(ctx, s.sql.takeRun, pgx.QueryExecModeExec, s.ns, task, fire.UnixNano(), min(max, math.MaxInt32),
+		taskstate.MaxRunTakes).Scan(&n)
+	if err != nil {
+		return 0, s.fail(ctx, "TakeRun", task, err)
+	}
+	return n, nil
 }
 
 // placeholderOf is what the row of the placeholder that the take of r's

@@ -17,7 +17,11 @@
 -- generation (taskstate.Poll.Pauses). The stored schedules (body:
 -- taskstate.EncodeSchedule's bytes) and each namespace's generation of them
 -- (taskstate.Poll.Schedules), which the statement that changes them moves
--- on, came later: CreateSchema adds their tables to a database that an
+-- on, came later, and so did the runs counted per task (TakeRun: taken,
+-- how many, and the task's last taskstate.MaxRunTakes takes, oldest first,
+-- each a fire in fires, in Unix nanoseconds, and the number it took at the
+-- same index of numbers; one row per task that took a run, kept until
+-- deleted by hand): CreateSchema adds their tables to a database that an
 -- earlier version made. So did the pauses' notes: the earlier paused table
 -- gets its note, who and at columns, with their defaults (a pause without
 -- note), and the resumes' table is added.
@@ -105,4 +109,12 @@ CREATE TABLE IF NOT EXISTS $SCHEDULES (
 CREATE TABLE IF NOT EXISTS $GENERATIONS (
 	ns        text   NOT NULL PRIMARY KEY,
 	schedules bigint NOT NULL
+);
+CREATE TABLE IF NOT EXISTS $RUNCOUNTS (
+	ns      text      NOT NULL,
+	task    text      NOT NULL,
+	taken   integer   NOT NULL,
+	fires   bigint[]  NOT NULL,
+	numbers integer[] NOT NULL,
+	PRIMARY KEY (ns, task)
 );

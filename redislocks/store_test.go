@@ -60,14 +60,14 @@ func lossyStores(direct *redis.Client, addr string) taskstatetest.NewStores {
 
 // permanentKey matches the keys of namespace ns that the Store's
 // documentation says do not expire: the paused flags and last resumes,
-// the namespace's requests, retries and backfills hashes, the pause
-// generation, the schedules and their generation.
+// the namespace's requests, retries, backfills and runs-taken hashes, the
+// pause generation, the schedules and their generation.
 func permanentKey(ns, key string) bool {
 	if strings.HasPrefix(key, "ndigo:{"+ns+":") && (strings.HasSuffix(key, "}:task:paused") || strings.HasSuffix(key, "}:task:resumed")) {
 		return true
 	}
 	switch strings.TrimPrefix(key, "ndigo:{"+ns+"}:") {
-	case "requests", "retries", "backfills", "pauses", "schedules", "schedules:gen":
+	case "requests", "retries", "backfills", "runcounts", "pauses", "schedules", "schedules:gen":
 		return true
 	}
 	return false

@@ -1310,6 +1310,13 @@ func (n *nodeStore) LeaveWaiting(ctx context.Context, task string, r taskstate.R
 	return ok, err
 }
 
+// TakeRun passes the call on under the node's faults; the simulation does
+// not check counted runs (the scheduler does not take them).
+func (n *nodeStore) TakeRun(ctx context.Context, task string, fire time.Time, max int) (k int, err error) {
+	err = n.call("TakeRun", task, func() error { k, err = n.s.inner.TakeRun(ctx, task, fire, max); return err })
+	return k, err
+}
+
 func (n *nodeStore) Record(ctx context.Context, runs ...taskstate.TaskRun) error {
 	task := ""
 	if len(runs) > 0 {

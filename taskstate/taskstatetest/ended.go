@@ -120,6 +120,17 @@ func (s *suite) contextEnded(t *testing.T) {
 			t.Fatalf("pending run after the LeaveWaiting = %+v, %v; want %+v", got, ok, r)
 		}
 	})
+	t.Run("TakeRun", func(t *testing.T) {
+		st, task := s.lossy(t), s.task(t)
+		endContext(t, st, "TakeRun", func(ctx context.Context) error {
+			_, err := st.A.TakeRun(ctx, task, fireAt(1), 2)
+			return err
+		})
+		wantRunsTaken(t, task, 1, st.B)
+		takeRun(t, st.B, task, fireAt(2), 2, 2)
+		takeRun(t, st.B, task, fireAt(1), 2, 1) // the call took run 1
+		takeRun(t, st.B, task, fireAt(3), 2, 0)
+	})
 	t.Run("Record", func(t *testing.T) {
 		st, task := s.lossy(t), s.task(t)
 		r := retry(2)

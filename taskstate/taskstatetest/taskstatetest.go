@@ -4,12 +4,14 @@
 // when, resumes' too, bad ones refused), manual-run requests (merged,
 // taken exactly once under contention, the taker's placeholder run and its
 // replacement by the run), retries (left by a record, taken exactly once
-// per attempt, replaced by a later one), the bounded run history and its
+// per attempt, replaced by a later one), the runs counted by TakeRun (taken
+// once each under contention, answered again for a fire that took one),
+// the bounded run history and its
 // reads of the newest runs, the cap on error texts, bad input, from two
 // stores on one backend, as two nodes see it; and faults:
 //
 //   - LostReply/<call>: every mutating call (SetPaused, RequestRun,
-//     TakeRequest, TakeRetry, LeaveWaiting, Record, StartBackfill,
+//     TakeRequest, TakeRetry, LeaveWaiting, TakeRun, Record, StartBackfill,
 //     TakeBackfill, EndBackfill, Create/Update/DeleteSchedule) with its
 //     reply lost after the backend applied it and another node's calls
 //     before the client's resend (Retried) or the caller's error (Failed).
@@ -126,6 +128,8 @@ func Run(t *testing.T, newStores NewStores) {
 	t.Run("RetryResent", s.retryResent)
 	t.Run("LeaveWaiting", s.leaveWaiting)
 	t.Run("LeaveWaitingOnce", s.leaveWaitingOnce)
+	t.Run("TakeRuns", s.takeRuns)
+	t.Run("TakeRunOnce", s.takeRunOnce)
 	t.Run("Backfill", s.backfill)
 	t.Run("TakeBackfillOnce", s.takeBackfillOnce)
 	t.Run("BackfillRefusesRecorded", s.backfillRefusesRecorded)
@@ -151,6 +155,8 @@ func Run(t *testing.T, newStores NewStores) {
 		t.Run("TakeRetry", s.lostTakeRetry)
 		t.Run("RecordRetry", s.lostRecordRetry)
 		t.Run("LeaveWaiting", s.lostLeaveWaiting)
+		t.Run("TakeRun", s.lostTakeRun)
+		t.Run("TakeRunPastRecentTakes", s.lostTakeRunPastRecentTakes)
 		t.Run("StartBackfill", s.lostStartBackfill)
 		t.Run("TakeBackfill", s.lostTakeBackfill)
 		t.Run("EndBackfill", s.lostEndBackfill)
@@ -206,6 +212,7 @@ func (s *suite) badInput(t *testing.T) {
 		"Paused":        func() error { _, err := a.Paused(ctx, ""); return err }(),
 		"TakeRequest":   func() error { _, _, err := a.TakeRequest(ctx, "", "node-a"); return err }(),
 		"TakeRetry":     func() error { _, err := a.TakeRetry(ctx, "", "node-a", retry(2)); return err }(),
+		"TakeRun":       func() error { _, err := a.TakeRun(ctx, "", fireAt(1), 1); return err }(),
 		"Runs":          func() error { _, err := a.Runs(ctx, "", 0); return err }(),
 		"StartBackfill": a.StartBackfill(ctx, taskstate.Backfill{}, nil),
 		"TakeBackfill": func() error {
@@ -227,6 +234,8 @@ func (s *suite) badInput(t *testing.T) {
 		"Runs with limit -1":             {func() error { _, err := a.Runs(ctx, "Payroll.Close", -1); return err }(), "limit -1"},
 		"TakeRetry with an empty node":   {func() error { _, err := a.TakeRetry(ctx, "Payroll.Close", "", retry(2)); return err }(), "node"},
 		"TakeRetry of attempt 0":         {func() error { _, err := a.TakeRetry(ctx, "Payroll.Close", "node-a", retry(0)); return err }(), "attempt 0"},
+		"TakeRun of max 0":               {func() error { _, err := a.TakeRun(ctx, "Payroll.Close", fireAt(1), 0); return err }(), "max runs 0"},
+		"TakeRun of no fire":             {func() error { _, err := a.TakeRun(ctx, "Payroll.Close", time.Time{}, 1); return err }(), "fire"},
 		"Record with a retry of attempt 0": {a.Record(ctx, taskstate.TaskRun{Task: "Payroll.Close", Run: run(1), Retry: new(retry(0))}),
 			"attempt 0"},
 		"StartBackfill without an ID": {a.StartBackfill(ctx, backfillOf("Payroll.Close", ""), nil), "backfill ID"},
