@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"container/heap"
 	"context"
 	"fmt"
 	"strings"
@@ -10,6 +11,43 @@ import (
 
 	"github.com/ndigo/ndigo/taskstate"
 )
+
+// takeRun takes one of the task's MaxRuns runs for f, under f's lease and
+// claim (step 3 of admit, for a task with MaxRuns): outcomeRun if it took
+// one (or took it before: a retry of the fire), OutcomeCompleted once every
+// run is taken, a lock failure if the store failed. Taking the last run, or
+// finding none left, completes the task on this node: its schedule goes no
+// further.
+func (s *Scheduler) takeRun(f *firing) (Outcome, error) {
+	e := f.e
+	ctx, cancel := withTimeout(s.acquireCtx, s.clock, s.callBound(e))
+	defer cancel()
+	n, err := s.state.TakeRun(ctx, e.name, f.fire, e.spec.MaxRuns)
+	switch {
+	case err != nil:
+		return OutcomeLockFailed, fmt.Errorf("taking one of the task's %d runs (maxRuns): %w", e.spec.MaxRuns, err)
+	case n == 0:
+		s.complete(e)
+		return OutcomeCompleted, nil
+	case n >= e.spec.MaxRuns:
+		s.complete(e)
+	}
+	return outcomeRun, nil
+}
+
+// complete marks e's runs all taken (MaxRuns): it fires no more, and is
+// listed completed.
+func (s *Scheduler) complete(e *entry) {
+	if e.runsTaken.Swap(true) {
+		return
+	}
+	s.mu.Lock()
+	if e.index >= 0 {
+		heap.Remove(&s.due, int(e.index))
+	}
+	s.mu.Unlock()
+	s.log.Info("task completed: its runs are all taken", "task", e.name, "maxRuns", e.spec.MaxRuns)
+}
 
 // pauseIfFailing pauses e's task in the cluster if its newest
 // PauseAfterFailures fires that ran all failed, once the record of the run

@@ -261,3 +261,25 @@ func TestPauseAfterFailures(t *testing.T) {
 		t.Fatalf("%d runs after the automatic pause", n-before)
 	}
 }
+
+// A task with maxRuns 5 runs 5 times in the cluster, whatever node runs
+// each, and is then completed on every node.
+func TestMaxRunsInTheCluster(t *testing.T) {
+	c := newCluster(t)
+	var f fires
+	c.start(3, func() []Task {
+		return []Task{NewTask(f.task, Cron("@every 1m"), Lock("k"), Name("t"), MaxRuns(5))}
+	})
+	c.step(10*time.Minute, time.Second)
+	if got := minutesOf(f.list()); !slices.Equal(got, []int{1, 2, 3, 4, 5}) {
+		t.Fatalf("runs at minutes %v, want 1 to 5, once each", got)
+	}
+	for i, s := range c.nodes {
+		if ti := s.Tasks(); !ti[0].Completed {
+			t.Fatalf("node-%d's task %+v, want completed", i, ti[0])
+		}
+		if nf, err := s.NextFires("t", 2); err != nil || len(nf) != 2 || nf[0].Skip != "beyond maxRuns" {
+			t.Fatalf("node-%d's NextFires = %+v, %v; want each beyond maxRuns", i, nf, err)
+		}
+	}
+}

@@ -200,7 +200,13 @@ func (s *Scheduler) startRequested() {
 	}
 
 	reqs := p.Requests
+	var done []*entry
 	s.mu.Lock()
+	for task, n := range p.Runs {
+		if e := s.byName[task]; e != nil && e.spec.MaxRuns > 0 && n >= e.spec.MaxRuns && !e.runsTaken.Load() {
+			done = append(done, e)
+		}
+	}
 	due := s.dueRetries(p.Retries, s.clock.Now())
 	s.supersedePolled(p.Retries)
 	var drive []driven
@@ -208,6 +214,9 @@ func (s *Scheduler) startRequested() {
 		drive = s.polledBackfills(p.Backfills)
 	}
 	s.mu.Unlock()
+	for _, e := range done {
+		s.complete(e) // another node took the last run
+	}
 	for _, d := range drive {
 		go s.drive(d.e, d.b)
 	}

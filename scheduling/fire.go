@@ -480,6 +480,14 @@ func (s *Scheduler) admit(f *firing, t *turn) (locks.Lease, Outcome, error) {
 	if s.debugOn() {
 		s.log.Debug("lock acquired", "task", e.name, "fire", f.fire, "lock", e.spec.Lock, "token", lease.Token())
 	}
+	if e.spec.MaxRuns > 0 && f.kind != kindManual {
+		if o, err := s.takeRun(f); o != outcomeRun {
+			rctx, rcancel := withTimeout(context.Background(), s.clock, e.spec.LockTTL)
+			s.releaseLease(e, lease, rctx)
+			rcancel()
+			return nil, o, err
+		}
+	}
 	if t != nil {
 		<-t.all
 	}

@@ -32,7 +32,10 @@ const (
 	// OutcomeExcluded is a fire whose instant a calendar of the task
 	// excludes ([Calendar]): no node runs it. The record's error names
 	// the calendar ("calendar eu-holidays").
-	OutcomeExcluded   Outcome = "excluded"
+	OutcomeExcluded Outcome = "excluded"
+	// OutcomeCompleted is a fire of a task whose MaxRuns runs were all
+	// taken in the cluster: the task is completed.
+	OutcomeCompleted  Outcome = "skipped: completed"
 	OutcomeNotOwner   Outcome = "skipped: not owner"   // another live node owns the task's lock key (Config.Spread)
 	OutcomeRetrying   Outcome = "skipped: retrying"    // a retry of an earlier fire of the task is pending (Retry)
 	OutcomeBuffered   Outcome = "buffered"             // it waits for the run going, and runs once it ends (Overlap)

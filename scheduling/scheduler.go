@@ -641,7 +641,7 @@ func (s *Scheduler) loop() {
 				e.gone = true // a replaced spec's last fire: its successor has the next
 				continue
 			}
-			if !e.next.IsZero() {
+			if !e.next.IsZero() && !e.runsTaken.Load() {
 				heap.Push(&s.due, e)
 			}
 		}
