@@ -18,8 +18,8 @@ const DefaultHistory = 20
 const MaxHistory = 1000
 
 // ErrInvalid reports bad input to a store: an empty task name, a history
-// length out of range, a pause's note too long. The wrapping error names the argument, the value and
-// the rule.
+// length out of range, a pause's note too long. The wrapping error names
+// the argument, the value and the rule.
 var ErrInvalid = errors.New("taskstate: invalid argument")
 
 // A HistoryKeeper is a [Store] that tells how many runs per task it keeps:
@@ -73,10 +73,11 @@ type HistoryKeeper interface {
 //     it on a new connection) makes each call carry a nonce, so that the
 //     retry answers what the first attempt did and changes nothing again:
 //     a SetPaused does not undo a later one (its flag nor its note), a
-//     RequestRun makes at most one request (one call, at most one run), a TakeRequest returns the
-//     request its first attempt took and never a later one, a TakeRetry
-//     answers what its first attempt did (and so does a LeaveWaiting), a Record records once (and
-//     leaves its retry once), a CreateSchedule answers nil, an
+//     RequestRun makes at most one request (one call, at most one run), a
+//     TakeRequest returns the request its first attempt took and never a
+//     later one, a TakeRetry answers what its first attempt did (and so
+//     does a LeaveWaiting), a Record records once (and leaves its retry
+//     once), a CreateSchedule answers nil, an
 //     UpdateSchedule does not undo a later one, and a DeleteSchedule
 //     answers true and does not delete a schedule created since;
 //   - a store whose client does not retry (pglocks: pgx never resends a
@@ -88,9 +89,9 @@ type HistoryKeeper interface {
 // came, returns an error wrapping the context's error (no client resends
 // it then), and the state is as if it ran once, in full (a SetPaused moved
 // the pause generation with the flag, and kept its note with it), or not
-// at all; but a Record that a
-// store splits (etcdlocks) may have recorded some of its tasks, each whole
-// and each run once, until the caller sends it again with the same IDs.
+// at all; but a Record that a store splits (etcdlocks) may have recorded
+// some of its tasks, each whole and each run once, until the caller sends
+// it again with the same IDs.
 //
 // A caller that retries a failed call itself makes a new call, which may
 // act again (a second request, a second take); but a Record whose runs
