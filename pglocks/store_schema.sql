@@ -1,9 +1,10 @@
 -- The task state (taskstate.Store) of every namespace: the paused tasks,
 -- each with its pause's note, who made it and when (at: Unix nanoseconds,
--- NULL if not known), and the last resume of each task that is not paused
--- (the same), the pending manual-run requests (at: Unix nanoseconds), each task's last
--- retry, pending or taken (fire and due: Unix nanoseconds), and the newest
--- runs of each task (run: JSON, a recorded run's ending with the ID it was
+-- NULL if not known), the last resume of each task that is not paused
+-- (the same; a row per task resumed since its last pause), the pending
+-- manual-run requests (at: Unix nanoseconds), each task's last retry,
+-- pending or taken (fire and due: Unix nanoseconds), and the newest runs
+-- of each task (run: JSON, a recorded run's ending with the ID it was
 -- recorded with, "id", which a record sent again finds), at most the
 -- store's history length per task plus one per concurrent writer, each
 -- task's last backfill, running or ended (first, last, cursor and created:

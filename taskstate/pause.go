@@ -43,9 +43,9 @@ var (
 // error wrapping ErrInvalid that names the field, the value and the rule: a
 // Note of at most [MaxNoteLen] bytes of printable UTF-8, whose only control
 // characters are line breaks ("\n", "\r\n"); a By of at most
-// [MaxScheduleNameLen] bytes of printable UTF-8; an At zero or within the
-// years 1678 to 2262 (Unix nanoseconds). Stores call it, after
-// [CheckTask], before they change anything.
+// [MaxScheduleNameLen] bytes of printable UTF-8; an At zero or one that
+// Unix nanoseconds hold (from 1677-09-21 to 2262-04-11). Stores call it,
+// after [CheckTask], before they change anything.
 func CheckPause(task string, p Pause) error {
 	switch {
 	case len(p.Note) > MaxNoteLen:

@@ -18,8 +18,8 @@ const DefaultHistory = 20
 const MaxHistory = 1000
 
 // ErrInvalid reports bad input to a store: an empty task name, a history
-// length out of range, a pause's note too long. The wrapping error names the argument, the value and
-// the rule.
+// length out of range, a pause's note too long. The wrapping error names
+// the argument, the value and the rule.
 var ErrInvalid = errors.New("taskstate: invalid argument")
 
 // A HistoryKeeper is a [Store] that tells how many runs per task it keeps:
@@ -103,9 +103,9 @@ type HistoryKeeper interface {
 // came, returns an error wrapping the context's error (no client resends
 // it then), and the state is as if it ran once, in full (a SetPaused moved
 // the pause generation with the flag, and kept its note with it), or not
-// at all; but a Record that a
-// store splits (etcdlocks) may have recorded some of its tasks, each whole
-// and each run once, until the caller sends it again with the same IDs.
+// at all; but a Record that a store splits (etcdlocks) may have recorded
+// some of its tasks, each whole and each run once, until the caller sends
+// it again with the same IDs.
 //
 // A caller that retries a failed call itself makes a new call, which may
 // act again (a second request, a second take); but a Record whose runs
