@@ -86,10 +86,10 @@ type HistoryKeeper interface {
 //     it on a new connection) makes each call carry a nonce, so that the
 //     retry answers what the first attempt did and changes nothing again:
 //     a SetPaused does not undo a later one (its flag nor its note), a
-//     RequestRun makes at most one request (one call, at most one run), a TakeRequest returns the
-//     request its first attempt took and never a later one, a TakeRetry
-//     answers what its first attempt did (and so does a LeaveWaiting), a
-//     TakeRun answers the number its first attempt took (or 0) and takes
+//     RequestRun makes at most one request (one call, at most one run), a
+//     TakeRequest returns the request its first attempt took and never a
+//     later one, a TakeRetry answers what its first attempt did (and so
+//     does a LeaveWaiting), a TakeRun answers the number its first attempt took (or 0) and takes
 //     nothing again, a Record records once (and leaves its retry once), a
 //     CreateSchedule answers nil, an UpdateSchedule does not undo a later
 //     one, and a DeleteSchedule answers true and does not delete a
