@@ -46,10 +46,11 @@ func TestNextRunAgainstBruteForce(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	end := start.AddDate(years, 0, 0)
 	r := rand.New(rand.NewPCG(seed, 0x5eed))
-	fires := 0
+	fires, stats := 0, &walkStats{}
 	for _, zone := range zones {
 		loc := mustLoc(t, zone)
 		w := newZoneWalk(loc, start, end)
+		w.stats = stats
 		cases := make([]*propertyCase, 3)
 		for i := range cases {
 			cases[i] = newPropertyCase(t, r, w, loc)
@@ -60,7 +61,7 @@ func TestNextRunAgainstBruteForce(t *testing.T) {
 			c.compare(t, seed, zone, loc, start, end)
 		}
 	}
-	t.Logf("%d fires agree", fires)
+	t.Logf("%d fires agree; the walk met %+v", fires, *stats)
 }
 
 // A zoneWalk is a zone's wall clock over a span of UTC minutes, and its
@@ -70,6 +71,18 @@ type zoneWalk struct {
 	start, end int64 // UTC minutes since the Unix epoch
 	changes    []zoneChange
 	subHour    bool // a change by other than whole hours
+	stats      *walkStats
+}
+
+// walkStats count what the walk met, to show that the cases reach DST
+// changes, calendars and bounds.
+type walkStats struct {
+	again    int // fires at the second occurrence of a wall time (twice)
+	once     int // matches at a second occurrence, not fired (once)
+	shifted  int // fires at the end of a gap for a skipped wall time (shift)
+	skipped  int // skipped wall times not fired (skip)
+	outside  int // fires out of bounds
+	excluded int // fires a calendar excluded
 }
 
 // A zoneChange is a change of offset at UTC minute at: wall minutes from
@@ -115,14 +128,33 @@ func (w *zoneWalk) walk(cases []*propertyCase) {
 		wall := u + off
 		f := civilOf(wall)
 		for _, c := range cases {
-			fire := c.expr.match(f) && (c.twice || wall > maxSeen)
+			match := c.expr.match(f)
+			fire := match && (c.twice || wall > maxSeen)
+			switch {
+			case match && wall <= maxSeen && c.twice:
+				w.stats.again++
+			case match && wall <= maxSeen:
+				w.stats.once++
+			}
 			// A spring-forward gap: the wall minutes from prev+1 to wall-1
 			// never occur; under shift, one that matches fires at the
 			// first instant after the gap, which is u.
-			for m := prev + 1; !fire && !c.skip && m < wall; m++ {
-				fire = c.expr.match(civilOf(m))
+			for m := prev + 1; !fire && m < wall; m++ {
+				if c.expr.match(civilOf(m)) {
+					if fire = !c.skip; fire {
+						w.stats.shifted++
+					} else {
+						w.stats.skipped++
+					}
+				}
 			}
-			if fire && c.within(u) && !c.excluded(f) {
+			switch {
+			case !fire:
+			case !c.within(u):
+				w.stats.outside++
+			case c.excluded(f):
+				w.stats.excluded++
+			default:
 				c.fires = append(c.fires, u)
 			}
 		}
@@ -332,8 +364,21 @@ func genField(r *rand.Rand, lo, hi int, star float64, hot []int) string {
 
 // genExpr writes a random expression, dense enough to meet DST changes
 // and calendars, sparse enough to keep nextRun's calls few.
-func genExpr(r *rand.Rand) string {
-	if r.IntN(5) < 2 {
+func genExpr(r *rand.Rand, w *zoneWalk) string {
+	if len(w.changes) > 0 && r.IntN(5) < 2 {
+		// A wall time that a change of w skips or repeats.
+		ch := w.changes[r.IntN(len(w.changes))]
+		var m int64
+		if ch.to > ch.from+1 { // a gap: from+1 to to-1
+			m = ch.from + 1 + r.Int64N(ch.to-ch.from-1)
+		} else { // a repeat: to to from
+			m = ch.to + r.Int64N(ch.from-ch.to+1)
+		}
+		f := civilOf(m)
+		return fmt.Sprintf([]string{"%[1]d %[2]d * * *", "%[1]d,59 %[2]d * * *", "%[1]d %[2]d * * %[5]d", "%[1]d %[2]d %[3]d %[4]d *",
+			"*/15 %[2]d * * *", "%[1]d %[2]d,12 %[3]d * *"}[r.IntN(6)], f.minute, f.hour, f.day, f.month, f.weekday)
+	}
+	if r.IntN(5) < 1 {
 		return dstExprs[r.IntN(len(dstExprs))]
 	}
 	minute := genField(r, 0, 59, 0, []int{0, 15, 30, 45, 59})
@@ -352,7 +397,7 @@ func genExpr(r *rand.Rand) string {
 func newPropertyCase(t *testing.T, r *rand.Rand, w *zoneWalk, loc *time.Location) *propertyCase {
 	c := &propertyCase{}
 	for {
-		c.exprText = genExpr(r)
+		c.exprText = genExpr(r, w)
 		if _, err := parseSchedule(c.exprText, loc); err == nil {
 			break // "0 0 30 2 *" never fires, and does not parse
 		}
@@ -405,12 +450,19 @@ func newPropertyCase(t *testing.T, r *rand.Rand, w *zoneWalk, loc *time.Location
 	}
 	// Bounds.
 	span := w.end - w.start
-	if r.IntN(2) == 0 {
-		c.start = w.start + r.Int64N(span)
+	// round puts a bound on the hour at times, where fires often are.
+	round := func(u int64) int64 {
+		if r.IntN(2) == 0 {
+			return u - u%60
+		}
+		return u
 	}
-	if r.IntN(2) == 0 {
+	if r.IntN(3) == 0 {
+		c.start = round(w.start + r.Int64N(span))
+	}
+	if r.IntN(3) == 0 {
 		from := max(c.start, w.start)
-		c.end = from + 1 + r.Int64N(w.end-from)
+		c.end = max(from+1, round(from+1+r.Int64N(w.end-from)))
 	}
 	return c
 }
