@@ -472,12 +472,17 @@ func newPropertyCase(t *testing.T, r *rand.Rand, w *zoneWalk, loc *time.Location
 func genCalendar(t *testing.T, r *rand.Rand, w *zoneWalk, name string) *testCalendar {
 	tc := &testCalendar{cal: taskstate.Calendar{Name: name}, dates: map[int]bool{}}
 	// hotWall returns a wall minute near a DST change, or anywhere.
+	// On the quarter hour at times, where fires often are.
 	hotWall := func() int64 {
+		m := w.start + r.Int64N(w.end-w.start)
 		if len(w.changes) > 0 && r.IntN(2) == 0 {
 			ch := w.changes[r.IntN(len(w.changes))]
-			return ch.from + int64(r.IntN(181)) - 90
+			m = ch.from + int64(r.IntN(181)) - 90
 		}
-		return w.start + r.Int64N(w.end-w.start)
+		if r.IntN(2) == 0 {
+			m -= m % []int64{15, 30, 60}[r.IntN(3)]
+		}
+		return m
 	}
 	wallText := func(m int64) string { return time.Unix(m*60, 0).UTC().Format("2006-01-02T15:04") }
 	for range r.IntN(4) {
@@ -498,6 +503,9 @@ func genCalendar(t *testing.T, r *rand.Rand, w *zoneWalk, name string) *testCale
 			if r.IntN(3) == 0 {
 				b = (a + 1440 - 1 - r.IntN(300)) % 1440 // wraps, mostly
 			}
+			if r.IntN(2) == 0 {
+				b -= b % 30
+			}
 			if b == a {
 				continue
 			}
@@ -510,6 +518,9 @@ func genCalendar(t *testing.T, r *rand.Rand, w *zoneWalk, name string) *testCale
 		} else { // dated
 			a := hotWall()
 			b := a + 1 + r.Int64N([]int64{90, 24 * 60, 10 * 24 * 60}[r.IntN(3)])
+			if r.IntN(2) == 0 {
+				b = max(a+1, b-b%30)
+			}
 			tc.dated = append(tc.dated, [2]int64{a, b})
 			tc.cal.Windows = append(tc.cal.Windows, wallText(a)+"/"+wallText(b))
 		}
