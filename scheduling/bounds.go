@@ -30,7 +30,8 @@ func parseWall(v string) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// parseInstant reads v as an RFC 3339 instant, or as a wall time or a date
+// parseInstant reads v as an RFC 3339 instant (seconds may be left out:
+// 2027-01-15T09:00Z), or as a wall time or a date
 // in loc (nil: time.Local). A wall time that clocks fall back over is its
 // first occurrence; one that a spring-forward gap skips, and a date whose
 // midnight a gap skips, is the first instant after the gap (wallInstant:
@@ -38,8 +39,10 @@ func parseWall(v string) (time.Time, bool) {
 // moves a skipped time back before the gap). rfc reports an RFC 3339 form,
 // which carries its own offset.
 func parseInstant(v string, loc *time.Location) (t time.Time, rfc bool, err error) {
-	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
-		return t, true, nil
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04Z07:00"} {
+		if t, err := time.Parse(layout, v); err == nil {
+			return t, true, nil
+		}
 	}
 	w, ok := parseWall(v)
 	if !ok {
@@ -78,6 +81,7 @@ func (a atSchedule) Next(t time.Time) time.Time {
 // parseAt reads the argument of "@at": an instant as parseInstant reads it
 // and, after a wall time or a date, an optional zone name (default loc).
 func parseAt(arg string, loc *time.Location) (schedule, error) {
+	arg = strings.TrimSpace(arg)
 	f := strings.Fields(arg)
 	if len(f) == 0 || len(f) > 2 {
 		return nil, fmt.Errorf("@at %q: needs an instant and an optional zone, such as @at 2027-01-15T09:00:00 Europe/Paris; the instant must be %s", arg, instantForms)

@@ -25,7 +25,8 @@
 // field ("H * * * *", "H(0-29) 2 * * *", "H/15 * * * *") is a value that a
 // hash of the task's name picks in the field (see [Cron]): a hundred tasks
 // on "H * * * *" fire at their own minutes, the same on every node,
-// instead of all at :00.
+// instead of all at :00. "@at T [Zone]" fires once, at T: an RFC 3339
+// instant, or a wall time or a date in Zone (by default the location's).
 //
 // Daylight saving time: a spec whose hour field names particular hours (say
 // "30 2 * * *") follows the wall clock, under the task's [DST] policy. By

@@ -14,8 +14,12 @@ type Option func(*Task)
 
 // Cron sets the schedule: a cron expression of five fields (minute, hour,
 // day of month, month, day of week) or six with a leading seconds field, a
-// descriptor (@yearly, @monthly, @weekly, @daily, @hourly), or "@every D"
-// with D a Go duration. A "CRON_TZ=Zone " prefix sets the zone. Required.
+// descriptor (@yearly, @monthly, @weekly, @daily, @hourly), "@every D"
+// with D a Go duration, or "@at T [Zone]", which fires once at T: an RFC
+// 3339 instant, or a wall time (2027-01-15T09:00) or a date in Zone (by
+// default the scheduler's), a wall time that DST skips at the end of the
+// gap, a repeated one at its first pass; a T past fires never. A
+// "CRON_TZ=Zone " prefix sets the zone. Required.
 //
 // H in a field stands for a value that a hash of the task's name picks, as
 // Jenkins' H does, so that many tasks on one schedule spread their fires
