@@ -283,3 +283,27 @@ func TestMaxRunsInTheCluster(t *testing.T) {
 		}
 	}
 }
+
+// The task list's next fire is the preview's first that runs, which
+// nextRun computes (the function the property test checks against a
+// brute-force walk).
+func TestNextIsTheFirstFireThatRuns(t *testing.T) {
+	c := newCluster(t)
+	defineCalendar(t, c, taskstate.Calendar{Name: "nights", CalendarRules: taskstate.CalendarRules{
+		Windows: []string{"20:00-08:00"}, Weekdays: []string{"wed"}}})
+	c.start(1, func() []Task {
+		return []Task{NewTask(noop, Cron("CRON_TZ=America/New_York 0 * * * *"), Lock("k"), Name("hourly"), Calendar("nights"))}
+	})
+	s := c.nodes[0]
+	for range 3 {
+		nf, err := s.NextFires("hourly", MaxNextFires)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(nf, func(f NextFire) bool { return f.Skip == "" })
+		if ti := s.Tasks(); i < 0 || !ti[0].Next.Equal(nf[i].Fire) {
+			t.Fatalf("Tasks' next %v, want the preview's first fire that runs (%d skipped before it): %+v", ti[0].Next, i, nf[:i+1])
+		}
+		c.step(36*time.Hour, time.Hour)
+	}
+}

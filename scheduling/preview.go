@@ -5,6 +5,10 @@ import (
 	"time"
 )
 
+// nextRunHorizon bounds how far past a task's next instant TaskInfo.Next
+// looks for one that its calendars do not exclude.
+const nextRunHorizon = 366 * 24 * time.Hour
+
 // MaxNextFires bounds the instants [Scheduler.NextFires] previews.
 const MaxNextFires = 1000
 

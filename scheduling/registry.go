@@ -255,6 +255,12 @@ func (s *Scheduler) Tasks() []TaskInfo {
 	for i, e := range s.entries {
 		out[i] = TaskInfo{Name: e.name, Type: e.typ, Method: e.method, Spec: e.Spec(), Next: e.next,
 			Running: e.running(), Waiting: e.waiting.Load(), Schedule: e.stored, Completed: e.completed()}
+		if e.spec.Calendars != "" && !e.next.IsZero() {
+			// The next fire that no calendar excludes, by their rules now.
+			if cs, err := s.cals.at(calendarNames(e.spec.Calendars), s.clock.Now()); err == nil {
+				out[i].Next = nextRun(e.sched, cs, bounds{}, e.zone, e.next.Add(-time.Nanosecond), nextRunHorizon)
+			}
+		}
 		if e.spec.Lock != "" && s.spread != nil {
 			out[i].Owner = s.ownerNow(e.spec.Lock)
 		}
