@@ -66,7 +66,10 @@ type TaskInfo struct {
 	Type   string // the controller type; "" for a plain func
 	Method string
 	Spec   Spec
-	Next   time.Time // the next fire; zero if none
+	// Next is the next fire that runs: for a task with calendars, the
+	// next one that none excludes, by their rules now (looked for within
+	// a year); zero if none.
+	Next time.Time
 	// Completed reports a task that fires no more: past its EndAt, its
 	// one-off instant (@at), or its MaxRuns. It stays listed, with its
 	// history, until it is removed.
