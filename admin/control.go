@@ -59,7 +59,7 @@ type RunJSON struct {
 	Start           *time.Time `json:"start"`   // null for a fire that did not run
 	Duration        string     `json:"duration"`
 	DurationSeconds float64    `json:"durationSeconds"`
-	Outcome         string     `json:"outcome"` // ok, error, panic, cancelled (also superseded by a later fire); buffered, skipped: one waiting, skipped: paused, skipped: missed, skipped: retrying, failed: lock, taken (Start null)
+	Outcome         string     `json:"outcome"` // ok, error, panic, cancelled (also superseded by a later fire); buffered, skipped: one waiting, skipped: paused, skipped: missed, skipped: retrying, excluded (error "calendar NAME"), failed: lock, taken (Start null)
 	Error           string     `json:"error,omitempty"`
 }
 
@@ -85,10 +85,13 @@ type AuditJSON struct {
 	From *time.Time `json:"from"`
 	To   time.Time  `json:"to"`
 	// The instants of each status in [From, To].
-	Ran        int        `json:"ran"`
-	Skipped    int        `json:"skipped"`
-	Failed     int        `json:"failed"`
-	Missed     int        `json:"missed"`
+	Ran     int `json:"ran"`
+	Skipped int `json:"skipped"`
+	Failed  int `json:"failed"`
+	Missed  int `json:"missed"`
+	// Excluded counts the instants that the task's calendars excluded: no
+	// node runs them, and none is missed.
+	Excluded   int        `json:"excluded"`
 	LastMissed *time.Time `json:"lastMissed"` // null if none
 	// Fires are the instants, newest first, at most
 	// scheduling.MaxAuditFires.
@@ -101,14 +104,14 @@ type AuditJSON struct {
 // AuditFireJSON is one instant of an audit.
 type AuditFireJSON struct {
 	Fire    time.Time `json:"fire"`
-	Status  string    `json:"status"`            // ran, skipped, failed, missed, pending
-	Outcome string    `json:"outcome,omitempty"` // the record's, or "skipped: lock held" / "skipped: still running"
+	Status  string    `json:"status"`            // ran, skipped, failed, missed, excluded, pending
+	Outcome string    `json:"outcome,omitempty"` // the record's, or "skipped: lock held" / "skipped: still running"; "excluded" for an excluded instant
 	Node    string    `json:"node,omitempty"`
-	Detail  string    `json:"detail,omitempty"` // the error, or the run that held the lock
+	Detail  string    `json:"detail,omitempty"` // the error, the run that held the lock, or "calendar NAME" for an excluded instant
 }
 
 func auditJSON(a scheduling.Audit) AuditJSON {
-	j := AuditJSON{Task: a.Task, To: a.To.UTC(), Ran: a.Ran, Skipped: a.Skipped, Failed: a.Failed, Missed: a.Missed,
+	j := AuditJSON{Task: a.Task, To: a.To.UTC(), Ran: a.Ran, Skipped: a.Skipped, Failed: a.Failed, Missed: a.Missed, Excluded: a.Excluded,
 		Fires: make([]AuditFireJSON, len(a.Fires)), Note: a.Note}
 	if !a.From.IsZero() {
 		j.From = utc(a.From)
@@ -214,13 +217,13 @@ func (h *Handler) scheduledTaskByQuery(w http.ResponseWriter, r *http.Request) {
 }
 
 // taskActions are the {action} values of a task's endpoints.
-var taskActions = map[string]bool{"runs": true, "audit": true, "run": true, "pause": true, "resume": true,
+var taskActions = map[string]bool{"runs": true, "audit": true, "next": true, "run": true, "pause": true, "resume": true,
 	"backfill": true, "cancel-backfill": true}
 
 // noEndpoint is the 404 message of a task path with an unknown action.
-const noEndpoint = "; a task has runs and audit (GET), run, pause, resume, backfill and cancel-backfill (POST)"
+const noEndpoint = "; a task has runs, audit and next (GET), run, pause, resume, backfill and cancel-backfill (POST)"
 
-// scheduledTask serves a task's endpoints: runs and audit (GET), and run,
+// scheduledTask serves a task's endpoints: runs, audit and next (GET), and run,
 // pause, resume, backfill and cancel-backfill (POST, with the bearer
 // token).
 func (h *Handler) scheduledTask(w http.ResponseWriter, r *http.Request, name, action string) {
@@ -249,6 +252,10 @@ func (h *Handler) scheduledTask(w http.ResponseWriter, r *http.Request, name, ac
 			return
 		}
 		writeJSON(w, http.StatusOK, auditJSON(a))
+	case "next":
+		if allow(w, r, http.MethodGet) {
+			h.nextFires(w, r, name)
+		}
 	case "run", "pause", "resume", "cancel-backfill":
 		if !allow(w, r, http.MethodPost) || !h.authorized(w, r, name, action) {
 			return

@@ -68,6 +68,17 @@ func (c *client) schedulesEndpoint(name string) string {
 	return u + "/" + url.PathEscape(name)
 }
 
+// calendarsEndpoint returns the URL of the admin path /calendars, followed
+// by the calendar's name, path-escaped, unless it is "". No calendar is
+// named "." or "..": checkCalendarName refuses them first.
+func (c *client) calendarsEndpoint(name string) string {
+	u := strings.TrimSuffix(c.base.String(), "/") + "/calendars"
+	if name == "" {
+		return u
+	}
+	return u + "/" + url.PathEscape(name)
+}
+
 // tokenSpace is what a token's ends lose, as the admin handler trims its
 // own token: a file's final newline (CRLF too), a pasted token's spaces.
 const tokenSpace = " \t\r\n\v\f"
@@ -185,6 +196,8 @@ func (c *client) hint(method, u string, code int, fromAPI bool) string {
 	switch {
 	case code == http.StatusNotFound && !fromAPI && strings.HasPrefix(u, c.schedulesEndpoint("")):
 		return "the node serves no such endpoint: is its ndigo a version without stored schedules?"
+	case code == http.StatusNotFound && !fromAPI && strings.HasPrefix(u, c.calendarsEndpoint("")):
+		return "the node serves no such endpoint: is its ndigo a version without calendars?"
 	case code == http.StatusNotFound && !fromAPI:
 		return "the node serves no such endpoint: is its ndigo a version without the control API?"
 	case code == http.StatusUnauthorized && c.token == "":

@@ -26,7 +26,8 @@ type command struct {
 	do        func(ctx context.Context, c *client, args []string, f cmdFlags, out output) error
 }
 
-// The commands by name; a schedule's are two words, "schedule" and a verb.
+// The commands by name; a schedule's and a calendar's are two words,
+// "schedule" or "calendar" and a verb.
 var commands = map[string]command{
 	"tasks":           {args: 0, do: listTasks},
 	"runs":            {args: 1, do: listRuns},
@@ -39,6 +40,11 @@ var commands = map[string]command{
 	"schedule create": {args: 1, noun: "schedule", sendToken: true, flags: scheduleFlags, check: checkSchedule("create"), do: putSchedule("create")},
 	"schedule update": {args: 1, noun: "schedule", sendToken: true, flags: updateFlags, check: checkSchedule("update"), do: putSchedule("update")},
 	"schedule delete": {args: 1, noun: "schedule", sendToken: true, check: checkDelete, do: deleteSchedule},
+	"next":            {args: 1, flags: nextFlags, check: checkNext, do: showNext},
+	"calendars":       {args: 0, do: listCalendars},
+	"calendar create": {args: 1, noun: "calendar", sendToken: true, flags: calendarFlags, check: checkCalendar("create"), do: putCalendar("create")},
+	"calendar update": {args: 1, noun: "calendar", sendToken: true, flags: calendarFlags, check: checkCalendar("update"), do: putCalendar("update")},
+	"calendar delete": {args: 1, noun: "calendar", sendToken: true, check: checkCalendarDelete, do: deleteCalendar},
 }
 
 // scheduleVerbs are the second words of the schedule commands.
@@ -46,7 +52,7 @@ const scheduleVerbs = "create, update or delete"
 
 // ownFlags are the flags that only some commands take, in the order the
 // usage errors check them.
-var ownFlags = slices.Concat(backfillFlags, updateFlags)
+var ownFlags = slices.Concat(backfillFlags, updateFlags, calendarFlags, nextFlags)
 
 // flagOwners names the commands that take flag: "backfill", "schedule
 // create and schedule update".
