@@ -591,3 +591,42 @@ func minuteTime(u int64) time.Time {
 	}
 	return time.Unix(u*60, 0).UTC()
 }
+
+// TestNextRunAgainstBruteForceAtChanges walks, as
+// TestNextRunAgainstBruteForce does, fixed expressions that DST changes
+// hit in zones that change at midnight (Santiago, Havana), by half an hour
+// (Lord Howe), by two hours (Troll), at 02:45 (Chatham) or for Ramadan
+// (Casablanca): every hour on the day of a change, the hour of a change,
+// and midnight. Without calendars or bounds, each under a DST policy that
+// changes from zone to zone. A year in three zones under the race detector
+// or -short.
+func TestNextRunAgainstBruteForceAtChanges(t *testing.T) {
+	zones := []string{"America/Santiago", "Australia/Lord_Howe", "Antarctica/Troll", "America/Havana", "Pacific/Chatham",
+		"Africa/Casablanca", "America/New_York"}
+	years := 10
+	if raceEnabled || testing.Short() {
+		zones, years = zones[:3], 1
+	}
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	end := start.AddDate(years, 0, 0)
+	exprs := []string{"0 * * * 0", "30 * * * 6", "*/30 * * * 0", "0 0 * * *", "30 0 * * 0", "0,30 1-3 * * *", "45 2 * * *",
+		"0 * 5-11 9 *", "15 23 * * 6", "0-59/30 0-23 * 3,4,9,10 *"}
+	for z, zone := range zones {
+		loc := mustLoc(t, zone)
+		w := newZoneWalk(loc, start, end)
+		w.stats = &walkStats{}
+		var cases []*propertyCase
+		for i, e := range exprs {
+			c := &propertyCase{exprText: e, expr: parseTestCron(t, e), policy: []string{"once,shift", "once,skip", "twice,shift", "twice,skip"}[(i+z)%4]}
+			c.twice, c.skip = strings.HasPrefix(c.policy, "twice"), strings.HasSuffix(c.policy, "skip")
+			if c.expr.hour == allHours && !w.subHour {
+				c.twice, c.skip = true, true
+			}
+			cases = append(cases, c)
+		}
+		w.walk(cases)
+		for _, c := range cases {
+			c.compare(t, 0, zone, loc, start, end)
+		}
+	}
+}
