@@ -28,12 +28,22 @@ var propertyZones = []string{
 // TestNextRunAgainstBruteForce compares nextRun, with calendars, bounds and
 // DST policies, against a brute-force walk over every minute of 2026 to
 // 2036 in 20 zones: at each UTC minute the walk reads the zone's wall clock
-// and decides, from the expression's fields and the DST policy modelled on
-// its own, whether the task fires there. The cases are random from
-// -calendar.seed (0: a random seed, logged). Under the race detector (make
-// test's unit step) or -short it walks 2026 in three zones: the full walk
-// takes 10 to 20 seconds without -race (3 cases a zone) and minutes
-// with it; the short one (8 cases a zone) a second or two.
+// and decides, from the expression's fields (read by a parser of its own)
+// and the DST policy modelled on its own, whether the task fires there: a
+// wall time that a spring-forward gap skips fires at the first minute after
+// the gap under shift, and not under skip; a wall time that clocks fall
+// back over fires at its first occurrence under once, at both under twice;
+// an expression of every hour follows elapsed time (both occurrences, no
+// skipped one) except in a zone of half-hour changes. It fires within the
+// bounds, where no calendar of the set (Include followed) excludes the
+// minute's wall clock. The cases are random from -calendar.seed (0: a
+// random seed, logged).
+//
+// The full walk (3 cases a zone) takes 10 to 20 seconds without -race and
+// minutes with it: under the race detector or -short it walks 2026 in three
+// zones (8 cases a zone), a second or two. make test runs every test under
+// -race only, so it runs the short walk; the full one runs with
+// go test -run 'TestNextRunAgainstBruteForce' ./scheduling/.
 func TestNextRunAgainstBruteForce(t *testing.T) {
 	seed := *calendarSeed
 	if seed == 0 {
