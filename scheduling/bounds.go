@@ -31,12 +31,13 @@ func parseWall(v string) (time.Time, bool) {
 }
 
 // parseInstant reads v as an RFC 3339 instant (seconds may be left out:
-// 2027-01-15T09:00Z), or as a wall time or a date
-// in loc (nil: time.Local). A wall time that clocks fall back over is its
-// first occurrence; one that a spring-forward gap skips, and a date whose
-// midnight a gap skips, is the first instant after the gap (wallInstant:
-// time.Date leaves both choices unspecified, and in zones west of UTC it
-// moves a skipped time back before the gap). rfc reports an RFC 3339 form,
+// 2027-01-15T09:00Z), or as a wall time or a date in loc (nil: time.Local).
+// A wall time that clocks fall back over is its first occurrence; one that
+// a spring-forward gap skips, and a date whose midnight a gap skips, is the
+// first instant after the gap, as under the DST policy "once,shift"
+// (wallInstant: time.Date leaves both choices unspecified, and in zones
+// west of UTC moves a skipped time back before the gap: 02:30 in New York
+// on a spring-forward day is 01:30 EST). rfc reports an RFC 3339 form,
 // which carries its own offset.
 func parseInstant(v string, loc *time.Location) (t time.Time, rfc bool, err error) {
 	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04Z07:00"} {

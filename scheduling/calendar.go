@@ -187,13 +187,16 @@ func dayNumber(wall time.Time) int64 {
 	return d
 }
 
-// excludes reports whether t, evaluated in loc, is excluded by these rules
+// excludes reports whether t, evaluated in loc (nil: time.Local), is excluded by these rules
 // (Include ignored) and, if so, until: the first instant after t that these
 // rules might not exclude (the end of the excluded day, window or minutes,
 // or loc's next change of offset if sooner), so that a caller can skip a
 // whole excluded span at once. Every instant from t to until is excluded;
 // until itself may be too.
 func (c *calendarRules) excludes(t time.Time, loc *time.Location) (bool, time.Time) {
+	if loc == nil {
+		loc = time.Local // as parseSchedule takes it
+	}
 	lt := t.In(loc)
 	_, off := lt.Zone()
 	_, zoneEnd := lt.ZoneBounds()

@@ -28,12 +28,22 @@ var propertyZones = []string{
 // TestNextRunAgainstBruteForce compares nextRun, with calendars, bounds and
 // DST policies, against a brute-force walk over every minute of 2026 to
 // 2036 in 20 zones: at each UTC minute the walk reads the zone's wall clock
-// and decides, from the expression's fields and the DST policy modelled on
-// its own, whether the task fires there. The cases are random from
-// -calendar.seed (0: a random seed, logged). Under the race detector (make
-// test's unit step) or -short it walks 2026 in three zones: the full walk
-// takes 10 to 20 seconds without -race (3 cases a zone) and minutes
-// with it; the short one (8 cases a zone) a second or two.
+// and decides, from the expression's fields (read by a parser of its own)
+// and the DST policy modelled on its own, whether the task fires there: a
+// wall time that a spring-forward gap skips fires at the first minute after
+// the gap under shift, and not under skip; a wall time that clocks fall
+// back over fires at its first occurrence under once, at both under twice;
+// an expression of every hour follows elapsed time (both occurrences, no
+// skipped one) except in a zone of half-hour changes. It fires within the
+// bounds, where no calendar of the set (Include followed) excludes the
+// minute's wall clock. The cases are random from -calendar.seed (0: a
+// random seed, logged).
+//
+// The full walk (3 cases a zone) takes 10 to 20 seconds without -race and
+// minutes with it: under the race detector or -short it walks 2026 in three
+// zones (8 cases a zone), a second or two. make test runs every test under
+// -race only, so it runs the short walk; the full one runs with
+// go test -run 'TestNextRunAgainstBruteForce' ./scheduling/.
 func TestNextRunAgainstBruteForce(t *testing.T) {
 	seed := *calendarSeed
 	if seed == 0 {
@@ -590,4 +600,43 @@ func minuteTime(u int64) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(u*60, 0).UTC()
+}
+
+// TestNextRunAgainstBruteForceAtChanges walks, as
+// TestNextRunAgainstBruteForce does, fixed expressions that DST changes
+// hit in zones that change at midnight (Santiago, Havana), by half an hour
+// (Lord Howe), by two hours (Troll), at 02:45 (Chatham) or for Ramadan
+// (Casablanca): every hour on the day of a change, the hour of a change,
+// and midnight. Without calendars or bounds, each under a DST policy that
+// changes from zone to zone. A year in three zones under the race detector
+// or -short.
+func TestNextRunAgainstBruteForceAtChanges(t *testing.T) {
+	zones := []string{"America/Santiago", "Australia/Lord_Howe", "Antarctica/Troll", "America/Havana", "Pacific/Chatham",
+		"Africa/Casablanca", "America/New_York"}
+	years := 10
+	if raceEnabled || testing.Short() {
+		zones, years = zones[:3], 1
+	}
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	end := start.AddDate(years, 0, 0)
+	exprs := []string{"0 * * * 0", "30 * * * 6", "*/30 * * * 0", "0 0 * * *", "30 0 * * 0", "0,30 1-3 * * *", "45 2 * * *",
+		"0 * 5-11 9 *", "15 23 * * 6", "0-59/30 0-23 * 3,4,9,10 *"}
+	for z, zone := range zones {
+		loc := mustLoc(t, zone)
+		w := newZoneWalk(loc, start, end)
+		w.stats = &walkStats{}
+		var cases []*propertyCase
+		for i, e := range exprs {
+			c := &propertyCase{exprText: e, expr: parseTestCron(t, e), policy: []string{"once,shift", "once,skip", "twice,shift", "twice,skip"}[(i+z)%4]}
+			c.twice, c.skip = strings.HasPrefix(c.policy, "twice"), strings.HasSuffix(c.policy, "skip")
+			if c.expr.hour == allHours && !w.subHour {
+				c.twice, c.skip = true, true
+			}
+			cases = append(cases, c)
+		}
+		w.walk(cases)
+		for _, c := range cases {
+			c.compare(t, 0, zone, loc, start, end)
+		}
+	}
 }

@@ -65,17 +65,6 @@ func TestCompileCalendarErrors(t *testing.T) {
 	}
 }
 
-func TestCheckCalendarCounts(t *testing.T) {
-	c := taskstate.Calendar{Name: "big", CalendarRules: taskstate.CalendarRules{Dates: make([]string, 600), Weekdays: make([]string, 401)}}
-	err := taskstate.CheckCalendar(c)
-	if !errors.Is(err, taskstate.ErrInvalid) || !strings.Contains(err.Error(), "1001 rules") {
-		t.Errorf("1001 rules: %v", err)
-	}
-	if err := taskstate.CheckCalendar(taskstate.Calendar{Name: "a\nb"}); !errors.Is(err, taskstate.ErrInvalid) || !strings.Contains(err.Error(), "printable") {
-		t.Errorf("name with a line break: %v", err)
-	}
-}
-
 func TestCalendarExcludes(t *testing.T) {
 	paris := mustLoc(t, "Europe/Paris")
 	ny := mustLoc(t, "America/New_York")
