@@ -125,6 +125,9 @@ func TestConsoleCalendars(t *testing.T) {
 		got[2] != "2026-01-01 00:03:00 UTC|2026-01-01 00:03:00 UTC|excluded: calendar maintenance" || got[3] != "2026-01-01 00:04:00 UTC|2026-01-01 00:04:00 UTC|-" {
 		t.Errorf("next fires:\n%s", strings.Join(got, "\n"))
 	}
+	if got := browsertest.Eval[string](page, `document.getElementById("task-bounds").textContent`); got != "Its fires skip what the calendars maintenance exclude (Calendars, below)." {
+		t.Errorf("sweep's page says %q about its calendar", got)
+	}
 	const excludedColor = "rgb(109, 40, 217)"
 	if got := browsertest.Eval[string](page, color(t, "#next tbody tr:nth-child(2) td:nth-child(3) span", "color")); got != excludedColor {
 		t.Errorf("an excluded next fire's note is %s, want the excluded colour %s", got, excludedColor)
