@@ -79,8 +79,8 @@ const calendarShape = `{"name": string, "dates": [string], "weekdays": [string],
 // rules and note are kept in a stored schedule's arguments.
 const maxCalendarBody = taskstate.MaxScheduleLen
 
-// list returns l, or [] for nil.
-func list(l []string) []string {
+// orEmpty returns l, or [] for nil.
+func orEmpty(l []string) []string {
 	if l == nil {
 		return []string{}
 	}
@@ -88,8 +88,8 @@ func list(l []string) []string {
 }
 
 func calendarJSON(i scheduling.CalendarInfo) CalendarJSON {
-	return CalendarJSON{Name: i.Name, Dates: list(i.Dates), Weekdays: list(i.Weekdays), Windows: list(i.Windows), Cron: list(i.Cron),
-		Include: list(i.Include), Note: i.Note, Node: i.Node, Updated: i.Updated.UTC(), From: i.From.UTC(), UsedBy: list(i.UsedBy),
+	return CalendarJSON{Name: i.Name, Dates: orEmpty(i.Dates), Weekdays: orEmpty(i.Weekdays), Windows: orEmpty(i.Windows), Cron: orEmpty(i.Cron),
+		Include: orEmpty(i.Include), Note: i.Note, Node: i.Node, Updated: i.Updated.UTC(), From: i.From.UTC(), UsedBy: orEmpty(i.UsedBy),
 		Problem: i.Problem}
 }
 
