@@ -205,3 +205,24 @@ func TestConsoleCalendars(t *testing.T) {
 		t.Errorf("markup in the calendars panel: %d", n)
 	}
 }
+
+// A pause's note, and who made it, show in the task's Paused cell.
+func TestConsolePauseNote(t *testing.T) {
+	store, err := taskstate.NewInProcess(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := fakenode.New(t, clockwork.NewFakeClockAt(epoch), scheduling.Config{Node: "node-a", State: store, Location: time.UTC})
+	n.Start(t, scheduling.NewTask(func(context.Context) error { return nil }, scheduling.Cron("@daily"), scheduling.Lock("k"), scheduling.Name("nightly")))
+	if err := n.S.Pause(context.Background(), "nightly", scheduling.WithNote("ledger migration\nback at 14:00"), scheduling.By("ops")); err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(Options{Scheduler: n.S, Token: secret, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	page := browsertest.OpenConsole(t, browsertest.New(t), srv.URL+"/")
+	page.WaitFor("the pause's note", `[...document.querySelectorAll(".pause-note")].some(e => e.textContent === "paused by ops: ledger migration\nback at 14:00")`)
+}

@@ -1,6 +1,8 @@
 package admin
 
 import (
+	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
@@ -289,10 +291,16 @@ func (h *Handler) mutate(w http.ResponseWriter, r *http.Request, name, action st
 	switch action {
 	case "run":
 		err = h.s.RunNow(ctx, name)
-	case "pause":
-		err = h.s.Pause(ctx, name)
-	case "resume":
-		err = h.s.Resume(ctx, name)
+	case "pause", "resume":
+		var opts []scheduling.ControlOption
+		if opts, err = pauseRequest(r); err != nil {
+			break
+		}
+		if action == "pause" {
+			err = h.s.Pause(ctx, name, opts...)
+		} else {
+			err = h.s.Resume(ctx, name, opts...)
+		}
 	case "cancel-backfill":
 		err = h.s.CancelBackfill(ctx, name)
 	}
@@ -315,6 +323,36 @@ func (h *Handler) mutate(w http.ResponseWriter, r *http.Request, name, action st
 	}
 	writeJSON(w, code, out)
 }
+
+// PauseRequestJSON is the body that POST .../pause and .../resume may
+// take: why, and who. Fields it does not name are refused; no body is a
+// pause or resume without a note, by "admin API".
+type PauseRequestJSON struct {
+	Note string `json:"note"` // at most taskstate.MaxNoteLen bytes of printable text, line breaks allowed
+	By   string `json:"by"`   // who: the CLI sends "ndigo CLI (USER)"; "admin API" if empty
+}
+
+// pauseRequest reads the optional body of a pause or resume.
+func pauseRequest(r *http.Request) ([]scheduling.ControlOption, error) {
+	var req PauseRequestJSON
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxPauseBody+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%w: reading the body: %v", taskstate.ErrInvalid, err)
+	case len(body) > maxPauseBody:
+		return nil, fmt.Errorf("%w: the body is over %d bytes: want {\"note\": string, \"by\": string}", taskstate.ErrInvalid, maxPauseBody)
+	case len(bytes.TrimSpace(body)) > 0:
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			return nil, fmt.Errorf("%w: the body must be {\"note\": string, \"by\": string}: %v", taskstate.ErrInvalid, err)
+		}
+	}
+	return []scheduling.ControlOption{scheduling.WithNote(req.Note), scheduling.By(cmp.Or(req.By, "admin API"))}, nil
+}
+
+// maxPauseBody bounds the body of a pause or resume: a note and a name.
+const maxPauseBody = 8 << 10
 
 // maxBackfillBody bounds the body of POST .../backfill: a few short
 // fields.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ndigo/ndigo/scheduling"
+	"github.com/ndigo/ndigo/taskstate"
 )
 
 // ErrInvalid reports a bad [Options] value; the wrapping error names the
@@ -248,6 +249,14 @@ func (j *jsonError) Write(b []byte) (int, error) {
 	return len(b), nil // the mux's text: the JSON is written instead
 }
 
+// PauseJSON is a task's last pause or resume.
+type PauseJSON struct {
+	Paused bool       `json:"paused"`
+	Note   string     `json:"note,omitempty"` // why, as given
+	By     string     `json:"by,omitempty"`   // who: "scheduler" for pauseAfterFailures, as given otherwise
+	At     *time.Time `json:"at"`             // when, on the node's clock; null if not known
+}
+
 // TaskJSON is one task in GET /scheduledtasks. Every field is always
 // present, "" or null where it does not apply, but owner and backfill,
 // which are absent then.
@@ -279,6 +288,10 @@ type TaskJSON struct {
 	LastFire        *LastRunJSON `json:"lastFire"` // the last fire, run or skipped; null before the first
 	LastRun         *LastRunJSON `json:"lastRun"`  // the last fire that ran; null before the first run
 	Paused          bool         `json:"paused"`   // paused cluster-wide
+	// PauseNote is the task's last pause or resume, with its note and who
+	// made it (POST .../pause with {"note": ...}); null if it was never
+	// paused, or without the shared state.
+	PauseNote *PauseJSON `json:"pauseNote"`
 	// Completed: the task fires no more, being past its endAt, its one-off
 	// instant (@at) or its maxRuns; next is then null. A state, not an
 	// error: it stays listed with its history.
@@ -353,6 +366,9 @@ func (h *Handler) tasks(w http.ResponseWriter, r *http.Request) {
 			PauseAfterFailures: ti.Spec.PauseAfterFailures}
 		if ti.Schedule != nil {
 			t.Handler = ti.Schedule.Handler
+		}
+		if p := ti.PauseNote; p != (taskstate.Pause{}) {
+			t.PauseNote = &PauseJSON{Paused: p.Paused, Note: p.Note, By: p.By, At: utc(p.At)}
 		}
 		if ti.ClusterLast != nil {
 			r := runJSON(*ti.ClusterLast)

@@ -148,7 +148,7 @@ func TestCalendarRefusals(t *testing.T) {
 		{[]string{"calendar", "create", "x", "--file", file}, `names the calendar "other", not "x"`},
 		{[]string{"calendar", "create", "x", "--file", bad}, `unknown field "date"`},
 		{[]string{"calendar", "create", "x", "--file", filepath.Join(t.TempDir(), "none.json")}, "no such file"},
-		{[]string{"calendar", "delete", "x", "--note", "y"}, "ndigo: --note is a flag of calendar create and calendar update, not of calendar delete"},
+		{[]string{"calendar", "delete", "x", "--note", "y"}, "ndigo: --note is a flag of calendar create, calendar update, pause and resume, not of calendar delete"},
 		{[]string{"calendar", "create", "x", "--handler", "h"}, "ndigo: --handler is a flag of schedule create and schedule update, not of calendar create"},
 		{[]string{"next", "nightly", "-n", "0"}, "ndigo: next: -n 0: must be at least 1"},
 		{[]string{"next", "nightly", "-n", "ten"}, `ndigo: invalid value "ten" for flag -n`},
@@ -258,5 +258,28 @@ func TestNextAndExcludedInTheTables(t *testing.T) {
 	}
 	if res := ndigo(t, n.env, "next", "once"); res.code != 0 || res.stdout != `"once" fires no more: it is completed (past its endAt, its one-off instant or its maxRuns)`+"\n" {
 		t.Errorf("next of a completed task: exit %d, stdout %q, stderr %q", res.code, res.stdout, res.stderr)
+	}
+}
+
+// pause and resume send their --note and who sent them, which the task
+// keeps with its flag.
+func TestPauseNote(t *testing.T) {
+	n := startScheduleNode(t, testToken)
+	env := map[string]string{"USER": "ops"}
+	for k, v := range n.env {
+		env[k] = v
+	}
+	if res := ndigo(t, env, "pause", "nightly", "--note", "ledger migration"); res.code != 0 {
+		t.Fatalf("pause --note: exit %d: %s", res.code, res.stderr)
+	}
+	infos, err := n.S.ClusterTasks(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := infos[0].PauseNote; !p.Paused || p.Note != "ledger migration" || p.By != "ndigo CLI (ops)" {
+		t.Fatalf("pause %+v, want paused with the note, by ndigo CLI (ops)", p)
+	}
+	if res := ndigo(t, env, "resume", "nightly", "--note", "bad\x01"); res.code == 0 || !strings.Contains(res.stderr, "pause note") {
+		t.Fatalf("resume with a control character in the note: exit %d, stderr %q; want the note refused", res.code, res.stderr)
 	}
 }

@@ -20,6 +20,7 @@ const maxBody = 16 << 20
 type client struct {
 	base  *url.URL // scheme, host and the path prefix the handler is mounted under
 	token string   // NDIGO_ADMIN_TOKEN; sent on mutations only, never printed
+	user  string   // USER: who a pause or resume says sent it
 	http  *http.Client
 }
 

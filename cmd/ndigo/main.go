@@ -187,7 +187,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	default:
 		fmt.Fprintln(stderr, "ndigo: NDIGO_ADMIN_TOKEN has leading or trailing whitespace (such as a file's final newline): sending the token without it")
 	}
-	c := &client{base: base, token: token, http: &http.Client{Transport: tr, Timeout: *timeout}}
+	c := &client{base: base, token: token, user: getenv("USER"), http: &http.Client{Transport: tr, Timeout: *timeout}}
 	if err := cmd.do(ctx, c, pos[1:], f, output{w: stdout, errw: stderr, json: *asJSON}); err != nil {
 		fmt.Fprintf(stderr, "ndigo: %v\n", err)
 		switch {

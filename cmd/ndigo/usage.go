@@ -29,8 +29,12 @@ Commands:
                  (shifted by its jitter), SKIP (excluded: calendar NAME, or beyond maxRuns:
                  no node will run it) and DST (what a change of the clocks does to it)
   run NAME       have one node run the task once, as soon as it can, under its lock
-  pause NAME     make every node skip the task's fires until it is resumed
-  resume NAME    let the task run again from its next fire
+  pause NAME [--note TEXT]
+                 make every node skip the task's fires until it is resumed; the note, and
+                 who paused it ("ndigo CLI (USER)"), stay with the task (ndigo --json tasks,
+                 the console)
+  resume NAME [--note TEXT]
+                 let the task run again from its next fire, with a note as pause keeps one
   backfill NAME --from TIME --to TIME [--force] [--overlap POLICY] [--wait [--poll DURATION]]
                  run the task once for each instant of its schedule from --from to --to
                  (RFC 3339, such as 2026-01-01T00:00:00Z, both included), in order, each on
