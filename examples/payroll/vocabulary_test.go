@@ -71,7 +71,7 @@ func vocabularyOnThreeNodes(t *testing.T, storeFlag, url string) {
 	ndigo("n1", "schedule", "create", "cal-report", "--handler", "tenant-report", "--cron", "@every 1s", "--lock", "cal",
 		"--args", `{"tenant": "cal"}`, "--option", "calendar=quiet")
 	ndigo("n2", "schedule", "create", "limited", "--handler", "tenant-report", "--cron", "@every 1s", "--lock", "limited",
-		"--args", `{"tenant": "limited"}`, "--option", "maxRuns=100")
+		"--args", `{"tenant": "limited"}`, "--option", "maxRuns=100", "--option", "lockTtl="+failoverTTL.String())
 	at := time.Now().Add(12 * time.Second).Truncate(time.Second)
 	ndigo("n0", "schedule", "create", "once", "--handler", "tenant-report", "--cron", "@at "+at.UTC().Format(time.RFC3339),
 		"--lock", "once", "--args", `{"tenant": "once"}`)
@@ -152,7 +152,13 @@ func vocabularyOnThreeNodes(t *testing.T, storeFlag, url string) {
 			}
 		}
 	}
-	runs := ndigo("n1", "runs", "cal-report")
+	var live string
+	for _, c := range cluster {
+		if p.Running(c.name) {
+			live = c.name
+		}
+	}
+	runs := ndigo(live, "runs", "cal-report")
 	if !strings.Contains(runs, "excluded: calendar quiet") {
 		t.Errorf("ndigo runs cal-report shows no fire excluded by the calendar:\n%s", runs)
 	}
