@@ -401,6 +401,24 @@
 // one read of the stored schedules, and every poll one more command (on
 // Redis, in its pipeline: 5 in all).
 //
+// # Calendars, bounds and runs
+//
+// A calendar (taskstate.Calendar: dates, weekdays, daily and dated windows,
+// cron-matched minutes, and the calendars it includes) is kept in the task
+// state beside the stored schedules ([Scheduler.CreateCalendar]), read
+// with them, and changed from an instant every node agrees on, as they
+// are. A task that names calendars ([Calendar]) has each fire judged, when
+// it is due, by the rules in force at its instant, on the wall clock of
+// the task's zone: an excluded fire runs on no node, and is recorded once
+// with [OutcomeExcluded] and the calendar's name, which the audit counts
+// apart from misses. [StartAt] and [EndAt] bound a task's instants, an @at
+// expression fires once, and [MaxRuns] makes a task run N times in the
+// cluster, each run taking one in the task state (taskstate.Store.TakeRun)
+// under its lease; past them a task is completed ([TaskInfo].Completed).
+// [Scheduler.NextFires] previews the instants to come with what each of
+// these does to them; [PauseAfterFailures] pauses a task after failures in
+// a row, with a note ([Scheduler.Pause] takes one too: [WithNote], [By]).
+//
 // # History and audit
 //
 // Every run is recorded in the store, and so is every fire that did not
