@@ -5,9 +5,9 @@ GO          ?= go
 STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 PKGS        := ./...
 
-.PHONY: test fmt vet staticcheck unit redis-server postgresql etcd-server chromium bench chaos fuzz fuzz-short screenshots
+.PHONY: test fmt vet staticcheck unit property redis-server postgresql etcd-server chromium bench chaos fuzz fuzz-short screenshots
 
-test: fmt vet staticcheck redis-server postgresql etcd-server chromium unit fuzz-short
+test: fmt vet staticcheck redis-server postgresql etcd-server chromium unit property fuzz-short
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); \
@@ -32,6 +32,12 @@ staticcheck:
 # left the cores idle (make test took 12 minutes at -p 2, 7 at -p 4).
 unit:
 	$(GO) test -race -count=1 -p 4 -tags $(TAGS) $(PKGS)
+
+# property: the next-fire property test's full walk (every minute of ten
+# years in twenty zones against a brute force), which the race detector
+# would make take minutes: unit runs a year in three zones.
+property:
+	$(GO) test -count=1 -run '^TestNextRunAgainstBruteForce$$' ./scheduling/
 
 # redis-server: the Redis binaries the tests start: redis-server and
 # redis-cli (package redis-server), redis-sentinel (package redis-sentinel).

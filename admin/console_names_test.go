@@ -92,7 +92,8 @@ func TestConsoleDotNames(t *testing.T) {
 	for _, r := range seen {
 		switch {
 		case r.method == http.MethodGet && (r.uri == "/admin/" || r.uri == "/admin/scheduledtasks" ||
-			r.uri == "/admin/scheduledtasks/runs?name=.." || r.uri == "/admin/scheduledtasks/audit?name=.." || r.uri == "/admin/healthz" || r.uri == "/admin/schedules") && r.auth == "":
+			r.uri == "/admin/scheduledtasks/runs?name=.." || r.uri == "/admin/scheduledtasks/audit?name=.." || r.uri == "/admin/scheduledtasks/next?name=.." ||
+			r.uri == "/admin/healthz" || r.uri == "/admin/schedules" || r.uri == "/admin/calendars") && r.auth == "":
 		case r.method == http.MethodPost && (r.uri == "/admin/scheduledtasks/pause?name=." || r.uri == "/admin/scheduledtasks/pause?name=.." ||
 			r.uri == "/admin/scheduledtasks/resume?name=."):
 			posts++

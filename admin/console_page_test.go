@@ -29,9 +29,9 @@ type flagDown struct {
 
 var errFlagDown = errors.New("store down")
 
-func (f *flagDown) Paused(ctx context.Context, task string) (bool, error) {
+func (f *flagDown) Paused(ctx context.Context, task string) (taskstate.Pause, error) {
 	if f.down.Load() {
-		return false, errFlagDown
+		return taskstate.Pause{}, errFlagDown
 	}
 	return f.Store.Paused(ctx, task)
 }

@@ -1,6 +1,8 @@
 package admin
 
 import (
+	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
@@ -59,7 +61,7 @@ type RunJSON struct {
 	Start           *time.Time `json:"start"`   // null for a fire that did not run
 	Duration        string     `json:"duration"`
 	DurationSeconds float64    `json:"durationSeconds"`
-	Outcome         string     `json:"outcome"` // ok, error, panic, cancelled (also superseded by a later fire); buffered, skipped: one waiting, skipped: paused, skipped: missed, skipped: retrying, failed: lock, taken (Start null)
+	Outcome         string     `json:"outcome"` // ok, error, panic, cancelled (also superseded by a later fire); buffered, skipped: one waiting, skipped: paused, skipped: missed, skipped: retrying, excluded (error "calendar NAME"), failed: lock, taken (Start null)
 	Error           string     `json:"error,omitempty"`
 }
 
@@ -85,10 +87,13 @@ type AuditJSON struct {
 	From *time.Time `json:"from"`
 	To   time.Time  `json:"to"`
 	// The instants of each status in [From, To].
-	Ran        int        `json:"ran"`
-	Skipped    int        `json:"skipped"`
-	Failed     int        `json:"failed"`
-	Missed     int        `json:"missed"`
+	Ran     int `json:"ran"`
+	Skipped int `json:"skipped"`
+	Failed  int `json:"failed"`
+	Missed  int `json:"missed"`
+	// Excluded counts the instants that the task's calendars excluded: no
+	// node runs them, and none is missed.
+	Excluded   int        `json:"excluded"`
 	LastMissed *time.Time `json:"lastMissed"` // null if none
 	// Fires are the instants, newest first, at most
 	// scheduling.MaxAuditFires.
@@ -101,14 +106,14 @@ type AuditJSON struct {
 // AuditFireJSON is one instant of an audit.
 type AuditFireJSON struct {
 	Fire    time.Time `json:"fire"`
-	Status  string    `json:"status"`            // ran, skipped, failed, missed, pending
-	Outcome string    `json:"outcome,omitempty"` // the record's, or "skipped: lock held" / "skipped: still running"
+	Status  string    `json:"status"`            // ran, skipped, failed, missed, excluded, pending
+	Outcome string    `json:"outcome,omitempty"` // the record's, or "skipped: lock held" / "skipped: still running"; "excluded" for an excluded instant
 	Node    string    `json:"node,omitempty"`
-	Detail  string    `json:"detail,omitempty"` // the error, or the run that held the lock
+	Detail  string    `json:"detail,omitempty"` // the error, the run that held the lock, or "calendar NAME" for an excluded instant
 }
 
 func auditJSON(a scheduling.Audit) AuditJSON {
-	j := AuditJSON{Task: a.Task, To: a.To.UTC(), Ran: a.Ran, Skipped: a.Skipped, Failed: a.Failed, Missed: a.Missed,
+	j := AuditJSON{Task: a.Task, To: a.To.UTC(), Ran: a.Ran, Skipped: a.Skipped, Failed: a.Failed, Missed: a.Missed, Excluded: a.Excluded,
 		Fires: make([]AuditFireJSON, len(a.Fires)), Note: a.Note}
 	if !a.From.IsZero() {
 		j.From = utc(a.From)
@@ -214,13 +219,13 @@ func (h *Handler) scheduledTaskByQuery(w http.ResponseWriter, r *http.Request) {
 }
 
 // taskActions are the {action} values of a task's endpoints.
-var taskActions = map[string]bool{"runs": true, "audit": true, "run": true, "pause": true, "resume": true,
+var taskActions = map[string]bool{"runs": true, "audit": true, "next": true, "run": true, "pause": true, "resume": true,
 	"backfill": true, "cancel-backfill": true}
 
 // noEndpoint is the 404 message of a task path with an unknown action.
-const noEndpoint = "; a task has runs and audit (GET), run, pause, resume, backfill and cancel-backfill (POST)"
+const noEndpoint = "; a task has runs, audit and next (GET), run, pause, resume, backfill and cancel-backfill (POST)"
 
-// scheduledTask serves a task's endpoints: runs and audit (GET), and run,
+// scheduledTask serves a task's endpoints: runs, audit and next (GET), and run,
 // pause, resume, backfill and cancel-backfill (POST, with the bearer
 // token).
 func (h *Handler) scheduledTask(w http.ResponseWriter, r *http.Request, name, action string) {
@@ -249,6 +254,10 @@ func (h *Handler) scheduledTask(w http.ResponseWriter, r *http.Request, name, ac
 			return
 		}
 		writeJSON(w, http.StatusOK, auditJSON(a))
+	case "next":
+		if allow(w, r, http.MethodGet) {
+			h.nextFires(w, r, name)
+		}
 	case "run", "pause", "resume", "cancel-backfill":
 		if !allow(w, r, http.MethodPost) || !h.authorized(w, r, name, action) {
 			return
@@ -282,10 +291,16 @@ func (h *Handler) mutate(w http.ResponseWriter, r *http.Request, name, action st
 	switch action {
 	case "run":
 		err = h.s.RunNow(ctx, name)
-	case "pause":
-		err = h.s.Pause(ctx, name)
-	case "resume":
-		err = h.s.Resume(ctx, name)
+	case "pause", "resume":
+		var opts []scheduling.ControlOption
+		if opts, err = pauseRequest(r); err != nil {
+			break
+		}
+		if action == "pause" {
+			err = h.s.Pause(ctx, name, opts...)
+		} else {
+			err = h.s.Resume(ctx, name, opts...)
+		}
 	case "cancel-backfill":
 		err = h.s.CancelBackfill(ctx, name)
 	}
@@ -308,6 +323,36 @@ func (h *Handler) mutate(w http.ResponseWriter, r *http.Request, name, action st
 	}
 	writeJSON(w, code, out)
 }
+
+// PauseRequestJSON is the body that POST .../pause and .../resume may
+// take: why, and who. Fields it does not name are refused; no body is a
+// pause or resume without a note, by "admin API".
+type PauseRequestJSON struct {
+	Note string `json:"note"` // at most taskstate.MaxNoteLen bytes of printable text, line breaks allowed
+	By   string `json:"by"`   // who: the CLI sends "ndigo CLI (USER)"; "admin API" if empty
+}
+
+// pauseRequest reads the optional body of a pause or resume.
+func pauseRequest(r *http.Request) ([]scheduling.ControlOption, error) {
+	var req PauseRequestJSON
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxPauseBody+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%w: reading the body: %v", taskstate.ErrInvalid, err)
+	case len(body) > maxPauseBody:
+		return nil, fmt.Errorf("%w: the body is over %d bytes: want {\"note\": string, \"by\": string}", taskstate.ErrInvalid, maxPauseBody)
+	case len(bytes.TrimSpace(body)) > 0:
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			return nil, fmt.Errorf("%w: the body must be {\"note\": string, \"by\": string}: %v", taskstate.ErrInvalid, err)
+		}
+	}
+	return []scheduling.ControlOption{scheduling.WithNote(req.Note), scheduling.By(cmp.Or(req.By, "admin API"))}, nil
+}
+
+// maxPauseBody bounds the body of a pause or resume: a note and a name.
+const maxPauseBody = 8 << 10
 
 // maxBackfillBody bounds the body of POST .../backfill: a few short
 // fields.

@@ -215,8 +215,8 @@ func TestTokenIsRedacted(t *testing.T) {
 // failingStore is a task state whose backend is down.
 type failingStore struct{ taskstate.Store }
 
-func (failingStore) Paused(context.Context, string) (bool, error) {
-	return false, errors.New("store down")
+func (failingStore) Paused(context.Context, string) (taskstate.Pause, error) {
+	return taskstate.Pause{}, errors.New("store down")
 }
 
 // With the task state unreachable, GET /scheduledtasks still shows this
@@ -231,5 +231,51 @@ func TestScheduledTasksWithoutTheState(t *testing.T) {
 	tasks, _ := body["tasks"].([]any)
 	if code != http.StatusOK || len(tasks) != 1 || !strings.Contains(fmt.Sprint(body["stateError"]), "store down") {
 		t.Fatalf("GET /scheduledtasks with the store down: %d %v; want the task and stateError", code, body)
+	}
+}
+
+// A pause or resume keeps the note and who sent it, shown in the task
+// list; without a body, by "admin API"; a bad note is a 400 naming it and
+// changes nothing.
+func TestPauseNoteOverHTTP(t *testing.T) {
+	c := newControlled(t, secret)
+	send := func(action, body string) (int, map[string]any) {
+		t.Helper()
+		req := httptest.NewRequest(http.MethodPost, taskPath(action), strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+secret)
+		rec := httptest.NewRecorder()
+		c.h.ServeHTTP(rec, req)
+		var out map[string]any
+		if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil {
+			t.Fatalf("POST %s: %v in %s", action, err, rec.Body)
+		}
+		return rec.Code, out
+	}
+	note := func() map[string]any {
+		t.Helper()
+		_, _, tasks := c.do(t, http.MethodGet, "/scheduledtasks", "")
+		p, _ := tasks["tasks"].([]any)[0].(map[string]any)["pauseNote"].(map[string]any)
+		return p
+	}
+	if code, body := send("pause", `{"note": "ledger migration\nback at 14:00", "by": "ndigo CLI (ops)"}`); code != http.StatusOK {
+		t.Fatalf("POST pause with a note: %d %v", code, body)
+	}
+	if p := note(); p["paused"] != true || p["note"] != "ledger migration\nback at 14:00" || p["by"] != "ndigo CLI (ops)" || p["at"] != "2026-01-01T00:00:00Z" {
+		t.Fatalf("pauseNote %v, want the pause's note, by and at", p)
+	}
+	if code, body := send("resume", `{"note": "bad\u0001note"}`); code != http.StatusBadRequest || !strings.Contains(fmt.Sprint(body["error"]), "pause note") {
+		t.Fatalf("POST resume with a control character in its note: %d %v, want 400 naming the note", code, body)
+	}
+	if code, body := send("resume", `{"note": "x", "who": "me"}`); code != http.StatusBadRequest || !strings.Contains(fmt.Sprint(body["error"]), `"who"`) {
+		t.Fatalf("POST resume with an unknown field: %d %v, want 400 naming it", code, body)
+	}
+	if p := note(); p["paused"] != true {
+		t.Fatalf("pauseNote %v after refused resumes, want the pause kept", p)
+	}
+	if code, body := send("resume", ""); code != http.StatusOK {
+		t.Fatalf("POST resume without a body: %d %v", code, body)
+	}
+	if p := note(); p["paused"] != false || p["by"] != "admin API" || p["note"] != nil {
+		t.Fatalf("pauseNote %v after a resume without a body, want resumed by admin API without a note", p)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ndigo/ndigo/scheduling"
+	"github.com/ndigo/ndigo/taskstate"
 )
 
 // ErrInvalid reports a bad [Options] value; the wrapping error names the
@@ -61,17 +62,22 @@ type Route struct {
 //
 //	GET  /scheduledtasks                         the node, its driver and zone; every task: spec, next fire, last fires here and in the cluster, paused, last backfill
 //	GET  /scheduledtasks/{name}/runs             the task's last recorded fires on any node, newest first
-//	GET  /scheduledtasks/{name}/audit            each instant of its schedule: ran, skipped, failed, missed, pending
+//	GET  /scheduledtasks/{name}/audit            each instant of its schedule: ran, skipped, failed, missed, excluded, pending
+//	GET  /scheduledtasks/{name}/next?n=10        its next n instants (1 to scheduling.MaxNextFires, 10 without n): start, skip, dst
 //	POST /scheduledtasks/{name}/run              one run of the task in the cluster, as soon as a node can (202)
 //	POST /scheduledtasks/{name}/pause            pause the task on every node
 //	POST /scheduledtasks/{name}/resume           resume it
 //	POST /scheduledtasks/{name}/backfill         run the task once for each instant of its schedule in a range, cluster-wide (202, the backfill)
 //	POST /scheduledtasks/{name}/cancel-backfill  cancel its running backfill
-//	     /scheduledtasks/{action}?name=N         the same seven, with the name in the query (for "." and "..")
+//	     /scheduledtasks/{action}?name=N         the same eight, with the name in the query (for "." and "..")
+//	GET  /schedules                              the stored schedules (tasks declared at runtime)
+//	POST /schedules                              store one (201); PUT and DELETE /schedules/{name} replace and delete it
+//	GET  /calendars                              the calendars: named exclusions that tasks name (the option calendar)
+//	POST /calendars                              define one (201); GET, PUT and DELETE /calendars/{name} read, replace and delete it
 //	GET  /locks                                  the leases this node holds for runs in flight
 //	GET  /healthz                                200 if every check passes, 503 naming the failing ones (run at once)
 //
-// The POST endpoints need the header "Authorization: Bearer <token>" with
+// The POST, PUT and DELETE endpoints need the header "Authorization: Bearer <token>" with
 // [Options].Token (401 without it or with another, 403 when no token is
 // configured), and each is logged. Responses are JSON, errors
 // {"error": "..."} (404 for an unknown task, 405 with an Allow header for a
@@ -169,6 +175,9 @@ func New(opts Options) (*Handler, error) {
 	h.mux.HandleFunc("GET /schedules", h.schedules)
 	h.mux.HandleFunc("POST /schedules", h.createSchedule)
 	h.mux.HandleFunc("/schedules/{name}", h.scheduleByName)
+	h.mux.HandleFunc("GET /calendars", h.calendars)
+	h.mux.HandleFunc("POST /calendars", h.createCalendar)
+	h.mux.HandleFunc("/calendars/{name}", h.calendarByName)
 	h.mux.HandleFunc("GET /locks", h.locks)
 	h.mux.HandleFunc("GET /healthz", h.health)
 	h.mux.HandleFunc("GET /{$}", h.console)
@@ -240,6 +249,14 @@ func (j *jsonError) Write(b []byte) (int, error) {
 	return len(b), nil // the mux's text: the JSON is written instead
 }
 
+// PauseJSON is a task's last pause or resume.
+type PauseJSON struct {
+	Paused bool       `json:"paused"`
+	Note   string     `json:"note,omitempty"` // why, as given
+	By     string     `json:"by,omitempty"`   // who: "scheduler" for pauseAfterFailures, as given otherwise
+	At     *time.Time `json:"at"`             // when, on the node's clock; null if not known
+}
+
 // TaskJSON is one task in GET /scheduledtasks. Every field is always
 // present, "" or null where it does not apply, but owner and backfill,
 // which are absent then.
@@ -271,6 +288,19 @@ type TaskJSON struct {
 	LastFire        *LastRunJSON `json:"lastFire"` // the last fire, run or skipped; null before the first
 	LastRun         *LastRunJSON `json:"lastRun"`  // the last fire that ran; null before the first run
 	Paused          bool         `json:"paused"`   // paused cluster-wide
+	// PauseNote is the task's last pause or resume, with its note and who
+	// made it (POST .../pause with {"note": ...}); null if it was never
+	// paused, or without the shared state.
+	PauseNote *PauseJSON `json:"pauseNote"`
+	// Completed: the task fires no more, being past its endAt, its one-off
+	// instant (@at) or its maxRuns; next is then null. A state, not an
+	// error: it stays listed with its history.
+	Completed          bool   `json:"completed"`
+	Calendar           string `json:"calendar"`           // the calendars whose exclusions its fires skip, comma-separated as written; "" if none
+	StartAt            string `json:"startAt"`            // its first fire's bound, as written; "" if none
+	EndAt              string `json:"endAt"`              // the bound it fires before, as written; "" if none
+	MaxRuns            int    `json:"maxRuns"`            // the runs it makes in the cluster; 0 for no bound
+	PauseAfterFailures int    `json:"pauseAfterFailures"` // the failed fires in a row that pause it; 0 never
 	// ClusterLastRun is the newest fire recorded on any node (a run, or a
 	// paused, failed or missed fire); null before the first.
 	ClusterLastRun *RunJSON `json:"clusterLastRun"`
@@ -331,9 +361,14 @@ func (h *Handler) tasks(w http.ResponseWriter, r *http.Request) {
 	for i, ti := range infos {
 		t := TaskJSON{Name: ti.Name, Type: ti.Type, Method: ti.Method, Cron: ti.Spec.Cron, Lock: ti.Spec.Lock,
 			Renew: ti.Spec.Renew, Running: ti.Running, Waiting: ti.Waiting, Runs: ti.Runs, Skips: ti.Skips,
-			Failures: ti.Failures, LastFire: fireJSON(ti.Last), LastRun: fireJSON(ti.LastRan), Paused: ti.Paused, Owner: ti.Owner}
+			Failures: ti.Failures, LastFire: fireJSON(ti.Last), LastRun: fireJSON(ti.LastRan), Paused: ti.Paused, Owner: ti.Owner,
+			Completed: ti.Completed, Calendar: ti.Spec.Calendars, StartAt: ti.Spec.StartAt, EndAt: ti.Spec.EndAt, MaxRuns: ti.Spec.MaxRuns,
+			PauseAfterFailures: ti.Spec.PauseAfterFailures}
 		if ti.Schedule != nil {
 			t.Handler = ti.Schedule.Handler
+		}
+		if p := ti.PauseNote; p != (taskstate.Pause{}) {
+			t.PauseNote = &PauseJSON{Paused: p.Paused, Note: p.Note, By: p.By, At: utc(p.At)}
 		}
 		if ti.ClusterLast != nil {
 			r := runJSON(*ti.ClusterLast)

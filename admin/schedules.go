@@ -192,12 +192,12 @@ func scheduleRequest(w http.ResponseWriter, r *http.Request, path string) (tasks
 }
 
 // scheduleErrorCode maps a stored schedule's error to its status: 400 for
-// a schedule that fails validation or names a handler the node lacks, 404
-// for an unknown schedule, 409 for a name already stored or a task's
+// a schedule that fails validation or names a handler or a calendar the
+// node lacks, 404 for an unknown schedule, 409 for a name already stored or a task's
 // declared in code; else as errorCode.
 func scheduleErrorCode(err error) int {
 	switch {
-	case errors.Is(err, scheduling.ErrInvalidSpec), errors.Is(err, scheduling.ErrUnknownHandler):
+	case errors.Is(err, scheduling.ErrInvalidSpec), errors.Is(err, scheduling.ErrUnknownHandler), errors.Is(err, scheduling.ErrUnknownCalendar):
 		return http.StatusBadRequest
 	case errors.Is(err, scheduling.ErrUnknownSchedule):
 		return http.StatusNotFound

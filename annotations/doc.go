@@ -27,6 +27,11 @@
 //	retry         retries of a failed run per fire, as scheduling.Retry (needs lock)
 //	retryBackoff  backoff before the first retry, doubled for each next (default 10s)
 //	retryMaxBackoff  cap of that backoff (default 100 × retryBackoff, at most 24h)
+//	calendar      calendars whose exclusions the fires skip, "eu-holidays,weekends", as scheduling.Calendar
+//	startAt       first instant the task may fire at, as scheduling.StartAt
+//	endAt         the task fires only before this, as scheduling.EndAt
+//	maxRuns       runs the task makes in the cluster, as scheduling.MaxRuns (needs lock)
+//	pauseAfterFailures  pause after this many failed fires in a row, as scheduling.PauseAfterFailures
 //	name          task name (default "Type.Method", Type declaring Method)
 //
 // Values may hold ${path} placeholders, resolved from the configuration

@@ -33,6 +33,7 @@ import (
 	"github.com/ndigo/ndigo/redislocks"
 	"github.com/ndigo/ndigo/scheduling"
 	"github.com/ndigo/ndigo/scheduling/schedulingtest"
+	"github.com/ndigo/ndigo/taskstate"
 	"github.com/ndigo/ndigo/tracing"
 )
 
@@ -170,6 +171,21 @@ func tenantReports(send func(ctx context.Context, tenant string) error) fx.Optio
 	})
 }
 
+// The calendars of docs/TASKS.md.
+type ClosingController struct {
+	_ annotations.Scheduled `method:"Close" cron:"CRON_TZ=Europe/Paris 0 18 * * *" lock:"closing" calendar:"eu-holidays" endAt:"2027-12-31" pauseAfterFailures:"3"`
+}
+
+func defineHolidays(ctx context.Context, s *scheduling.Scheduler) error {
+	return s.CreateCalendar(ctx, taskstate.Calendar{
+		Name:          "eu-holidays",
+		CalendarRules: taskstate.CalendarRules{Dates: []string{"2026-12-25", "2027-01-01"}, Weekdays: []string{"sat", "sun"}},
+		Note:          "closed on public holidays and weekends",
+	})
+}
+
+func (c *ClosingController) Close(context.Context) error { return nil }
+
 // The pager listener.
 type pager struct {
 	scheduling.NopListener
@@ -185,7 +201,7 @@ func (p *pager) Skipped(e scheduling.Event) {
 
 func page(string) {}
 
-var _ = []any{builderForm, onEtcd, manyNodes, ownClient, directLock, operated, kit, &pager{}, tenantReports}
+var _ = []any{builderForm, onEtcd, manyNodes, ownClient, directLock, operated, kit, &pager{}, tenantReports, &ClosingController{}, defineHolidays}
 
 // pages are the documents whose Go blocks must compile: the README and the
 // reference pages it links.

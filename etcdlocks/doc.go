@@ -104,11 +104,14 @@
 // and the name, or "h/" and its SHA-256 past 512 bytes) after its length
 // and a colon, so that no task's keys are a prefix of another's:
 //
-//	paused/<t>       "1" while the task is paused
+//	paused/<t>       while the task is paused: its taskstate.Pause, JSON ("1" if paused by a version before notes)
+//	resumed/<t>      the task's last resume with a note, by or at, while it is not paused: its taskstate.Pause, JSON
 //	pauses           rewritten by every SetPaused: its mod revision is Poll.Pauses
 //	requests/<t>     the pending manual-run request: JSON {task, at}
 //	retries/<t>      the task's last retry or waiting fire, pending or taken (JSON; "taken" once taken)
 //	backfills/<t>    the task's last backfill, as taskstate.Backfill's JSON
+//	runcounts/<t>    the runs the task took (TakeRun): JSON {task, taken, takes}, takes its last
+//	                 taskstate.MaxRunTakes takes, oldest first, each {fire (Unix nanoseconds), n}
 //	ran/<t>/<n>      an instant known to have run, in Unix nanoseconds zero-padded to 20 digits
 //	seq/<t>          the number of the task's last run, rewritten by every change of its runs
 //	runs/<t>/<seq>   a kept run, as taskstate.Run's JSON, seq zero-padded to 20 digits; a
@@ -121,21 +124,23 @@
 //	schedules        rewritten by each schedule call that changes them: its mod revision is Poll.Schedules
 //
 // A call whose outcome compares decide is one transaction, one round trip:
-// SetPaused (the flag and the pause generation's key), RequestRun (put if
-// absent), CreateSchedule (put if absent), UpdateSchedule (put if the bytes
-// differ, else count the key) and DeleteSchedule (delete if present, with
-// the generation's key); Paused, Runs and Schedules are one Get, Runs
-// sorted by key descending and limited to the runs it returns; Poll is one
-// transaction of three prefix Gets (requests, retries, backfills) and the
-// two generations' keys. The others read what they change in one
-// transaction of Gets and then commit a transaction whose compares check
-// that the mod revisions they read are unchanged, both again on a
-// conflict: two round trips for TakeRequest, TakeRetry, LeaveWaiting,
-// Record (of any number of runs), StartBackfill, TakeBackfill and
-// EndBackfill, and one when the read decides (nothing pending, a stale
-// instant, a backfill already running). A change of a task's runs rewrites
-// its sequence key, whose compare stands for them all, trims the runs past
-// the history length with one range delete, and is in the same
+// SetPaused (the flag, the last resume and the pause generation's key),
+// RequestRun (put if absent), CreateSchedule (put if absent),
+// UpdateSchedule (put if the bytes differ, else count the key) and
+// DeleteSchedule (delete if present, with the generation's key); Paused is
+// one transaction of two Gets (the flag and the last resume); Runs and
+// Schedules are one Get, Runs sorted by key descending and limited to the
+// runs it returns; Poll is one transaction of four prefix Gets (requests,
+// retries, backfills, runcounts) and the two generations' keys. The others
+// read what they change in one transaction of Gets and then commit a
+// transaction whose compares check that the mod revisions they read are
+// unchanged, both again on a conflict: two round trips for TakeRequest,
+// TakeRetry, LeaveWaiting, TakeRun, Record (of any number of runs),
+// StartBackfill, TakeBackfill and EndBackfill, and one when the read
+// decides (nothing pending, a stale instant, a backfill already running, a
+// fire among the last takes, the runs all taken). A change of a task's runs
+// rewrites its sequence key, whose compare stands for them all, trims the
+// runs past the history length with one range delete, and is in the same
 // transaction as the request, retry or backfill it goes with. A Record
 // that could exceed etcd's default --max-txn-ops (128) is recorded in
 // several transactions of whole tasks, and a StartBackfill of more than
@@ -143,7 +148,8 @@
 // 100.
 //
 // etcd keeps these keys until they change: the runs of a task no longer
-// declared, and the instants known to have run, do not expire.
+// declared, its run counts, and the instants known to have run, do not
+// expire.
 //
 // The etcd client never resends a mutating call once sent: a call whose
 // reply is lost returns an error wrapping ErrEtcd, and the state is as if

@@ -134,34 +134,68 @@ func unchangedCmp(key string, kv *mvccpb.KeyValue) clientv3.Cmp {
 	return clientv3.Compare(clientv3.ModRevision(key), "=", kvModRev(kv))
 }
 
-// SetPaused sets task's paused flag and rewrites the pause generation's key
-// in one transaction: one round trip. Poll.Pauses is that key's mod
-// revision, which every SetPaused moves on.
-func (s *Store) SetPaused(ctx context.Context, task string, paused bool) error {
-	if err := taskstate.CheckTask(ctx, task); err != nil {
+// SetPaused sets task's pause and rewrites the pause generation's key in
+// one transaction: one round trip. Poll.Pauses is that key's mod revision,
+// which every SetPaused moves on. A pause puts its JSON as the flag's value
+// and deletes the last resume; a resume deletes the flag and puts its
+// JSON, if it has a note, a by or an at, as the last resume (else deletes
+// it). A node of a version before notes reads a flag's presence and puts
+// "1", and so reads and sets the same flags; but its resume leaves the
+// last resume of this version, which Paused then returns, until the next
+// SetPaused of this version.
+func (s *Store) SetPaused(ctx context.Context, task string, p taskstate.Pause) error {
+	if err := taskstate.CheckSetPaused(ctx, task, p); err != nil {
 		return err
 	}
-	k := s.taskKey("paused", task)
-	flag := clientv3.OpDelete(k)
-	if paused {
-		flag = clientv3.OpPut(k, "1")
+	p.At = p.At.UTC()
+	v, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("%w: task %q: pause %+v: %v", taskstate.ErrInvalid, task, p, err)
 	}
-	if _, err := s.client.Txn(ctx).Then(flag, clientv3.OpPut(s.pausesKey(), "")).Commit(); err != nil {
+	flag, resumed := s.taskKey("paused", task), s.taskKey("resumed", task)
+	ops := []clientv3.Op{clientv3.OpPut(flag, string(v)), clientv3.OpDelete(resumed)}
+	switch {
+	case !p.Paused && (p.Note != "" || p.By != "" || !p.At.IsZero()):
+		ops = []clientv3.Op{clientv3.OpDelete(flag), clientv3.OpPut(resumed, string(v))}
+	case !p.Paused:
+		ops = []clientv3.Op{clientv3.OpDelete(flag), clientv3.OpDelete(resumed)}
+	}
+	if _, err := s.client.Txn(ctx).Then(append(ops, clientv3.OpPut(s.pausesKey(), ""))...).Commit(); err != nil {
 		return storeFail("SetPaused", task, err)
 	}
 	return nil
 }
 
-// Paused reports task's paused flag: one Get.
-func (s *Store) Paused(ctx context.Context, task string) (bool, error) {
+// Paused returns task's pause: one transaction of two Gets, the flag and
+// the last resume. A flag whose value is not a pause's JSON ("1", put by a
+// version before notes, or by hand) is a pause without note, and a last
+// resume that is not (put by hand), a resume without note: the flag alone
+// decides whether the task runs.
+func (s *Store) Paused(ctx context.Context, task string) (taskstate.Pause, error) {
 	if err := taskstate.CheckTask(ctx, task); err != nil {
-		return false, err
+		return taskstate.Pause{}, err
 	}
-	resp, err := s.client.Get(ctx, s.taskKey("paused", task), clientv3.WithCountOnly())
+	kvs, err := s.read(ctx, clientv3.OpGet(s.taskKey("paused", task)), clientv3.OpGet(s.taskKey("resumed", task)))
 	if err != nil {
-		return false, storeFail("Paused", task, err)
+		return taskstate.Pause{}, storeFail("Paused", task, err)
 	}
-	return resp.Count > 0, nil
+	if kv := firstKV(kvs[0]); kv != nil {
+		var p taskstate.Pause
+		if json.Unmarshal(kv.Value, &p) != nil {
+			p = taskstate.Pause{}
+		}
+		p.Paused = true
+		return p, nil
+	}
+	if kv := firstKV(kvs[1]); kv != nil {
+		var p taskstate.Pause
+		if json.Unmarshal(kv.Value, &p) != nil {
+			p = taskstate.Pause{}
+		}
+		p.Paused = false
+		return p, nil
+	}
+	return taskstate.Pause{}, nil
 }
 
 // storedRequest is the value of a pending request's key.
@@ -220,9 +254,10 @@ func decodeRetry(kv *mvccpb.KeyValue) (*retryValue, error) {
 	return &v, nil
 }
 
-// Poll returns the pending requests and retries, the backfills and both
-// generations: one transaction of three prefix Gets (requests, retries,
-// backfills) and two Gets (the generations' keys), one round trip.
+// Poll returns the pending requests and retries, the backfills, the runs
+// taken and both generations: one transaction of four prefix Gets
+// (requests, retries, backfills, runcounts) and two Gets (the
+// generations' keys), one round trip.
 // Poll.Pauses and Poll.Schedules are the mod revisions of the
 // generations' keys (0 before the first change).
 func (s *Store) Poll(ctx context.Context) (taskstate.Poll, error) {
@@ -232,7 +267,8 @@ func (s *Store) Poll(ctx context.Context) (taskstate.Poll, error) {
 	got, err := s.read(ctx, clientv3.OpGet(s.prefix+"requests/", clientv3.WithPrefix()),
 		clientv3.OpGet(s.prefix+"retries/", clientv3.WithPrefix()),
 		clientv3.OpGet(s.prefix+"backfills/", clientv3.WithPrefix()),
-		clientv3.OpGet(s.pausesKey()), clientv3.OpGet(s.schedulesKey()))
+		clientv3.OpGet(s.pausesKey()), clientv3.OpGet(s.schedulesKey()),
+		clientv3.OpGet(s.prefix+"runcounts/", clientv3.WithPrefix()))
 	if err != nil {
 		return taskstate.Poll{}, fmt.Errorf("%w: Poll in namespace %q: %w", ErrEtcd, s.ns, err)
 	}
@@ -267,7 +303,86 @@ func (s *Store) Poll(ctx context.Context) (taskstate.Poll, error) {
 		}
 		out.Backfills[b.Task] = b
 	}
+	for _, kv := range got[5] {
+		v, err := decodeRunCounts(kv)
+		if err != nil {
+			return taskstate.Poll{}, err
+		}
+		if out.Runs == nil {
+			out.Runs = make(map[string]int)
+		}
+		out.Runs[v.Task] = v.Taken
+	}
 	return out, nil
+}
+
+// runCountsValue is the value of a task's runcounts key: how many runs it
+// took (TakeRun), and its last taskstate.MaxRunTakes takes, oldest first.
+type runCountsValue struct {
+	Task  string    `json:"task"`
+	Taken int       `json:"taken"`
+	Takes []runTake `json:"takes"`
+}
+
+// A runTake is a fire, in Unix nanoseconds, and the number of the run it
+// took.
+type runTake struct {
+	Fire int64 `json:"fire"`
+	N    int   `json:"n"`
+}
+
+// decodeRunCounts decodes kv's counts; nil kv gives the zero value.
+func decodeRunCounts(kv *mvccpb.KeyValue) (runCountsValue, error) {
+	var v runCountsValue
+	if kv == nil {
+		return v, nil
+	}
+	if err := json.Unmarshal(kv.Value, &v); err != nil {
+		return v, storeCorrupt("run counts", string(kv.Key), err)
+	}
+	return v, nil
+}
+
+// TakeRun takes the next of task's runs for fire unless fire took one
+// among the task's last takes (its number) or max were taken (0): a Get of
+// the task's runcounts key, then at most a transaction that puts it if its
+// mod revision is unchanged (one or two round trips; again on a conflict,
+// so that of the fires racing for the last run exactly one commits it).
+func (s *Store) TakeRun(ctx context.Context, task string, fire time.Time, max int) (int, error) {
+	if err := taskstate.CheckTakeRun(ctx, task, fire, max); err != nil {
+		return 0, err
+	}
+	k, at := s.taskKey("runcounts", task), fire.UnixNano()
+	for {
+		resp, err := s.client.Get(ctx, k)
+		if err != nil {
+			return 0, storeFail("TakeRun", task, err)
+		}
+		kv := firstKV(resp.Kvs)
+		v, err := decodeRunCounts(kv)
+		if err != nil {
+			return 0, err
+		}
+		if i := slices.IndexFunc(v.Takes, func(r runTake) bool { return r.Fire == at }); i >= 0 {
+			return v.Takes[i].N, nil
+		}
+		if v.Taken >= max {
+			return 0, nil
+		}
+		v.Task, v.Taken = task, v.Taken+1
+		v.Takes = append(v.Takes, runTake{Fire: at, N: v.Taken})
+		if n := len(v.Takes) - taskstate.MaxRunTakes; n > 0 {
+			v.Takes = v.Takes[n:]
+		}
+		b, _ := json.Marshal(v) // always encodes
+		ok, err := s.commit(ctx, []clientv3.Cmp{unchangedCmp(k, kv)}, []clientv3.Op{clientv3.OpPut(k, string(b))})
+		if err != nil {
+			return 0, storeFail("TakeRun", task, err)
+		}
+		if ok {
+			return v.Taken, nil
+		}
+	}
 }
 
 // placeholderID names a placeholder run in its key, so that the record of

@@ -307,10 +307,11 @@ func TestStorePollIsOneRoundTrip(t *testing.T) {
 	at := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 	r := taskstate.Retry{Fire: at, Attempt: 2, Due: at.Add(time.Minute)}
 	b := taskstate.Backfill{ID: "b1", Task: "t2", From: at, To: at.Add(time.Hour), Total: 2, Node: "node-a", Created: at}
-	for _, err := range []error{s.RequestRun(ctx, "t1", at), s.SetPaused(ctx, "t1", true),
+	for _, err := range []error{s.RequestRun(ctx, "t1", at), s.SetPaused(ctx, "t1", taskstate.Pause{Paused: true}),
 		s.Record(ctx, taskstate.TaskRun{Task: "t2", Run: taskstate.Run{Fire: at, Node: "n", Outcome: "error"}, Retry: &r}),
 		s.StartBackfill(ctx, b, nil),
-		s.CreateSchedule(ctx, taskstate.Schedule{Name: "sc", Handler: "h", Cron: "* * * * *"})} {
+		s.CreateSchedule(ctx, taskstate.Schedule{Name: "sc", Handler: "h", Cron: "* * * * *"}),
+		func() error { _, err := s.TakeRun(ctx, "t3", at, 1); return err }()} {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -321,8 +322,8 @@ func TestStorePollIsOneRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Requests) != 1 || len(p.Retries) != 1 || len(p.Backfills) != 1 || p.Pauses == 0 || p.Schedules == 0 {
-		t.Fatalf("Poll = %+v; want a request, a retry, a backfill and both generations", p)
+	if len(p.Requests) != 1 || len(p.Retries) != 1 || len(p.Backfills) != 1 || p.Runs["t3"] != 1 || p.Pauses == 0 || p.Schedules == 0 {
+		t.Fatalf("Poll = %+v; want a request, a retry, a backfill, a run taken and both generations", p)
 	}
 	var names []string
 	methods.Range(func(k, _ any) bool { names = append(names, k.(string)); return true })

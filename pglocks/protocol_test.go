@@ -114,11 +114,12 @@ func storeCalls(t *testing.T, p *pgxpool.Pool) {
 	}
 	at := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 	for _, paused := range []bool{true, false} {
-		if err := s.SetPaused(ctx, "Payroll.Close", paused); err != nil {
+		want := taskstate.Pause{Paused: paused, Note: "protocol", By: "cli", At: at}
+		if err := s.SetPaused(ctx, "Payroll.Close", want); err != nil {
 			t.Fatal(err)
 		}
-		if got, err := s.Paused(ctx, "Payroll.Close"); err != nil || got != paused {
-			t.Fatalf("Paused = %v, %v; want %v", got, err, paused)
+		if got, err := s.Paused(ctx, "Payroll.Close"); err != nil || got != want {
+			t.Fatalf("Paused = %+v, %v; want %+v", got, err, want)
 		}
 	}
 	if err := s.RequestRun(ctx, "Payroll.Close", at); err != nil {

@@ -36,6 +36,8 @@ var (
 	storeStartBackfillSQL string
 	//go:embed store_takebackfill.sql
 	storeTakeBackfillSQL string
+	//go:embed store_takerun.sql
+	storeTakeRunSQL string
 )
 
 const defaultStoreTable = "ndigo_tasks"
@@ -49,10 +51,10 @@ type StoreOptions struct {
 	Namespace string
 	// Table is the prefix of the store's tables, "table" or
 	// "schema.table" as Options.Table; "" means ndigo_tasks (tables
-	// ndigo_tasks_paused, ndigo_tasks_requests, ndigo_tasks_retries,
-	// ndigo_tasks_runs, ndigo_tasks_backfills, ndigo_tasks_ran,
-	// ndigo_tasks_schedules and ndigo_tasks_generations, and the sequence
-	// ndigo_tasks_pauses).
+	// ndigo_tasks_paused, ndigo_tasks_resumed, ndigo_tasks_requests,
+	// ndigo_tasks_retries, ndigo_tasks_runs, ndigo_tasks_backfills, ndigo_tasks_ran,
+	// ndigo_tasks_schedules, ndigo_tasks_generations and
+	// ndigo_tasks_runcounts, and the sequence ndigo_tasks_pauses).
 	Table string
 	// History is how many runs per task the store keeps; zero means
 	// taskstate.DefaultHistory.
@@ -79,9 +81,13 @@ type StoreOptions struct {
 // nanoseconds. The stored schedules are rows of (name, body), body being
 // taskstate.EncodeSchedule's bytes; a schedule call changes its row and
 // moves the namespace's schedules generation (a row of its own, which
-// Poll reads) on in one statement, if it changed the schedules.
-// CreateSchema of this version adds these tables to those of an earlier
-// one.
+// Poll reads) on in one statement, if it changed the schedules. A paused
+// task is a row of the paused table, with its pause's note, by and at; a
+// task resumed since, a row of the resumed table with its resume's. The
+// runs that TakeRun counts are a row per task (how many, and its last
+// taskstate.MaxRunTakes takes), which a take inserts or updates in one
+// statement, the row lock ordering the takes of the task. CreateSchema of
+// this version adds these tables and columns to those of an earlier one.
 //
 // pgx never resends a query: a call whose reply was lost (the connection
 // broke after the statement ran) returns an error wrapping ErrDatabase, and
@@ -102,7 +108,7 @@ type Store struct {
 
 type storeStatements struct {
 	schema, pause, resume, paused, request, poll, take, takeRetry, record, retry, records, runs string
-	leaveWaiting                                                                                string
+	leaveWaiting, takeRun                                                                       string
 	startBackfill, takeBackfill, endBackfill                                                    string
 	createSchedule, updateSchedule, deleteSchedule, schedules                                   string
 }
@@ -140,28 +146,36 @@ func NewStore(opts StoreOptions) (*Store, error) {
 		q[len(q)-1] += suffix
 		return pgx.Identifier(q).Sanitize()
 	}
-	r := strings.NewReplacer("$PAUSED", name("_paused"), "$REQUESTS", name("_requests"), "$RUNS", name("_runs"), "$RETRIES", name("_retries"),
+	r := strings.NewReplacer("$PAUSED", name("_paused"), "$RESUMED", name("_resumed"), "$REQUESTS", name("_requests"), "$RUNS", name("_runs"), "$RETRIES", name("_retries"),
 		"$PAUSES", name("_pauses"), "$RECORD1", name("_record1"), "$RECORD", name("_record"),
 		"$BACKFILLS", name("_backfills"), "$RAN", name("_ran"), "$STARTBACKFILL", name("_startbackfill"),
-		"$SCHEDULES", name("_schedules"), "$GENERATIONS", name("_generations"),
+		"$SCHEDULES", name("_schedules"), "$GENERATIONS", name("_generations"), "$RUNCOUNTS", name("_runcounts"),
 		"$HISTORYLOCK", strconv.Itoa(int(int32(schemaLock([]string{"store record", table})))))
 	s := &Store{pool: opts.Pool, ns: opts.Namespace, table: table, history: n, sql: storeStatements{
 		schema: fmt.Sprintf("SELECT pg_advisory_xact_lock(%d);\n", schemaLock([]string{"store", table})) +
 			r.Replace(storeSchemaSQL) + r.Replace(storeFunctionsSQL(storeRecordSQL, storeRetrySQL, storeStartBackfillSQL)),
-		pause: r.Replace(`WITH g AS (SELECT nextval('$PAUSES'))
-			INSERT INTO $PAUSED (ns, task) SELECT $1::text, $2::text FROM g ON CONFLICT DO NOTHING`),
-		resume: r.Replace(`WITH g AS (SELECT nextval('$PAUSES'))
-			DELETE FROM $PAUSED WHERE ns = $1::text AND task = $2::text AND EXISTS (SELECT 1 FROM g)`),
-		paused:  r.Replace(`SELECT EXISTS (SELECT 1 FROM $PAUSED WHERE ns = $1::text AND task = $2::text)`),
+		pause: r.Replace(`WITH g AS (SELECT nextval('$PAUSES')),
+			d AS (DELETE FROM $RESUMED WHERE ns = $1::text AND task = $2::text)
+			INSERT INTO $PAUSED (ns, task, note, who, at) SELECT $1::text, $2::text, $3::text, $4::text, $5::bigint FROM g
+			ON CONFLICT (ns, task) DO UPDATE SET note = EXCLUDED.note, who = EXCLUDED.who, at = EXCLUDED.at`),
+		resume: r.Replace(`WITH g AS (SELECT nextval('$PAUSES')),
+			d AS (DELETE FROM $PAUSED WHERE ns = $1::text AND task = $2::text)
+			INSERT INTO $RESUMED (ns, task, note, who, at) SELECT $1::text, $2::text, $3::text, $4::text, $5::bigint FROM g
+			ON CONFLICT (ns, task) DO UPDATE SET note = EXCLUDED.note, who = EXCLUDED.who, at = EXCLUDED.at`),
+		paused: r.Replace(`SELECT true, note, who, at FROM $PAUSED WHERE ns = $1::text AND task = $2::text
+			UNION ALL SELECT false, note, who, at FROM $RESUMED WHERE ns = $1::text AND task = $2::text
+			ORDER BY 1 DESC LIMIT 1`),
 		request: r.Replace(`INSERT INTO $REQUESTS (ns, task, at) VALUES ($1::text, $2::text, $3::bigint) ON CONFLICT DO NOTHING`),
 		poll: r.Replace(`SELECT 'request', task, at, 0, 0, false, NULL::text FROM $REQUESTS WHERE ns = $1::text
 			UNION ALL SELECT 'retry', task, fire, attempt, due, manual, NULL FROM $RETRIES WHERE ns = $1::text AND NOT taken
 			UNION ALL SELECT 'backfill', task, 0, 0, 0, false, to_jsonb(b)::text FROM $BACKFILLS b WHERE ns = $1::text
+			UNION ALL SELECT 'runs', task, taken, 0, 0, false, NULL FROM $RUNCOUNTS WHERE ns = $1::text
 			UNION ALL SELECT 'pauses', NULL::text, CASE WHEN is_called THEN last_value ELSE 0 END, 0, 0, false, NULL FROM $PAUSES
 			UNION ALL SELECT 'schedules', NULL, schedules, 0, 0, false, NULL FROM $GENERATIONS WHERE ns = $1::text`),
 		take:          r.Replace(storeTakeSQL),
 		takeRetry:     r.Replace(storeTakeRetrySQL),
 		leaveWaiting:  r.Replace(storeLeaveWaitingSQL),
+		takeRun:       r.Replace(storeTakeRunSQL),
 		record:        r.Replace(storeRecordSQL),
 		retry:         r.Replace(storeRetrySQL),
 		records:       r.Replace(`SELECT $RECORD($1::text, $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[])`),
@@ -221,31 +235,50 @@ func withContext(ctx context.Context, err error) error {
 	return err
 }
 
-// SetPaused sets task's paused flag.
-func (s *Store) SetPaused(ctx context.Context, task string, paused bool) error {
-	if err := taskstate.CheckTask(ctx, task); err != nil {
+// SetPaused sets task's pause in one statement: a pause upserts the task's
+// row of the paused table, with its note, by (column who) and at, and
+// deletes its last resume; a resume deletes that row and upserts the last
+// resume's. Both draw from the pauses sequence. A node of the version
+// before notes reads and sets the same rows of the paused table (its pause
+// taking no note); but its resume leaves the last resume of this version,
+// which Paused then returns, until the next SetPaused of this version.
+func (s *Store) SetPaused(ctx context.Context, task string, p taskstate.Pause) error {
+	if err := taskstate.CheckSetPaused(ctx, task, p); err != nil {
 		return err
 	}
 	q := s.sql.resume
-	if paused {
+	if p.Paused {
 		q = s.sql.pause
 	}
-	if _, err := s.pool.Exec(ctx, q, pgx.QueryExecModeExec, s.ns, task); err != nil {
+	var at *int64
+	if !p.At.IsZero() {
+		at = new(p.At.UnixNano())
+	}
+	if _, err := s.pool.Exec(ctx, q, pgx.QueryExecModeExec, s.ns, task, p.Note, p.By, at); err != nil {
 		return s.fail(ctx, "SetPaused", task, err)
 	}
 	return nil
 }
 
-// Paused reports task's paused flag.
-func (s *Store) Paused(ctx context.Context, task string) (bool, error) {
+// Paused returns task's pause: its row of the paused table, or else its
+// last resume's, in one statement.
+func (s *Store) Paused(ctx context.Context, task string) (taskstate.Pause, error) {
 	if err := taskstate.CheckTask(ctx, task); err != nil {
-		return false, err
+		return taskstate.Pause{}, err
 	}
-	var paused bool
-	if err := s.pool.QueryRow(ctx, s.sql.paused, pgx.QueryExecModeExec, s.ns, task).Scan(&paused); err != nil {
-		return false, s.fail(ctx, "Paused", task, err)
+	var p taskstate.Pause
+	var at *int64
+	err := s.pool.QueryRow(ctx, s.sql.paused, pgx.QueryExecModeExec, s.ns, task).Scan(&p.Paused, &p.Note, &p.By, &at)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return taskstate.Pause{}, nil
+	case err != nil:
+		return taskstate.Pause{}, s.fail(ctx, "Paused", task, err)
 	}
-	return paused, nil
+	if at != nil {
+		p.At = time.Unix(0, *at).UTC()
+	}
+	return p, nil
 }
 
 // RequestRun records a pending run of task, merged into one already
@@ -260,13 +293,13 @@ func (s *Store) RequestRun(ctx context.Context, task string, at time.Time) error
 	return nil
 }
 
-// Poll returns the pending requests and retries, the backfills, the pause
-// generation and the schedules' generation, in one statement. The pause
-// generation is the last value of a sequence that SetPaused draws from, of
-// every namespace in the tables (a change in one namespace makes the
+// Poll returns the pending requests and retries, the backfills, the runs
+// taken, the pause generation and the schedules' generation, in one statement.
+// The pause generation is the last value of a sequence that SetPaused draws
+// from, of every namespace in the tables (a change in one namespace makes the
 // others' nodes read their flags again, which costs a read and changes
-// nothing), and 0 before the first draw, whose value is 1 too. The
-// schedules' generation is the namespace's row, 0 before the first change.
+// nothing), and 0 before the first draw, whose value is 1 too. The schedules'
+// generation is the namespace's row, 0 before the first change.
 func (s *Store) Poll(ctx context.Context) (taskstate.Poll, error) {
 	if err := taskstate.CheckContext(ctx); err != nil {
 		return taskstate.Poll{}, err
@@ -290,6 +323,11 @@ func (s *Store) Poll(ctx context.Context) (taskstate.Poll, error) {
 			out.Schedules = at
 		case "request":
 			out.Requests[*task] = time.Unix(0, at).UTC()
+		case "runs":
+			if out.Runs == nil {
+				out.Runs = map[string]int{}
+			}
+			out.Runs[*task] = int(at)
 		case "retry":
 			if out.Retries == nil {
 				out.Retries = map[string]taskstate.Retry{}
@@ -368,6 +406,27 @@ func (s *Store) LeaveWaiting(ctx context.Context, task string, r taskstate.Retry
 		return false, s.fail(ctx, "LeaveWaiting", task, err)
 	}
 	return n == 1, nil
+}
+
+// TakeRun takes the next of task's runs for fire unless fire took one
+// among the task's last takes (its number) or max were taken (0), in one
+// statement (store_takerun.sql: an INSERT … ON CONFLICT DO UPDATE of the
+// task's row, which locks it). pgx does not resend it: a call whose reply
+// was lost returns an error, and took a run once or not at all; sent
+// again for the same fire, it answers the number the first took.
+func (s *Store) TakeRun(ctx context.Context, task string, fire time.Time, max int) (int, error) {
+	if err := taskstate.CheckTakeRun(ctx, task, fire, max); err != nil {
+		return 0, err
+	}
+	var n int
+	// The count is an integer column: a max past it is as good as its
+	// largest value.
+	err := s.pool.QueryRow(ctx, s.sql.takeRun, pgx.QueryExecModeExec, s.ns, task, fire.UnixNano(), min(max, math.MaxInt32),
+		taskstate.MaxRunTakes).Scan(&n)
+	if err != nil {
+		return 0, s.fail(ctx, "TakeRun", task, err)
+	}
+	return n, nil
 }
 
 // placeholderOf is what the row of the placeholder that the take of r's

@@ -31,7 +31,7 @@ func TestStoreSchedulesOnAnEarlierSchema(t *testing.T) {
 	if _, err := p.Exec(ctx, "DROP TABLE "+schema+".tasks_schedules, "+schema+".tasks_generations"); err != nil {
 		t.Fatal(err)
 	}
-	if err := earlier.SetPaused(ctx, "Payroll.Close", true); err != nil {
+	if err := earlier.SetPaused(ctx, "Payroll.Close", taskstate.Pause{Paused: true}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -52,8 +52,8 @@ func TestStoreSchedulesOnAnEarlierSchema(t *testing.T) {
 	if p, err := s.Poll(ctx); err != nil || p.Schedules != 1 {
 		t.Fatalf("Poll = %+v, %v; want Schedules 1", p, err)
 	}
-	if paused, err := s.Paused(ctx, "Payroll.Close"); err != nil || !paused {
-		t.Fatalf("Paused = %v, %v; want the flag set before the migration", paused, err)
+	if got, err := s.Paused(ctx, "Payroll.Close"); err != nil || !got.Paused {
+		t.Fatalf("Paused = %+v, %v; want the flag set before the migration", got, err)
 	}
 }
 

@@ -1,7 +1,10 @@
--- The task state (taskstate.Store) of every namespace: the paused tasks, the
--- pending manual-run requests (at: Unix nanoseconds), each task's last
--- retry, pending or taken (fire and due: Unix nanoseconds), and the newest
--- runs of each task (run: JSON, a recorded run's ending with the ID it was
+-- The task state (taskstate.Store) of every namespace: the paused tasks,
+-- each with its pause's note, who made it and when (at: Unix nanoseconds,
+-- NULL if not known), the last resume of each task that is not paused
+-- (the same; a row per task resumed since its last pause), the pending
+-- manual-run requests (at: Unix nanoseconds), each task's last retry,
+-- pending or taken (fire and due: Unix nanoseconds), and the newest runs
+-- of each task (run: JSON, a recorded run's ending with the ID it was
 -- recorded with, "id", which a record sent again finds), at most the
 -- store's history length per task plus one per concurrent writer, each
 -- task's last backfill, running or ended (first, last, cursor and created:
@@ -15,11 +18,40 @@
 -- generation (taskstate.Poll.Pauses). The stored schedules (body:
 -- taskstate.EncodeSchedule's bytes) and each namespace's generation of them
 -- (taskstate.Poll.Schedules), which the statement that changes them moves
--- on, came later: CreateSchema adds their tables to a database that an
--- earlier version made.
+-- on, came later, and so did the runs counted per task (TakeRun: taken,
+-- how many, and the task's last taskstate.MaxRunTakes takes, oldest first,
+-- each a fire in fires, in Unix nanoseconds, and the number it took at the
+-- same index of numbers; one row per task that took a run, kept until
+-- deleted by hand): CreateSchema adds their tables to a database that an
+-- earlier version made. So did the pauses' notes: the earlier paused table
+-- gets its note, who and at columns, with their defaults (a pause without
+-- note), and the resumes' table is added.
 CREATE TABLE IF NOT EXISTS $PAUSED (
 	ns   text NOT NULL,
 	task text NOT NULL,
+	note text NOT NULL DEFAULT '',
+	who  text NOT NULL DEFAULT '',
+	at   bigint,
+	PRIMARY KEY (ns, task)
+);
+-- The columns are added with constant defaults (no rewrite of the rows),
+-- in one ALTER TABLE, so that a table has all three or none. Checked
+-- first: ALTER TABLE would take its lock on every CreateSchema. A node of
+-- the version before inserts and deletes the rows of (ns, task) as it did,
+-- its pauses taking the defaults.
+DO $migrate$
+BEGIN
+	IF NOT EXISTS (SELECT FROM pg_attribute WHERE attrelid = '$PAUSED'::regclass AND attname = 'note' AND NOT attisdropped) THEN
+		ALTER TABLE $PAUSED ADD COLUMN note text NOT NULL DEFAULT '', ADD COLUMN who text NOT NULL DEFAULT '', ADD COLUMN at bigint;
+	END IF;
+END
+$migrate$;
+CREATE TABLE IF NOT EXISTS $RESUMED (
+	ns   text NOT NULL,
+	task text NOT NULL,
+	note text NOT NULL,
+	who  text NOT NULL,
+	at   bigint,
 	PRIMARY KEY (ns, task)
 );
 CREATE TABLE IF NOT EXISTS $REQUESTS (
@@ -78,4 +110,12 @@ CREATE TABLE IF NOT EXISTS $SCHEDULES (
 CREATE TABLE IF NOT EXISTS $GENERATIONS (
 	ns        text   NOT NULL PRIMARY KEY,
 	schedules bigint NOT NULL
+);
+CREATE TABLE IF NOT EXISTS $RUNCOUNTS (
+	ns      text      NOT NULL,
+	task    text      NOT NULL,
+	taken   integer   NOT NULL,
+	fires   bigint[]  NOT NULL,
+	numbers integer[] NOT NULL,
+	PRIMARY KEY (ns, task)
 );

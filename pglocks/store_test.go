@@ -109,22 +109,23 @@ func TestStoreStateOutlivesNodesAndStaysInItsNamespace(t *testing.T) {
 	ctx := context.Background()
 	ns := unique("prod")
 	first := newStore(t, p, ns, 0)
-	if err := first.SetPaused(ctx, "Payroll.Close", true); err != nil {
+	pause := taskstate.Pause{Paused: true, Note: "bank file late", By: "cli", At: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)}
+	if err := first.SetPaused(ctx, "Payroll.Close", pause); err != nil {
 		t.Fatal(err)
 	}
 	if err := first.Record(ctx, taskstate.TaskRun{Task: "Payroll.Close", Run: taskstate.Run{Node: "a", Token: 7, Outcome: "ok"}}); err != nil {
 		t.Fatal(err)
 	}
 	later := newStore(t, p, ns, 0)
-	if paused, err := later.Paused(ctx, "Payroll.Close"); err != nil || !paused {
-		t.Errorf("a new store's Paused = %v, %v; want true", paused, err)
+	if got, err := later.Paused(ctx, "Payroll.Close"); err != nil || got != pause {
+		t.Errorf("a new store's Paused = %+v, %v; want %+v", got, err, pause)
 	}
 	if runs, err := later.Runs(ctx, "Payroll.Close", 0); err != nil || len(runs) != 1 || runs[0].Token != 7 {
 		t.Errorf("a new store's Runs = %+v, %v; want the recorded run", runs, err)
 	}
 	other := newStore(t, p, unique("staging"), 0)
-	if paused, err := other.Paused(ctx, "Payroll.Close"); err != nil || paused {
-		t.Errorf("another namespace's Paused = %v, %v; want false", paused, err)
+	if got, err := other.Paused(ctx, "Payroll.Close"); err != nil || got != (taskstate.Pause{}) {
+		t.Errorf("another namespace's Paused = %+v, %v; want the zero Pause", got, err)
 	}
 }
 
@@ -156,7 +157,7 @@ func TestModuleOverridesDefaultStore(t *testing.T) {
 		t.Fatalf("store %T, want *pglocks.Store", st)
 	}
 	ctx := context.Background()
-	if err := st.SetPaused(ctx, "Payroll.Close", true); err != nil {
+	if err := st.SetPaused(ctx, "Payroll.Close", taskstate.Pause{Paused: true}); err != nil {
 		t.Fatal(err)
 	}
 	var n int

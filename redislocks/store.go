@@ -40,12 +40,15 @@ var (
 	requestSource string
 	//go:embed pause.lua
 	pauseSource string
+	//go:embed takerun.lua
+	takeRunSource string
 
 	recordScript    = redis.NewScript(recordSource)
 	takeScript      = redis.NewScript(takeSource)
 	takeRetryScript = redis.NewScript(takeRetrySource)
 	requestScript   = redis.NewScript(requestSource)
 	pauseScript     = redis.NewScript(pauseSource)
+	takeRunScript   = redis.NewScript(takeRunSource)
 	// leaveWaitingScript carries no call's nonce: its answer is read from
 	// the retries hash, the same for a resend.
 	leaveWaitingScript = redis.NewScript(leaveWaitingSource)
@@ -68,17 +71,19 @@ type StoreOptions struct {
 // Redis and namespace. Make one with NewStore; it is safe for concurrent
 // use. For namespace ns and task name t it uses
 //
-//	ndigo:{ns:t}:task:paused     "1" while the task is paused; no expiry
+//	ndigo:{ns:t}:task:paused     while the task is paused: its taskstate.Pause, JSON ("1" if paused by a version before notes); no expiry
+//	ndigo:{ns:t}:task:resumed    the task's last resume with a note, by or at, while it is not paused: its taskstate.Pause, JSON; no expiry
 //	ndigo:{ns:t}:task:call:<n>   a SetPaused call's nonce n, for a minute
 //	ndigo:{ns}:requests          the pending manual-run requests: task name -> Unix nanoseconds; no expiry
 //	ndigo:{ns}:retries           each task's last retry or waiting fire (attempt 1): task name -> "<fire> <attempt> <due> <manual>[ t]" (Unix nanoseconds zero-padded to 20 digits, the attempt to 10, 0 or 1; " t" once taken); no expiry: a task's field stays once it had a retry
+//	ndigo:{ns}:runcounts         each task's runs taken (TakeRun): task name -> "<taken> <fire> <n> <fire> <n> ..." (how many, then the last taskstate.MaxRunTakes takes, oldest first: a fire in Unix nanoseconds and the number it took); no expiry: a task's field stays once it took a run
 //	ndigo:{ns}:backfills         each task's last backfill: task name -> "<cursor> <taken> <refused> <state> <JSON>" (see backfilltake.lua); no expiry: a task's field stays once it had a backfill
 //	ndigo:{ns}:ran:t             the instants of t known to have run (taken by a backfill, or in the history when one started): a set of Unix nanoseconds zero-padded to 20 digits; it expires 90 days after the last
 //	ndigo:{ns}:pauses            the pause generation (taskstate.Poll.Pauses): INCR after each SetPaused; no expiry
 //	ndigo:{ns}:schedules         the stored schedules: name -> taskstate.EncodeSchedule's bytes; no expiry
 //	ndigo:{ns}:schedules:gen     the schedules' generation (taskstate.Poll.Schedules): INCR by each schedule call that changed them; no expiry
 //	ndigo:{ns}:runs:t            the newest runs, JSON each (a recorded run's ends with the ID it was recorded with, "id"), newest first; it expires 90 days after the last
-//	ndigo:{ns}:call:<n>          a RequestRun, TakeRequest, TakeRetry, Record, backfill or schedule call's nonce n (a take's: what it took; a recorded run's with an ID: record:<ID>), for a minute
+//	ndigo:{ns}:call:<n>          a RequestRun, TakeRequest, TakeRetry, TakeRun, Record, backfill or schedule call's nonce n (a take's: what it took; a recorded run's with an ID: record:<ID>), for a minute
 //
 // The runs are in the namespace's hash slot, with the requests and the
 // retries, so that a take removes the request or retry and adds its
@@ -95,8 +100,8 @@ type StoreOptions struct {
 // script text. Each operation is one round trip (a Record of many runs
 // too: one pipeline), but SetPaused, two (the flag and the pause generation
 // are in different Cluster slots). Every mutating call (SetPaused,
-// RequestRun, TakeRequest, TakeRetry, Record, the backfills' and the
-// schedules') is a script that first looks for the key of the call's
+// RequestRun, TakeRequest, TakeRetry, TakeRun, Record, the backfills' and
+// the schedules') is a script that first looks for the key of the call's
 // nonce, made for the call and the same for go-redis's retries of it
 // (go-redis resends a command whose reply was lost, by default up to 3
 // times): a retry whose first attempt ran answers what that attempt did and
@@ -106,9 +111,11 @@ type StoreOptions struct {
 // taken, and so is the same for a resend, carries none. A SetPaused
 // does not undo a later one, a RequestRun requests at most once, a
 // TakeRequest returns the request its first attempt took (or none) and never
-// a later one, a Record records once, a CreateSchedule answers nil (it
-// stored the schedule), an UpdateSchedule does not undo a later one, and a
-// DeleteSchedule answers true and does not delete a schedule created since.
+// a later one, a TakeRun answers the number its first attempt took (or 0)
+// and takes nothing again, a Record records once, a CreateSchedule answers
+// nil (it stored the schedule), an UpdateSchedule does not undo a later
+// one, and a DeleteSchedule answers true and does not delete a schedule
+// created since.
 // A schedule call (schedule.lua) changes the schedules hash and moves their
 // generation on in one script, and Poll reads the generation with the rest.
 // A call whose every attempt lost its reply returns an error wrapping
@@ -121,6 +128,8 @@ type Store struct {
 	retries  string
 	// backfills is the hash of each task's last backfill.
 	backfills string
+	// runCounts is the hash of each task's runs taken (TakeRun).
+	runCounts string
 	pauses    string        // the pause generation's key
 	nonce     string        // random prefix of the nonces of this store's calls
 	calls     atomic.Uint64 // numbers the calls that carry a nonce
@@ -146,6 +155,7 @@ func NewStore(opts StoreOptions) (*Store, error) {
 	return &Store{client: opts.Client, ns: opts.Namespace, history: n, requests: "ndigo:{" + opts.Namespace + "}:requests",
 		retries:     "ndigo:{" + opts.Namespace + "}:retries",
 		backfills:   "ndigo:{" + opts.Namespace + "}:backfills",
+		runCounts:   "ndigo:{" + opts.Namespace + "}:runcounts",
 		pauses:      "ndigo:{" + opts.Namespace + "}:pauses",
 		schedules:   "ndigo:{" + opts.Namespace + "}:schedules",
 		scheduleGen: "ndigo:{" + opts.Namespace + "}:schedules:gen",
@@ -180,7 +190,8 @@ func fail(op, task string, err error) error {
 	return fmt.Errorf("%w: %s of task %q: %w", ErrRedis, op, task, err)
 }
 
-// SetPaused sets task's paused flag, once per call, then moves the pause
+// SetPaused sets task's pause, once per call (pause.lua: the flag and the
+// last resume, in the task's slot, in one script), then moves the pause
 // generation on: two round trips, the flag and the generation being in
 // different Cluster slots. A retried INCR moves it twice, which tells the
 // pollers the same. The INCR follows every flag script that may have run
@@ -188,16 +199,31 @@ func fail(op, task string, err error) error {
 // caller's end does not end (bounded by generationTimeout): a flag changed
 // without the generation would stay unseen by the nodes that keep the
 // flags they read until the next SetPaused.
-func (s *Store) SetPaused(ctx context.Context, task string, paused bool) error {
-	if err := taskstate.CheckTask(ctx, task); err != nil {
+//
+// A pause keeps its JSON as the flag's value and deletes the last resume;
+// a resume deletes the flag and keeps its JSON, if it has a note, a by or
+// an at, as the last resume. A node of a version before notes reads a
+// flag's presence and sets it to "1", and so reads and sets the same
+// flags; but its resume leaves the last resume of this version, which
+// Paused then returns, until the next SetPaused of this version.
+func (s *Store) SetPaused(ctx context.Context, task string, p taskstate.Pause) error {
+	if err := taskstate.CheckSetPaused(ctx, task, p); err != nil {
 		return err
 	}
-	flag := "0"
-	if paused {
+	flag, note := "0", ""
+	if p.Paused || p.Note != "" || p.By != "" || !p.At.IsZero() {
+		p.At = p.At.UTC()
+		b, err := json.Marshal(p)
+		if err != nil {
+			return fmt.Errorf("%w: task %q: pause %+v: %v", taskstate.ErrInvalid, task, p, err)
+		}
+		note = string(b)
+	}
+	if p.Paused {
 		flag = "1"
 	}
-	err := pauseScript.Run(ctx, s.client, []string{s.key(task, "paused"), s.key(task, "call:"+s.callNonce())}, flag,
-		callTTL.Milliseconds()).Err()
+	err := pauseScript.Run(ctx, s.client, []string{s.key(task, "paused"), s.key(task, "resumed"), s.key(task, "call:"+s.callNonce())},
+		flag, note, callTTL.Milliseconds()).Err()
 	var reply redis.Error // Redis answered an error: the script did not change the flag
 	if err == nil || !errors.As(err, &reply) {
 		gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), generationTimeout)
@@ -218,19 +244,39 @@ func (s *Store) SetPaused(ctx context.Context, task string, paused bool) error {
 // it first with its default options.
 const generationTimeout = 10 * time.Second
 
-// Paused reports task's paused flag.
-func (s *Store) Paused(ctx context.Context, task string) (bool, error) {
+// Paused returns task's pause: one MGET of the flag and the last resume
+// (one slot). A flag whose value is not a pause's JSON ("1", set by a
+// version before notes, or by hand) is a pause without note, and a last
+// resume that is not (set by hand), a resume without note: the flag alone
+// decides whether the task runs.
+func (s *Store) Paused(ctx context.Context, task string) (taskstate.Pause, error) {
 	if err := taskstate.CheckTask(ctx, task); err != nil {
-		return false, err
+		return taskstate.Pause{}, err
 	}
-	err := s.client.Get(ctx, s.key(task, "paused")).Err()
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, redis.Nil):
-		return false, nil
+	vals, err := s.client.MGet(ctx, s.key(task, "paused"), s.key(task, "resumed")).Result()
+	if err != nil {
+		return taskstate.Pause{}, fail("Paused", task, err)
 	}
-	return false, fail("Paused", task, err)
+	if len(vals) != 2 {
+		return taskstate.Pause{}, fail("Paused", task, fmt.Errorf("MGET of 2 keys answered %d values", len(vals)))
+	}
+	if v, ok := vals[0].(string); ok {
+		var p taskstate.Pause
+		if json.Unmarshal([]byte(v), &p) != nil {
+			p = taskstate.Pause{}
+		}
+		p.Paused = true
+		return p, nil
+	}
+	if v, ok := vals[1].(string); ok {
+		var p taskstate.Pause
+		if json.Unmarshal([]byte(v), &p) != nil {
+			p = taskstate.Pause{}
+		}
+		p.Paused = false
+		return p, nil
+	}
+	return taskstate.Pause{}, nil
 }
 
 // RequestRun records a pending run of task, merged into one already
@@ -247,20 +293,21 @@ func (s *Store) RequestRun(ctx context.Context, task string, at time.Time) error
 	return nil
 }
 
-// Poll returns the pending requests and retries, the backfills, the pause
-// generation and the schedules' generation: three HGETALLs and two GETs in
-// one pipeline, one round trip (the keys are in the namespace's slot). A
-// retry or backfill whose value does not read (written by hand) is left
-// out.
+// Poll returns the pending requests and retries, the backfills, the runs
+// taken, the pause generation and the schedules' generation: four
+// HGETALLs and two GETs in one pipeline, one round trip (the keys are in
+// the namespace's slot). A retry, backfill or count whose value does not
+// read (written by hand) is left out.
 func (s *Store) Poll(ctx context.Context) (taskstate.Poll, error) {
 	if err := taskstate.CheckContext(ctx); err != nil {
 		return taskstate.Poll{}, err
 	}
-	var reqs, retries, backfills *redis.MapStringStringCmd
+	var reqs, retries, backfills, runCounts *redis.MapStringStringCmd
 	var gen, scheduleGen *redis.StringCmd
 	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		reqs, retries, gen = p.HGetAll(ctx, s.requests), p.HGetAll(ctx, s.retries), p.Get(ctx, s.pauses)
 		backfills, scheduleGen = p.HGetAll(ctx, s.backfills), p.Get(ctx, s.scheduleGen)
+		runCounts = p.HGetAll(ctx, s.runCounts)
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
@@ -284,6 +331,15 @@ func (s *Store) Poll(ctx context.Context) (taskstate.Poll, error) {
 				out.Backfills = make(map[string]taskstate.Backfill)
 			}
 			out.Backfills[task] = b
+		}
+	}
+	for task, v := range runCounts.Val() {
+		taken, _, _ := strings.Cut(v, " ")
+		if n, err := strconv.Atoi(taken); err == nil && n > 0 {
+			if out.Runs == nil {
+				out.Runs = make(map[string]int)
+			}
+			out.Runs[task] = n
 		}
 	}
 	out.Pauses, _ = gen.Int64() // none yet: 0
@@ -340,6 +396,21 @@ func (s *Store) LeaveWaiting(ctx context.Context, task string, r taskstate.Retry
 		return false, fail("LeaveWaiting", task, err)
 	}
 	return n == 1, nil
+}
+
+// TakeRun takes the next of task's runs for fire unless fire took one
+// among the task's last takes (its number) or max were taken (0), in one
+// script (takerun.lua) that carries the call's nonce.
+func (s *Store) TakeRun(ctx context.Context, task string, fire time.Time, max int) (int, error) {
+	if err := taskstate.CheckTakeRun(ctx, task, fire, max); err != nil {
+		return 0, err
+	}
+	n, err := takeRunScript.Run(ctx, s.client, []string{s.runCounts, s.call()}, task, callTTL.Milliseconds(),
+		strconv.FormatInt(fire.UnixNano(), 10), max, taskstate.MaxRunTakes).Int()
+	if err != nil {
+		return 0, fail("TakeRun", task, err)
+	}
+	return n, nil
 }
 
 // retryName is the start of r's value in the retries hash that names it:

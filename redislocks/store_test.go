@@ -59,15 +59,15 @@ func lossyStores(direct *redis.Client, addr string) taskstatetest.NewStores {
 }
 
 // permanentKey matches the keys of namespace ns that the Store's
-// documentation says do not expire: the paused flags, the namespace's
-// requests, retries and backfills hashes, the pause generation, the
-// schedules and their generation.
+// documentation says do not expire: the paused flags and last resumes,
+// the namespace's requests, retries, backfills and runs-taken hashes, the
+// pause generation, the schedules and their generation.
 func permanentKey(ns, key string) bool {
-	if strings.HasPrefix(key, "ndigo:{"+ns+":") && strings.HasSuffix(key, "}:task:paused") {
+	if strings.HasPrefix(key, "ndigo:{"+ns+":") && (strings.HasSuffix(key, "}:task:paused") || strings.HasSuffix(key, "}:task:resumed")) {
 		return true
 	}
 	switch strings.TrimPrefix(key, "ndigo:{"+ns+"}:") {
-	case "requests", "retries", "backfills", "pauses", "schedules", "schedules:gen":
+	case "requests", "retries", "backfills", "runcounts", "pauses", "schedules", "schedules:gen":
 		return true
 	}
 	return false
@@ -158,22 +158,23 @@ func TestStoreStateOutlivesNodesAndStaysInItsNamespace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := first.SetPaused(ctx, "Payroll.Close", true); err != nil {
+	pause := taskstate.Pause{Paused: true, Note: "bank file late", By: "cli", At: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)}
+	if err := first.SetPaused(ctx, "Payroll.Close", pause); err != nil {
 		t.Fatal(err)
 	}
 	if err := first.Record(ctx, taskstate.TaskRun{Task: "Payroll.Close", Run: taskstate.Run{Node: "a", Token: 7, Outcome: "ok"}}); err != nil {
 		t.Fatal(err)
 	}
 	later, _ := redislocks.NewStore(redislocks.StoreOptions{Client: c, Namespace: "prod"})
-	if paused, err := later.Paused(ctx, "Payroll.Close"); err != nil || !paused {
-		t.Errorf("a new store's Paused = %v, %v; want true: the flag lives in Redis", paused, err)
+	if got, err := later.Paused(ctx, "Payroll.Close"); err != nil || got != pause {
+		t.Errorf("a new store's Paused = %+v, %v; want %+v: the pause lives in Redis", got, err, pause)
 	}
 	if runs, err := later.Runs(ctx, "Payroll.Close", 0); err != nil || len(runs) != 1 || runs[0].Token != 7 {
 		t.Errorf("a new store's Runs = %+v, %v; want the recorded run", runs, err)
 	}
 	other, _ := redislocks.NewStore(redislocks.StoreOptions{Client: c, Namespace: "staging"})
-	if paused, err := other.Paused(ctx, "Payroll.Close"); err != nil || paused {
-		t.Errorf("another namespace's Paused = %v, %v; want false", paused, err)
+	if got, err := other.Paused(ctx, "Payroll.Close"); err != nil || got != (taskstate.Pause{}) {
+		t.Errorf("another namespace's Paused = %+v, %v; want the zero Pause", got, err)
 	}
 	if runs, err := other.Runs(ctx, "Payroll.Close", 0); err != nil || len(runs) != 0 {
 		t.Errorf("another namespace's Runs = %+v, %v; want none", runs, err)
@@ -250,12 +251,12 @@ func TestStoreCallsRetriedAfterLostReply(t *testing.T) {
 	other, _ := redislocks.NewStore(redislocks.StoreOptions{Client: s.direct, Namespace: "retry"})
 
 	m := s.dropFirstReply(redislocks.PauseSHA, "ndigo:{retry:Payroll.Close}:task:paused")
-	if err := behind.SetPaused(ctx, "Payroll.Close", true); err != nil {
+	if err := behind.SetPaused(ctx, "Payroll.Close", taskstate.Pause{Paused: true, Note: "retried"}); err != nil {
 		t.Fatal(err)
 	}
 	s.retried(t, m)
-	if paused, err := other.Paused(ctx, "Payroll.Close"); err != nil || !paused {
-		t.Fatalf("Paused after a retried SetPaused = %v, %v; want true", paused, err)
+	if got, err := other.Paused(ctx, "Payroll.Close"); err != nil || got != (taskstate.Pause{Paused: true, Note: "retried"}) {
+		t.Fatalf("Paused after a retried SetPaused = %+v, %v; want paused with its note", got, err)
 	}
 
 	at := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
@@ -377,7 +378,10 @@ func TestStoreLeaksFindsAKeyWithoutExpiry(t *testing.T) {
 	c := redistest.Start(t).Client()
 	ctx := context.Background()
 	s := newStore(t, c, 0)
-	if err := s.SetPaused(ctx, "Payroll.Close", true); err != nil {
+	if err := s.SetPaused(ctx, "Payroll.Close", taskstate.Pause{Paused: true, Note: "paused"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetPaused(ctx, "Payroll.Open", taskstate.Pause{Note: "resumed"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Record(ctx, taskstate.TaskRun{Task: "Payroll.Close", Run: taskstate.Run{Node: "a", Outcome: "ok"}}); err != nil {

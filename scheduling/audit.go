@@ -29,6 +29,10 @@ const (
 	// it (a node that dies with records kept for the store loses them),
 	// or a lease of a dead node held the lock until its TTL ran out.
 	FireMissed FireStatus = "missed"
+	// FireExcluded: a calendar of the task excludes the instant
+	// ([Calendar]); no node runs it, and it is never missed. Detail names
+	// the calendar.
+	FireExcluded FireStatus = "excluded"
 	// FirePending: no record yet, but a run of it may still be going, or
 	// its record on the way: it is younger than the audit's horizon.
 	FirePending FireStatus = "pending"
@@ -67,6 +71,9 @@ type Audit struct {
 	// From, listed or not: those in [From, To], and the later ones that a
 	// record already explains (pending ones are not counted).
 	Ran, Skipped, Failed, Missed int
+	// Excluded is the number of instants that the task's calendars
+	// excluded, counted apart from Skipped.
+	Excluded int
 	// LastMissed is the newest missed instant; zero if none.
 	LastMissed time.Time
 	// Note says why the audit covers less than it should, and the setting
@@ -158,7 +165,7 @@ func (s *Scheduler) Audit(ctx context.Context, name string) (Audit, error) {
 	spans := s.spans(e)
 	s.mu.Unlock()
 	now := s.clock.Now()
-	a := auditSpans(spans, runs, holders, now, start)
+	a := auditSpans(spans, runs, holders, now, start, s.excludedBy)
 	if !a.From.After(a.To) {
 		return a, nil
 	}
@@ -288,9 +295,9 @@ func (s *Scheduler) pastEntry(e *entry, p taskstate.PastSpec) *entry {
 	if validateTasks([]Task{t}, func(string) bool { return false }, rules, cache) != nil {
 		return nil
 	}
-	sched, _ := cache.parseFor(t.decl.Cron, t.Name(), t.Spec().DST) // validated above
+	sched, _ := cache.taskSchedule(t) // validated above
 	spec := t.Spec()
-	return &entry{flight: new(flight), name: e.name, cron: p.Cron, spec: &spec, sched: sched, index: -1}
+	return &entry{flight: new(flight), name: e.name, cron: p.Cron, spec: &spec, sched: sched, index: -1, zone: exprZone(p.Cron, s.loc)}
 }
 
 // A holder is a recorded run that may have held an audited task's lock.
@@ -314,12 +321,13 @@ func (s *Scheduler) sharing(e *entry) []string {
 
 // audit is Audit on what it read, of a task with one spec.
 func audit(e *entry, runs []taskstate.Run, holders []holder, now, start time.Time) Audit {
-	return auditSpans([]span{{e: e}}, runs, holders, now, start)
+	return auditSpans([]span{{e: e}}, runs, holders, now, start, nil)
 }
 
 // auditSpans is Audit on what it read, of a task whose spec in force at
-// each instant spans say (newest first).
-func auditSpans(spans []span, runs []taskstate.Run, holders []holder, now, start time.Time) Audit {
+// each instant spans say (newest first); excluded, if not nil, names the
+// calendar that excludes an instant of an entry ("" for none).
+func auditSpans(spans []span, runs []taskstate.Run, holders []holder, now, start time.Time, excluded func(*entry, time.Time) string) Audit {
 	e := spans[0].e
 	a := Audit{Task: e.name}
 	var longest time.Duration
@@ -376,6 +384,13 @@ func auditSpans(spans []span, runs []taskstate.Run, holders []holder, now, start
 				gap = sp.e.sched.Next(t).Sub(t)
 			}
 			f := judge(t, byFire, holders, sp.e, min(heldSlack, gap/10))
+			if f.Status == FireMissed && excluded != nil {
+				// No record is needed of an instant that a calendar
+				// excludes: no node runs it.
+				if cal := excluded(sp.e, t); cal != "" {
+					f.Status, f.Outcome, f.Detail = FireExcluded, OutcomeExcluded, "calendar "+cal
+				}
+			}
 			if f.Status == FireMissed && t.After(a.To) {
 				f.Status = FirePending
 			}
@@ -384,6 +399,8 @@ func auditSpans(spans []span, runs []taskstate.Run, holders []holder, now, start
 				a.Ran++
 			case FireSkipped:
 				a.Skipped++
+			case FireExcluded:
+				a.Excluded++
 			case FireFailed:
 				a.Failed++
 			case FireMissed:
@@ -428,7 +445,7 @@ func rank(o string) int {
 	switch Outcome(o) {
 	case OutcomeOK, OutcomeError, OutcomePanic, OutcomeCancelled:
 		return 0
-	case OutcomePaused, OutcomeRetrying, OutcomeBuffered, OutcomeBufferFull:
+	case OutcomePaused, OutcomeRetrying, OutcomeBuffered, OutcomeBufferFull, OutcomeExcluded:
 		return 1
 	case OutcomeLockFailed, OutcomeMissed:
 		return 2
@@ -447,6 +464,9 @@ func judge(t time.Time, byFire map[int64]taskstate.Run, holders []holder, e *ent
 			return f
 		case 1:
 			f.Status = FireSkipped
+			if f.Outcome == OutcomeExcluded {
+				f.Status = FireExcluded
+			}
 			return f
 		case 2:
 			f.Status = FireFailed

@@ -339,6 +339,9 @@ func (s *Scheduler) drive(e *entry, b taskstate.Backfill) {
 		}
 		e = cur
 		next := nextInstant(e, b, cursor)
+		for !next.IsZero() && s.excludedBy(e.inForce(next), next) != "" {
+			next = nextInstant(e, b, next) // no node runs an excluded instant, a backfill neither
+		}
 		if next.IsZero() {
 			for inFlight > 0 {
 				end()

@@ -44,23 +44,47 @@ func (s *Scheduler) lookup(name string) (*entry, error) {
 // skips from its next fire; the others from their next poll
 // ([Config.RequestPoll]), where they learn that some task's flag changed
 // (nodes keep the flags they read, see [PauseFlagAge]). A run in
-// flight goes on. [Scheduler.RunNow] still runs a paused task.
-func (s *Scheduler) Pause(ctx context.Context, name string) error {
-	return s.setPaused(ctx, name, true)
+// flight goes on. [Scheduler.RunNow] still runs a paused task. The pause
+// keeps what opts say of it ([WithNote], [By]), shown with the task
+// ([TaskInfo].PauseNote); a note or name that [taskstate.CheckPause]
+// refuses is an error wrapping taskstate.ErrInvalid, and nothing changes.
+func (s *Scheduler) Pause(ctx context.Context, name string, opts ...ControlOption) error {
+	return s.setPaused(ctx, name, true, opts)
 }
 
 // Resume ends a pause: the task's next fire runs on every node (on the
-// others, from their next poll, as for Pause).
-func (s *Scheduler) Resume(ctx context.Context, name string) error {
-	return s.setPaused(ctx, name, false)
+// others, from their next poll, as for Pause). It keeps what opts say of
+// it, as Pause does.
+func (s *Scheduler) Resume(ctx context.Context, name string, opts ...ControlOption) error {
+	return s.setPaused(ctx, name, false, opts)
 }
 
-func (s *Scheduler) setPaused(ctx context.Context, name string, paused bool) error {
+// A ControlOption says why an operator paused or resumed a task, and who.
+type ControlOption func(*taskstate.Pause)
+
+// WithNote keeps note with a pause or resume: why it was made. At most
+// [taskstate.MaxNoteLen] bytes of printable text (line breaks allowed).
+func WithNote(note string) ControlOption { return func(p *taskstate.Pause) { p.Note = note } }
+
+// By keeps who made a pause or resume: the admin API passes its token's
+// name, the CLI its user's.
+func By(who string) ControlOption { return func(p *taskstate.Pause) { p.By = who } }
+
+func (s *Scheduler) setPaused(ctx context.Context, name string, paused bool, opts []ControlOption) error {
 	e, err := s.lookup(name)
 	if err != nil {
 		return err
 	}
-	err = s.state.SetPaused(ctx, e.name, paused)
+	p := taskstate.Pause{Paused: paused, At: s.clock.Now()}
+	for _, o := range opts {
+		if o != nil {
+			o(&p)
+		}
+	}
+	if err := taskstate.CheckPause(e.name, p); err != nil {
+		return err
+	}
+	err = s.state.SetPaused(ctx, e.name, p)
 	s.pauses.forget(true) // this node sees its own change at its next fire
 	return err
 }
@@ -105,9 +129,11 @@ func (s *Scheduler) History(ctx context.Context, name string) ([]taskstate.Run, 
 // [Scheduler.ClusterTasks] reads.
 const RecentFires = 20
 
-// ClusterTasks returns [Scheduler.Tasks] with each task's paused flag and
-// its newest fires recorded on any node (at most RecentFires), read from
-// the task state: two reads per task, the flag and the newest records.
+// ClusterTasks returns [Scheduler.Tasks] with each task's paused flag, the
+// note of its last pause or resume ([TaskInfo].PauseNote), and its newest
+// fires recorded on any node (at most RecentFires), read from the task
+// state: two reads per task, the flag with its note and the newest
+// records.
 // Without a task state store it is Tasks.
 func (s *Scheduler) ClusterTasks(ctx context.Context) ([]TaskInfo, error) {
 	infos := s.Tasks()
@@ -116,7 +142,7 @@ func (s *Scheduler) ClusterTasks(ctx context.Context) ([]TaskInfo, error) {
 	}
 	for i := range infos {
 		ti := &infos[i]
-		paused, err := s.state.Paused(ctx, ti.Name)
+		pause, err := s.state.Paused(ctx, ti.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -124,7 +150,7 @@ func (s *Scheduler) ClusterTasks(ctx context.Context) ([]TaskInfo, error) {
 		if err != nil {
 			return nil, err
 		}
-		ti.Paused = paused
+		ti.Paused, ti.PauseNote = pause.Paused, pause
 		if len(runs) > 0 {
 			// By fire, not by when each was recorded: a node's records of
 			// an outage land after the runs that followed it.
@@ -174,7 +200,13 @@ func (s *Scheduler) startRequested() {
 	}
 
 	reqs := p.Requests
+	var done []*entry
 	s.mu.Lock()
+	for task, n := range p.Runs {
+		if e := s.byName[task]; e != nil && e.spec.MaxRuns > 0 && n >= e.spec.MaxRuns && !e.runsTaken.Load() {
+			done = append(done, e)
+		}
+	}
 	due := s.dueRetries(p.Retries, s.clock.Now())
 	s.supersedePolled(p.Retries)
 	var drive []driven
@@ -182,6 +214,9 @@ func (s *Scheduler) startRequested() {
 		drive = s.polledBackfills(p.Backfills)
 	}
 	s.mu.Unlock()
+	for _, e := range done {
+		s.complete(e) // another node took the last run
+	}
 	for _, d := range drive {
 		go s.drive(d.e, d.b)
 	}

@@ -149,6 +149,7 @@ func TestPauseSkipsOnEveryNodeUntilResume(t *testing.T) {
 	if n := x.count(); n != 3 {
 		t.Fatalf("%d runs in 3 minutes before the pause, want 3", n)
 	}
+	pausedAt := c.fc.Now()
 	if err := c.nodes[0].Pause(ctx, "report"); err != nil {
 		t.Fatal(err)
 	}
@@ -167,6 +168,9 @@ func TestPauseSkipsOnEveryNodeUntilResume(t *testing.T) {
 		!infos[0].ClusterLast.Fire.Equal(epoch.Add(6*time.Minute)) || infos[0].ClusterLast.Outcome != string(OutcomePaused) {
 		t.Fatalf("node-2 ClusterTasks = %+v, %v; want paused, its last fire skipped as paused, and the cluster's last fire the paused one at 00:06", infos, err)
 	}
+	if want := (taskstate.Pause{Paused: true, At: pausedAt.UTC()}); infos[0].PauseNote != want {
+		t.Fatalf("node-2 ClusterTasks PauseNote = %+v; want %+v: the pause, when node-0 made it", infos[0].PauseNote, want)
+	}
 	// Each paused fire is in the shared history once, recorded by the node
 	// that claimed it, not once per node.
 	runs, err := c.nodes[0].History(ctx, "report")
@@ -178,8 +182,13 @@ func TestPauseSkipsOnEveryNodeUntilResume(t *testing.T) {
 			t.Errorf("record %d = %+v, want the paused fire at %v, with the node that claimed it", i, r, want)
 		}
 	}
+	resumedAt := c.fc.Now()
 	if err := c.nodes[1].Resume(ctx, "report"); err != nil {
 		t.Fatal(err)
+	}
+	infos, err = c.nodes[2].ClusterTasks(ctx)
+	if want := (taskstate.Pause{At: resumedAt.UTC()}); err != nil || infos[0].Paused || infos[0].PauseNote != want {
+		t.Fatalf("node-2 ClusterTasks after the resume = %+v, %v; want not paused, PauseNote %+v: the resume, when node-1 made it", infos, err, want)
 	}
 	c.step(time.Minute, time.Second)
 	if n := x.count(); n != 4 {
@@ -516,7 +525,9 @@ type downStore struct{ taskstate.Store }
 
 var errStoreDown = errors.New("store down")
 
-func (downStore) Paused(context.Context, string) (bool, error) { return false, errStoreDown }
+func (downStore) Paused(context.Context, string) (taskstate.Pause, error) {
+	return taskstate.Pause{}, errStoreDown
+}
 func (downStore) Poll(context.Context) (taskstate.Poll, error) { return taskstate.Poll{}, errStoreDown }
 
 // A fire whose node cannot read the paused flag is not run: it fails as a
@@ -568,7 +579,7 @@ type pauseReads struct {
 	pollDown atomic.Bool
 }
 
-func (p *pauseReads) Paused(ctx context.Context, task string) (bool, error) {
+func (p *pauseReads) Paused(ctx context.Context, task string) (taskstate.Pause, error) {
 	p.reads.Add(1)
 	return p.Store.Paused(ctx, task)
 }

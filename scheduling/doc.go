@@ -25,7 +25,8 @@
 // field ("H * * * *", "H(0-29) 2 * * *", "H/15 * * * *") is a value that a
 // hash of the task's name picks in the field (see [Cron]): a hundred tasks
 // on "H * * * *" fire at their own minutes, the same on every node,
-// instead of all at :00.
+// instead of all at :00. "@at T [Zone]" fires once, at T: an RFC 3339
+// instant, or a wall time or a date in Zone (by default the location's).
 //
 // Daylight saving time: a spec whose hour field names particular hours (say
 // "30 2 * * *") follows the wall clock, under the task's [DST] policy. By
@@ -399,6 +400,24 @@
 // driver or store call per fire beyond a task's; a change costs every node
 // one read of the stored schedules, and every poll one more command (on
 // Redis, in its pipeline: 5 in all).
+//
+// # Calendars, bounds and runs
+//
+// A calendar (taskstate.Calendar: dates, weekdays, daily and dated windows,
+// cron-matched minutes, and the calendars it includes) is kept in the task
+// state beside the stored schedules ([Scheduler.CreateCalendar]), read
+// with them, and changed from an instant every node agrees on, as they
+// are. A task that names calendars ([Calendar]) has each fire judged, when
+// it is due, by the rules in force at its instant, on the wall clock of
+// the task's zone: an excluded fire runs on no node, and is recorded once
+// with [OutcomeExcluded] and the calendar's name, which the audit counts
+// apart from misses. [StartAt] and [EndAt] bound a task's instants, an @at
+// expression fires once, and [MaxRuns] makes a task run N times in the
+// cluster, each run taking one in the task state (taskstate.Store.TakeRun)
+// under its lease; past them a task is completed ([TaskInfo].Completed).
+// [Scheduler.NextFires] previews the instants to come with what each of
+// these does to them; [PauseAfterFailures] pauses a task after failures in
+// a row, with a note ([Scheduler.Pause] takes one too: [WithNote], [By]).
 //
 // # History and audit
 //

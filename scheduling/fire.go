@@ -133,6 +133,9 @@ type firing struct {
 	// late is a takeover's late fire's word to its chain (runLate); nil
 	// for other fires.
 	late *lateTry
+	// calendar is the calendar that excludes the fire's instant
+	// (OutcomeExcluded); "" for none.
+	calendar string
 }
 
 // alsoLock returns the firing of a fire of cur's task at instant fire, of
@@ -477,6 +480,14 @@ func (s *Scheduler) admit(f *firing, t *turn) (locks.Lease, Outcome, error) {
 	if s.debugOn() {
 		s.log.Debug("lock acquired", "task", e.name, "fire", f.fire, "lock", e.spec.Lock, "token", lease.Token())
 	}
+	if e.spec.MaxRuns > 0 && f.kind != kindManual {
+		if o, err := s.takeRun(f); o != outcomeRun {
+			rctx, rcancel := withTimeout(context.Background(), s.clock, e.spec.LockTTL)
+			s.releaseLease(e, lease, rctx)
+			rcancel()
+			return nil, o, err
+		}
+	}
 	if t != nil {
 		<-t.all
 	}
@@ -512,32 +523,38 @@ func (s *Scheduler) holdRule(f *firing) (Outcome, error) {
 	call := func() (context.Context, context.CancelFunc) {
 		return withTimeout(s.acquireCtx, s.clock, s.callBound(f.e))
 	}
-	paused, err := s.pauses.paused(f.e.name, s.clock.Now(), func(task string) (bool, error) {
-		ctx, cancel := call()
-		defer cancel()
-		return s.state.Paused(ctx, task)
-	})
-	switch {
-	case err != nil && s.stopping():
-		return notRecorded, nil
-	case err != nil:
-		return OutcomeLockFailed, fmt.Errorf("reading whether the task is paused: %w", err)
-	}
-	o := OutcomePaused
-	if !paused {
-		r, pending := s.retryPending(f.e, f.fire)
-		switch {
-		case f.kind == kindRetry || f.kind == kindBackfill || !pending:
-			return outcomeRun, nil
-		case r.Attempt == 1: // a fire waiting for the run going
-			o = OutcomeBufferFull
-		default:
-			o = OutcomeRetrying
+	o := OutcomeExcluded
+	if f.calendar = s.excludedBy(f.e, f.fire); f.calendar != "" {
+		if f.kind == kindRetry || f.kind == kindBackfill {
+			// A retry of a fire that ran, and a backfill's instant
+			// (backfills pass over excluded instants), are not
+			// excluded by an update of a calendar since.
+			f.calendar, o = "", outcomeRun
 		}
+	} else {
+		paused, err := s.pauses.paused(f.e.name, s.clock.Now(), func(task string) (bool, error) {
+			ctx, cancel := call()
+			defer cancel()
+			p, err := s.state.Paused(ctx, task)
+			return p.Paused, err
+		})
+		switch {
+		case err != nil && s.stopping():
+			return notRecorded, nil
+		case err != nil:
+			return OutcomeLockFailed, fmt.Errorf("reading whether the task is paused: %w", err)
+		}
+		o = OutcomePaused
+		if !paused {
+			o = s.notPausedRule(f)
+		}
+	}
+	if o == outcomeRun {
+		return o, nil
 	}
 	switch {
 	case f.kind == kindBackfill:
-		return o, nil // it waits in the store for the resume
+		return o, nil // it waits in the store for the resume (a paused task's)
 	case f.kind == kindRetry || (s.claims != nil && f.e.spec.Lock != "" && s.clock.Since(f.fire) <= MaxClaimLateness):
 		// A fire skipped while paused is claimed, so that a catch-up after
 		// the resume finds it had its turn; a paused retry is taken, so
@@ -552,6 +569,19 @@ func (s *Scheduler) holdRule(f *firing) (Outcome, error) {
 		}
 	}
 	return o, nil
+}
+
+// notPausedRule is holdRule's answer for a fire of a task that is not
+// paused: outcomeRun, unless a retry of an earlier fire is pending.
+func (s *Scheduler) notPausedRule(f *firing) Outcome {
+	r, pending := s.retryPending(f.e, f.fire)
+	switch {
+	case f.kind == kindRetry || f.kind == kindBackfill || !pending:
+		return outcomeRun
+	case r.Attempt == 1: // a fire waiting for the run going
+		return OutcomeBufferFull
+	}
+	return OutcomeRetrying
 }
 
 // callBound bounds each driver and store call of e's fires: its lock TTL
@@ -781,7 +811,11 @@ func (s *Scheduler) skip(f firing, o Outcome, err error) {
 		s.log.Info("a run of the task is going; fire waits for it", "task", e.name, "fire", f.fire, "lock", e.spec.Lock,
 			"overlap", e.spec.Overlap)
 	default:
-		prev, _ := s.record(f, &LastRun{Fire: f.fire, Outcome: o, Node: s.node, Manual: f.manual(), Attempt: f.attempt(),
+		var why error
+		if o == OutcomeExcluded {
+			why = errors.New("calendar " + f.calendar) // shown as "excluded: calendar NAME"
+		}
+		prev, _ := s.record(f, &LastRun{Fire: f.fire, Outcome: o, Err: why, Node: s.node, Manual: f.manual(), Attempt: f.attempt(),
 			Backfill: f.kind == kindBackfill}, counts{skips: 1}, nil)
 		ctx := context.Background()
 		switch o {
@@ -796,6 +830,10 @@ func (s *Scheduler) skip(f firing, o Outcome, err error) {
 			// fire: the task's last fire and the skip metric count the others.
 			if prev != OutcomePaused {
 				s.log.Log(ctx, s.skipAt, "task paused; fire skipped", "task", e.name, "fire", f.fire, "attempt", f.attempt())
+			}
+		case OutcomeExcluded:
+			if prev != OutcomeExcluded { // once per stretch, as for a pause
+				s.log.Log(ctx, s.skipAt, "fire excluded by a calendar; skipped", "task", e.name, "fire", f.fire, "calendar", f.calendar)
 			}
 		case OutcomeRetrying:
 			if prev != OutcomeRetrying { // once per stretch, as for a pause
@@ -856,7 +894,7 @@ func shared(f *firing, o Outcome, c counts) bool {
 	switch o {
 	case OutcomeLockFailed, OutcomeMissed, OutcomeBuffered:
 		return true
-	case OutcomePaused, OutcomeRetrying, OutcomeBufferFull:
+	case OutcomePaused, OutcomeRetrying, OutcomeBufferFull, OutcomeExcluded:
 		return !f.claimedElsewhere
 	}
 	return false
@@ -996,6 +1034,10 @@ func (s *Scheduler) finish(f firing, lease locks.Lease, k *keeper, start time.Ti
 	_, seq := s.record(f, &last, c, retry)
 	if k != nil && k.h != nil {
 		k.h.recorded = seq
+	}
+	if seq != 0 && f.e.spec.PauseAfterFailures > 0 && (last.Outcome == OutcomeError || last.Outcome == OutcomePanic) && !f.manual() {
+		s.takeoff(1)
+		go s.pauseIfFailing(f.e, seq, err)
 	}
 	if ev != nil {
 		s.ended(ev, last.Outcome, err, last.Duration, end)

@@ -5,11 +5,14 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
+
+	"github.com/ndigo/ndigo/taskstate"
 )
 
 func FuzzParseSchedule(f *testing.F) {
 	for _, seed := range []string{"0 2 * * *", "*/5 * * * * *", "@every 1m30s", "@hourly", "CRON_TZ=Europe/Paris 30 2 * * *",
-		"TZ=America/New_York 0 9 * * MON-FRI", "61 * * * *", "0 0 30 2 *", "@every", "5-1 * * * *", "*/0 * * * *", "TZ=", "0 , 1 1 0"} {
+		"TZ=America/New_York 0 9 * * MON-FRI", "61 * * * *", "0 0 30 2 *", "@every", "5-1 * * * *", "*/0 * * * *", "TZ=", "0 , 1 1 0",
+		"@at 2027-01-15T09:00:00 Europe/Paris", "@at 2027-01-15T09:00Z", "@at 2026-03-29T02:30", "at 2027-01-15"} {
 		f.Add(seed)
 	}
 	from := time.Date(2026, 10, 25, 0, 0, 0, 0, time.UTC)
@@ -67,6 +70,32 @@ func FuzzNextUTC(f *testing.F) {
 			got := (&utcSchedule{spec: utc, loc: loc}).Next(from)
 			if !got.Equal(want) {
 				t.Fatalf("%q in %v from %v: got %v, robfig %v", expr, loc, from, got, want)
+			}
+		}
+	})
+}
+
+// FuzzCompileCalendar checks that no calendar rule panics, at compile time
+// or when judging an instant, and that until is after the instant.
+func FuzzCompileCalendar(f *testing.F) {
+	f.Add("2026-12-25", "sat", "22:00-06:00", "0 9 * * *")
+	f.Add("2026-02-30", "Sonntag", "2026-12-24T12:00/2026-12-27T00:00", "61 * * * *")
+	f.Add("", "", "24:00-01:00", "TZ=UTC 0 0 * * *")
+	f.Add("0000-01-01", "SUN", "00:00-24:00", ", * * * *")
+	loc, err := time.LoadLocation("America/Santiago")
+	if err != nil {
+		f.Fatal(err)
+	}
+	at := time.Date(2026, 9, 6, 3, 30, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, date, weekday, window, cron string) {
+		r, err := compileCalendar(taskstate.Calendar{Name: "f", CalendarRules: taskstate.CalendarRules{
+			Dates: []string{date}, Weekdays: []string{weekday}, Windows: []string{window}, Cron: []string{cron}}})
+		if err != nil {
+			return
+		}
+		for _, tt := range []time.Time{at, at.Add(time.Hour), at.AddDate(0, 1, 0)} {
+			if ex, until := r.excludes(tt, loc); ex && !until.After(tt) {
+				t.Fatalf("excludes(%v) until %v, not after it", tt, until)
 			}
 		}
 	})

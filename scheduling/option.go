@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"strings"
 	"time"
 
 	"github.com/ndigo/ndigo/internal/declare"
@@ -13,8 +14,12 @@ type Option func(*Task)
 
 // Cron sets the schedule: a cron expression of five fields (minute, hour,
 // day of month, month, day of week) or six with a leading seconds field, a
-// descriptor (@yearly, @monthly, @weekly, @daily, @hourly), or "@every D"
-// with D a Go duration. A "CRON_TZ=Zone " prefix sets the zone. Required.
+// descriptor (@yearly, @monthly, @weekly, @daily, @hourly), "@every D"
+// with D a Go duration, or "@at T [Zone]", which fires once at T: an RFC
+// 3339 instant, or a wall time (2027-01-15T09:00) or a date in Zone (by
+// default the scheduler's), a wall time that DST skips at the end of the
+// gap, a repeated one at its first pass; a T past fires never. A
+// "CRON_TZ=Zone " prefix sets the zone. Required.
 //
 // H in a field stands for a value that a hash of the task's name picks, as
 // Jenkins' H does, so that many tasks on one schedule spread their fires
@@ -181,6 +186,48 @@ func RetryBackoff(d time.Duration) Option {
 // the first backoff.
 func RetryMaxBackoff(d time.Duration) Option {
 	return func(t *Task) { t.decl.RetryMax = &d }
+}
+
+// Calendar makes the task's fires skip the instants that the named
+// calendars exclude: every node skips them, and the history and the audit
+// show each as excluded by its calendar, never as missed. Calendars are
+// kept in the task state and shared by the cluster ([Scheduler.CreateCalendar]);
+// a task naming one that does not exist fails Start. They are evaluated in
+// the task's zone. Requires a task state store.
+func Calendar(names ...string) Option {
+	list := strings.Join(names, ",")
+	return func(t *Task) { t.decl.Calendars = &list }
+}
+
+// StartAt makes the task's first fire its first instant at or after v: an
+// RFC 3339 instant ("2027-01-15T09:00:00Z"), a wall time in the task's zone
+// ("2027-01-15T09:00"), or a date, that day's start in the task's zone
+// ("2027-01-15").
+func StartAt(v string) Option {
+	return func(t *Task) { t.decl.StartAt = &v }
+}
+
+// EndAt makes the task fire only before v, written as for [StartAt]. Past
+// its end the task is completed: listed with its history, never removed by
+// itself.
+func EndAt(v string) Option {
+	return func(t *Task) { t.decl.EndAt = &v }
+}
+
+// MaxRuns makes the task run at most n times in the cluster, counted in the
+// task state by its name: each run takes one of the n before it starts, in
+// the same claim that makes it run once, so that n runs are made whatever
+// nodes die. Then the task is completed. Requires [Lock] and a task state
+// store.
+func MaxRuns(n int) Option {
+	return func(t *Task) { t.decl.MaxRuns = &n }
+}
+
+// PauseAfterFailures pauses the task in the cluster after n failed fires in
+// a row (an error, a panic), with a note that says so; [Scheduler.Resume]
+// resumes it. Requires a task state store, whose history must keep n runs.
+func PauseAfterFailures(n int) Option {
+	return func(t *Task) { t.decl.PauseAfter = &n }
 }
 
 // Name sets the task's name, used in logs, metrics, [Scheduler.Tasks] and

@@ -29,9 +29,9 @@ func (o *outageStore) err() error {
 	return nil
 }
 
-func (o *outageStore) Paused(ctx context.Context, task string) (bool, error) {
+func (o *outageStore) Paused(ctx context.Context, task string) (taskstate.Pause, error) {
 	if err := o.err(); err != nil {
-		return false, err
+		return taskstate.Pause{}, err
 	}
 	return o.Store.Paused(ctx, task)
 }

@@ -29,11 +29,18 @@ const (
 	OutcomeAlreadyRun  Outcome = "skipped: already run" // another node claimed this fire (or a later one)
 	OutcomeMissed      Outcome = "skipped: missed"      // the node reached the fire too late to claim it
 	OutcomePaused      Outcome = "skipped: paused"      // the task is paused cluster-wide (Pause)
-	OutcomeNotOwner    Outcome = "skipped: not owner"   // another live node owns the task's lock key (Config.Spread)
-	OutcomeRetrying    Outcome = "skipped: retrying"    // a retry of an earlier fire of the task is pending (Retry)
-	OutcomeBuffered    Outcome = "buffered"             // it waits for the run going, and runs once it ends (Overlap)
-	OutcomeBufferFull  Outcome = "skipped: one waiting" // another fire already waits for the run going (Overlap buffer-one, cancel-previous)
-	OutcomeLockFailed  Outcome = "failed: lock"         // the driver failed, or there was none
+	// OutcomeExcluded is a fire whose instant a calendar of the task
+	// excludes ([Calendar]): no node runs it. The record's error names
+	// the calendar ("calendar eu-holidays").
+	OutcomeExcluded Outcome = "excluded"
+	// OutcomeCompleted is a fire of a task whose MaxRuns runs were all
+	// taken in the cluster: the task is completed.
+	OutcomeCompleted  Outcome = "skipped: completed"
+	OutcomeNotOwner   Outcome = "skipped: not owner"   // another live node owns the task's lock key (Config.Spread)
+	OutcomeRetrying   Outcome = "skipped: retrying"    // a retry of an earlier fire of the task is pending (Retry)
+	OutcomeBuffered   Outcome = "buffered"             // it waits for the run going, and runs once it ends (Overlap)
+	OutcomeBufferFull Outcome = "skipped: one waiting" // another fire already waits for the run going (Overlap buffer-one, cancel-previous)
+	OutcomeLockFailed Outcome = "failed: lock"         // the driver failed, or there was none
 )
 
 // LastRun describes the last fire of a task on this node.
@@ -55,13 +62,20 @@ type LastRun struct {
 
 // TaskInfo describes one task in a scheduler's registry.
 type TaskInfo struct {
-	Name    string
-	Type    string // the controller type; "" for a plain func
-	Method  string
-	Spec    Spec
-	Next    time.Time // the next fire; zero if none
-	Running bool      // a fire is in flight on this node: running, or waiting for its lock
-	Waiting bool      // that fire is in its lock step: waiting for its driver's answer, or for the key (LockWait)
+	Name   string
+	Type   string // the controller type; "" for a plain func
+	Method string
+	Spec   Spec
+	// Next is the next fire that runs: for a task with calendars, the
+	// next one that none excludes, by their rules now (looked for within
+	// a year); zero if none.
+	Next time.Time
+	// Completed reports a task that fires no more: past its EndAt, its
+	// one-off instant (@at), or its MaxRuns. It stays listed, with its
+	// history, until it is removed.
+	Completed bool
+	Running   bool // a fire is in flight on this node: running, or waiting for its lock
+	Waiting   bool // that fire is in its lock step: waiting for its driver's answer, or for the key (LockWait)
 	// Owner is, for a locked task of a spreading scheduler (Config.Spread),
 	// the node that this node takes to own the task's lock key; "" without
 	// spreading, for an unlocked task, or before this node's first view of
@@ -83,9 +97,13 @@ type TaskInfo struct {
 	Skips    uint64  // fires skipped: lock held, still running, already run, missed, paused
 	Failures uint64  // runs that errored, panicked or were cancelled, and lock failures
 
-	// Paused and ClusterLast come from the task state the nodes share;
-	// only [Scheduler.ClusterTasks] fills them.
-	Paused      bool           // the task is paused cluster-wide
+	// Paused, PauseNote and ClusterLast come from the task state the
+	// nodes share; only [Scheduler.ClusterTasks] fills them.
+	Paused bool // the task is paused cluster-wide
+	// PauseNote is the task's last pause or resume, as the store keeps it:
+	// its flag (Paused's), note, who made it and when; zero if the task was
+	// never paused.
+	PauseNote   taskstate.Pause
 	ClusterLast *taskstate.Run // the newest fire recorded on any node (a run, or a paused, failed or missed fire); nil if none
 	// ClusterRecent are the newest fires recorded on any node, newest
 	// first, at most RecentFires; ClusterLast is the first.
@@ -111,7 +129,8 @@ type entry struct {
 	name   string
 	typ    string
 	method string
-	cron   string // Spec.Cron
+	cron   string         // Spec.Cron
+	zone   *time.Location // the zone of its wall-clock rules: calendars, bounds
 	// spec is the task's spec but for Cron, which is empty here: the
 	// tasks of one Add whose specs differ in their expressions alone share
 	// it. Use Spec for the whole of it.
@@ -121,8 +140,11 @@ type entry struct {
 	// keep is how many runs of the task the shared history keeps for its
 	// audit (historyKeep): 0 until its first record, -1 for the store's
 	// history length.
-	keep     atomic.Int32
-	claimKey string // fireKey(name), the key of this task's fire claims; "" if unlocked
+	keep atomic.Int32
+	// runsTaken reports that the task's MaxRuns runs were taken in the
+	// cluster: it fires no more.
+	runsTaken atomic.Bool
+	claimKey  string // fireKey(name), the key of this task's fire claims; "" if unlocked
 	// stored is the stored schedule the entry runs; nil for a task
 	// declared in code.
 	stored *taskstate.Schedule
@@ -140,6 +162,11 @@ type entry struct {
 	gone   bool          // a stored schedule's entry, replaced or deleted: it fires no more
 	until  time.Time     // a replaced spec's: its fires are those before this; zero: no end
 }
+
+// completed reports whether e fires no more: its schedule has no next
+// instant (bounds, a one-off), or its runs are all taken (MaxRuns). s.mu is
+// held.
+func (e *entry) completed() bool { return (e.next.IsZero() && !e.gone) || e.runsTaken.Load() }
 
 // ended reports whether e's next fire is past its spec's end: the spec
 // that replaced it has that fire. s.mu is held.
@@ -230,7 +257,13 @@ func (s *Scheduler) Tasks() []TaskInfo {
 	out := make([]TaskInfo, len(s.entries))
 	for i, e := range s.entries {
 		out[i] = TaskInfo{Name: e.name, Type: e.typ, Method: e.method, Spec: e.Spec(), Next: e.next,
-			Running: e.running(), Waiting: e.waiting.Load(), Schedule: e.stored}
+			Running: e.running(), Waiting: e.waiting.Load(), Schedule: e.stored, Completed: e.completed()}
+		if e.spec.Calendars != "" && !e.next.IsZero() {
+			// The next fire that no calendar excludes, by their rules now.
+			if cs, err := s.cals.at(calendarNames(e.spec.Calendars), s.clock.Now()); err == nil {
+				out[i].Next = nextRun(e.sched, cs, bounds{}, e.zone, e.next.Add(-time.Nanosecond), nextRunHorizon)
+			}
+		}
 		if e.spec.Lock != "" && s.spread != nil {
 			out[i].Owner = s.ownerNow(e.spec.Lock)
 		}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/robfig/cron/v3"
 
@@ -23,10 +24,8 @@ var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour |
 // allHours is the bit set of a cron hour field that names every hour.
 const allHours = 1<<24 - 1
 
-// parseSchedule parses a cron expression. loc is the zone of an expression
-// without a TZ= or CRON_TZ= prefix; nil means time.Local.
 // descriptors are the named schedules an expression may start with.
-var descriptors = []string{"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly", "@every"}
+var descriptors = []string{"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly", "@every", "@at"}
 
 // descriptorHint returns body with its first word replaced by the
 // descriptor it most likely misspells ("every 5s": "@every 5s"; "@dayly":
@@ -38,7 +37,12 @@ func descriptorHint(body string) string {
 		word = "@" + word
 	}
 	best := didyoumean.Closest(word, descriptors)
-	if best == "" || best == first {
+	if best == "" || best == first || !strings.ContainsFunc(word, unicode.IsLetter) {
+		return ""
+	}
+	// "@at" is two edits from any two-character word ("@61"): it is the
+	// hint only before what looks like a date.
+	if r := strings.TrimSpace(rest); best == "@at" && (len(r) < 10 || r[4] != '-') {
 		return ""
 	}
 	if rest = strings.TrimSpace(rest); rest != "" {
@@ -47,6 +51,11 @@ func descriptorHint(body string) string {
 	return best
 }
 
+// parseSchedule parses a cron expression. loc is the zone of an expression
+// without a TZ= or CRON_TZ= prefix; nil means time.Local. Besides cron
+// fields and robfig's descriptors it reads "@every D" (every D on a grid
+// from the Unix epoch) and "@at INSTANT [ZONE]", which fires once (see
+// parseAt).
 func parseSchedule(expr string, loc *time.Location) (s schedule, err error) {
 	defer func() {
 		// robfig/cron has panicked on malformed input before; a bad spec
@@ -62,10 +71,15 @@ func parseSchedule(expr string, loc *time.Location) (s schedule, err error) {
 		if i < 0 {
 			return nil, fmt.Errorf("a zone prefix must be followed by a schedule")
 		}
-		if _, err := time.LoadLocation(body[strings.IndexByte(body, '=')+1 : i]); err != nil {
+		zone, err := time.LoadLocation(body[strings.IndexByte(body, '=')+1 : i])
+		if err != nil {
 			return nil, err
 		}
+		loc = zone
 		body = strings.TrimSpace(body[i:])
+	}
+	if rest, ok := strings.CutPrefix(body, "@at"); ok && (rest == "" || rest[0] == ' ' || rest[0] == '\t') {
+		return parseAt(rest, loc)
 	}
 	if rest, ok := strings.CutPrefix(body, "@every"); ok && (rest == "" || rest[0] == ' ' || rest[0] == '\t') {
 		d, err := time.ParseDuration(strings.TrimSpace(rest))

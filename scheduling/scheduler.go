@@ -107,6 +107,7 @@ type Scheduler struct {
 	pauses        pauseCache      // the paused flags read, kept while the store's pause generation holds
 	records       recorder        // the runs on their way to the shared history
 	stored        schedules       // the stored schedules and the handlers that run them
+	cals          calendarView    // the calendars, read with the stored schedules
 	schedFailing  atomic.Bool     // the last read of the stored schedules failed
 
 	runCtx        context.Context // parent of every run; cancelled at the stop deadline
@@ -221,7 +222,7 @@ func (s *Scheduler) Add(tasks ...Task) error {
 	now := s.clock.Now()
 	specs := specPool{}
 	for _, t := range tasks {
-		sched, _ := cache.parseFor(t.decl.Cron, t.Name(), t.Spec().DST) // validated above
+		sched, _ := cache.taskSchedule(t) // validated above
 		s.insert(t, sched, specs, now, nil, time.Time{})
 	}
 	if s.status == started {
@@ -238,7 +239,7 @@ func (s *Scheduler) Add(tasks ...Task) error {
 func (s *Scheduler) insert(t Task, sched schedule, specs specPool, now time.Time, old *entry, from time.Time) *entry {
 	s.seq++
 	e := &entry{flight: new(flight), fn: t.fn, name: t.Name(), typ: t.typ, method: t.method, cron: t.decl.Cron,
-		spec: specs.share(t.Spec()), sched: sched, seq: s.seq, index: -1}
+		spec: specs.share(t.Spec()), sched: sched, seq: s.seq, index: -1, zone: exprZone(t.decl.Cron, s.loc)}
 	if from.After(now) {
 		e.setNext(e.sched.Next(from.Add(-time.Nanosecond)))
 	} else {
@@ -353,6 +354,9 @@ func (s *Scheduler) nudge() {
 // A task with a catch-up window ([CatchUp]) runs its most recent fire within
 // the window now, on the node that claims it, if no node claimed it.
 func (s *Scheduler) Start() error {
+	if err := s.checkCalendars(); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	switch s.status {
 	case started:
@@ -637,7 +641,7 @@ func (s *Scheduler) loop() {
 				e.gone = true // a replaced spec's last fire: its successor has the next
 				continue
 			}
-			if !e.next.IsZero() {
+			if !e.next.IsZero() && !e.runsTaken.Load() {
 				heap.Push(&s.due, e)
 			}
 		}

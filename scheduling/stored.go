@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/ndigo/ndigo/taskstate"
@@ -83,6 +84,9 @@ func (s *Scheduler) Handle(name string, fn HandlerFunc) error {
 	if fn == nil {
 		return fmt.Errorf("scheduling: Handle %q: fn must not be nil", name)
 	}
+	if name == calendarKind {
+		return fmt.Errorf("scheduling: Handle %q: the name is reserved for the calendars kept with the stored schedules", name)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stored.handlers == nil {
@@ -124,28 +128,53 @@ func (s *Scheduler) putSchedule(ctx context.Context, sc taskstate.Schedule, crea
 	if s.state == nil {
 		return fmt.Errorf("%w: schedule %q cannot be stored: give the scheduler a taskstate.Store (Config.State)", ErrNoState, sc.Name)
 	}
-	now := s.clock.Now().UTC()
-	sc.Node, sc.Updated, sc.From, sc.Replaced = s.node, now, now, nil
+	sc.Node, sc.Updated = s.node, s.clock.Now().UTC()
 	if err := taskstate.CheckSchedule(sc); err != nil {
 		return err
 	}
+	if strings.HasPrefix(sc.Name, calendarPrefix) {
+		return fmt.Errorf("%w: schedule name %q must not start with %q, which names the calendars kept with the schedules", taskstate.ErrInvalid, sc.Name, calendarPrefix)
+	}
+	scs, err := s.state.Schedules(ctx)
+	if err != nil {
+		return fmt.Errorf("scheduling: reading the stored schedules: %w", err)
+	}
 	s.mu.Lock()
-	_, _, err := s.scheduleTask(sc)
+	_, _, err = s.scheduleTask(sc)
+	if err == nil {
+		// Checked against the calendars just read: those of the last
+		// poll may miss one created since.
+		var v calendarView
+		v.apply(scs)
+		if _, cerr := v.at(calendarNames(sc.Options["calendar"]), sc.Updated); cerr != nil {
+			err = fmt.Errorf("%w: schedule %q: option calendar %q: %v", ErrUnknownCalendar, sc.Name, sc.Options["calendar"], cerr)
+		}
+	}
 	s.mu.Unlock()
 	if err != nil {
 		return err
 	}
+	err = s.storeDoc(ctx, sc, scs, create)
+	if errors.Is(err, ErrUnknownSchedule) {
+		err = fmt.Errorf("%w: %q: create it first", ErrUnknownSchedule, sc.Name)
+	}
+	return err
+}
+
+// storeDoc creates or updates sc, a stored schedule's or a calendar's
+// document, in the task state, scs being the stored documents as read
+// before, and applies the change on this node. An update comes in force at
+// an instant stored with it, late enough for every node to have read it:
+// until then every node runs the old one, from then on the new one, so
+// that no fire is one spec's on a node and the other's on another. sc's
+// Node and Updated are set; From and Replaced are set here. A create of a
+// name stored is an error wrapping taskstate.ErrScheduleExists, an update
+// of a name not stored one wrapping ErrUnknownSchedule.
+func (s *Scheduler) storeDoc(ctx context.Context, sc taskstate.Schedule, scs []taskstate.Schedule, create bool) error {
+	sc.From, sc.Replaced = sc.Updated, nil
 	if !create {
-		// The new spec comes in force at an instant stored with it, late
-		// enough for every node to have read it: until then every node runs
-		// the old one, from then on the new one, so that no fire is one
-		// spec's on a node and the other's on another.
-		scs, err := s.state.Schedules(ctx)
-		if err != nil {
-			return fmt.Errorf("scheduling: reading the schedule to update: %w", err)
-		}
 		if i := slices.IndexFunc(scs, func(o taskstate.Schedule) bool { return o.Name == sc.Name }); i >= 0 {
-			sc.From = now.Add(s.changeLead())
+			sc.From = sc.Updated.Add(s.changeLead())
 			sc.Replaced = replaced(scs[i], sc.From)
 			// The replaced specs keep their arguments: the oldest go first
 			// when they would take the schedule past taskstate.MaxScheduleLen.
@@ -157,10 +186,11 @@ func (s *Scheduler) putSchedule(ctx context.Context, sc taskstate.Schedule, crea
 			}
 		}
 	}
+	var err error
 	if create {
 		err = s.state.CreateSchedule(ctx, sc)
 	} else if err = s.state.UpdateSchedule(ctx, sc); errors.Is(err, taskstate.ErrNoSchedule) {
-		err = fmt.Errorf("%w: %q: create it first", ErrUnknownSchedule, sc.Name)
+		err = fmt.Errorf("%w: %q", ErrUnknownSchedule, sc.Name)
 	}
 	if err != nil {
 		return err
@@ -204,6 +234,9 @@ func (s *Scheduler) DeleteSchedule(ctx context.Context, name string) error {
 	if e != nil && e.stored == nil {
 		return fmt.Errorf("%w: task %q cannot be deleted at runtime: remove it from the code and deploy", ErrDeclaredInCode, name)
 	}
+	if strings.HasPrefix(name, calendarPrefix) {
+		return fmt.Errorf("%w: %q names a calendar's document, not a schedule: delete the calendar (DeleteCalendar)", ErrUnknownSchedule, name)
+	}
 	ok, err := s.state.DeleteSchedule(ctx, name)
 	switch {
 	case err != nil:
@@ -226,9 +259,11 @@ func (s *Scheduler) Schedules(ctx context.Context) ([]ScheduleInfo, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]ScheduleInfo, len(scs))
-	for i, sc := range scs {
-		out[i] = ScheduleInfo{Schedule: sc, Problem: s.problemOf(sc)}
+	out := make([]ScheduleInfo, 0, len(scs))
+	for _, sc := range scs {
+		if !isCalendarDoc(sc) {
+			out = append(out, ScheduleInfo{Schedule: sc, Problem: s.problemOf(sc)})
+		}
 	}
 	return out, nil
 }
@@ -238,6 +273,9 @@ func (s *Scheduler) Schedules(ctx context.Context) ([]ScheduleInfo, error) {
 func (s *Scheduler) problemOf(sc taskstate.Schedule) string {
 	if _, _, err := s.scheduleTask(sc); err != nil {
 		return err.Error()
+	}
+	if _, err := s.cals.at(calendarNames(sc.Options["calendar"]), s.clock.Now()); err != nil {
+		return fmt.Errorf("%w: option calendar %q: %v", ErrUnknownCalendar, sc.Options["calendar"], err).Error()
 	}
 	return ""
 }
@@ -267,7 +305,7 @@ func (s *Scheduler) scheduleTask(sc taskstate.Schedule) (Task, schedule, error) 
 	if err := validateTasks([]Task{t}, taken, rules, cache); err != nil {
 		return Task{}, nil, err
 	}
-	sched, _ := cache.parseFor(t.decl.Cron, t.Name(), t.Spec().DST) // validated above
+	sched, _ := cache.taskSchedule(t) // validated above
 	return t, sched, nil
 }
 
@@ -335,6 +373,8 @@ func (s *Scheduler) readSchedules(ctx context.Context, gen int64) error {
 		return fmt.Errorf("scheduling: reading the stored schedules: %w", err)
 	}
 	s.mu.Lock()
+	s.cals.apply(scs) // before the schedules, which name them
+	scs = slices.DeleteFunc(scs, isCalendarDoc)
 	s.stored.list, s.stored.gen, s.stored.fresh = scs, gen, gen >= 0
 	added := s.applySchedules(scs)
 	// A node's first poll after Start catches up the stored schedules'
@@ -382,6 +422,11 @@ func (s *Scheduler) applySchedules(scs []taskstate.Schedule) (added []*entry) {
 		problem := ""
 		dirty = true
 		t, sched, err := s.scheduleTask(sc)
+		if err == nil {
+			if _, cerr := s.cals.at(calendarNames(sc.Options["calendar"]), now); cerr != nil {
+				err = fmt.Errorf("%w: option calendar %q: %v", ErrUnknownCalendar, sc.Options["calendar"], cerr)
+			}
+		}
 		if err != nil {
 			problem = err.Error()
 			if e != nil && e.stored != nil {

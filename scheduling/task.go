@@ -89,6 +89,21 @@ func (t Task) Spec() Spec {
 	if t.decl.MaxConc != nil && s.Overlap == OverlapAllow {
 		s.MaxConcurrent = *t.decl.MaxConc
 	}
+	if t.decl.Calendars != nil {
+		s.Calendars = *t.decl.Calendars
+	}
+	if t.decl.StartAt != nil {
+		s.StartAt = *t.decl.StartAt
+	}
+	if t.decl.EndAt != nil {
+		s.EndAt = *t.decl.EndAt
+	}
+	if t.decl.MaxRuns != nil {
+		s.MaxRuns = *t.decl.MaxRuns
+	}
+	if t.decl.PauseAfter != nil {
+		s.PauseAfterFailures = *t.decl.PauseAfter
+	}
 	if t.decl.Retry != nil && *t.decl.Retry > 0 {
 		s.Retries, s.RetryBackoff = *t.decl.Retry, DefaultRetryBackoff
 		if t.decl.RetryBackoff != nil {
@@ -126,6 +141,18 @@ type Spec struct {
 	// MaxConcurrent is, with OverlapAllow, how many runs of the task may
 	// run at once in the cluster; 0 otherwise.
 	MaxConcurrent int
+	// Calendars names the calendars whose exclusions the task's fires
+	// skip, separated by commas, as written ([Calendar]); "" for none.
+	Calendars string
+	// StartAt and EndAt bound the task's fires, as written ([StartAt],
+	// [EndAt]); "" for no bound.
+	StartAt, EndAt string
+	// MaxRuns is how many runs the task makes in the cluster, whatever its
+	// schedule ([MaxRuns]); 0 for no bound.
+	MaxRuns int
+	// PauseAfterFailures pauses the task after that many failed fires in a
+	// row ([PauseAfterFailures]); 0 never does.
+	PauseAfterFailures int
 }
 
 // funcOrigin splits the runtime name of fn, such as

@@ -32,6 +32,11 @@ type declared struct {
 	RetryMax     *time.Duration `opt:"retryMaxBackoff"`
 	Overlap      *string        `opt:"overlap"`
 	MaxConc      *int           `opt:"maxConcurrent"`
+	Calendars    *string        `opt:"calendar"`
+	StartAt      *string        `opt:"startAt"`
+	EndAt        *string        `opt:"endAt"`
+	MaxRuns      *int           `opt:"maxRuns"`
+	PauseAfter   *int           `opt:"pauseAfterFailures"`
 	Name         *string        `opt:"name"`
 }
 
@@ -299,6 +304,9 @@ func validateTasks(tasks []Task, taken func(string) bool, rules lockRules, cache
 			}
 		}
 		for _, p := range rules.checkOverlap(t.decl, t.Spec(), unread) {
+			add(p)
+		}
+		for _, p := range vocabularyProblems(t.decl, unread, rules, cache.loc) {
 			add(p)
 		}
 		if d := t.decl.DST; d != nil && !unread["dst"] {

@@ -16,9 +16,10 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	_ = store.SetPaused(ctx, "Payroll.Close", true)
-	paused, _ := store.Paused(ctx, "Payroll.Close")
-	fmt.Println("paused:", paused)
+	_ = store.SetPaused(ctx, "Payroll.Close", taskstate.Pause{Paused: true, Note: "the bank's file is late", By: "cli",
+		At: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)})
+	p, _ := store.Paused(ctx, "Payroll.Close")
+	fmt.Printf("paused: %v by %s: %s\n", p.Paused, p.By, p.Note)
 
 	_ = store.RequestRun(ctx, "Payroll.Close", time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC))
 	at, ok, _ := store.TakeRequest(ctx, "Payroll.Close", "node-a")
@@ -26,7 +27,7 @@ func Example() {
 	_, ok, _ = store.TakeRequest(ctx, "Payroll.Close", "node-a")
 	fmt.Println("taken again:", ok)
 	// Output:
-	// paused: true
+	// paused: true by cli: the bank's file is late
 	// taken: true 2026-03-01T10:00:00Z
 	// taken again: false
 }

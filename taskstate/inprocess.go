@@ -17,9 +17,9 @@ import (
 type InProcess struct {
 	history int
 
-	mu       sync.Mutex // protects the fields below
-	paused   map[string]bool
-	pauses   int64 // Poll.Pauses
+	mu       sync.Mutex       // protects the fields below
+	paused   map[string]Pause // each task's last SetPaused, resumes too
+	pauses   int64            // Poll.Pauses
 	requests map[string]time.Time
 	retries  map[string]Retry     // the latest retry of each task, pending or taken
 	taken    map[string]bool      // the task's latest retry was taken
@@ -32,6 +32,17 @@ type InProcess struct {
 	// Poll.Schedules.
 	schedules map[string][]byte
 	gen       int64
+	// takes are each task's counted runs (TakeRun).
+	takes map[string]*runTakes
+}
+
+// runTakes are a task's counted runs: how many were taken, and the last
+// MaxRunTakes fires that took one (Unix nanoseconds) with their numbers,
+// oldest first.
+type runTakes struct {
+	taken int
+	fires []int64
+	ns    []int
 }
 
 var _ Store = (*InProcess)(nil)
@@ -44,31 +55,29 @@ func NewInProcess(history int) (*InProcess, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &InProcess{history: n, paused: map[string]bool{}, requests: map[string]time.Time{},
+	return &InProcess{history: n, paused: map[string]Pause{}, requests: map[string]time.Time{},
 		retries: map[string]Retry{}, taken: map[string]bool{}, runs: map[string][]keptRun{},
-		backfills: map[string]Backfill{}, ran: map[string]map[int64]bool{}, schedules: map[string][]byte{}}, nil
+		backfills: map[string]Backfill{}, ran: map[string]map[int64]bool{}, schedules: map[string][]byte{},
+		takes: map[string]*runTakes{}}, nil
 }
 
-// SetPaused sets task's paused flag.
-func (s *InProcess) SetPaused(ctx context.Context, task string, paused bool) error {
-	if err := CheckTask(ctx, task); err != nil {
+// SetPaused sets task's pause.
+func (s *InProcess) SetPaused(ctx context.Context, task string, p Pause) error {
+	if err := CheckSetPaused(ctx, task, p); err != nil {
 		return err
 	}
+	p.At = p.At.UTC()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.pauses++
-	if paused {
-		s.paused[task] = true
-	} else {
-		delete(s.paused, task)
-	}
+	s.paused[task] = p
 	return nil
 }
 
-// Paused reports task's paused flag.
-func (s *InProcess) Paused(ctx context.Context, task string) (bool, error) {
+// Paused returns task's pause.
+func (s *InProcess) Paused(ctx context.Context, task string) (Pause, error) {
 	if err := CheckTask(ctx, task); err != nil {
-		return false, err
+		return Pause{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -89,7 +98,8 @@ func (s *InProcess) RequestRun(ctx context.Context, task string, at time.Time) e
 	return nil
 }
 
-// Poll returns the pending requests and retries, and the pause generation.
+// Poll returns the pending requests and retries, the backfills, the runs
+// taken, and the generations.
 func (s *InProcess) Poll(ctx context.Context) (Poll, error) {
 	if err := CheckContext(ctx); err != nil {
 		return Poll{}, err
@@ -99,6 +109,12 @@ func (s *InProcess) Poll(ctx context.Context) (Poll, error) {
 	p := Poll{Requests: maps.Clone(s.requests), Pauses: s.pauses, Schedules: s.gen}
 	if len(s.backfills) > 0 {
 		p.Backfills = maps.Clone(s.backfills)
+	}
+	for task, rt := range s.takes {
+		if p.Runs == nil {
+			p.Runs = make(map[string]int, len(s.takes))
+		}
+		p.Runs[task] = rt.taken
 	}
 	for task, r := range s.retries {
 		if !s.taken[task] {
@@ -164,6 +180,33 @@ func (s *InProcess) LeaveWaiting(ctx context.Context, task string, r Retry) (boo
 	}
 	s.retries[task], s.taken[task] = r, false
 	return true, nil
+}
+
+// TakeRun takes the next of task's runs for fire, unless fire took one
+// among the task's last takes (its number) or max were taken (0).
+func (s *InProcess) TakeRun(ctx context.Context, task string, fire time.Time, max int) (int, error) {
+	if err := CheckTakeRun(ctx, task, fire, max); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rt := s.takes[task]
+	if rt == nil {
+		rt = &runTakes{}
+	}
+	if i := slices.Index(rt.fires, fire.UnixNano()); i >= 0 {
+		return rt.ns[i], nil
+	}
+	if rt.taken >= max {
+		return 0, nil
+	}
+	rt.taken++
+	rt.fires, rt.ns = append(rt.fires, fire.UnixNano()), append(rt.ns, rt.taken)
+	if n := len(rt.fires) - MaxRunTakes; n > 0 {
+		rt.fires, rt.ns = slices.Clone(rt.fires[n:]), slices.Clone(rt.ns[n:])
+	}
+	s.takes[task] = rt
+	return rt.taken, nil
 }
 
 // Record adds each run to its task's runs, in place of its placeholder if it

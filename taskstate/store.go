@@ -18,8 +18,8 @@ const DefaultHistory = 20
 const MaxHistory = 1000
 
 // ErrInvalid reports bad input to a store: an empty task name, a history
-// length out of range. The wrapping error names the argument, the value and
-// the rule.
+// length out of range, a pause's note too long. The wrapping error names
+// the argument, the value and the rule.
 var ErrInvalid = errors.New("taskstate: invalid argument")
 
 // A HistoryKeeper is a [Store] that tells how many runs per task it keeps:
@@ -55,6 +55,19 @@ type HistoryKeeper interface {
 // Node, Outcome [OutcomeTaken]}, which the record of the attempt replaces.
 // An attempt is thus run at most once, and never lost without a trace.
 //
+// # Counted runs
+//
+// TakeRun counts a task's runs cluster-wide, for a task that runs at most
+// a number of times (maxRuns) whatever nodes run it and die: each fire
+// that runs takes one, numbered in the order they were taken, and of the
+// fires that race for the last one exactly one gets it. The count is kept
+// per task name since its first take, whatever the max of each call, so
+// that a max raised later allows as many more. A store keeps the last
+// [MaxRunTakes] fires that took one, with their numbers, so that a call
+// for one of them again (a resend, or a node that asks again for its
+// fire) answers the same number and takes nothing. Every node reads the
+// counts at each poll ([Poll].Runs).
+//
 // # Error texts
 //
 // A store keeps at most [MaxErrorLen] bytes of a run's Error, cut by
@@ -65,20 +78,22 @@ type HistoryKeeper interface {
 // A call to a store on a server can lose its reply after the server ran it
 // (a connection reset). What the caller then sees is each store's promise,
 // which the conformance suite checks for every mutating call (SetPaused,
-// RequestRun, TakeRequest, TakeRetry, Record, the backfills' and the
-// schedules' calls) with another node's call between the lost
-// reply and what follows:
+// RequestRun, TakeRequest, TakeRetry, TakeRun, Record, the backfills' and
+// the schedules' calls) with another node's call between the lost reply
+// and what follows:
 //
 //   - a store whose client retries the call (redislocks: go-redis resends
 //     it on a new connection) makes each call carry a nonce, so that the
 //     retry answers what the first attempt did and changes nothing again:
-//     a SetPaused does not undo a later one, a RequestRun makes at most one
-//     request (one call, at most one run), a TakeRequest returns the
-//     request its first attempt took and never a later one, a TakeRetry
-//     answers what its first attempt did (and so does a LeaveWaiting), a Record records once (and
-//     leaves its retry once), a CreateSchedule answers nil, an
-//     UpdateSchedule does not undo a later one, and a DeleteSchedule
-//     answers true and does not delete a schedule created since;
+//     a SetPaused does not undo a later one (its flag nor its note), a
+//     RequestRun makes at most one request (one call, at most one run), a
+//     TakeRequest returns the request its first attempt took and never a
+//     later one, a TakeRetry answers what its first attempt did (and so
+//     does a LeaveWaiting), a TakeRun answers the number its first attempt took (or 0) and takes
+//     nothing again, a Record records once (and leaves its retry once), a
+//     CreateSchedule answers nil, an UpdateSchedule does not undo a later
+//     one, and a DeleteSchedule answers true and does not delete a
+//     schedule created since;
 //   - a store whose client does not retry (pglocks: pgx never resends a
 //     query) returns an error, and the state is as if the call ran once or
 //     not at all, never twice;
@@ -87,21 +102,27 @@ type HistoryKeeper interface {
 // A call whose context ends after the server applied it, before its reply
 // came, returns an error wrapping the context's error (no client resends
 // it then), and the state is as if it ran once, in full (a SetPaused moved
-// the pause generation with the flag), or not at all; but a Record that a
-// store splits (etcdlocks) may have recorded some of its tasks, each whole
-// and each run once, until the caller sends it again with the same IDs.
+// the pause generation with the flag, and kept its note with it), or not
+// at all; but a Record that a store splits (etcdlocks) may have recorded
+// some of its tasks, each whole and each run once, until the caller sends
+// it again with the same IDs.
 //
 // A caller that retries a failed call itself makes a new call, which may
 // act again (a second request, a second take); but a Record whose runs
 // carry their IDs ([TaskRun.ID]) keeps each run once on every store, as the
 // scheduler's recorder relies on when it sends a failed batch again.
 type Store interface {
-	// SetPaused pauses (true) or resumes (false) task. The flag holds until
-	// it is changed, whatever node restarts. Once it returns, the Pauses of
-	// every later Poll differs from that of every Poll before the call.
-	SetPaused(ctx context.Context, task string, paused bool) error
-	// Paused reports whether task is paused; a task never paused is not.
-	Paused(ctx context.Context, task string) (bool, error)
+	// SetPaused pauses (p.Paused true) or resumes (false) task, and keeps
+	// p's Note, By and At with the flag, in the same step: a resume keeps
+	// its own, in place of the pause's. The Pause holds until the next
+	// SetPaused of the task, whatever node restarts. Once it returns, the
+	// Pauses of every later Poll differs from that of every Poll before the
+	// call. A p that [CheckPause] refuses is an error wrapping ErrInvalid,
+	// and nothing changes.
+	SetPaused(ctx context.Context, task string, p Pause) error
+	// Paused returns task's Pause, as the last SetPaused of it stored it
+	// (its At in UTC); a task never paused nor resumed has the zero Pause.
+	Paused(ctx context.Context, task string) (Pause, error)
 	// RequestRun records a pending manual run of task, requested at at. A
 	// request made while another is pending is merged into it: the earlier
 	// instant stays, and one run serves both.
@@ -137,6 +158,14 @@ type Store interface {
 	// refuses, or of an attempt other than 1, is an error wrapping
 	// ErrInvalid.
 	LeaveWaiting(ctx context.Context, task string, r Retry) (bool, error)
+	// TakeRun takes one of task's runs for its fire at fire, of at most max counted
+	// cluster-wide for the task's name since it first took one: it answers n, the number
+	// of the run (1 to max), if fire took one, now or in an earlier call (a call sent again,
+	// or a second call for a fire among the task's last MaxRunTakes takes, answers the same
+	// n and takes nothing); and 0 if max runs were taken by other fires, taking nothing.
+	// Of callers racing with different fires for the last run, exactly one gets it.
+	// A max below 1, a zero fire, is an error wrapping ErrInvalid (naming field, value, rule).
+	TakeRun(ctx context.Context, task string, fire time.Time, max int) (n int, err error)
 	// Record adds each run to its task's runs, in order, in one call (one
 	// round trip on a server: the scheduler records the runs that end
 	// together at once). Each Run's Error is cut by [CutError]; the store
@@ -312,6 +341,27 @@ func CheckRetry(task string, r Retry) error {
 	return nil
 }
 
+// MaxRunTakes is how many of a task's last takes of [Store.TakeRun] (each
+// a fire and the number it took) a store keeps, to answer a call for one
+// of those fires again with the same number: a call resent after a lost
+// reply, or a node that asks again for a fire it took.
+const MaxRunTakes = 16
+
+// CheckTakeRun validates the arguments of a TakeRun call, as CheckTask
+// does for the other calls: max must be 1 or more and fire set.
+func CheckTakeRun(ctx context.Context, task string, fire time.Time, max int) error {
+	if err := CheckTask(ctx, task); err != nil {
+		return err
+	}
+	switch {
+	case max < 1:
+		return fmt.Errorf("%w: task %q: max runs %d must be 1 or more (a task that may not run takes none)", ErrInvalid, task, max)
+	case fire.IsZero():
+		return fmt.Errorf("%w: task %q: fire %v must be a set instant: a run is taken for its fire", ErrInvalid, task, fire)
+	}
+	return nil
+}
+
 // CheckRecord validates the arguments of a Record call, as CheckTask does
 // for the other calls.
 func CheckRecord(ctx context.Context, runs []TaskRun) error {
@@ -351,6 +401,7 @@ type Poll struct {
 	// so that a node reads the schedules again ([Store.Schedules]) only
 	// when it changed.
 	Schedules int64
+	Runs      map[string]int // the runs taken (TakeRun) by task, for the tasks that took any
 }
 
 // OutcomeTaken is the Outcome of the placeholder run that

@@ -28,6 +28,12 @@ type cmdFlags struct {
 	args                string            // --args, as given
 	optionMap           map[string]string // options, parsed by checkSchedule
 	argsJSON            json.RawMessage   // args, checked by checkSchedule; nil without --args
+	crons               listFlag          // --cron, as given: a schedule's one expression (checkSchedule sets cron), a calendar's rules
+
+	dates, weekdays, windows, includes listFlag        // calendar create and update's rules, as given
+	note, file                         string          // --note, --file
+	calendar                           calendarRequest // the calendar to send, set by checkCalendar
+	n                                  int             // next -n
 
 	set map[string]bool // the flags given, by name
 }

@@ -20,6 +20,7 @@ const maxBody = 16 << 20
 type client struct {
 	base  *url.URL // scheme, host and the path prefix the handler is mounted under
 	token string   // NDIGO_ADMIN_TOKEN; sent on mutations only, never printed
+	user  string   // USER: who a pause or resume says sent it
 	http  *http.Client
 }
 
@@ -62,6 +63,17 @@ func (c *client) endpoint(task, suffix string) string {
 // redirects): checkScheduleName refuses them first.
 func (c *client) schedulesEndpoint(name string) string {
 	u := strings.TrimSuffix(c.base.String(), "/") + "/schedules"
+	if name == "" {
+		return u
+	}
+	return u + "/" + url.PathEscape(name)
+}
+
+// calendarsEndpoint returns the URL of the admin path /calendars, followed
+// by the calendar's name, path-escaped, unless it is "". No calendar is
+// named "." or "..": checkCalendarName refuses them first.
+func (c *client) calendarsEndpoint(name string) string {
+	u := strings.TrimSuffix(c.base.String(), "/") + "/calendars"
 	if name == "" {
 		return u
 	}
@@ -185,6 +197,8 @@ func (c *client) hint(method, u string, code int, fromAPI bool) string {
 	switch {
 	case code == http.StatusNotFound && !fromAPI && strings.HasPrefix(u, c.schedulesEndpoint("")):
 		return "the node serves no such endpoint: is its ndigo a version without stored schedules?"
+	case code == http.StatusNotFound && !fromAPI && strings.HasPrefix(u, c.calendarsEndpoint("")):
+		return "the node serves no such endpoint: is its ndigo a version without calendars?"
 	case code == http.StatusNotFound && !fromAPI:
 		return "the node serves no such endpoint: is its ndigo a version without the control API?"
 	case code == http.StatusUnauthorized && c.token == "":

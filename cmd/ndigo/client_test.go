@@ -191,7 +191,8 @@ func TestUsage(t *testing.T) {
 		want string
 	}{
 		{nil, nil, "ndigo: no command given"},
-		{nil, []string{"list"}, `ndigo: unknown command "list": the commands are tasks, runs, audit, run, pause, resume, backfill, schedules, schedule create, schedule update, schedule delete and help`},
+		{nil, []string{"list"}, `ndigo: unknown command "list": the commands are tasks, runs, audit, next, run, pause, resume, backfill, schedules, schedule create, schedule update, schedule delete, ` +
+			`calendars, calendar create, calendar update, calendar delete and help`},
 		{nil, []string{"runs"}, "ndigo: runs takes one argument, the task's name, got 0"},
 		{nil, []string{"tasks", "Payroll.Close"}, "ndigo: tasks takes no argument, got 1"},
 		{nil, []string{"pause", ""}, "ndigo: pause: the task name is empty"},

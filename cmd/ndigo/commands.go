@@ -26,19 +26,25 @@ type command struct {
 	do        func(ctx context.Context, c *client, args []string, f cmdFlags, out output) error
 }
 
-// The commands by name; a schedule's are two words, "schedule" and a verb.
+// The commands by name; a schedule's and a calendar's are two words,
+// "schedule" or "calendar" and a verb.
 var commands = map[string]command{
 	"tasks":           {args: 0, do: listTasks},
 	"runs":            {args: 1, do: listRuns},
 	"audit":           {args: 1, do: showAudit},
 	"run":             {args: 1, sendToken: true, do: mutate("run")},
-	"pause":           {args: 1, sendToken: true, do: mutate("pause")},
-	"resume":          {args: 1, sendToken: true, do: mutate("resume")},
+	"pause":           {args: 1, sendToken: true, flags: pauseFlags, do: mutate("pause")},
+	"resume":          {args: 1, sendToken: true, flags: pauseFlags, do: mutate("resume")},
 	"backfill":        {args: 1, sendToken: true, flags: backfillFlags, check: checkBackfill, do: runBackfill},
 	"schedules":       {args: 0, do: listSchedules},
 	"schedule create": {args: 1, noun: "schedule", sendToken: true, flags: scheduleFlags, check: checkSchedule("create"), do: putSchedule("create")},
 	"schedule update": {args: 1, noun: "schedule", sendToken: true, flags: updateFlags, check: checkSchedule("update"), do: putSchedule("update")},
 	"schedule delete": {args: 1, noun: "schedule", sendToken: true, check: checkDelete, do: deleteSchedule},
+	"next":            {args: 1, flags: nextFlags, check: checkNext, do: showNext},
+	"calendars":       {args: 0, do: listCalendars},
+	"calendar create": {args: 1, noun: "calendar", sendToken: true, flags: calendarFlags, check: checkCalendar("create"), do: putCalendar("create")},
+	"calendar update": {args: 1, noun: "calendar", sendToken: true, flags: calendarFlags, check: checkCalendar("update"), do: putCalendar("update")},
+	"calendar delete": {args: 1, noun: "calendar", sendToken: true, check: checkCalendarDelete, do: deleteCalendar},
 }
 
 // scheduleVerbs are the second words of the schedule commands.
@@ -46,7 +52,7 @@ const scheduleVerbs = "create, update or delete"
 
 // ownFlags are the flags that only some commands take, in the order the
 // usage errors check them.
-var ownFlags = slices.Concat(backfillFlags, updateFlags)
+var ownFlags = slices.Concat(backfillFlags, updateFlags, calendarFlags, nextFlags)
 
 // flagOwners names the commands that take flag: "backfill", "schedule
 // create and schedule update".
@@ -149,12 +155,27 @@ func getJSON(ctx context.Context, c *client, u string, out output, what string, 
 	return false, nil
 }
 
+// pauseFlags are pause's and resume's flags: the note kept with the
+// change.
+var pauseFlags = []string{"note"}
+
 // mutate returns the command that POSTs verb (run, pause or resume) for
-// the named task.
+// the named task; a pause or resume sends its --note and who sent it
+// ("ndigo CLI" and the user's name).
 func mutate(verb string) func(context.Context, *client, []string, cmdFlags, output) error {
-	return func(ctx context.Context, c *client, args []string, _ cmdFlags, out output) error {
+	return func(ctx context.Context, c *client, args []string, f cmdFlags, out output) error {
 		u := c.endpoint(args[0], "/"+verb)
-		body, err := c.post(ctx, u)
+		var body []byte
+		var err error
+		if verb == "pause" || verb == "resume" {
+			by := "ndigo CLI"
+			if c.user != "" {
+				by += " (" + c.user + ")"
+			}
+			body, err = c.postJSON(ctx, u, map[string]string{"note": f.note, "by": by})
+		} else {
+			body, err = c.post(ctx, u)
+		}
 		if err != nil {
 			return err
 		}

@@ -27,10 +27,11 @@ type task struct {
 	Paused         *bool      `json:"paused"`
 	LastRun        *nodeFire  `json:"lastRun"`
 	ClusterLastRun *taskRun   `json:"clusterLastRun"`
-	LastFire       *nodeFire  `json:"lastFire"` // this node's last fire, run or not
-	Failures       uint64     `json:"failures"` // this node's failed fires
-	Backfill       *backfill  `json:"backfill"` // the task's last backfill as the node's last poll read it; nil if none, or the node predates backfills
-	Handler        string     `json:"handler"`  // the handler of the stored schedule the task runs; "" for a task declared in code, or from a node that predates stored schedules
+	LastFire       *nodeFire  `json:"lastFire"`  // this node's last fire, run or not
+	Failures       uint64     `json:"failures"`  // this node's failed fires
+	Backfill       *backfill  `json:"backfill"`  // the task's last backfill as the node's last poll read it; nil if none, or the node predates backfills
+	Handler        string     `json:"handler"`   // the handler of the stored schedule the task runs; "" for a task declared in code, or from a node that predates stored schedules
+	Completed      bool       `json:"completed"` // it fires no more: past its endAt, its one-off instant or its maxRuns; false from a node that predates them
 }
 
 // backfill is a backfill: the answer to POST
@@ -113,6 +114,7 @@ type audit struct {
 	Skipped    int         `json:"skipped"`
 	Failed     int         `json:"failed"`
 	Missed     int         `json:"missed"`
+	Excluded   int         `json:"excluded"` // the instants its calendars excluded; 0 from a node that predates calendars
 	LastMissed *time.Time  `json:"lastMissed"`
 	Fires      []auditFire `json:"fires"`
 	Note       string      `json:"note"`
@@ -157,4 +159,60 @@ type scheduleRequest struct {
 	Lock    string            `json:"lock,omitempty"`
 	Options map[string]string `json:"options,omitempty"`
 	Args    json.RawMessage   `json:"args,omitempty"`
+}
+
+// calendarList is the answer to GET /calendars.
+type calendarList struct {
+	Node      string     `json:"node"` // the node answering
+	Calendars []calendar `json:"calendars"`
+}
+
+// calendar is one calendar of GET /calendars, and the answer to GET, PUT
+// /calendars/{name} and POST /calendars.
+type calendar struct {
+	Name     string    `json:"name"`
+	Dates    []string  `json:"dates"`
+	Weekdays []string  `json:"weekdays"`
+	Windows  []string  `json:"windows"`
+	Cron     []string  `json:"cron"`
+	Include  []string  `json:"include"`
+	Note     string    `json:"note"`
+	Node     string    `json:"node"` // the node that created or last updated it
+	From     time.Time `json:"from"` // when its rules come or came in force on every node
+	UsedBy   []string  `json:"usedBy"`
+	Problem  string    `json:"problem"` // why the node answering cannot apply it; "" if it does
+}
+
+// calendarRequest is the body of POST /calendars and PUT /calendars/{name}:
+// the whole calendar, which a PUT replaces. It is also what calendar
+// create --file reads.
+type calendarRequest struct {
+	Name     string   `json:"name"`
+	Dates    []string `json:"dates,omitempty"`
+	Weekdays []string `json:"weekdays,omitempty"`
+	Windows  []string `json:"windows,omitempty"`
+	Cron     []string `json:"cron,omitempty"`
+	Include  []string `json:"include,omitempty"`
+	Note     string   `json:"note,omitempty"`
+}
+
+// calendarAction is the answer to DELETE /calendars/{name}.
+type calendarAction struct {
+	Calendar string `json:"calendar"`
+	Action   string `json:"action"`
+	Status   string `json:"status"`
+}
+
+// nextFires is the answer to GET /scheduledtasks/{name}/next.
+type nextFires struct {
+	Task  string     `json:"task"`
+	Fires []nextFire `json:"fires"`
+}
+
+// nextFire is one instant of a task's next fires.
+type nextFire struct {
+	Fire  time.Time `json:"fire"`
+	Start time.Time `json:"start"`
+	Skip  string    `json:"skip"` // why no node will run it; "" if one will
+	DST   string    `json:"dst"`  // what a change of the clocks does to it; "" if nothing
 }

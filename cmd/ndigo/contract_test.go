@@ -92,9 +92,15 @@ func TestContractMatchesAdmin(t *testing.T) {
 		{"POST /schedules", reflect.TypeFor[schedule](), reflect.TypeFor[admin.ScheduleJSON]()},
 		{"PUT /schedules/{name}", reflect.TypeFor[schedule](), reflect.TypeFor[admin.ScheduleJSON]()},
 		{"DELETE /schedules/{name}", reflect.TypeFor[action](), reflect.TypeFor[admin.ActionJSON]()},
+		{"GET /scheduledtasks/{name}/next", reflect.TypeFor[nextFires](), reflect.TypeFor[admin.NextFiresJSON]()},
+		{"GET /calendars", reflect.TypeFor[calendarList](), reflect.TypeFor[admin.CalendarsJSON]()},
+		{"POST /calendars", reflect.TypeFor[calendar](), reflect.TypeFor[admin.CalendarJSON]()},
+		{"PUT /calendars/{name}", reflect.TypeFor[calendar](), reflect.TypeFor[admin.CalendarJSON]()},
+		{"DELETE /calendars/{name}", reflect.TypeFor[calendarAction](), reflect.TypeFor[admin.CalendarActionJSON]()},
 		// What the CLI sends, the handler reads.
 		{"POST /scheduledtasks/{name}/backfill (body)", reflect.TypeFor[backfillRequest](), reflect.TypeFor[admin.BackfillRequestJSON]()},
 		{"POST /schedules (body)", reflect.TypeFor[scheduleRequest](), reflect.TypeFor[admin.ScheduleRequestJSON]()},
+		{"POST /calendars (body)", reflect.TypeFor[calendarRequest](), reflect.TypeFor[admin.CalendarRequestJSON]()},
 	} {
 		for _, d := range disagreements(c.endpoint, c.cli, c.api) {
 			t.Error(d)

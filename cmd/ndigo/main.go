@@ -18,10 +18,20 @@
 //	                     what the flags give changes, the rest of the stored schedule is kept
 //	ndigo schedule delete NAME
 //	                     no node fires the stored schedule from its next poll
+//	ndigo next NAME [-n 10]
+//	                     the task's next instants: each one's start, the calendar that excludes it, its DST note
+//	ndigo calendars      the calendars (named exclusions that tasks name), their rules and what names them
+//	ndigo calendar create NAME [--date DATE ...] [--weekday DAY ...] [--window WINDOW ...] [--cron EXPR ...] [--include CALENDAR ...] [--note TEXT]
+//	ndigo calendar create NAME --file CALENDAR.json
+//	                     the tasks that name the calendar skip the fires it excludes, on every node from its next poll
+//	ndigo calendar update NAME (the same flags, or --file)
+//	                     the calendar is replaced whole
+//	ndigo calendar delete NAME
+//	                     refused while a task or a calendar names it
 //
 // --admin URL (or NDIGO_ADMIN) names the node's admin address, by default
-// http://127.0.0.1:8081. run, pause, resume, backfill and the schedule
-// commands send the bearer token in NDIGO_ADMIN_TOKEN: it is read from the
+// http://127.0.0.1:8081. run, pause, resume, backfill and the schedule and
+// calendar commands send the bearer token in NDIGO_ADMIN_TOKEN: it is read from the
 // environment only, so that it stays out of shell history and process
 // listings, and its leading and trailing whitespace is dropped, as the node
 // drops its own (a token read from a file works for both). --json prints
@@ -86,7 +96,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.DurationVar(&f.poll, "poll", defaultPoll, "")
 	fs.BoolVar(&f.cancel, "cancel", false, "")
 	fs.StringVar(&f.handler, "handler", "", "")
-	fs.StringVar(&f.cron, "cron", "", "")
+	fs.Var(&f.crons, "cron", "")
+	fs.Var(&f.dates, "date", "")
+	fs.Var(&f.weekdays, "weekday", "")
+	fs.Var(&f.windows, "window", "")
+	fs.Var(&f.includes, "include", "")
+	fs.StringVar(&f.note, "note", "", "")
+	fs.StringVar(&f.file, "file", "", "")
+	fs.IntVar(&f.n, "n", 0, "")
 	fs.StringVar(&f.lock, "lock", "", "")
 	fs.BoolVar(&f.unlocked, "unlocked", false, "")
 	fs.Var(&f.options, "option", "")
@@ -103,16 +120,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return usageError(stderr, "no command given")
 	}
 	name := pos[0]
-	if name == "schedule" {
+	verbs := map[string]string{"schedule": scheduleVerbs, "calendar": calendarVerbs}
+	if v, ok := verbs[name]; ok {
 		if len(pos) == 1 {
-			return usageError(stderr, "schedule takes a verb, "+scheduleVerbs+", and the schedule's name")
+			return usageError(stderr, name+" takes a verb, "+v+", and the "+name+"'s name")
 		}
-		name, pos = "schedule "+pos[1], pos[1:]
+		name, pos = name+" "+pos[1], pos[1:]
 	}
 	cmd, ok := commands[name]
 	if !ok {
-		if strings.HasPrefix(name, "schedule ") {
-			return usageError(stderr, fmt.Sprintf("unknown command %q: the verbs of schedule are %s", name, scheduleVerbs))
+		if noun, _, _ := strings.Cut(name, " "); verbs[noun] != "" && strings.Contains(name, " ") {
+			return usageError(stderr, fmt.Sprintf("unknown command %q: the verbs of %s are %s", name, noun, verbs[noun]))
 		}
 		return usageError(stderr, fmt.Sprintf("unknown command %q: %s", name, unknownCommand))
 	}
@@ -169,7 +187,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	default:
 		fmt.Fprintln(stderr, "ndigo: NDIGO_ADMIN_TOKEN has leading or trailing whitespace (such as a file's final newline): sending the token without it")
 	}
-	c := &client{base: base, token: token, http: &http.Client{Transport: tr, Timeout: *timeout}}
+	c := &client{base: base, token: token, user: getenv("USER"), http: &http.Client{Transport: tr, Timeout: *timeout}}
 	if err := cmd.do(ctx, c, pos[1:], f, output{w: stdout, errw: stderr, json: *asJSON}); err != nil {
 		fmt.Fprintf(stderr, "ndigo: %v\n", err)
 		switch {

@@ -51,6 +51,13 @@ func checkSchedule(verb string) func(args []string, f *cmdFlags) error {
 		if err := checkScheduleName(verb, args[0]); err != nil {
 			return err
 		}
+		// --cron is repeatable for a calendar's rules; a schedule has one.
+		if len(f.crons) > 1 {
+			return fmt.Errorf("schedule %s: --cron is given %d times (%s): a schedule has one cron expression", verb, len(f.crons), strings.Join(f.crons, ", "))
+		}
+		if len(f.crons) == 1 {
+			f.cron = f.crons[0]
+		}
 		for _, p := range []struct{ name, value, what string }{
 			{"handler", f.handler, "the name of a handler the nodes register in code (Scheduler.Handle)"},
 			{"cron", f.cron, `the cron expression, such as "0 2 * * *" or "@every 5m"`},

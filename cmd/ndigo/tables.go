@@ -27,14 +27,19 @@ func writeTasks(w io.Writer, tasks []task) error {
 		}
 		last := []string{none, none, none, none, none}
 		if r := t.ClusterLastRun; r != nil {
-			last = []string{stamp(&r.Fire), r.Outcome, attempt(r.Attempt, t.Retries, r.Start != nil), r.Node, token(r.Token)}
+			last = []string{stamp(&r.Fire), outcomeText(r.Outcome, r.Error), attempt(r.Attempt, t.Retries, r.Start != nil), r.Node, token(r.Token)}
 		}
 		here := none
 		if t.LastFire != nil {
-			here = t.LastFire.Outcome
+			here = outcomeText(t.LastFire.Outcome, t.LastFire.Error)
+		}
+		// A completed task has no next fire: NEXT says why.
+		next := stamp(t.Next)
+		if t.Completed && t.Next == nil {
+			next = "completed"
 		}
 		// HANDLER marks a task that runs a stored schedule (ndigo schedules).
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", cell(t.Name), cell(t.Cron), cell(t.Lock), stamp(t.Next), paused,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", cell(t.Name), cell(t.Cron), cell(t.Lock), next, paused,
 			strings.Join(cells(last), "\t"), cell(here), stamp(t.RetryAt), t.Failures, backfillCell(t.Backfill), cell(t.Handler))
 	}
 	return tw.Flush()
@@ -55,8 +60,12 @@ func writeRuns(w io.Writer, name string, res runs) error {
 		case r.Manual:
 			kind = "manual"
 		}
+		outcome, errText := r.Outcome, r.Error
+		if outcome == outcomeExcluded {
+			outcome, errText = outcomeText(r.Outcome, r.Error), ""
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", stamp(&r.Fire), kind, attempt(r.Attempt, res.Retries, r.Start != nil),
-			strings.Join(cells([]string{r.Node, token(r.Token), stamp(r.Start), r.Duration, r.Outcome, r.Error}), "\t"))
+			strings.Join(cells([]string{r.Node, token(r.Token), stamp(r.Start), r.Duration, outcome, errText}), "\t"))
 	}
 	return tw.Flush()
 }
@@ -85,12 +94,21 @@ func writeAudit(w io.Writer, name string, a audit) error {
 		_, err := fmt.Fprintf(w, "nothing to audit for %s yet: no fire recorded, no node started\n", strconv.Quote(name))
 		return err
 	}
-	fmt.Fprintf(w, "%s from %s to %s: %d ran, %d skipped, %d failed, %d missed\n", strconv.Quote(name),
-		stamp(a.From), stamp(&a.To), a.Ran, a.Skipped, a.Failed, a.Missed)
+	excluded := ""
+	if a.Excluded > 0 {
+		excluded = fmt.Sprintf(", %d excluded", a.Excluded)
+	}
+	fmt.Fprintf(w, "%s from %s to %s: %d ran, %d skipped, %d failed, %d missed%s\n", strconv.Quote(name),
+		stamp(a.From), stamp(&a.To), a.Ran, a.Skipped, a.Failed, a.Missed, excluded)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "FIRE\tSTATUS\tOUTCOME\tNODE\tDETAIL")
 	for _, f := range a.Fires {
-		fmt.Fprintf(tw, "%s\t%s\n", stamp(&f.Fire), strings.Join(cells([]string{f.Status, f.Outcome, f.Node, f.Detail}), "\t"))
+		outcome, detail := f.Outcome, f.Detail
+		if f.Status == outcomeExcluded {
+			// "excluded: calendar NAME": never a miss.
+			outcome, detail = outcomeText(outcomeExcluded, f.Detail), ""
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", stamp(&f.Fire), strings.Join(cells([]string{f.Status, outcome, f.Node, detail}), "\t"))
 	}
 	return tw.Flush()
 }
@@ -108,6 +126,20 @@ func writeAction(w io.Writer, verb string, a action) error {
 	}
 	_, err := fmt.Fprintln(w, msg)
 	return err
+}
+
+// outcomeExcluded is the outcome of a fire that a calendar of the task
+// excluded, and the audit status of its instant; the record's error names
+// the calendar, "calendar NAME".
+const outcomeExcluded = "excluded"
+
+// outcomeText is the OUTCOME cell of a fire's outcome and error: an
+// excluded fire reads "excluded: calendar NAME", the others their outcome.
+func outcomeText(outcome, err string) string {
+	if outcome == outcomeExcluded && err != "" {
+		return outcome + ": " + err
+	}
+	return outcome
 }
 
 // stampFormat is RFC 3339 to the millisecond at most: a manual fire's

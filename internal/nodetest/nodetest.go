@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -97,6 +98,7 @@ func (p *Procs) Start(name string, cmd *exec.Cmd) {
 	p.mu.Unlock()
 	go func() {
 		sc := bufio.NewScanner(stderr)
+		sc.Buffer(nil, 1<<20) // a line past the default 64 KiB would end the reading
 		for sc.Scan() {
 			l := Line{Proc: name, At: time.Now()}
 			if json.Unmarshal(sc.Bytes(), &l) != nil || l.Msg == "" {
@@ -114,6 +116,10 @@ func (p *Procs) Start(name string, cmd *exec.Cmd) {
 			p.lines = append(p.lines, l)
 			p.notify()
 			p.mu.Unlock()
+		}
+		if err := sc.Err(); err != nil {
+			p.t.Logf("%s: its log is no longer read: %v", name, err)
+			_, _ = io.Copy(io.Discard, stderr) // the node must not block on a full pipe
 		}
 		err := cmd.Wait()
 		p.mu.Lock()

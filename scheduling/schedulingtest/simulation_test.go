@@ -1174,17 +1174,17 @@ func (n *nodeStore) call(op, task string, do func() error) error {
 	return do()
 }
 
-func (n *nodeStore) SetPaused(ctx context.Context, task string, paused bool) error {
+func (n *nodeStore) SetPaused(ctx context.Context, task string, p taskstate.Pause) error {
 	return n.call("SetPaused", task, func() error {
-		if err := n.s.inner.SetPaused(ctx, task, paused); err != nil {
+		if err := n.s.inner.SetPaused(ctx, task, p); err != nil {
 			return err
 		}
-		n.s.log(func(int) { n.s.paused[task] = append(n.s.paused[task], pauseAt{time.Now(), paused}) })
+		n.s.log(func(int) { n.s.paused[task] = append(n.s.paused[task], pauseAt{time.Now(), p.Paused}) })
 		return nil
 	})
 }
 
-func (n *nodeStore) Paused(ctx context.Context, task string) (p bool, err error) {
+func (n *nodeStore) Paused(ctx context.Context, task string) (p taskstate.Pause, err error) {
 	err = n.call("Paused", task, func() error { p, err = n.s.inner.Paused(ctx, task); return err })
 	return p, err
 }
@@ -1308,6 +1308,13 @@ func (n *nodeStore) LeaveWaiting(ctx context.Context, task string, r taskstate.R
 		return nil
 	})
 	return ok, err
+}
+
+// TakeRun passes the call on under the node's faults; the simulation does
+// not check counted runs (the scheduler does not take them).
+func (n *nodeStore) TakeRun(ctx context.Context, task string, fire time.Time, max int) (k int, err error) {
+	err = n.call("TakeRun", task, func() error { k, err = n.s.inner.TakeRun(ctx, task, fire, max); return err })
+	return k, err
 }
 
 func (n *nodeStore) Record(ctx context.Context, runs ...taskstate.TaskRun) error {

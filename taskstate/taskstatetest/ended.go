@@ -55,9 +55,10 @@ func (s *suite) contextEnded(t *testing.T) {
 	t.Run("SetPaused", func(t *testing.T) {
 		st, task := s.lossy(t), s.task(t)
 		before := pauses(t, st.B)
-		endContext(t, st, "SetPaused", func(ctx context.Context) error { return st.A.SetPaused(ctx, task, true) })
-		if got, err := st.B.Paused(ctx, task); err != nil || !got {
-			t.Fatalf("Paused after the SetPaused(true) = %v, %v; want true", got, err)
+		p := taskstate.Pause{Paused: true, Note: "ended", By: "node-a", At: pauseAt(1)}
+		endContext(t, st, "SetPaused", func(ctx context.Context) error { return st.A.SetPaused(ctx, task, p) })
+		if got, err := st.B.Paused(ctx, task); err != nil || !samePause(got, p) {
+			t.Fatalf("Paused after the SetPaused(%+v) = %+v, %v; want it, note and all", p, got, err)
 		}
 		// A node that keeps the flags it read reads them again only when the
 		// pause generation moved: the flag must not change without it.
@@ -118,6 +119,17 @@ func (s *suite) contextEnded(t *testing.T) {
 		if got, ok := pendingRetry(t, st.B, task); !ok || !sameRetry(got, r) {
 			t.Fatalf("pending run after the LeaveWaiting = %+v, %v; want %+v", got, ok, r)
 		}
+	})
+	t.Run("TakeRun", func(t *testing.T) {
+		st, task := s.lossy(t), s.task(t)
+		endContext(t, st, "TakeRun", func(ctx context.Context) error {
+			_, err := st.A.TakeRun(ctx, task, fireAt(1), 2)
+			return err
+		})
+		wantRunsTaken(t, task, 1, st.B)
+		takeRun(t, st.B, task, fireAt(2), 2, 2)
+		takeRun(t, st.B, task, fireAt(1), 2, 1) // the call took run 1
+		takeRun(t, st.B, task, fireAt(3), 2, 0)
 	})
 	t.Run("Record", func(t *testing.T) {
 		st, task := s.lossy(t), s.task(t)

@@ -1,14 +1,17 @@
 // Package taskstatetest is the conformance suite that every
 // taskstate.Store must pass. A store's own tests call [Run] with a factory
-// of stores; the suite checks the paused flag, manual-run requests (merged,
+// of stores; the suite checks the paused flag and its note (who, why and
+// when, resumes' too, bad ones refused), manual-run requests (merged,
 // taken exactly once under contention, the taker's placeholder run and its
 // replacement by the run), retries (left by a record, taken exactly once
-// per attempt, replaced by a later one), the bounded run history and its
+// per attempt, replaced by a later one), the runs counted by TakeRun (taken
+// once each under contention, answered again for a fire that took one),
+// the bounded run history and its
 // reads of the newest runs, the cap on error texts, bad input, from two
 // stores on one backend, as two nodes see it; and faults:
 //
 //   - LostReply/<call>: every mutating call (SetPaused, RequestRun,
-//     TakeRequest, TakeRetry, LeaveWaiting, Record, StartBackfill,
+//     TakeRequest, TakeRetry, LeaveWaiting, TakeRun, Record, StartBackfill,
 //     TakeBackfill, EndBackfill, Create/Update/DeleteSchedule) with its
 //     reply lost after the backend applied it and another node's calls
 //     before the client's resend (Retried) or the caller's error (Failed).
@@ -21,7 +24,7 @@
 //   - ContextEnded/<call>: every mutating call with its context ended after
 //     the backend applied it: the call returns the context's error, and the
 //     state is that of the call run once, in full (a SetPaused's pause
-//     generation moved with its flag).
+//     generation moved with its flag, its note kept with it).
 //   - Stores.Leaks, after every case: what the backend keeps beyond what
 //     the store says it does (keys without an expiry, rows beyond a bound,
 //     leases with no key).
@@ -116,6 +119,7 @@ func Run(t *testing.T, newStores NewStores) {
 	t.Run("BadInput", s.badInput)
 	t.Run("CancelledContext", s.cancelledContext)
 	t.Run("Paused", s.paused)
+	t.Run("BadPauses", s.badPauses)
 	t.Run("Requests", s.requests)
 	t.Run("TakeRequestOnce", s.takeRequestOnce)
 	t.Run("TakenPlaceholder", s.takenPlaceholder)
@@ -124,6 +128,8 @@ func Run(t *testing.T, newStores NewStores) {
 	t.Run("RetryResent", s.retryResent)
 	t.Run("LeaveWaiting", s.leaveWaiting)
 	t.Run("LeaveWaitingOnce", s.leaveWaitingOnce)
+	t.Run("TakeRuns", s.takeRuns)
+	t.Run("TakeRunOnce", s.takeRunOnce)
 	t.Run("Backfill", s.backfill)
 	t.Run("TakeBackfillOnce", s.takeBackfillOnce)
 	t.Run("BackfillRefusesRecorded", s.backfillRefusesRecorded)
@@ -149,6 +155,8 @@ func Run(t *testing.T, newStores NewStores) {
 		t.Run("TakeRetry", s.lostTakeRetry)
 		t.Run("RecordRetry", s.lostRecordRetry)
 		t.Run("LeaveWaiting", s.lostLeaveWaiting)
+		t.Run("TakeRun", s.lostTakeRun)
+		t.Run("TakeRunPastRecentTakes", s.lostTakeRunPastRecentTakes)
 		t.Run("StartBackfill", s.lostStartBackfill)
 		t.Run("TakeBackfill", s.lostTakeBackfill)
 		t.Run("EndBackfill", s.lostEndBackfill)
@@ -197,13 +205,14 @@ func (s *suite) badInput(t *testing.T) {
 	ctx := context.Background()
 	var nilCtx context.Context
 	checks := map[string]error{
-		"SetPaused":     a.SetPaused(ctx, "", true),
+		"SetPaused":     a.SetPaused(ctx, "", taskstate.Pause{Paused: true}),
 		"RequestRun":    a.RequestRun(ctx, "", time.Now()),
 		"Record":        a.Record(ctx, taskstate.TaskRun{Task: "", Run: taskstate.Run{}}),
 		"Poll":          func() error { _, err := a.Poll(nilCtx); return err }(),
 		"Paused":        func() error { _, err := a.Paused(ctx, ""); return err }(),
 		"TakeRequest":   func() error { _, _, err := a.TakeRequest(ctx, "", "node-a"); return err }(),
 		"TakeRetry":     func() error { _, err := a.TakeRetry(ctx, "", "node-a", retry(2)); return err }(),
+		"TakeRun":       func() error { _, err := a.TakeRun(ctx, "", fireAt(1), 1); return err }(),
 		"Runs":          func() error { _, err := a.Runs(ctx, "", 0); return err }(),
 		"StartBackfill": a.StartBackfill(ctx, taskstate.Backfill{}, nil),
 		"TakeBackfill": func() error {
@@ -225,6 +234,8 @@ func (s *suite) badInput(t *testing.T) {
 		"Runs with limit -1":             {func() error { _, err := a.Runs(ctx, "Payroll.Close", -1); return err }(), "limit -1"},
 		"TakeRetry with an empty node":   {func() error { _, err := a.TakeRetry(ctx, "Payroll.Close", "", retry(2)); return err }(), "node"},
 		"TakeRetry of attempt 0":         {func() error { _, err := a.TakeRetry(ctx, "Payroll.Close", "node-a", retry(0)); return err }(), "attempt 0"},
+		"TakeRun of max 0":               {func() error { _, err := a.TakeRun(ctx, "Payroll.Close", fireAt(1), 0); return err }(), "max runs 0"},
+		"TakeRun of no fire":             {func() error { _, err := a.TakeRun(ctx, "Payroll.Close", time.Time{}, 1); return err }(), "fire"},
 		"Record with a retry of attempt 0": {a.Record(ctx, taskstate.TaskRun{Task: "Payroll.Close", Run: run(1), Retry: new(retry(0))}),
 			"attempt 0"},
 		"StartBackfill without an ID": {a.StartBackfill(ctx, backfillOf("Payroll.Close", ""), nil), "backfill ID"},
@@ -263,7 +274,7 @@ func (s *suite) cancelledContext(t *testing.T) {
 	task := s.task(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := a.SetPaused(ctx, task, true); !errors.Is(err, context.Canceled) {
+	if err := a.SetPaused(ctx, task, taskstate.Pause{Paused: true, Note: "cancelled"}); !errors.Is(err, context.Canceled) {
 		t.Errorf("SetPaused on a cancelled context: err = %v, want context.Canceled", err)
 	}
 	if err := a.RequestRun(ctx, task, time.Now()); !errors.Is(err, context.Canceled) {
@@ -272,8 +283,8 @@ func (s *suite) cancelledContext(t *testing.T) {
 	if _, err := a.Poll(ctx); !errors.Is(err, context.Canceled) {
 		t.Errorf("Poll on a cancelled context: err = %v, want context.Canceled", err)
 	}
-	if paused, err := a.Paused(context.Background(), task); err != nil || paused {
-		t.Errorf("after a cancelled SetPaused: Paused = %v, %v; want false, nil", paused, err)
+	if p, err := a.Paused(context.Background(), task); err != nil || p != (taskstate.Pause{}) {
+		t.Errorf("after a cancelled SetPaused: Paused = %+v, %v; want the zero Pause, nil", p, err)
 	}
 }
 
@@ -283,9 +294,31 @@ func requests(ctx context.Context, st taskstate.Store) (map[string]time.Time, er
 	return p.Requests, err
 }
 
-// paused checks the flags, and that every SetPaused (of either node, of any
-// task, changing the flag or not) moves every node's pause generation on,
-// and nothing else does.
+// samePause reports whether got is want, as a store returns it: the same
+// fields, At the same instant in UTC.
+func samePause(got, want taskstate.Pause) bool {
+	return got.Paused == want.Paused && got.Note == want.Note && got.By == want.By && got.At.Equal(want.At) &&
+		got.At.Location() == time.UTC
+}
+
+// wantPause checks that st's Paused of task is want.
+func wantPause(t *testing.T, st taskstate.Store, task string, want taskstate.Pause) {
+	t.Helper()
+	if got, err := st.Paused(context.Background(), task); err != nil || !samePause(got, want) {
+		t.Fatalf("Paused(%q) = %+v, %v; want %+v (At in UTC)", task, got, err, want)
+	}
+}
+
+// pauseAt is an At of a pause: with nanoseconds, in a zone other than UTC,
+// which a store keeps as the same instant in UTC.
+func pauseAt(sec int) time.Time {
+	return time.Date(2026, 3, 1, 9, 30, sec, 123456789, time.FixedZone("CET", 3600))
+}
+
+// paused checks the flags and their notes, and that every SetPaused (of
+// either node, of any task, changing the flag or not) moves every node's
+// pause generation on, and nothing else does. A later SetPaused's note,
+// by and at replace the earlier's, a resume's too.
 func (s *suite) paused(t *testing.T) {
 	a, b := s.pair(t, 0)
 	ctx := context.Background()
@@ -299,9 +332,9 @@ func (s *suite) paused(t *testing.T) {
 		return p.Pauses
 	}
 	seen := map[int64]bool{gen(a): true}
-	set := func(st taskstate.Store, name string, paused bool) {
+	set := func(st taskstate.Store, name string, p taskstate.Pause) {
 		t.Helper()
-		if err := st.SetPaused(ctx, name, paused); err != nil {
+		if err := st.SetPaused(ctx, name, p); err != nil {
 			t.Fatal(err)
 		}
 		g := gen(a)
@@ -309,7 +342,7 @@ func (s *suite) paused(t *testing.T) {
 			t.Fatalf("Poll().Pauses = %d on one node, %d on the other; want the same", g, gb)
 		}
 		if seen[g] {
-			t.Fatalf("Poll().Pauses = %d after SetPaused(%q, %v), a generation seen before; want a new one", g, name, paused)
+			t.Fatalf("Poll().Pauses = %d after SetPaused(%q, %+v), a generation seen before; want a new one", g, name, p)
 		}
 		seen[g] = true
 		if err := st.RequestRun(ctx, other, time.Unix(1, 0)); err != nil {
@@ -319,22 +352,67 @@ func (s *suite) paused(t *testing.T) {
 			t.Fatalf("Poll().Pauses = %d after a RequestRun, %d before; want no change", g2, g)
 		}
 	}
-	want := func(st taskstate.Store, name string, w bool) {
-		t.Helper()
-		if got, err := st.Paused(ctx, name); err != nil || got != w {
-			t.Fatalf("Paused(%q) = %v, %v; want %v", name, got, err, w)
+	// The longest note, of multi-byte characters, line breaks and what
+	// JSON escapes, which a store keeps whole.
+	long := strings.Repeat("é<&>\"\r\n", taskstate.MaxNoteLen/10) + "«ok»"
+	long += strings.Repeat("x", taskstate.MaxNoteLen-len(long))
+	first := taskstate.Pause{Paused: true, Note: "the bank's file is late:\r\nwait for it ⏳", By: "ops-token", At: pauseAt(1)}
+	again := taskstate.Pause{Paused: true, Note: long, By: "cli", At: pauseAt(2)}
+	resumed := taskstate.Pause{Paused: false, Note: "file in", By: "scheduler", At: pauseAt(3)}
+	bare := taskstate.Pause{Paused: false}
+	wantPause(t, a, task, taskstate.Pause{}) // never paused: the zero Pause
+	set(a, task, first)
+	wantPause(t, b, task, first) // the other node sees it
+	wantPause(t, b, other, taskstate.Pause{})
+	set(b, task, again) // idempotent, and still a new generation; its note replaces the first's
+	wantPause(t, a, task, again)
+	set(b, task, resumed) // a resume keeps its own note
+	wantPause(t, a, task, resumed)
+	set(a, task, bare) // resuming a running task is no error; nothing of the earlier note stays
+	wantPause(t, b, task, bare)
+	set(a, task, taskstate.Pause{Paused: true}) // a pause without a note
+	wantPause(t, b, task, taskstate.Pause{Paused: true})
+	wantPause(t, b, other, taskstate.Pause{})
+}
+
+// badPauses: a SetPaused whose Pause CheckPause refuses is an error
+// wrapping ErrInvalid, naming the field, and changes nothing: neither the
+// pause nor its generation.
+func (s *suite) badPauses(t *testing.T) {
+	a, b := s.pair(t, 0)
+	ctx := context.Background()
+	task := s.task(t)
+	kept := taskstate.Pause{Paused: true, Note: "kept", By: "cli", At: pauseAt(1)}
+	if err := a.SetPaused(ctx, task, kept); err != nil {
+		t.Fatal(err)
+	}
+	before, err := b.Poll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		p    taskstate.Pause
+		want string
+	}{
+		{"a note too long", taskstate.Pause{Note: strings.Repeat("x", taskstate.MaxNoteLen+1)}, "note"},
+		{"a note of a control character", taskstate.Pause{Paused: true, Note: "bell\a"}, "note"},
+		{"a note of a tab", taskstate.Pause{Paused: true, Note: "a\tb"}, "note"},
+		{"a note of a lone carriage return", taskstate.Pause{Paused: true, Note: "over\rwrite"}, "note"},
+		{"a note of invalid UTF-8", taskstate.Pause{Paused: true, Note: "bad\xff"}, "note"},
+		{"a by too long", taskstate.Pause{Paused: true, By: strings.Repeat("b", taskstate.MaxScheduleNameLen+1)}, "by"},
+		{"a by of a line break", taskstate.Pause{Paused: true, By: "cli\nroot"}, "by"},
+		{"a by of invalid UTF-8", taskstate.Pause{By: "\xc3"}, "by"},
+	} {
+		err := a.SetPaused(ctx, task, c.p)
+		if !errors.Is(err, taskstate.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("SetPaused of %s: err = %v, want taskstate.ErrInvalid naming %q", c.name, err, c.want)
 		}
 	}
-	want(a, task, false)
-	set(a, task, true)
-	want(b, task, true) // the other node sees it
-	want(b, other, false)
-	set(b, task, true) // idempotent, and still a new generation
-	want(a, task, true)
-	set(b, task, false)
-	want(a, task, false)
-	set(a, task, false) // resuming a running task is no error
-	want(b, task, false)
+	wantPause(t, b, task, kept)
+	if after, err := b.Poll(ctx); err != nil || after.Pauses != before.Pauses {
+		t.Fatalf("Poll().Pauses = %d, %v after refused SetPaused calls, %d before; want no change", after.Pauses, err, before.Pauses)
+	}
 }
 
 func (s *suite) requests(t *testing.T) {
@@ -845,9 +923,10 @@ func lose(t *testing.T, st Stores, op string, call func() error, then func()) {
 }
 
 // lostSetPaused: a SetPaused whose reply was lost, another node's opposite
-// SetPaused after it, then the retry: the other node's, the later, holds.
-// A retry that set the flag again would undo it: a reader would have seen
-// the flag change three times for two calls.
+// SetPaused after it, then the retry: the other node's, the later, holds,
+// with its note. A retry that set the flag again would undo it: a reader
+// would have seen the flag change three times for two calls, and the
+// earlier call's note in place of the later's.
 func (s *suite) lostSetPaused(t *testing.T) {
 	for _, paused := range []bool{true, false} {
 		t.Run(fmt.Sprintf("paused=%v", paused), func(t *testing.T) {
@@ -855,21 +934,23 @@ func (s *suite) lostSetPaused(t *testing.T) {
 			a, b := st.A, st.B
 			ctx := context.Background()
 			task := s.task(t)
-			if err := b.SetPaused(ctx, task, !paused); err != nil {
+			lost := taskstate.Pause{Paused: paused, Note: "the lost call's", By: "node-a", At: pauseAt(2)}
+			later := taskstate.Pause{Paused: !paused, Note: "the later call's", By: "node-b", At: pauseAt(3)}
+			if err := b.SetPaused(ctx, task, taskstate.Pause{Paused: !paused, Note: "before", By: "node-b", At: pauseAt(1)}); err != nil {
 				t.Fatal(err)
 			}
-			lose(t, st, "SetPaused", func() error { return a.SetPaused(ctx, task, paused) }, func() {
-				if got, err := b.Paused(ctx, task); err != nil || got != paused {
-					t.Errorf("another node's Paused after the lost reply = %v, %v; want %v: the call ran", got, err, paused)
+			lose(t, st, "SetPaused", func() error { return a.SetPaused(ctx, task, lost) }, func() {
+				if got, err := b.Paused(ctx, task); err != nil || !samePause(got, lost) {
+					t.Errorf("another node's Paused after the lost reply = %+v, %v; want %+v: the call ran", got, err, lost)
 				}
-				if err := b.SetPaused(ctx, task, !paused); err != nil {
+				if err := b.SetPaused(ctx, task, later); err != nil {
 					t.Error(err)
 				}
 			})
 			for _, x := range []taskstate.Store{a, b} {
-				if got, err := x.Paused(ctx, task); err != nil || got != !paused {
-					t.Fatalf("Paused after the lost SetPaused(%v) and another node's later SetPaused(%v) = %v, %v; want %v: "+
-						"the call took effect twice", paused, !paused, got, err, !paused)
+				if got, err := x.Paused(ctx, task); err != nil || !samePause(got, later) {
+					t.Fatalf("Paused after the lost SetPaused(%+v) and another node's later SetPaused(%+v) = %+v, %v; want the later: "+
+						"the call took effect twice", lost, later, got, err)
 				}
 			}
 		})
