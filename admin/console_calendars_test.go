@@ -47,6 +47,31 @@ func color(t *testing.T, sel, prop string) string {
 	return `getComputedStyle(document.querySelector(` + browsertest.JS(t, sel) + `)).` + prop
 }
 
+// nightlyNode is a started node with a task state and a locked task,
+// "nightly", @daily.
+func nightlyNode(t *testing.T) *fakenode.Node {
+	t.Helper()
+	store, err := taskstate.NewInProcess(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := fakenode.New(t, clockwork.NewFakeClockAt(epoch), scheduling.Config{Node: "node-a", State: store, Location: time.UTC})
+	n.Start(t, scheduling.NewTask(func(context.Context) error { return nil }, scheduling.Cron("@daily"), scheduling.Lock("k"), scheduling.Name("nightly")))
+	return n
+}
+
+// nightlyConsole serves n's console, with the token secret, and opens it.
+func nightlyConsole(t *testing.T, n *fakenode.Node) (*Handler, *browsertest.Console) {
+	t.Helper()
+	h, err := New(Options{Scheduler: n.S, Token: secret, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return h, browsertest.OpenConsole(t, browsertest.New(t), srv.URL+"/")
+}
+
 // The console's Calendars panel lists the calendars, and its form refuses
 // a bad rule with the API's message, then creates one; a stored schedule
 // that names it shows in its Used by. The task's page previews its next
@@ -59,22 +84,11 @@ func color(t *testing.T, sel, prop string) string {
 // shows the refusal naming the task.
 func TestConsoleCalendars(t *testing.T) {
 	ctx := context.Background()
-	store, err := taskstate.NewInProcess(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := fakenode.New(t, clockwork.NewFakeClockAt(epoch), scheduling.Config{Node: "node-a", State: store, Location: time.UTC})
-	n.Start(t, scheduling.NewTask(func(context.Context) error { return nil }, scheduling.Cron("@daily"), scheduling.Lock("k"), scheduling.Name("nightly")))
+	n := nightlyNode(t)
 	if err := n.S.Handle("sweep", func(context.Context, json.RawMessage) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
-	h, err := New(Options{Scheduler: n.S, Token: secret, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	page := browsertest.OpenConsole(t, browsertest.New(t), srv.URL+"/")
+	h, page := nightlyConsole(t, n)
 	page.WaitFor("the empty calendars panel", `!document.getElementById("calendars-empty").hidden`)
 
 	// A bad weekday: the API's message shows under the form, naming the
@@ -208,21 +222,10 @@ func TestConsoleCalendars(t *testing.T) {
 
 // A pause's note, and who made it, show in the task's Paused cell.
 func TestConsolePauseNote(t *testing.T) {
-	store, err := taskstate.NewInProcess(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := fakenode.New(t, clockwork.NewFakeClockAt(epoch), scheduling.Config{Node: "node-a", State: store, Location: time.UTC})
-	n.Start(t, scheduling.NewTask(func(context.Context) error { return nil }, scheduling.Cron("@daily"), scheduling.Lock("k"), scheduling.Name("nightly")))
+	n := nightlyNode(t)
 	if err := n.S.Pause(context.Background(), "nightly", scheduling.WithNote("ledger migration\nback at 14:00"), scheduling.By("ops")); err != nil {
 		t.Fatal(err)
 	}
-	h, err := New(Options{Scheduler: n.S, Token: secret, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	page := browsertest.OpenConsole(t, browsertest.New(t), srv.URL+"/")
+	_, page := nightlyConsole(t, n)
 	page.WaitFor("the pause's note", `[...document.querySelectorAll(".pause-note")].some(e => e.textContent === "paused by ops: ledger migration\nback at 14:00")`)
 }

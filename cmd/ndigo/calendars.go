@@ -39,7 +39,7 @@ const calendarVerbs = "create, update or delete"
 func checkCalendar(verb string) func(args []string, f *cmdFlags) error {
 	return func(args []string, f *cmdFlags) error {
 		name := args[0]
-		if err := checkCalendarName(verb, name); err != nil {
+		if err := checkName("calendar", verb, name); err != nil {
 			return err
 		}
 		var given []string
@@ -127,16 +127,7 @@ func calendarFile(verb, name, path string) (calendarRequest, error) {
 
 // checkCalendarDelete is the check of calendar delete.
 func checkCalendarDelete(args []string, _ *cmdFlags) error {
-	return checkCalendarName("delete", args[0])
-}
-
-// checkCalendarName refuses the names "." and "..", which no calendar can
-// have: /calendars/. and /calendars/.. are dot segments.
-func checkCalendarName(verb, name string) error {
-	if name == "." || name == ".." {
-		return fmt.Errorf("calendar %s: the name %q cannot be a calendar's: /calendars/%s is a dot segment, which no request can address; choose another name", verb, name, name)
-	}
-	return nil
+	return checkName("calendar", "delete", args[0])
 }
 
 func listCalendars(ctx context.Context, c *client, _ []string, _ cmdFlags, out output) error {

@@ -60,7 +60,7 @@ func (c *client) endpoint(task, suffix string) string {
 // schedulesEndpoint returns the URL of the admin path /schedules, followed
 // by the schedule's name, path-escaped, unless it is "". The names "." and
 // ".." have no such URL (the node's mux takes them for dot segments and
-// redirects): checkScheduleName refuses them first.
+// redirects): checkName refuses them first.
 func (c *client) schedulesEndpoint(name string) string {
 	u := strings.TrimSuffix(c.base.String(), "/") + "/schedules"
 	if name == "" {
@@ -71,7 +71,7 @@ func (c *client) schedulesEndpoint(name string) string {
 
 // calendarsEndpoint returns the URL of the admin path /calendars, followed
 // by the calendar's name, path-escaped, unless it is "". No calendar is
-// named "." or "..": checkCalendarName refuses them first.
+// named "." or "..": checkName refuses them first.
 func (c *client) calendarsEndpoint(name string) string {
 	u := strings.TrimSuffix(c.base.String(), "/") + "/calendars"
 	if name == "" {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -48,7 +49,7 @@ func (o *optionList) Set(v string) error {
 // f.optionMap and f.argsJSON from them.
 func checkSchedule(verb string) func(args []string, f *cmdFlags) error {
 	return func(args []string, f *cmdFlags) error {
-		if err := checkScheduleName(verb, args[0]); err != nil {
+		if err := checkName("schedule", verb, args[0]); err != nil {
 			return err
 		}
 		// --cron is repeatable for a calendar's rules; a schedule has one.
@@ -107,15 +108,17 @@ func checkSchedule(verb string) func(args []string, f *cmdFlags) error {
 
 // checkDelete is the check of schedule delete.
 func checkDelete(args []string, _ *cmdFlags) error {
-	return checkScheduleName("delete", args[0])
+	return checkName("schedule", "delete", args[0])
 }
 
-// checkScheduleName refuses the names "." and "..": the node's mux takes
-// /schedules/. and /schedules/.. for dot segments, so that no request could
-// update or delete such a schedule.
-func checkScheduleName(verb, name string) error {
+// checkName refuses the names "." and ".." of a noun ("schedule",
+// "calendar"): the node's mux takes /schedules/. and /calendars/.. for dot
+// segments, so that no request could update or delete one so named.
+func checkName(noun, verb, name string) error {
 	if name == "." || name == ".." {
-		return fmt.Errorf("schedule %s: the name %q cannot be a stored schedule's: /schedules/%s is a dot segment, which no request can update or delete; choose another name", verb, name, name)
+		what := map[string]string{"schedule": "stored schedule"}[noun]
+		return fmt.Errorf("%s %s: the name %q cannot be a %s's: /%ss/%s is a dot segment, which no request can update or delete; choose another name",
+			noun, verb, name, cmp.Or(what, noun), noun, name)
 	}
 	return nil
 }

@@ -47,8 +47,9 @@ func clientsNodes(t *testing.T, names ...string) (*nodetest.Procs, map[string]st
 }
 
 // buildCLI builds the ndigo command and returns a func that runs it against a
-// node's admin address, failing the test unless it exits 0.
-func buildCLI(t *testing.T, admins map[string]string) func(node string, args ...string) string {
+// node's admin address with the admin token, failing the test unless it
+// exits 0.
+func buildCLI(t *testing.T, admins map[string]string, token string) func(node string, args ...string) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "ndigo")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/ndigo/ndigo/cmd/ndigo").CombinedOutput(); err != nil {
@@ -57,7 +58,7 @@ func buildCLI(t *testing.T, admins map[string]string) func(node string, args ...
 	return func(node string, args ...string) string {
 		t.Helper()
 		cmd := exec.Command(bin, args...)
-		cmd.Env = append(cmd.Environ(), "NDIGO_ADMIN="+admins[node], "NDIGO_ADMIN_TOKEN="+clientsToken)
+		cmd.Env = append(cmd.Environ(), "NDIGO_ADMIN="+admins[node], "NDIGO_ADMIN_TOKEN="+token)
 		out, err := cmd.Output()
 		if err != nil {
 			var stderr string
@@ -105,7 +106,7 @@ func clientsRunsAfter(p *nodetest.Procs, mark int) []nodetest.Line {
 func TestCLIControlsTheCluster(t *testing.T) {
 	nodes := []string{"n0", "n1", "n2"}
 	p, admins := clientsNodes(t, nodes...)
-	ndigo := buildCLI(t, admins)
+	ndigo := buildCLI(t, admins, clientsToken)
 
 	ndigo("n0", "pause", clientsTask)
 	pausedAt := time.Now().UTC()
@@ -210,7 +211,7 @@ func TestConsolePauseAcrossNodes(t *testing.T) {
 func TestDocumentedScheduleCommandsRunOnPayroll(t *testing.T) {
 	nodes := []string{"n0", "n1"}
 	p, admins := clientsNodes(t, nodes...)
-	ndigo := buildCLI(t, admins)
+	ndigo := buildCLI(t, admins, clientsToken)
 
 	create := documentedCommand(t, "../../docs/OPERATIONS.md", "ndigo schedule create report-acme ")
 	ndigo("n0", create...)

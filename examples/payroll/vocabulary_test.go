@@ -2,8 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -65,7 +63,7 @@ func vocabularyOnThreeNodes(t *testing.T, storeFlag, url string) {
 		start(c.name)
 	}
 	p.WaitFires(closed, "", 2, 40*time.Second)
-	ndigo := vocabularyCLI(t, admins)
+	ndigo := buildCLI(t, admins, vocabularyToken)
 
 	ndigo("n0", "calendar", "create", "quiet", "--date", "2099-01-01", "--note", "nothing yet")
 	ndigo("n1", "schedule", "create", "cal-report", "--handler", "tenant-report", "--cron", "@every 1s", "--lock", "cal",
@@ -195,29 +193,4 @@ func vocabularyOwner(t *testing.T, ndigo func(string, ...string) string, node, t
 	}
 	t.Fatalf("%s lists no owner of %s: %s", node, task, out)
 	return ""
-}
-
-// vocabularyCLI builds the ndigo command and returns a func that runs it
-// against a node's admin address with the vocabulary test's token, failing
-// the test unless it exits 0.
-func vocabularyCLI(t *testing.T, admins map[string]string) func(node string, args ...string) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "ndigo")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/ndigo/ndigo/cmd/ndigo").CombinedOutput(); err != nil {
-		t.Fatalf("go build cmd/ndigo: %v\n%s", err, out)
-	}
-	return func(node string, args ...string) string {
-		t.Helper()
-		cmd := exec.Command(bin, args...)
-		cmd.Env = append(cmd.Environ(), "NDIGO_ADMIN="+admins[node], "NDIGO_ADMIN_TOKEN="+vocabularyToken)
-		out, err := cmd.Output()
-		if err != nil {
-			var stderr string
-			if ee, ok := err.(*exec.ExitError); ok {
-				stderr = string(ee.Stderr)
-			}
-			t.Fatalf("ndigo %s on %s: %v: %s", strings.Join(args, " "), node, err, stderr)
-		}
-		return string(out)
-	}
 }
