@@ -30,6 +30,12 @@ type storedSpec struct {
 	// retries is its Retry (0: none), with a backoff of a quarter period;
 	// a spec that retries fails 40% of its runs.
 	retries int
+	// calendar is its option calendar ("" for none): the names of the
+	// history's calendars whose excluded instants it skips (check r).
+	calendar string
+	// maxRuns is its option maxRuns (0 for none), the same in every spec
+	// of the schedule (check s).
+	maxRuns int
 }
 
 // storedArgs are a stored schedule's arguments: its period, which bounds
@@ -54,6 +60,12 @@ func (sp storedSpec) schedule(name string) taskstate.Schedule {
 		opts["retry"] = fmt.Sprint(sp.retries)
 		opts["retryBackoff"] = (sp.period / 4).String()
 	}
+	if sp.calendar != "" {
+		opts["calendar"] = sp.calendar
+	}
+	if sp.maxRuns > 0 {
+		opts["maxRuns"] = fmt.Sprint(sp.maxRuns)
+	}
 	args, _ := json.Marshal(storedArgs{sp.period, sp.retries})
 	return taskstate.Schedule{Name: name, Handler: storedHandler, Cron: "@every " + sp.period.String(), Lock: sp.lock,
 		Options: opts, Args: args}
@@ -61,8 +73,9 @@ func (sp storedSpec) schedule(name string) taskstate.Schedule {
 
 // specOf returns the spec that sc stores, or that p stores.
 func specOf(cron, lock string, opts map[string]string) storedSpec {
-	sp := storedSpec{lock: lock, overlap: opts["overlap"], renew: opts["renew"] == "true"}
+	sp := storedSpec{lock: lock, overlap: opts["overlap"], renew: opts["renew"] == "true", calendar: opts["calendar"]}
 	fmt.Sscan(opts["retry"], &sp.retries)
+	fmt.Sscan(opts["maxRuns"], &sp.maxRuns)
 	sp.period, _ = time.ParseDuration(strings.TrimPrefix(cron, "@every "))
 	sp.ttl, _ = time.ParseDuration(opts["lockTtl"])
 	sp.wait, _ = time.ParseDuration(opts["lockWait"])
@@ -157,6 +170,8 @@ func (w *simWorld) storedSpecOf(name string, k int, prev *storedSpec) storedSpec
 	if r("retry") < 0.3 {
 		sp.retries = 1 + int(r("retries")*2)
 	}
+	sp.calendar = w.calendarOption(name, k)
+	sp.maxRuns = w.maxRunsOf(name)
 	if prev == nil {
 		return sp
 	}
@@ -168,7 +183,7 @@ func (w *simWorld) storedSpecOf(name string, k int, prev *storedSpec) storedSpec
 		sp.lock = prev.lock
 	}
 	if keep != 2 && r("keep options") < 0.5 {
-		sp.ttl, sp.wait, sp.renew, sp.overlap, sp.retries = prev.ttl, prev.wait, prev.renew, prev.overlap, prev.retries
+		sp.ttl, sp.wait, sp.renew, sp.overlap, sp.retries, sp.calendar = prev.ttl, prev.wait, prev.renew, prev.overlap, prev.retries, prev.calendar
 	}
 	if sp == *prev {
 		sp.ttl += 100 * time.Millisecond
@@ -464,7 +479,7 @@ func (w *simWorld) checkStored(t *testing.T, held []interval, recs []*scheduling
 					// before).
 					touched = w.touched(vs[j].spec.task(name), span)
 				}
-				if touched || contended {
+				if touched || contended || w.storedExempt(t, name, v, f, st) {
 					continue
 				}
 				st.storedFree++
