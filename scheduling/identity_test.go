@@ -754,6 +754,46 @@ func TestBackfillStopsAtTheDelete(t *testing.T) {
 	}
 }
 
+// A stored schedule deleted while its backfill waits for a node to drive
+// it (started, and no node took an instant yet): the nodes that read the
+// delete cancel the backfill, so that the schedule created again under the
+// name does not take it up. It did, running the new spec's instants over
+// the old range (the cluster simulation's seed 14376964605074284134
+// history 97, where the backfill's owner had not polled yet).
+func TestBackfillNotDrivenAtTheDeleteIsCancelled(t *testing.T) {
+	c := newCluster(t)
+	var k keyedRuns
+	c.start(2, func() []Task { return nil })
+	c.handle("tenant-report", k.fn(func(context.Context) error { return nil }))
+	ctx := context.Background()
+	if err := c.nodes[0].CreateSchedule(ctx, acmeReport()); err != nil {
+		t.Fatal(err)
+	}
+	c.step(time.Second, time.Second)
+	// Started as a node whose backfill no node drives yet leaves it.
+	b := taskstate.Backfill{ID: "b1", Task: "report-acme", From: epoch.Add(-10 * time.Minute), To: epoch.Add(-time.Minute), Total: 10,
+		State: taskstate.BackfillRunning, Node: "node-9", Created: c.fc.Now()}
+	if err := c.store.StartBackfill(ctx, b, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.nodes[1].DeleteSchedule(ctx, "report-acme"); err != nil {
+		t.Fatal(err)
+	}
+	c.step(2*time.Second, time.Second) // every node read the delete
+	if got := c.backfillOf("report-acme"); got.State != taskstate.BackfillCancelled {
+		t.Fatalf("the backfill after the delete = %+v, want cancelled", got)
+	}
+	sc := acmeReport()
+	sc.Cron = "@every 30s"
+	if err := c.nodes[0].CreateSchedule(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	c.step(5*time.Second, time.Second)
+	if got := k.backfills(); len(got) != 0 {
+		t.Fatalf("the schedule created again ran %d instants of the deleted one's backfill: %+v", len(got), got)
+	}
+}
+
 // A node starts after two updates, the first to another lock, the second
 // stored before the first's fire came: it runs the first update's fire
 // (the spec in force at it) with that spec's gate, as the other nodes do,

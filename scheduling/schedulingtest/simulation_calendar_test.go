@@ -374,7 +374,11 @@ func (w *simWorld) checkCalendars(t *testing.T, held []interval, st *stats) {
 		if h.manual || !w.isStored(h.task) {
 			continue
 		}
-		v, ok, _ := inForce(w.versions(h.task), h.fire)
+		vs := w.versions(h.task)
+		v, ok, _ := inForce(vs, h.fire)
+		if h.backfill {
+			v, ok = backfillSpec(vs, h.fire, h.from) // as check (o)
+		}
 		if !ok || v.spec.calendar == "" {
 			continue
 		}

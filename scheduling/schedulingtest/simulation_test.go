@@ -174,6 +174,24 @@ const (
 //	    on the task failed). The test fails if no instant was audited, or
 //	    no stored schedule ran.
 //
+// In half the histories with stored schedules, operators create one or
+// two calendars (windows of a few seconds) and update them every 4 to 10 s
+// through live nodes, with the faults of every store call; most specs of
+// the stored schedules name them, and a third of the schedules have
+// maxRuns 3 to 30 (simulation_calendar_test.go states the checks):
+//
+//	(r) no run but a manual one is of an instant that the calendars in
+//	    force at it exclude, unless a node may have missed an update; the
+//	    excluded instants are left out of check (p)'s liveness;
+//	(s) a schedule with maxRuns N runs at most the fires the store counts
+//	    taken, at most N, each after its node's take; one with more than
+//	    N+5 free instants took all N.
+//
+// The test fails if a run of 10,000 fires or more changed no calendar,
+// ran no schedule naming one, or had no free instant of one excluded or
+// none included, or if no schedule with maxRuns ran and took all its
+// runs.
+//
 // A failure prints the seed and history; -sim.seed and -sim.history replay
 // it: the same specs, run lengths and faults.
 func TestClusterSimulation(t *testing.T) {
