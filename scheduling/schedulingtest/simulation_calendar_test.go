@@ -30,8 +30,9 @@ import (
 //
 //	(r) no run of a stored schedule (scheduled, catch-up, late, retry,
 //	    waiting, backfill: any but manual) is of an instant that the
-//	    calendars its spec in force names exclude by their rules in force
-//	    at it (the calendar's document as the store holds it at the end:
+//	    calendars its spec in force names (a backfill's: the spec check
+//	    (o) judges it by) exclude by their rules in force at it (the
+//	    calendar's document as the store holds it at the end:
 //	    its From and Replaced), unless a node may have missed the update
 //	    (it was down or away, or failed a poll or a read of the schedules,
 //	    in the seconds before); the excluded instants are left out of

@@ -501,6 +501,12 @@ func (w *simWorld) versionsOf(vs []version) string {
 		}
 		fmt.Fprintf(&b, "{every %v lock %s ttl %v wait %v renew %v overlap %q written %v from %v", v.spec.period, v.spec.lock, v.spec.ttl,
 			v.spec.wait, v.spec.renew, v.spec.overlap, v.written.Sub(w.start), v.from.Sub(w.start))
+		if v.spec.calendar != "" {
+			fmt.Fprintf(&b, " calendar %s", v.spec.calendar)
+		}
+		if v.spec.maxRuns > 0 {
+			fmt.Fprintf(&b, " maxRuns %d", v.spec.maxRuns)
+		}
 		if !v.to.IsZero() {
 			fmt.Fprintf(&b, " to %v", v.to.Sub(w.start))
 		}

@@ -446,6 +446,12 @@ func simulate(t *testing.T, seed uint64, hist int) stats {
 			t.Logf("node %s: clock %v, pauses %v, kills %v, leaves %v, late %v", n.name, n.off, n.pauses, n.kills, n.leaves, n.late)
 		}
 		t.Logf("tasks %+v, spread %v, heartbeat %v, fault rate %v", w.tasks, w.spread, w.beat, w.rate)
+		for _, op := range w.storedOps {
+			t.Logf("stored op at %v: %s %s %+v", op.at.Sub(w.start), op.kind, op.name, op.spec)
+		}
+		for _, op := range w.calOps {
+			t.Logf("calendar op at %v: %s create %v windows %v", op.at.Sub(w.start), op.cal, op.create, op.windows)
+		}
 	}
 	inner := locks.NewInProcessDriver(locks.WithClock(clockwork.NewRealClock()))
 	drv := schedulingtest.NewDriver(inner)
