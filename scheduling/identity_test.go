@@ -794,6 +794,70 @@ func TestBackfillNotDrivenAtTheDeleteIsCancelled(t *testing.T) {
 	}
 }
 
+// A fire of a stored schedule updated to another lock, taking the old
+// lock (the gate) and then waiting for its own longer than the lock TTL
+// (its LockWait), runs once it gets its own: the old lock's lease lasts
+// through the wait. It was taken for the lock TTL alone and ended during
+// the wait, and the fire failed as a lock step that outlasted its lease
+// (the cluster simulation's check p, seed 14591975816012221649 history
+// 191: a TTL of 399ms, a wait of 773ms, not renewed).
+func TestGateLeaseOutlastsTheLockWait(t *testing.T) {
+	c := newCluster(t)
+	var k keyedRuns
+	second := epoch.Add(2 * time.Minute)
+	var gateHeld, gateFree atomic.Int32 // the runs of the fire at 2m that held the old lock, and not
+	c.start(1, func() []Task { return nil })
+	c.handle("tenant-report", k.fn(func(ctx context.Context) error {
+		if r, _ := RunFromContext(ctx); r.Fire.Equal(second) {
+			l, err := c.driver.Acquire(context.Background(), "report:acme", time.Second)
+			switch {
+			case err == nil:
+				gateFree.Add(1)
+				_ = l.Release(context.Background())
+			case errors.Is(err, locks.ErrNotAcquired):
+				gateHeld.Add(1)
+			}
+		}
+		return nil
+	}))
+	ctx := context.Background()
+	sc := acmeReport()
+	sc.Options = map[string]string{"lockTtl": "10s"}
+	if err := c.nodes[0].CreateSchedule(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	c.step(65*time.Second, time.Second) // the fire at 1m runs
+	sc.Lock = "report:acme:v2"
+	sc.Options = map[string]string{"lockTtl": "10s", "lockWait": "40s"}
+	if err := c.nodes[0].UpdateSchedule(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	c.step(54*time.Second, time.Second) // 1m59s
+	other, err := c.driver.Acquire(ctx, "report:acme:v2", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fire at 2m takes the old lock, and waits for its own: the node
+	// is not idle until it gets it, so the clock is advanced by hand.
+	c.fc.Advance(time.Second)
+	deadline := time.Now().Add(10 * time.Second) // a guard against a hang, not a wait for a race
+	for len(c.logs.find("waiting for lock")) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the fire at 2m never waited for its lock")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	c.fc.Advance(15 * time.Second) // past the lock TTL
+	if err := other.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.step(10*time.Second, time.Second)
+	if got := k.of(second); len(got) != 1 || got[0].key != "report:acme:v2" || gateHeld.Load() != 1 || gateFree.Load() != 0 {
+		t.Fatalf("runs of the fire at 2m = %+v, %d holding the old lock, %d not; want one under report:acme:v2, holding it (lock failures: %+v)",
+			got, gateHeld.Load(), gateFree.Load(), c.logs.find("lock failed"))
+	}
+}
+
 // A node starts after two updates, the first to another lock, the second
 // stored before the first's fire came: it runs the first update's fire
 // (the spec in force at it) with that spec's gate, as the other nodes do,
