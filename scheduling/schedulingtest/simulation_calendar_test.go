@@ -30,8 +30,8 @@ import (
 //
 //	(r) no run of a stored schedule (scheduled, catch-up, late, retry,
 //	    waiting, backfill: any but manual) is of an instant that the
-//	    calendars its spec in force names (a backfill's: the spec check
-//	    (o) judges it by) exclude by their rules in force at it (the
+//	    calendars its spec in force names (the spec check (p) judges it
+//	    by) exclude by their rules in force at it (the
 //	    calendar's document as the store holds it at the end:
 //	    its From and Replaced), unless a node may have missed the update
 //	    (it was down or away, or failed a poll or a read of the schedules,
@@ -375,11 +375,7 @@ func (w *simWorld) checkCalendars(t *testing.T, held []interval, st *stats) {
 		if h.manual || !w.isStored(h.task) {
 			continue
 		}
-		vs := w.versions(h.task)
-		v, ok, _ := inForce(vs, h.fire)
-		if h.backfill {
-			v, ok = backfillSpec(vs, h.fire, h.from) // as check (o)
-		}
+		v, ok := runVersion(w.versions(h.task), h) // as check (p)
 		if !ok || v.spec.calendar == "" {
 			continue
 		}
