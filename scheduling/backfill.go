@@ -350,10 +350,7 @@ func (s *Scheduler) drive(e *entry, b taskstate.Backfill) {
 			return
 		}
 		e = cur
-		next := nextInstant(e, b, cursor)
-		for !next.IsZero() && s.excludedBy(e.inForce(next), next) != "" {
-			next = nextInstant(e, b, next) // no node runs an excluded instant, a backfill neither
-		}
+		next, f := s.backfillNext(e, b, cursor)
 		if next.IsZero() {
 			for inFlight > 0 {
 				end()
@@ -362,7 +359,6 @@ func (s *Scheduler) drive(e *entry, b taskstate.Backfill) {
 			return
 		}
 		step := &backfillStep{id: b.ID, decided: make(chan struct{})}
-		f := alsoLock(e, next, kindBackfill) // the spec in force at the instant
 		f.step = step
 		if inFlight > 0 {
 			s.takeoff(1)
@@ -388,6 +384,29 @@ func (s *Scheduler) drive(e *entry, b taskstate.Backfill) {
 		default:
 			return
 		}
+	}
+}
+
+// backfillNext returns the instant of b after cursor that drive takes
+// next, the first that no calendar excludes (no node runs an excluded
+// instant, a backfill neither), zero past b's end, and its firing by the
+// spec in force at it. The specs' spans are read under s.mu: an update of
+// the stored schedule writes them (insert), and the drive read them
+// without it (a data race, the cluster simulation's seed
+// 16414993436747368796 history 225).
+func (s *Scheduler) backfillNext(e *entry, b taskstate.Backfill, cursor time.Time) (time.Time, firing) {
+	for {
+		s.mu.Lock()
+		next := nextInstant(e, b, cursor)
+		var f firing
+		if !next.IsZero() {
+			f = alsoLock(e, next, kindBackfill)
+		}
+		s.mu.Unlock()
+		if next.IsZero() || s.excludedBy(f.e, next) == "" {
+			return next, f
+		}
+		cursor = next
 	}
 }
 
