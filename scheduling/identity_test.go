@@ -886,6 +886,68 @@ func TestBackfillDriveAndUpdateDoNotRace(t *testing.T) {
 	c.step(5*time.Second, time.Second)
 }
 
+// schedulesFailing is a task state whose reads of the stored schedules
+// fail while failing is set: a node that misses the updates meanwhile.
+type schedulesFailing struct {
+	taskstate.Store
+	failing atomic.Bool
+}
+
+func (s *schedulesFailing) Schedules(ctx context.Context) ([]taskstate.Schedule, error) {
+	if s.failing.Load() {
+		return nil, errors.New("simulated: schedules unreadable")
+	}
+	return s.Store.Schedules(ctx)
+}
+
+// A node that missed an update to another lock (its reads of the schedules
+// failed) and reads the update after it, on the same new lock, while a run
+// of the spec before still holds the old lock: its fires take the old lock
+// too, as the gate of the update it missed says (the document's replaced
+// specs), and do not run beside that run. They did (the cluster
+// simulation's check p, seed 3879256634320182191 history 95).
+func TestNodeThatMissedAnUpdateKeepsItsGate(t *testing.T) {
+	c := newCluster(t)
+	first := epoch.Add(time.Minute)
+	b := newBlocker(func(r Run) bool { return r.Fire.Equal(first) })
+	task := func(ctx context.Context, _ json.RawMessage) error { return b.task(ctx) }
+	c.start(1, func() []Task { return nil })
+	st := &schedulesFailing{Store: c.store}
+	late := New(Config{Driver: c.driver, Clock: c.fc, Logger: slog.New(c.logs), Node: "node-late", State: st})
+	mustStart(t, late)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = late.Stop(ctx)
+	})
+	c.nodes = append(c.nodes, late)
+	c.handle("tenant-report", task)
+	ctx := context.Background()
+	sc := acmeReport()
+	sc.Options = map[string]string{"lockTtl": "10m"}
+	if err := c.nodes[0].CreateSchedule(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	b.step(t, c, time.Minute, time.Second) // the first fire starts, and blocks
+	b.step(t, c, 30*time.Second, time.Second)
+	st.failing.Store(true)
+	sc.Lock = "report:acme:v2"
+	if err := c.nodes[0].UpdateSchedule(ctx, sc); err != nil { // in force from 1m32s
+		t.Fatal(err)
+	}
+	b.step(t, c, 5*time.Second, time.Second)
+	sc.Options = map[string]string{"lockTtl": "9m"}
+	if err := c.nodes[0].UpdateSchedule(ctx, sc); err != nil { // in force from 1m38s, on the same lock
+		t.Fatal(err)
+	}
+	st.failing.Store(false)
+	b.step(t, c, 30*time.Second, time.Second) // the fire at 2m
+	if n, most := b.count(), b.most.Load(); n != 1 || most != 1 {
+		t.Fatalf("%d runs started while the first spec's run holds its lock (at most %d at once), want still 1", n, most)
+	}
+	close(b.release)
+}
+
 // A node starts after two updates, the first to another lock, the second
 // stored before the first's fire came: it runs the first update's fire
 // (the spec in force at it) with that spec's gate, as the other nodes do,
