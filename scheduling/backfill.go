@@ -262,16 +262,28 @@ func (st *backfillStep) decide(t taskstate.BackfillTake) {
 
 // polledBackfills notes the backfills a poll read, and returns the running
 // ones of this node's tasks that this node is now to drive, each counted
-// in flight. s.mu is held.
-func (s *Scheduler) polledBackfills(polled map[string]taskstate.Backfill) []driven {
+// in flight, and the running ones of stored schedules deleted (that this
+// node saw deleted, and that its read of the schedules at the poll's
+// generation gen does not hold), to cancel: no node drove them to the
+// delete (a driver cancels the backfill when it finds its schedule gone),
+// and a schedule created again under the name must not take them up (it
+// did, running the new spec's instants over the old range: the cluster
+// simulation's seed 14376964605074284134 history 97). s.mu is held.
+func (s *Scheduler) polledBackfills(polled map[string]taskstate.Backfill, gen int64) (drive []driven, cancel []taskstate.Backfill) {
 	s.backfills = polled
-	var out []driven
 	for name, b := range polled {
-		if e := s.byName[name]; e != nil && b.State == taskstate.BackfillRunning && s.toDrive(e) {
-			out = append(out, driven{e, b})
+		if b.State != taskstate.BackfillRunning {
+			continue
+		}
+		e := s.byName[name]
+		switch {
+		case e != nil && s.toDrive(e):
+			drive = append(drive, driven{e, b})
+		case e == nil && s.stored.gone[name] && s.stored.fresh && s.stored.gen == gen:
+			cancel = append(cancel, b)
 		}
 	}
-	return out
+	return drive, cancel
 }
 
 // driven is a backfill of a task that this node is to drive.
@@ -334,14 +346,11 @@ func (s *Scheduler) drive(e *entry, b taskstate.Backfill) {
 		cur := s.byName[e.name]
 		s.mu.Unlock()
 		if cur == nil || (e.stored != nil) != (cur.stored != nil) {
-			s.cancelDeleted(e, b)
+			s.cancelDeleted(e.name, b)
 			return
 		}
 		e = cur
-		next := nextInstant(e, b, cursor)
-		for !next.IsZero() && s.excludedBy(e.inForce(next), next) != "" {
-			next = nextInstant(e, b, next) // no node runs an excluded instant, a backfill neither
-		}
+		next, f := s.backfillNext(e, b, cursor)
 		if next.IsZero() {
 			for inFlight > 0 {
 				end()
@@ -350,7 +359,6 @@ func (s *Scheduler) drive(e *entry, b taskstate.Backfill) {
 			return
 		}
 		step := &backfillStep{id: b.ID, decided: make(chan struct{})}
-		f := alsoLock(e, next, kindBackfill) // the spec in force at the instant
 		f.step = step
 		if inFlight > 0 {
 			s.takeoff(1)
@@ -379,18 +387,41 @@ func (s *Scheduler) drive(e *entry, b taskstate.Backfill) {
 	}
 }
 
-// cancelDeleted ends b, a backfill of e's task, which is no longer in the
-// registry: its stored schedule was deleted. A schedule created again under
-// its name does not take it up.
-func (s *Scheduler) cancelDeleted(e *entry, b taskstate.Backfill) {
+// backfillNext returns the instant of b after cursor that drive takes
+// next, the first that no calendar excludes (no node runs an excluded
+// instant, a backfill neither), zero past b's end, and its firing by the
+// spec in force at it. The specs' spans are read under s.mu: an update of
+// the stored schedule writes them (insert), and the drive read them
+// without it (a data race, the cluster simulation's seed
+// 16414993436747368796 history 225).
+func (s *Scheduler) backfillNext(e *entry, b taskstate.Backfill, cursor time.Time) (time.Time, firing) {
+	for {
+		s.mu.Lock()
+		next := nextInstant(e, b, cursor)
+		var f firing
+		if !next.IsZero() {
+			f = alsoLock(e, next, kindBackfill)
+		}
+		s.mu.Unlock()
+		if next.IsZero() || s.excludedBy(f.e, next) == "" {
+			return next, f
+		}
+		cursor = next
+	}
+}
+
+// cancelDeleted ends b, a backfill of the task named name, which is no
+// longer in the registry: its stored schedule was deleted. A schedule
+// created again under its name does not take it up.
+func (s *Scheduler) cancelDeleted(name string, b taskstate.Backfill) {
 	ctx, cancel := withTimeout(s.acquireCtx, s.clock, storeTimeout)
 	defer cancel()
-	ok, err := s.state.EndBackfill(ctx, e.name, b.ID, taskstate.BackfillCancelled)
+	ok, err := s.state.EndBackfill(ctx, name, b.ID, taskstate.BackfillCancelled)
 	switch {
 	case err != nil && !s.stopping():
-		s.log.Warn("cancelling the backfill of a deleted schedule failed", "task", e.name, "backfill", b.ID, "err", err)
+		s.log.Warn("cancelling the backfill of a deleted schedule failed", "task", name, "backfill", b.ID, "err", err)
 	case ok:
-		s.log.Info("backfill cancelled: its schedule was deleted", "task", e.name, "backfill", b.ID)
+		s.log.Info("backfill cancelled: its schedule was deleted", "task", name, "backfill", b.ID)
 	}
 }
 

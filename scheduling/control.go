@@ -210,10 +210,14 @@ func (s *Scheduler) startRequested() {
 	due := s.dueRetries(p.Retries, s.clock.Now())
 	s.supersedePolled(p.Retries)
 	var drive []driven
+	var gone []taskstate.Backfill
 	if !s.stopping() {
-		drive = s.polledBackfills(p.Backfills)
+		drive, gone = s.polledBackfills(p.Backfills, p.Schedules)
 	}
 	s.mu.Unlock()
+	for _, b := range gone {
+		s.cancelDeleted(b.Task, b)
+	}
 	for _, e := range done {
 		s.complete(e) // another node took the last run
 	}

@@ -58,6 +58,22 @@ func newGate(sc *taskstate.Schedule, e *entry, lead time.Duration, prev *gate) *
 			g.end = maxTime(g.end, oldEnd(sc, old, lead))
 		}
 	}
+	// The specs before, whose gates are still closed when sc comes in
+	// force, from the document itself: a node that did not read the
+	// update between (its polls failed) has no prev gate of it, and ran
+	// sc's fires beside a run of the spec before holding its lock (the
+	// cluster simulation's seed 3879256634320182191 history 95).
+	for i := 1; i < len(sc.Replaced) && !sc.From.IsZero(); i++ {
+		old := sc.Replaced[i]
+		end := oldEnd(&taskstate.Schedule{From: sc.Replaced[i-1].From}, old, lead)
+		if !end.After(sc.From) {
+			break
+		}
+		if old.Lock != "" && old.Lock != e.spec.Lock && !slices.Contains(g.locks, old.Lock) {
+			g.locks = append(g.locks, old.Lock)
+		}
+		g.end = maxTime(g.end, end)
+	}
 	if len(g.locks) == 0 {
 		return nil
 	}
@@ -113,8 +129,13 @@ func (s *Scheduler) lock(f *firing, t *turn) (locks.Lease, Outcome, error) {
 			s.releaseLease(e, l, rctx)
 		}
 	}
+	// The other locks are taken first, and held while the fire waits for
+	// its own (LockWait): for the lock TTL from then on. For the TTL
+	// alone they ended during a longer wait, and the fire ran without
+	// them, or failed (the cluster simulation's seed 14591975816012221649
+	// history 191).
 	for _, k := range others {
-		l, err := s.driver.Acquire(ctx, k, e.spec.LockTTL)
+		l, err := s.driver.Acquire(ctx, k, e.spec.LockTTL+e.spec.LockWait)
 		switch {
 		case errors.Is(err, locks.ErrNotAcquired):
 			release()

@@ -754,6 +754,200 @@ func TestBackfillStopsAtTheDelete(t *testing.T) {
 	}
 }
 
+// A stored schedule deleted while its backfill waits for a node to drive
+// it (started, and no node took an instant yet): the nodes that read the
+// delete cancel the backfill, so that the schedule created again under the
+// name does not take it up. It did, running the new spec's instants over
+// the old range (the cluster simulation's seed 14376964605074284134
+// history 97, where the backfill's owner had not polled yet).
+func TestBackfillNotDrivenAtTheDeleteIsCancelled(t *testing.T) {
+	c := newCluster(t)
+	var k keyedRuns
+	c.start(2, func() []Task { return nil })
+	c.handle("tenant-report", k.fn(func(context.Context) error { return nil }))
+	ctx := context.Background()
+	if err := c.nodes[0].CreateSchedule(ctx, acmeReport()); err != nil {
+		t.Fatal(err)
+	}
+	c.step(time.Second, time.Second)
+	// Started as a node whose backfill no node drives yet leaves it.
+	b := taskstate.Backfill{ID: "b1", Task: "report-acme", From: epoch.Add(-10 * time.Minute), To: epoch.Add(-time.Minute), Total: 10,
+		State: taskstate.BackfillRunning, Node: "node-9", Created: c.fc.Now()}
+	if err := c.store.StartBackfill(ctx, b, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.nodes[1].DeleteSchedule(ctx, "report-acme"); err != nil {
+		t.Fatal(err)
+	}
+	c.step(2*time.Second, time.Second) // every node read the delete
+	if got := c.backfillOf("report-acme"); got.State != taskstate.BackfillCancelled {
+		t.Fatalf("the backfill after the delete = %+v, want cancelled", got)
+	}
+	sc := acmeReport()
+	sc.Cron = "@every 30s"
+	if err := c.nodes[0].CreateSchedule(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	c.step(5*time.Second, time.Second)
+	if got := k.backfills(); len(got) != 0 {
+		t.Fatalf("the schedule created again ran %d instants of the deleted one's backfill: %+v", len(got), got)
+	}
+}
+
+// A fire of a stored schedule updated to another lock, taking the old
+// lock (the gate) and then waiting for its own longer than the lock TTL
+// (its LockWait), runs once it gets its own: the old lock's lease lasts
+// through the wait. It was taken for the lock TTL alone and ended during
+// the wait, and the fire failed as a lock step that outlasted its lease
+// (the cluster simulation's check p, seed 14591975816012221649 history
+// 191: a TTL of 399ms, a wait of 773ms, not renewed).
+func TestGateLeaseOutlastsTheLockWait(t *testing.T) {
+	c := newCluster(t)
+	var k keyedRuns
+	second := epoch.Add(2 * time.Minute)
+	var gateHeld, gateFree atomic.Int32 // the runs of the fire at 2m that held the old lock, and not
+	c.start(1, func() []Task { return nil })
+	c.handle("tenant-report", k.fn(func(ctx context.Context) error {
+		if r, _ := RunFromContext(ctx); r.Fire.Equal(second) {
+			l, err := c.driver.Acquire(context.Background(), "report:acme", time.Second)
+			switch {
+			case err == nil:
+				gateFree.Add(1)
+				_ = l.Release(context.Background())
+			case errors.Is(err, locks.ErrNotAcquired):
+				gateHeld.Add(1)
+			}
+		}
+		return nil
+	}))
+	ctx := context.Background()
+	sc := acmeReport()
+	sc.Options = map[string]string{"lockTtl": "10s"}
+	if err := c.nodes[0].CreateSchedule(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	c.step(65*time.Second, time.Second) // the fire at 1m runs
+	sc.Lock = "report:acme:v2"
+	sc.Options = map[string]string{"lockTtl": "10s", "lockWait": "40s"}
+	if err := c.nodes[0].UpdateSchedule(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	c.step(54*time.Second, time.Second) // 1m59s
+	other, err := c.driver.Acquire(ctx, "report:acme:v2", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fire at 2m takes the old lock, and waits for its own: the node
+	// is not idle until it gets it, so the clock is advanced by hand.
+	c.fc.Advance(time.Second)
+	deadline := time.Now().Add(10 * time.Second) // a guard against a hang, not a wait for a race
+	for len(c.logs.find("waiting for lock")) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the fire at 2m never waited for its lock")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	c.fc.Advance(15 * time.Second) // past the lock TTL
+	if err := other.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.step(10*time.Second, time.Second)
+	if got := k.of(second); len(got) != 1 || got[0].key != "report:acme:v2" || gateHeld.Load() != 1 || gateFree.Load() != 0 {
+		t.Fatalf("runs of the fire at 2m = %+v, %d holding the old lock, %d not; want one under report:acme:v2, holding it (lock failures: %+v)",
+			got, gateHeld.Load(), gateFree.Load(), c.logs.find("lock failed"))
+	}
+}
+
+// A stored schedule updated while a node drives its backfill: the drive
+// reads the specs' spans under the scheduler's lock, which the update
+// holds to write them. It read them without it, a data race that -race
+// reports here (the cluster simulation's seed 16414993436747368796
+// history 225).
+func TestBackfillDriveAndUpdateDoNotRace(t *testing.T) {
+	c := newCluster(t)
+	var k keyedRuns
+	c.start(1, func() []Task { return nil })
+	c.handle("tenant-report", k.fn(func(context.Context) error { return nil }))
+	ctx := context.Background()
+	sc := acmeReport()
+	if err := c.nodes[0].CreateSchedule(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	c.step(time.Second, time.Second)
+	if _, err := c.nodes[0].Backfill(ctx, "report-acme", epoch.Add(-500*time.Minute), epoch.Add(-time.Minute), BackfillOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; len(k.backfills()) < 400 && i < 5000; i++ { // updates while the backfill runs its instants
+		sc.Options = map[string]string{"lockTtl": fmt.Sprintf("%ds", 31+i%100)}
+		if err := c.nodes[0].UpdateSchedule(ctx, sc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.step(5*time.Second, time.Second)
+}
+
+// schedulesFailing is a task state whose reads of the stored schedules
+// fail while failing is set: a node that misses the updates meanwhile.
+type schedulesFailing struct {
+	taskstate.Store
+	failing atomic.Bool
+}
+
+func (s *schedulesFailing) Schedules(ctx context.Context) ([]taskstate.Schedule, error) {
+	if s.failing.Load() {
+		return nil, errors.New("simulated: schedules unreadable")
+	}
+	return s.Store.Schedules(ctx)
+}
+
+// A node that missed an update to another lock (its reads of the schedules
+// failed) and reads the update after it, on the same new lock, while a run
+// of the spec before still holds the old lock: its fires take the old lock
+// too, as the gate of the update it missed says (the document's replaced
+// specs), and do not run beside that run. They did (the cluster
+// simulation's check p, seed 3879256634320182191 history 95).
+func TestNodeThatMissedAnUpdateKeepsItsGate(t *testing.T) {
+	c := newCluster(t)
+	first := epoch.Add(time.Minute)
+	b := newBlocker(func(r Run) bool { return r.Fire.Equal(first) })
+	task := func(ctx context.Context, _ json.RawMessage) error { return b.task(ctx) }
+	c.start(1, func() []Task { return nil })
+	st := &schedulesFailing{Store: c.store}
+	late := New(Config{Driver: c.driver, Clock: c.fc, Logger: slog.New(c.logs), Node: "node-late", State: st})
+	mustStart(t, late)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = late.Stop(ctx)
+	})
+	c.nodes = append(c.nodes, late)
+	c.handle("tenant-report", task)
+	ctx := context.Background()
+	sc := acmeReport()
+	sc.Options = map[string]string{"lockTtl": "10m"}
+	if err := c.nodes[0].CreateSchedule(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	b.step(t, c, time.Minute, time.Second) // the first fire starts, and blocks
+	b.step(t, c, 30*time.Second, time.Second)
+	st.failing.Store(true)
+	sc.Lock = "report:acme:v2"
+	if err := c.nodes[0].UpdateSchedule(ctx, sc); err != nil { // in force from 1m32s
+		t.Fatal(err)
+	}
+	b.step(t, c, 5*time.Second, time.Second)
+	sc.Options = map[string]string{"lockTtl": "9m"}
+	if err := c.nodes[0].UpdateSchedule(ctx, sc); err != nil { // in force from 1m38s, on the same lock
+		t.Fatal(err)
+	}
+	st.failing.Store(false)
+	b.step(t, c, 30*time.Second, time.Second) // the fire at 2m
+	if n, most := b.count(), b.most.Load(); n != 1 || most != 1 {
+		t.Fatalf("%d runs started while the first spec's run holds its lock (at most %d at once), want still 1", n, most)
+	}
+	close(b.release)
+}
+
 // A node starts after two updates, the first to another lock, the second
 // stored before the first's fire came: it runs the first update's fire
 // (the spec in force at it) with that spec's gate, as the other nodes do,

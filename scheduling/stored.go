@@ -65,6 +65,10 @@ type schedules struct {
 	gen      int64                  // the generation that list was read at
 	fresh    bool                   // list was read at gen
 	polled   bool                   // a poll read them since Start: the catch-ups are done
+	// gone are the names of the stored schedules this node saw deleted:
+	// a running backfill of one, which no node drove to the delete, is
+	// cancelled at a poll (polledBackfills).
+	gone map[string]bool
 }
 
 // Handle registers fn as the handler named name: the stored schedules that
@@ -468,6 +472,10 @@ func (s *Scheduler) applySchedules(scs []taskstate.Schedule) (added []*entry) {
 			s.remove(e)
 			dirty = true
 			s.log.Info("stored schedule deleted", "task", name)
+			if s.stored.gone == nil {
+				s.stored.gone = map[string]bool{}
+			}
+			s.stored.gone[name] = true
 		}
 		delete(s.stored.views, name)
 	}

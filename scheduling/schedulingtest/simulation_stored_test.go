@@ -30,6 +30,12 @@ type storedSpec struct {
 	// retries is its Retry (0: none), with a backoff of a quarter period;
 	// a spec that retries fails 40% of its runs.
 	retries int
+	// calendar is its option calendar ("" for none): the names of the
+	// history's calendars whose excluded instants it skips (check r).
+	calendar string
+	// maxRuns is its option maxRuns (0 for none), the same in every spec
+	// of the schedule (check s).
+	maxRuns int
 }
 
 // storedArgs are a stored schedule's arguments: its period, which bounds
@@ -54,6 +60,12 @@ func (sp storedSpec) schedule(name string) taskstate.Schedule {
 		opts["retry"] = fmt.Sprint(sp.retries)
 		opts["retryBackoff"] = (sp.period / 4).String()
 	}
+	if sp.calendar != "" {
+		opts["calendar"] = sp.calendar
+	}
+	if sp.maxRuns > 0 {
+		opts["maxRuns"] = fmt.Sprint(sp.maxRuns)
+	}
 	args, _ := json.Marshal(storedArgs{sp.period, sp.retries})
 	return taskstate.Schedule{Name: name, Handler: storedHandler, Cron: "@every " + sp.period.String(), Lock: sp.lock,
 		Options: opts, Args: args}
@@ -61,8 +73,9 @@ func (sp storedSpec) schedule(name string) taskstate.Schedule {
 
 // specOf returns the spec that sc stores, or that p stores.
 func specOf(cron, lock string, opts map[string]string) storedSpec {
-	sp := storedSpec{lock: lock, overlap: opts["overlap"], renew: opts["renew"] == "true"}
+	sp := storedSpec{lock: lock, overlap: opts["overlap"], renew: opts["renew"] == "true", calendar: opts["calendar"]}
 	fmt.Sscan(opts["retry"], &sp.retries)
+	fmt.Sscan(opts["maxRuns"], &sp.maxRuns)
 	sp.period, _ = time.ParseDuration(strings.TrimPrefix(cron, "@every "))
 	sp.ttl, _ = time.ParseDuration(opts["lockTtl"])
 	sp.wait, _ = time.ParseDuration(opts["lockWait"])
@@ -157,6 +170,8 @@ func (w *simWorld) storedSpecOf(name string, k int, prev *storedSpec) storedSpec
 	if r("retry") < 0.3 {
 		sp.retries = 1 + int(r("retries")*2)
 	}
+	sp.calendar = w.calendarOption(name, k)
+	sp.maxRuns = w.maxRunsOf(name)
 	if prev == nil {
 		return sp
 	}
@@ -168,7 +183,7 @@ func (w *simWorld) storedSpecOf(name string, k int, prev *storedSpec) storedSpec
 		sp.lock = prev.lock
 	}
 	if keep != 2 && r("keep options") < 0.5 {
-		sp.ttl, sp.wait, sp.renew, sp.overlap, sp.retries = prev.ttl, prev.wait, prev.renew, prev.overlap, prev.retries
+		sp.ttl, sp.wait, sp.renew, sp.overlap, sp.retries, sp.calendar = prev.ttl, prev.wait, prev.renew, prev.overlap, prev.retries, prev.calendar
 	}
 	if sp == *prev {
 		sp.ttl += 100 * time.Millisecond
@@ -335,6 +350,30 @@ func inForce(vs []version, t time.Time) (v version, ok, sure bool) {
 	return version{}, false, false
 }
 
+// runVersion returns the version of vs that h, a run of the schedule, ran
+// by: the one in force at its fire (a backfill's, backfillSpec's), or, if
+// h is not of it (its instant, its lock), a version that a delete ended
+// in the grace before it (a node reads the delete at its poll: its fire
+// may come after the schedule's create again, whose first version is in
+// force then: seed 6468528934990374960 history 136), and whether there is
+// one.
+func runVersion(vs []version, h interval) (version, bool) {
+	v, ok, _ := inForce(vs, h.fire)
+	if h.backfill {
+		v, ok = backfillSpec(vs, h.fire, h.from)
+	}
+	if ok && onSchedule(h.fire, v.spec.period) && h.slot == v.spec.lock || h.backfill {
+		return v, ok
+	}
+	for _, u := range vs {
+		if !u.deleted.IsZero() && !h.fire.Before(u.from) && (u.to.IsZero() || h.fire.Before(u.to)) &&
+			h.fire.Before(u.deleted.Add(deleteGrace)) && onSchedule(h.fire, u.spec.period) && h.slot == u.spec.lock {
+			return u, true
+		}
+	}
+	return v, ok
+}
+
 // onSchedule reports whether t is an instant of "@every period".
 func onSchedule(t time.Time, period time.Duration) bool {
 	return period > 0 && t.Truncate(period).Equal(t)
@@ -366,7 +405,11 @@ func (w *simWorld) checkStored(t *testing.T, held []interval, recs []*scheduling
 		names[op.name] = true
 	}
 	w.store.mu.Lock()
-	st.storedWrites += len(w.store.schedWrites)
+	for _, wr := range w.store.schedWrites {
+		if !strings.HasPrefix(wr.sc.Name, "@calendar:") { // a calendar's: check (r)
+			st.storedWrites++
+		}
+	}
 	w.store.mu.Unlock()
 	for name := range names {
 		vs := w.versions(name)
@@ -387,10 +430,7 @@ func (w *simWorld) checkStored(t *testing.T, held []interval, recs []*scheduling
 			}
 		}
 		for _, h := range hs {
-			v, ok, _ := inForce(vs, h.fire)
-			if h.backfill {
-				v, ok = backfillSpec(vs, h.fire, h.from)
-			}
+			v, ok := runVersion(vs, h)
 			switch {
 			case ok && onSchedule(h.fire, v.spec.period) && h.slot == v.spec.lock:
 			case w.stale(h.node, h.from):
@@ -464,7 +504,7 @@ func (w *simWorld) checkStored(t *testing.T, held []interval, recs []*scheduling
 					// before).
 					touched = w.touched(vs[j].spec.task(name), span)
 				}
-				if touched || contended {
+				if touched || contended || w.storedExempt(t, name, v, f, st) {
 					continue
 				}
 				st.storedFree++
@@ -486,6 +526,12 @@ func (w *simWorld) versionsOf(vs []version) string {
 		}
 		fmt.Fprintf(&b, "{every %v lock %s ttl %v wait %v renew %v overlap %q written %v from %v", v.spec.period, v.spec.lock, v.spec.ttl,
 			v.spec.wait, v.spec.renew, v.spec.overlap, v.written.Sub(w.start), v.from.Sub(w.start))
+		if v.spec.calendar != "" {
+			fmt.Fprintf(&b, " calendar %s", v.spec.calendar)
+		}
+		if v.spec.maxRuns > 0 {
+			fmt.Fprintf(&b, " maxRuns %d", v.spec.maxRuns)
+		}
 		if !v.to.IsZero() {
 			fmt.Fprintf(&b, " to %v", v.to.Sub(w.start))
 		}

@@ -174,6 +174,24 @@ const (
 //	    on the task failed). The test fails if no instant was audited, or
 //	    no stored schedule ran.
 //
+// In half the histories with stored schedules, operators create one or
+// two calendars (windows of a few seconds) and update them every 4 to 10 s
+// through live nodes, with the faults of every store call; most specs of
+// the stored schedules name them, and a third of the schedules have
+// maxRuns 3 to 30 (simulation_calendar_test.go states the checks):
+//
+//	(r) no run but a manual one is of an instant that the calendars in
+//	    force at it exclude, unless a node may have missed an update; the
+//	    excluded instants are left out of check (p)'s liveness;
+//	(s) a schedule with maxRuns N runs at most the fires the store counts
+//	    taken, at most N, each after its node's take; one with more than
+//	    N+5 free instants took all N.
+//
+// The test fails if a run of 10,000 fires or more changed no calendar,
+// ran no schedule naming one, or had no free instant of one excluded or
+// none included, or if no schedule with maxRuns ran and took all its
+// runs.
+//
 // A failure prints the seed and history; -sim.seed and -sim.history replay
 // it: the same specs, run lengths and faults.
 func TestClusterSimulation(t *testing.T) {
@@ -207,6 +225,10 @@ func TestClusterSimulation(t *testing.T) {
 			sum.storedRuns+st.storedRuns, sum.storedFires+st.storedFires, sum.storedFree+st.storedFree
 		sum.audited, sum.auditMissed = sum.audited+st.audited, sum.auditMissed+st.auditMissed
 		sum.recentBackfilled += st.recentBackfilled
+		sum.calWrites, sum.calExcluded, sum.calIncluded = sum.calWrites+st.calWrites, sum.calExcluded+st.calExcluded, sum.calIncluded+st.calIncluded
+		sum.calRuns, sum.calStaleRuns = sum.calRuns+st.calRuns, sum.calStaleRuns+st.calStaleRuns
+		sum.maxRunsTasks, sum.maxRunsDone, sum.maxRunsAfter = sum.maxRunsTasks+st.maxRunsTasks, sum.maxRunsDone+st.maxRunsDone,
+			sum.maxRunsAfter+st.maxRunsAfter
 	}
 	t.Logf("%d fires checked: %d ran, %d touched by a fault, %d untouched and uncontended (each ran once); %d retries ran",
 		total, runs, touched, free, retries)
@@ -215,6 +237,9 @@ func TestClusterSimulation(t *testing.T) {
 		backfilled, sum.recentBackfilled)
 	t.Logf("stored schedules: %d changes took effect, %d runs, %d instants checked, %d free of faults and contention (check p); "+
 		"audits: %d instants judged, %d missed (check q)", sum.storedWrites, sum.storedRuns, sum.storedFires, sum.storedFree, sum.audited, sum.auditMissed)
+	t.Logf("calendars: %d changes took effect, %d free instants excluded, %d not; %d runs of schedules naming them, %d excused as by a node that "+
+		"may have missed a change (check r); maxRuns: %d schedules ran, %d took all their runs, %d free instants after (check s)",
+		sum.calWrites, sum.calExcluded, sum.calIncluded, sum.calRuns, sum.calStaleRuns, sum.maxRunsTasks, sum.maxRunsDone, sum.maxRunsAfter)
 	if *simHistory >= 0 {
 		return // one history's replay: the coverage of the checks is the seed's
 	}
@@ -226,6 +251,13 @@ func TestClusterSimulation(t *testing.T) {
 	}
 	if sum.storedRuns == 0 || sum.storedFree == 0 || sum.storedWrites == 0 {
 		t.Errorf("%d changes of stored schedules, %d runs, %d free instants: check (p) covers too little", sum.storedWrites, sum.storedRuns, sum.storedFree)
+	}
+	if total >= 10000 && (sum.calWrites == 0 || sum.calExcluded == 0 || sum.calIncluded == 0 || sum.calRuns == 0) {
+		t.Errorf("%d changes of calendars, %d free instants excluded, %d not, %d runs of schedules naming them: check (r) covers too little",
+			sum.calWrites, sum.calExcluded, sum.calIncluded, sum.calRuns)
+	}
+	if total >= 10000 && (sum.maxRunsTasks == 0 || sum.maxRunsDone == 0) {
+		t.Errorf("%d schedules with maxRuns ran, %d took all their runs: check (s) covers too little", sum.maxRunsTasks, sum.maxRunsDone)
 	}
 	if sum.audited == 0 {
 		t.Error("no instant audited: check (q) covers nothing")
@@ -253,6 +285,14 @@ type stats struct {
 	recentBackfilled                                  int // runs of backfills over recent instants (check o)
 	storedWrites, storedRuns, storedFires, storedFree int
 	audited, auditMissed                              int
+	// The calendars (check r): their changes that took effect, the free
+	// instants of schedules naming them that they exclude and that they
+	// do not, the runs of such schedules, and those excused as run by a
+	// node that may have missed a change. The schedules with maxRuns
+	// (check s): those that ran, those that took all their runs, and the
+	// free instants after their last run was taken.
+	calWrites, calExcluded, calIncluded, calRuns, calStaleRuns int
+	maxRunsTasks, maxRunsDone, maxRunsAfter                    int
 }
 
 type simTask struct {
@@ -331,6 +371,17 @@ type simWorld struct {
 	calm atomic.Bool
 	// audited are the audits of the tasks at the end (check q).
 	audited map[string]scheduling.Audit
+	// calNames are the history's calendars, calOps their changes
+	// (calendarPlan), calDocs their documents as the store holds them at
+	// the end (check r).
+	calNames []string
+	calOps   []calOp
+	calDocs  map[string]taskstate.Schedule
+	// freeOf counts, by stored schedule, the instants free of faults and
+	// contention that no calendar excludes; completedAt is the fire that
+	// took the last run of a schedule with maxRuns (check s).
+	freeOf      map[string]int
+	completedAt map[string]time.Time
 }
 
 type faultAt struct {
@@ -372,6 +423,7 @@ func simulate(t *testing.T, seed uint64, hist int) stats {
 	}
 	w.retrySpecs()
 	w.overlapSpecs()
+	w.calendarPlan()
 	w.storedPlan()
 	for i := range 3 + rng.IntN(3) {
 		n := &simNode{name: fmt.Sprint("n", i), off: time.Duration(rng.Int64N(int64(2*maxSkew+1))) - maxSkew}
@@ -394,6 +446,12 @@ func simulate(t *testing.T, seed uint64, hist int) stats {
 			t.Logf("node %s: clock %v, pauses %v, kills %v, leaves %v, late %v", n.name, n.off, n.pauses, n.kills, n.leaves, n.late)
 		}
 		t.Logf("tasks %+v, spread %v, heartbeat %v, fault rate %v", w.tasks, w.spread, w.beat, w.rate)
+		for _, op := range w.storedOps {
+			t.Logf("stored op at %v: %s %s %+v", op.at.Sub(w.start), op.kind, op.name, op.spec)
+		}
+		for _, op := range w.calOps {
+			t.Logf("calendar op at %v: %s create %v windows %v", op.at.Sub(w.start), op.cal, op.create, op.windows)
+		}
 	}
 	inner := locks.NewInProcessDriver(locks.WithClock(clockwork.NewRealClock()))
 	drv := schedulingtest.NewDriver(inner)
@@ -484,6 +542,7 @@ func simulate(t *testing.T, seed uint64, hist int) stats {
 		control controlOp // with n nil
 		task    string
 		stored  *storedOp // with n nil
+		cal     *calOp    // with n nil
 	}
 	var events []event
 	for _, n := range w.nodes {
@@ -518,12 +577,21 @@ func simulate(t *testing.T, seed uint64, hist int) stats {
 	for i := range w.storedOps {
 		events = append(events, event{at: w.storedOps[i].at, stored: &w.storedOps[i]})
 	}
+	for i := range w.calOps {
+		events = append(events, event{at: w.calOps[i].at, cal: &w.calOps[i]})
+	}
 	if task, at := w.recentBackfill(); task != "" {
 		events = append(events, event{at: at, control: opRecentBackfill, task: task})
 	}
 	sort.Slice(events, func(i, j int) bool { return events[i].at.Before(events[j].at) })
 	for _, ev := range events {
 		time.Sleep(time.Until(ev.at))
+		if ev.cal != nil {
+			actors := w.calActors(running, *ev.cal)
+			acting.Add(1)
+			go func() { defer acting.Done(); w.actCalendar(actors, *ev.cal) }()
+			continue
+		}
 		if ev.stored != nil {
 			s := w.storedActor(running)
 			acting.Add(1)
@@ -904,7 +972,11 @@ func (w *simWorld) check(t *testing.T) stats {
 	w.checkOverlap(t, held, v, &st)
 	w.checkBackfills(t, recs, &st)
 	w.checkRecentBackfills(t, recs, held)
+	w.loadCalendars(t)
+	w.prepareMaxRuns()
 	w.checkStored(t, held, recs, &st)
+	w.checkCalendars(t, held, &st)
+	w.checkMaxRuns(t, held, &st)
 	w.checkAudits(t, w.audited, recs, &st)
 	// (c)
 	type report struct {
@@ -1058,8 +1130,9 @@ type simStore struct {
 	polls map[string][]time.Time // the successful polls, by node
 	left  []leftRetry            // the records that left a retry, and took effect
 	// schedWrites are the changes of the stored schedules that took
-	// effect.
+	// effect (the calendars' documents' too).
 	schedWrites []schedWrite
+	runTakes    []runTake // the TakeRuns that took effect (check s)
 
 	// retryMu serializes the calls that change the pending retries
 	// (Record, TakeRetry), so that a Record sees what was pending when it
@@ -1310,10 +1383,15 @@ func (n *nodeStore) LeaveWaiting(ctx context.Context, task string, r taskstate.R
 	return ok, err
 }
 
-// TakeRun passes the call on under the node's faults; the simulation does
-// not check counted runs (the scheduler does not take them).
+// TakeRun passes the call on under the node's faults, and logs the takes
+// that took effect (check s).
 func (n *nodeStore) TakeRun(ctx context.Context, task string, fire time.Time, max int) (k int, err error) {
-	err = n.call("TakeRun", task, func() error { k, err = n.s.inner.TakeRun(ctx, task, fire, max); return err })
+	err = n.call("TakeRun", task, func() error {
+		if k, err = n.s.inner.TakeRun(ctx, task, fire, max); err == nil {
+			n.s.log(func(int) { n.s.runTakes = append(n.s.runTakes, runTake{time.Now(), n.node, task, fire, k}) })
+		}
+		return err
+	})
 	return k, err
 }
 
