@@ -453,6 +453,7 @@ func (s *Scheduler) applySchedules(scs []taskstate.Schedule) (added []*entry) {
 			ne.gate = newGate(&sc, ne, s.changeLead(), prev)
 			if e == nil || e.stored == nil {
 				added = append(added, ne)
+				delete(s.stored.gone, sc.Name) // created again: the map keeps only the deleted names
 			}
 			if v == nil || !bytes.Equal(v.enc, enc) {
 				s.log.Info("stored schedule applied", "task", sc.Name, "handler", sc.Handler, "cron", sc.Cron, "next", ne.next)
