@@ -862,8 +862,20 @@ func (s *suite) concurrentRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A store may keep one run more per writer that raced the last records
+	// (pglocks trims by its statement's snapshot, which misses the others'
+	// inserts), until the next record trims them.
+	if len(runs) < keep || len(runs) > keep+writers-1 {
+		t.Fatalf("after %d concurrent records with history %d: %d runs kept, want %d to %d", writers*each, keep, len(runs), keep, keep+writers-1)
+	}
+	if err := a.Record(ctx, taskstate.TaskRun{Task: task, Run: run(writers * each)}); err != nil {
+		t.Fatal(err)
+	}
+	if runs, err = b.Runs(ctx, task, 0); err != nil {
+		t.Fatal(err)
+	}
 	if len(runs) != keep {
-		t.Fatalf("after %d concurrent records with history %d: %d runs kept, want %d", writers*each, keep, len(runs), keep)
+		t.Fatalf("after %d concurrent records with history %d and one more: %d runs kept, want %d", writers*each, keep, len(runs), keep)
 	}
 	seen := map[uint64]bool{}
 	for _, r := range runs {
