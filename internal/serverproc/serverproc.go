@@ -19,12 +19,24 @@ import (
 	"time"
 )
 
-// FreePort returns a loopback port in [20000, 50000) that is free now,
-// with port+off free too for each off in also (a Redis cluster node's bus
-// port is its port plus 10000).
+// FreePort returns a loopback port that is free now, with port+off free
+// too for each off in also (a Redis cluster node's bus port is its port
+// plus 10000). It is below the kernel's ephemeral ports, from which every
+// outgoing connection takes its own: a server restarted on its port (a
+// test's kill and restart) found it taken by a client's connection
+// otherwise (an etcd member's peer port, in make test). Without room below
+// them, it is in [20000, 50000).
 func FreePort(also ...int) (int, error) {
+	lo, n := 20000, 30000
+	top := 0 // the largest offset
+	for _, off := range also {
+		top = max(top, off)
+	}
+	if eph := ephemeralLow(); eph-2000-top >= 1000 {
+		lo, n = 2000, eph-2000-top
+	}
 	for range 100 {
-		port := 20000 + rand.IntN(30000)
+		port := lo + rand.IntN(n)
 		free := portFree(port)
 		for _, off := range also {
 			free = free && portFree(port+off)
@@ -34,6 +46,21 @@ func FreePort(also ...int) (int, error) {
 		}
 	}
 	return 0, errors.New("no free loopback port found")
+}
+
+// ephemeralLow returns the first of the kernel's ephemeral ports
+// (net.ipv4.ip_local_port_range), 0 if it cannot be read.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
+	}
+	lo, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\t")
+	n, err := strconv.Atoi(strings.TrimSpace(lo))
+	if err != nil {
+		return 0
+	}
+	return n
 }
 
 func portFree(port int) bool {
