@@ -63,10 +63,13 @@ func newGate(sc *taskstate.Schedule, e *entry, lead time.Duration, prev *gate) *
 	// update between (its polls failed) has no prev gate of it, and ran
 	// sc's fires beside a run of the spec before holding its lock (the
 	// cluster simulation's seed 3879256634320182191 history 95).
+	// A spec's run may hold its lock for its lease after its last start
+	// (for ever with renew): its lock stays in the gate while a run may
+	// hold it when sc comes in force.
 	for i := 1; i < len(sc.Replaced) && !sc.From.IsZero(); i++ {
 		old := sc.Replaced[i]
 		end := oldEnd(&taskstate.Schedule{From: sc.Replaced[i-1].From}, old, lead)
-		if !end.After(sc.From) {
+		if hold, bounded := oldHold(old); bounded && !end.Add(hold).After(sc.From) {
 			break
 		}
 		if old.Lock != "" && old.Lock != e.spec.Lock && !slices.Contains(g.locks, old.Lock) {
@@ -93,6 +96,19 @@ func oldEnd(sc *taskstate.Schedule, old taskstate.PastSpec, lead time.Duration) 
 		end = end.Add(lead)
 	}
 	return end
+}
+
+// oldHold returns how long a run of old may hold its lock after it
+// started: its lock TTL (DefaultLockTTL if not set), and false with renew,
+// whose runs hold it as long as they last.
+func oldHold(old taskstate.PastSpec) (time.Duration, bool) {
+	if old.Options["renew"] == "true" {
+		return 0, false
+	}
+	if d, err := durations.Parse(old.Options["lockTtl"]); err == nil && d > 0 {
+		return d, true
+	}
+	return DefaultLockTTL, true
 }
 
 // passed reports whether e's fires take their own lock alone.
