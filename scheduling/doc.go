@@ -242,6 +242,14 @@
 //     fire lost to another holder (see History and audit); a paused fire
 //     costs one record (its claimer's), a failed one a record per node that
 //     had the failure;
+//   - a task with calendars: no call for a fire they let run (the rules
+//     are read with the stored schedules, not per fire); an excluded fire
+//     costs what a paused one does, its claim and one record by its
+//     claimer (every node's, for an unlocked task);
+//   - a task with [MaxRuns]: one more store call per fire, the owner's
+//     TakeRun under its lease (a round trip of its own, not batched);
+//   - a task with [PauseAfterFailures]: after a failed run only, one
+//     history read, and a SetPaused when the failures reach N;
 //   - an audit (on demand, or per task per minute per node that
 //     metrics.AuditCollector is scraped on): one history read per task on
 //     the lock key, not per fire.
