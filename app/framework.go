@@ -15,6 +15,7 @@ import (
 // namespaces).
 func init() {
 	config.Rule("listen_addr", admin.CheckAddr)
+	config.Rule("token_name", admin.CheckTokenName)
 	config.Rule("redis_url", redislocks.CheckURL)
 	config.Rule("postgres_url", pglocks.CheckURL)
 	config.Rule("lock_namespace", redislocks.CheckNamespace)
@@ -78,9 +79,16 @@ type Admin struct {
 	// Metrics counts every task's runs, skips and lock calls, and serves
 	// them at /metrics on Addr.
 	Metrics bool `yaml:"metrics"`
-	// Token is the bearer token that the task control endpoints (run,
-	// pause, resume) require; empty refuses them. Reading needs none.
+	// Token is the bearer token that the control endpoints (run, pause,
+	// resume, backfill, stored schedules and calendars) require; empty
+	// refuses them unless Tokens has one. Reading needs none. Its
+	// requests are by "admin".
 	Token config.Secret `yaml:"token"`
+	// Tokens are further tokens of the control endpoints by the name of
+	// their holder (a person, a team, a CI job), which the log and a
+	// pause's "by" name as the actor of each request: 1 to 64 letters,
+	// digits, '.', '_', '@' or '-'; each token its own.
+	Tokens map[string]config.Secret `yaml:"tokens" validate:"dive,keys,token_name,endkeys,required"`
 }
 
 // Redis configures the Redis lock driver.

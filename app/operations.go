@@ -26,7 +26,14 @@ var operations = fx.Module("operations",
 )
 
 func adminConfig(p frameworkParams) admin.Config {
-	return admin.Config{Addr: p.Framework.Admin.Addr, Token: admin.Token(p.Framework.Admin.Token.Reveal())}
+	c := admin.Config{Addr: p.Framework.Admin.Addr, Token: admin.Token(p.Framework.Admin.Token.Reveal())}
+	for name, token := range p.Framework.Admin.Tokens {
+		if c.Tokens == nil {
+			c.Tokens = map[string]admin.Token{}
+		}
+		c.Tokens[name] = admin.Token(token.Reveal())
+	}
+	return c
 }
 
 type operationsMetrics struct {
