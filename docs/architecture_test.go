@@ -29,6 +29,7 @@ func TestDependenciesPointDown(t *testing.T) {
 			goRedis, etcd, "github.com/prometheus/client_golang/prometheus", "go.opentelemetry.io/otel")},
 		{"taskstate", append(ndigo("locks", "config", "scheduling", "annotations", "redislocks", "etcdlocks", "pglocks", "admin", "metrics", "tracing", "app"), goRedis, etcd)},
 		{"config", append(ndigo("locks", "scheduling", "annotations", "redislocks", "etcdlocks", "pglocks", "admin", "metrics", "tracing", "app"), goRedis, etcd)},
+		{"notify", append(ndigo("locks", "taskstate", "config", "scheduling", "annotations", "redislocks", "etcdlocks", "pglocks", "admin", "metrics", "tracing", "app"), goRedis, etcd)},
 		{"scheduling", append(ndigo("config", "annotations", "redislocks", "etcdlocks", "pglocks", "app"), append(observers, goRedis, etcd)...)},
 		{"annotations", append(ndigo("config", "redislocks", "etcdlocks", "pglocks", "app"), append(observers, goRedis, etcd)...)},
 		{"admin", append(ndigo("config", "redislocks", "etcdlocks", "pglocks", "annotations", "metrics", "tracing", "app"), goRedis, etcd)},
