@@ -208,7 +208,7 @@ func unservedSeries(rules []byte, served map[string]bool) ([]string, error) {
 // parenthesis.
 var (
 	promqlKeywords = map[string]bool{"and": true, "or": true, "unless": true, "bool": true, "offset": true,
-		"atan2": true, "inf": true, "nan": true, "start": true, "end": true}
+		"atan2": true, "inf": true, "nan": true}
 	promqlGrouping = map[string]bool{"by": true, "without": true, "on": true, "ignoring": true,
 		"group_left": true, "group_right": true}
 	promqlAggregations = map[string]bool{"sum": true, "min": true, "max": true, "avg": true, "group": true,

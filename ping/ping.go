@@ -87,8 +87,16 @@ type Pinger struct {
 
 	mu    sync.Mutex // protects the fields below
 	stats Stats
-	state uint8 // 0 built, 1 started, 2 stopped
+	state state
 }
+
+type state uint8
+
+const (
+	built state = iota
+	started
+	stopped
+)
 
 // New returns a Pinger configured by cfg, or an error if cfg.URL is not an
 // http or https URL or a duration is negative. It sends nothing until
@@ -158,10 +166,10 @@ func Redact(s string) string {
 func (p *Pinger) Start() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.state != 0 {
+	if p.state != built {
 		return errors.New("ping: Start called twice, or after Stop")
 	}
-	p.state = 1
+	p.state = started
 	ctx, cancel := context.WithCancel(context.Background())
 	p.cancel = cancel
 	go p.loop(ctx)
@@ -175,9 +183,9 @@ func (p *Pinger) Start() error {
 func (p *Pinger) Stop(ctx context.Context) error {
 	p.mu.Lock()
 	was := p.state
-	p.state = 2
+	p.state = stopped
 	p.mu.Unlock()
-	if was != 1 {
+	if was != started {
 		return nil
 	}
 	p.cancel()
