@@ -8,6 +8,7 @@ import (
 	"github.com/ndigo/ndigo/admin"
 	"github.com/ndigo/ndigo/config"
 	"github.com/ndigo/ndigo/pglocks"
+	"github.com/ndigo/ndigo/ping"
 	"github.com/ndigo/ndigo/redislocks"
 )
 
@@ -19,6 +20,7 @@ func init() {
 	config.Rule("redis_url", redislocks.CheckURL)
 	config.Rule("postgres_url", pglocks.CheckURL)
 	config.Rule("lock_namespace", redislocks.CheckNamespace)
+	config.Rule("ping_url", ping.CheckURL)
 }
 
 // Framework holds the settings ndigo itself reads, which [Module] hands to
@@ -39,6 +41,10 @@ func init() {
 //	  addr: 127.0.0.1:8081
 //	  metrics: true
 //	  token: a-long-random-string
+//	ping:
+//	  url: https://hc-ping.com/your-check-uuid
+//	  every: 1m
+//	  timeout: 10s
 type Framework struct {
 	// Node names this process in logs and lock diagnostics. Empty lets the
 	// application choose, e.g. from the host name.
@@ -67,6 +73,29 @@ type Framework struct {
 	// a Redis or PostgreSQL driver), "on" or "off" (every node tries every
 	// fire). See scheduling.Config.Spread.
 	Spread string `yaml:"spread" default:"auto" validate:"oneof=auto on off"`
+	// Ping configures the pings to a monitor outside the cluster.
+	Ping Ping `yaml:"ping"`
+}
+
+// Ping configures the pings that tell a monitor outside the cluster
+// (healthchecks.io, an Uptime Kuma push monitor) that a node is
+// scheduling: while its scheduler runs, each node sends a GET to URL at
+// start and every period after (package ping), so that the monitor alarms
+// once every node has been silent for longer than its own grace. A failed
+// ping is logged, with the URL's path redacted, and counted in
+// ndigo_ping_failures_total when admin.metrics is on.
+type Ping struct {
+	// URL is the monitor's ping URL, http or https; empty sends no pings.
+	// It is a secret (a healthchecks URL holds the check's UUID): printed
+	// or logged, it shows as [REDACTED], and a failed ping's line shows its
+	// scheme and host only.
+	URL config.Secret `yaml:"url" validate:"omitempty,ping_url"`
+	// Every is the period between two pings of a node. Set the monitor's
+	// period to it, and its grace to a few periods.
+	Every time.Duration `yaml:"every" default:"1m" validate:"min=1s"`
+	// Timeout bounds each ping; a ping that takes longer than Every
+	// delays the next one.
+	Timeout time.Duration `yaml:"timeout" default:"10s" validate:"min=1ms"`
 }
 
 // Admin configures the operations endpoints that app.Module serves: the

@@ -34,6 +34,9 @@ func TestDependenciesPointDown(t *testing.T) {
 		{"annotations", append(ndigo("config", "redislocks", "etcdlocks", "pglocks", "app"), append(observers, goRedis, etcd)...)},
 		{"admin", append(ndigo("config", "redislocks", "etcdlocks", "pglocks", "annotations", "metrics", "tracing", "app"), goRedis, etcd)},
 		{"metrics", append(ndigo("config", "redislocks", "etcdlocks", "pglocks", "annotations", "admin", "tracing", "app"), goRedis, etcd)},
+		// The outside heartbeat knows nothing of the framework: app wires it, metrics reads it.
+		{"ping", append(ndigo("locks", "taskstate", "config", "scheduling", "annotations", "redislocks", "etcdlocks", "pglocks", "admin", "metrics", "tracing", "app"),
+			goRedis, etcd, "github.com/prometheus/client_golang/prometheus")},
 		{"tracing", append(ndigo("config", "redislocks", "etcdlocks", "pglocks", "annotations", "admin", "metrics", "app"), goRedis, etcd)},
 		{"redislocks", append(ndigo("config", "scheduling", "annotations", "app", "pglocks", "etcdlocks"), append(observers, etcd)...)},
 		{"pglocks", append(ndigo("config", "scheduling", "annotations", "app", "redislocks", "etcdlocks"), append(observers, goRedis, etcd)...)},
