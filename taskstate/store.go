@@ -97,9 +97,9 @@ type HistoryKeeper interface {
 // A call to a store on a server can lose its reply after the server ran it
 // (a connection reset). What the caller then sees is each store's promise,
 // which the conformance suite checks for every mutating call (SetPaused,
-// RequestRun, TakeRequest, TakeRetry, TakeRun, Record, the backfills' and
-// the schedules' calls) with another node's call between the lost reply
-// and what follows:
+// RequestRun, TakeRequest, TakeRetry, TakeRun, AppendEvent, Record, the
+// backfills' and the schedules' calls) with another node's call between
+// the lost reply and what follows:
 //
 //   - a store whose client retries the call (redislocks: go-redis resends
 //     it on a new connection) makes each call carry a nonce, so that the
@@ -108,8 +108,10 @@ type HistoryKeeper interface {
 //     RequestRun makes at most one request (one call, at most one run), a
 //     TakeRequest returns the request its first attempt took and never a
 //     later one, a TakeRetry answers what its first attempt did (and so
-//     does a LeaveWaiting), a TakeRun answers the number its first attempt took (or 0) and takes
-//     nothing again, a Record records once (and leaves its retry once), a
+//     does a LeaveWaiting), a TakeRun answers the number its first attempt
+//     took (or 0) and takes nothing again, an AppendEvent answers the entry
+//     its first attempt stored (by its Key, without a nonce), a Record
+//     records once (and leaves its retry once), a
 //     CreateSchedule answers nil, an UpdateSchedule does not undo a later
 //     one, and a DeleteSchedule answers true and does not delete a
 //     schedule created since;
