@@ -115,29 +115,29 @@ func CheckEvent(ctx context.Context, e Event) error {
 		return nil
 	}
 	var err error
-	switch {
-	case label("key", e.Key, true) != nil:
-		err = label("key", e.Key, true)
-	case label("action", e.Action, true) != nil:
-		err = label("action", e.Action, true)
-	case label("node", e.Node, false) != nil:
-		err = label("node", e.Node, false)
-	case label("actor", e.Actor, false) != nil:
-		err = label("actor", e.Actor, false)
-	case label("target", e.Target, false) != nil:
-		err = label("target", e.Target, false)
-	case len(e.Note) > MaxNoteLen:
-		err = fmt.Errorf("event note %.32q… has %d bytes, over %d (taskstate.MaxNoteLen)", e.Note, len(e.Note), MaxNoteLen)
-	case !utf8.ValidString(e.Note):
-		err = fmt.Errorf("event note %.64q must be valid UTF-8", e.Note)
-	case !noteText(e.Note):
-		err = fmt.Errorf("event note %.64q must be printable: no control characters but line breaks (\\n, \\r\\n)", e.Note)
-	case value("before", e.Before) != nil:
-		err = value("before", e.Before)
-	case value("after", e.After) != nil:
-		err = value("after", e.After)
-	case e.At.IsZero() || e.At.Before(minPauseAt) || e.At.After(maxPauseAt):
-		err = fmt.Errorf("event at %v must be set, within %v and %v (Unix nanoseconds)", e.At, minPauseAt, maxPauseAt)
+	for _, l := range []struct {
+		field, v string
+		required bool
+	}{{"key", e.Key, true}, {"action", e.Action, true}, {"node", e.Node, false}, {"actor", e.Actor, false}, {"target", e.Target, false}} {
+		if err = label(l.field, l.v, l.required); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		switch {
+		case len(e.Note) > MaxNoteLen:
+			err = fmt.Errorf("event note %.32q… has %d bytes, over %d (taskstate.MaxNoteLen)", e.Note, len(e.Note), MaxNoteLen)
+		case !utf8.ValidString(e.Note):
+			err = fmt.Errorf("event note %.64q must be valid UTF-8", e.Note)
+		case !noteText(e.Note):
+			err = fmt.Errorf("event note %.64q must be printable: no control characters but line breaks (\\n, \\r\\n)", e.Note)
+		case value("before", e.Before) != nil:
+			err = value("before", e.Before)
+		case value("after", e.After) != nil:
+			err = value("after", e.After)
+		case e.At.IsZero() || e.At.Before(minPauseAt) || e.At.After(maxPauseAt):
+			err = fmt.Errorf("event at %v must be set, within %v and %v (Unix nanoseconds)", e.At, minPauseAt, maxPauseAt)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalid, err)
