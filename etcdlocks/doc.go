@@ -122,6 +122,16 @@
 //	                 so that a record sent again finds the run among the keys alone
 //	schedule/<name>  a stored schedule, as taskstate.EncodeSchedule encodes it
 //	schedules        rewritten by each schedule call that changes them: its mod revision is Poll.Schedules
+//	events/<k>       an entry of the trail of control actions, <k> its Key written as <t>: taskstate.Event's
+//	                 JSON; its create revision is its Seq; the newest StoreOptions.Trail are kept
+//
+// AppendEvent is one transaction that puts the entry's key if it does not
+// exist (a Key held answers its entry) and counts the trail's entries, and,
+// past the trail's length, a Get of the oldest at the append's revision
+// and a transaction of their deletes; Events is one Get of the prefix from
+// a create revision, sorted by it (etcd reads the whole prefix to sort
+// it). etcd numbers revisions in the order transactions commit, so that
+// the Seqs of the trail are in commit order.
 //
 // A call whose outcome compares decide is one transaction, one round trip:
 // SetPaused (the flag, the last resume and the pause generation's key),

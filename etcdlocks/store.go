@@ -28,6 +28,10 @@ type StoreOptions struct {
 	// History is how many runs per task the store keeps; zero means
 	// taskstate.DefaultHistory.
 	History int
+	// Trail is how many events of the namespace's trail of control
+	// actions the store keeps, the newest; zero means
+	// taskstate.DefaultTrail, at most taskstate.MaxTrail.
+	Trail int
 }
 
 // A Store is a taskstate.Store on etcd, shared by every node on the same
@@ -46,13 +50,15 @@ type Store struct {
 	client  *clientv3.Client
 	ns      string
 	history int
+	keep    int    // the trail's length
 	prefix  string // "ndigo/<ns>/state/"
 }
 
 var _ taskstate.Store = (*Store)(nil)
 
 // NewStore returns a store on opts.Client. It does not contact etcd. A nil
-// Client, or a History out of [0, taskstate.MaxHistory], is an error
+// Client, a History out of [0, taskstate.MaxHistory], or a Trail out of
+// [0, taskstate.MaxTrail], is an error
 // wrapping taskstate.ErrInvalid; a bad Namespace, one wrapping
 // ErrInvalidNamespace and taskstate.ErrInvalid.
 func NewStore(opts StoreOptions) (*Store, error) {
@@ -66,7 +72,11 @@ func NewStore(opts StoreOptions) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{client: opts.Client, ns: opts.Namespace, history: n, prefix: "ndigo/" + opts.Namespace + "/state/"}, nil
+	keep, err := taskstate.CheckTrail("etcdlocks: StoreOptions.Trail", opts.Trail)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{client: opts.Client, ns: opts.Namespace, history: n, keep: keep, prefix: "ndigo/" + opts.Namespace + "/state/"}, nil
 }
 
 // String names the store and its namespace, for logs: "etcdlocks store

@@ -36,7 +36,7 @@ func storeNamespace() string {
 // newStore returns a store on c in namespace ns keeping history runs.
 func newStore(t *testing.T, c *clientv3.Client, ns string, history int) *etcdlocks.Store {
 	t.Helper()
-	s, err := etcdlocks.NewStore(etcdlocks.StoreOptions{Client: c, Namespace: ns, History: history})
+	s, err := etcdlocks.NewStore(etcdlocks.StoreOptions{Client: c, Namespace: ns, History: history, Trail: taskstatetest.Trail})
 	if err != nil {
 		t.Fatalf("NewStore: %v", err)
 	}
@@ -197,7 +197,7 @@ func TestStoreConformance(t *testing.T) {
 			t.Fatal(err)
 		}
 		return taskstatetest.Stores{A: newStore(t, storeClientWith(t, l.intercept), ns, history), B: newStore(t, c, ns, history),
-			Loss: taskstatetest.Failed, LoseNextReply: l.arm,
+			Loss: taskstatetest.Failed, LoseNextReply: l.arm, Trail: taskstatetest.Trail,
 			Leaks: func(t *testing.T) error { return storeLeaks(context.Background(), c, ns, history, before) }}
 	})
 }
@@ -219,7 +219,8 @@ func leaseIDs(ctx context.Context, c *clientv3.Client) (map[clientv3.LeaseID]boo
 // hold no key (the Store grants none; no other test runs beside the
 // conformance suite's), and the tasks of namespace ns that keep more runs
 // than history (0: taskstate.DefaultHistory), which a Store trims in the
-// transaction that adds them.
+// transaction that adds them; and a trail over the stores' length
+// (taskstatetest.Trail), which an append trims before it returns.
 func storeLeaks(ctx context.Context, c *clientv3.Client, ns string, history int, before map[clientv3.LeaseID]bool) error {
 	var problems []string
 	now, err := leaseIDs(ctx, c)
@@ -263,6 +264,13 @@ func storeLeaks(ctx context.Context, c *clientv3.Client, ns string, history int,
 			problems = append(problems, fmt.Sprintf("task %s keeps %d runs, history %d, taskstate.MaxHistory %d", task, n, history, taskstate.MaxHistory))
 		}
 	}
+	events, err := c.Get(ctx, "ndigo/"+ns+"/state/events/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return err
+	}
+	if events.Count > taskstatetest.Trail {
+		problems = append(problems, fmt.Sprintf("the trail holds %d entries, over the stores' Trail %d", events.Count, taskstatetest.Trail))
+	}
 	if len(problems) > 0 {
 		slices.Sort(problems)
 		return errors.New(strings.Join(problems, "; "))
@@ -282,6 +290,8 @@ func TestNewStoreRefusesBadOptions(t *testing.T) {
 		{etcdlocks.StoreOptions{Client: c, Namespace: "a/b"}, `has '/' at byte 1`},
 		{etcdlocks.StoreOptions{Client: c, Namespace: "ns", History: -1}, "History -1"},
 		{etcdlocks.StoreOptions{Client: c, Namespace: "ns", History: taskstate.MaxHistory + 1}, "History 1001"},
+		{etcdlocks.StoreOptions{Client: c, Namespace: "ns", Trail: -1}, "Trail -1"},
+		{etcdlocks.StoreOptions{Client: c, Namespace: "ns", Trail: taskstate.MaxTrail + 1}, "Trail 100001"},
 	} {
 		if _, err := etcdlocks.NewStore(o.opts); !errors.Is(err, taskstate.ErrInvalid) || !strings.Contains(err.Error(), o.want) {
 			t.Errorf("NewStore(%+v) = %v, want taskstate.ErrInvalid naming %q", o.opts, err, o.want)

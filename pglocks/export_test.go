@@ -26,3 +26,10 @@ func TokenSequence(d *Driver) string {
 func Channel(d *Driver) string {
 	return d.channel
 }
+
+// AppendEventSQL returns the statement of s's AppendEvent, whose arguments
+// are s's namespace, then the event's Key, At (Unix nanoseconds), Node,
+// Actor, Action, Target, Note, Before, After, then the trail's length.
+func AppendEventSQL(s *Store) string {
+	return s.sql.appendEvent
+}

@@ -38,6 +38,8 @@ var (
 	storeTakeBackfillSQL string
 	//go:embed store_takerun.sql
 	storeTakeRunSQL string
+	//go:embed store_appendevent.sql
+	storeAppendEventSQL string
 )
 
 const defaultStoreTable = "ndigo_tasks"
@@ -53,12 +55,17 @@ type StoreOptions struct {
 	// "schema.table" as Options.Table; "" means ndigo_tasks (tables
 	// ndigo_tasks_paused, ndigo_tasks_resumed, ndigo_tasks_requests,
 	// ndigo_tasks_retries, ndigo_tasks_runs, ndigo_tasks_backfills, ndigo_tasks_ran,
-	// ndigo_tasks_schedules, ndigo_tasks_generations and
-	// ndigo_tasks_runcounts, and the sequence ndigo_tasks_pauses).
+	// ndigo_tasks_schedules, ndigo_tasks_generations,
+	// ndigo_tasks_runcounts, ndigo_tasks_events and ndigo_tasks_eventseq,
+	// and the sequence ndigo_tasks_pauses).
 	Table string
 	// History is how many runs per task the store keeps; zero means
 	// taskstate.DefaultHistory.
 	History int
+	// Trail is how many events of the namespace's trail of control
+	// actions the store keeps, the newest; zero means
+	// taskstate.DefaultTrail, at most taskstate.MaxTrail.
+	Trail int
 }
 
 // A Store is a taskstate.Store in PostgreSQL, shared by every node on the
@@ -86,7 +93,13 @@ type StoreOptions struct {
 // task resumed since, a row of the resumed table with its resume's. The
 // runs that TakeRun counts are a row per task (how many, and its last
 // taskstate.MaxRunTakes takes), which a take inserts or updates in one
-// statement, the row lock ordering the takes of the task. CreateSchema of
+// statement, the row lock ordering the takes of the task. The trail of
+// control actions is a row per entry, numbered from a counter row per
+// namespace that each append updates in its statement
+// (store_appendevent.sql): its row lock, held to the commit, makes the
+// appends commit in the order of their Seqs (a sequence would not: a later
+// nextval may commit first), and the Key's unique index stores each Key
+// once. CreateSchema of
 // this version adds these tables and columns to those of an earlier one.
 //
 // pgx never resends a query: a call whose reply was lost (the connection
@@ -103,12 +116,13 @@ type Store struct {
 	ns      string
 	table   string
 	history int
+	keep    int // the trail's length
 	sql     storeStatements
 }
 
 type storeStatements struct {
 	schema, pause, resume, paused, request, poll, take, takeRetry, record, retry, records, runs string
-	leaveWaiting, takeRun                                                                       string
+	leaveWaiting, takeRun, appendEvent, events                                                  string
 	startBackfill, takeBackfill, endBackfill                                                    string
 	createSchedule, updateSchedule, deleteSchedule, schedules                                   string
 }
@@ -124,6 +138,10 @@ func NewStore(opts StoreOptions) (*Store, error) {
 		return nil, fmt.Errorf("%w: pglocks: StoreOptions.Namespace %q %v", taskstate.ErrInvalid, opts.Namespace, err)
 	}
 	n, err := taskstate.CheckHistory("pglocks: StoreOptions.History", opts.History)
+	if err != nil {
+		return nil, err
+	}
+	keep, err := taskstate.CheckTrail("pglocks: StoreOptions.Trail", opts.Trail)
 	if err != nil {
 		return nil, err
 	}
@@ -150,8 +168,9 @@ func NewStore(opts StoreOptions) (*Store, error) {
 		"$PAUSES", name("_pauses"), "$RECORD1", name("_record1"), "$RECORD", name("_record"),
 		"$BACKFILLS", name("_backfills"), "$RAN", name("_ran"), "$STARTBACKFILL", name("_startbackfill"),
 		"$SCHEDULES", name("_schedules"), "$GENERATIONS", name("_generations"), "$RUNCOUNTS", name("_runcounts"),
+		"$EVENTSEQ", name("_eventseq"), "$EVENTS", name("_events"),
 		"$HISTORYLOCK", strconv.Itoa(int(int32(schemaLock([]string{"store record", table})))))
-	s := &Store{pool: opts.Pool, ns: opts.Namespace, table: table, history: n, sql: storeStatements{
+	s := &Store{pool: opts.Pool, ns: opts.Namespace, table: table, history: n, keep: keep, sql: storeStatements{
 		schema: fmt.Sprintf("SELECT pg_advisory_xact_lock(%d);\n", schemaLock([]string{"store", table})) +
 			r.Replace(storeSchemaSQL) + r.Replace(storeFunctionsSQL(storeRecordSQL, storeRetrySQL, storeStartBackfillSQL)),
 		pause: r.Replace(`WITH g AS (SELECT nextval('$PAUSES')),
@@ -172,10 +191,13 @@ func NewStore(opts StoreOptions) (*Store, error) {
 			UNION ALL SELECT 'runs', task, taken, 0, 0, false, NULL FROM $RUNCOUNTS WHERE ns = $1::text
 			UNION ALL SELECT 'pauses', NULL::text, CASE WHEN is_called THEN last_value ELSE 0 END, 0, 0, false, NULL FROM $PAUSES
 			UNION ALL SELECT 'schedules', NULL, schedules, 0, 0, false, NULL FROM $GENERATIONS WHERE ns = $1::text`),
-		take:          r.Replace(storeTakeSQL),
-		takeRetry:     r.Replace(storeTakeRetrySQL),
-		leaveWaiting:  r.Replace(storeLeaveWaitingSQL),
-		takeRun:       r.Replace(storeTakeRunSQL),
+		take:         r.Replace(storeTakeSQL),
+		takeRetry:    r.Replace(storeTakeRetrySQL),
+		leaveWaiting: r.Replace(storeLeaveWaitingSQL),
+		takeRun:      r.Replace(storeTakeRunSQL),
+		appendEvent:  r.Replace(storeAppendEventSQL),
+		events: r.Replace(`SELECT seq, key, at, node, actor, action, target, note, before, after
+			FROM $EVENTS WHERE ns = $1::text AND seq > $2::bigint ORDER BY seq LIMIT $3::bigint`),
 		record:        r.Replace(storeRecordSQL),
 		retry:         r.Replace(storeRetrySQL),
 		records:       r.Replace(`SELECT $RECORD($1::text, $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[])`),
@@ -427,6 +449,75 @@ func (s *Store) TakeRun(ctx context.Context, task string, fire time.Time, max in
 		return 0, s.fail(ctx, "TakeRun", task, err)
 	}
 	return n, nil
+}
+
+// AppendEvent appends e to the namespace's trail in one statement
+// (store_appendevent.sql), which answers the entry of e.Key if the trail
+// holds one. pgx does not resend it: a call whose reply was lost returns
+// an error, and stored the entry once or not at all; sent again with the
+// same Key, it answers the entry stored. An append that raced another of
+// its Key, which committed first, runs the statement again to read it.
+func (s *Store) AppendEvent(ctx context.Context, e taskstate.Event) (taskstate.Event, error) {
+	if err := taskstate.CheckEvent(ctx, e); err != nil {
+		return taskstate.Event{}, err
+	}
+	for range 3 {
+		rows, err := s.pool.Query(ctx, s.sql.appendEvent, pgx.QueryExecModeExec, s.ns, e.Key, e.At.UnixNano(), e.Node, e.Actor,
+			e.Action, e.Target, e.Note, e.Before, e.After, s.keep)
+		if err != nil {
+			return taskstate.Event{}, s.failEvent(ctx, "AppendEvent", e.Key, err)
+		}
+		got, err := scanEvents(rows)
+		if err != nil {
+			return taskstate.Event{}, s.failEvent(ctx, "AppendEvent", e.Key, err)
+		}
+		if len(got) == 1 {
+			return got[0], nil
+		}
+	}
+	return taskstate.Event{}, fmt.Errorf("%w: AppendEvent of event %q: neither stored nor held after 3 attempts", ErrDatabase, e.Key)
+}
+
+// Events reads the namespace's trail after after, in one statement.
+func (s *Store) Events(ctx context.Context, after int64, limit int) ([]taskstate.Event, error) {
+	if err := taskstate.CheckEvents(ctx, after, limit); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, s.sql.events, pgx.QueryExecModeExec, s.ns, after, limit)
+	if err != nil {
+		return nil, s.failEvent(ctx, "Events", "", err)
+	}
+	got, err := scanEvents(rows)
+	if err != nil {
+		return nil, s.failEvent(ctx, "Events", "", err)
+	}
+	return got, nil
+}
+
+// scanEvents reads rows of (seq, key, at, node, actor, action, target,
+// note, before, after).
+func scanEvents(rows pgx.Rows) ([]taskstate.Event, error) {
+	var out []taskstate.Event
+	for rows.Next() {
+		var e taskstate.Event
+		var at int64
+		if err := rows.Scan(&e.Seq, &e.Key, &at, &e.Node, &e.Actor, &e.Action, &e.Target, &e.Note, &e.Before, &e.After); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		e.At = time.Unix(0, at).UTC()
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// failEvent wraps a trail call's error with ErrDatabase and the event's
+// Key.
+func (s *Store) failEvent(ctx context.Context, op, key string, err error) error {
+	if key == "" {
+		return fmt.Errorf("%w: %s: %w", ErrDatabase, op, withContext(ctx, err))
+	}
+	return fmt.Errorf("%w: %s of event %q: %w", ErrDatabase, op, key, withContext(ctx, err))
 }
 
 // placeholderOf is what the row of the placeholder that the take of r's

@@ -119,3 +119,30 @@ CREATE TABLE IF NOT EXISTS $RUNCOUNTS (
 	numbers integer[] NOT NULL,
 	PRIMARY KEY (ns, task)
 );
+-- The trail of control actions (AppendEvent, Events): an entry per row,
+-- its Seq given by the namespace's row of $EVENTSEQ (the last Seq given),
+-- which each append updates in its statement: the row lock, held to the
+-- commit, makes the appends commit in the order of their Seqs, so that a
+-- reader never sees an entry appear below a Seq it read (a sequence's
+-- numbers would not be: a later nextval can commit first). At (Unix
+-- nanoseconds). An append trims the namespace's entries to the newest
+-- StoreOptions.Trail, and their Keys go with them. These came later too.
+CREATE TABLE IF NOT EXISTS $EVENTSEQ (
+	ns  text   NOT NULL PRIMARY KEY,
+	seq bigint NOT NULL
+);
+CREATE TABLE IF NOT EXISTS $EVENTS (
+	ns     text   NOT NULL,
+	seq    bigint NOT NULL,
+	key    text   NOT NULL,
+	at     bigint NOT NULL,
+	node   text   NOT NULL,
+	actor  text   NOT NULL,
+	action text   NOT NULL,
+	target text   NOT NULL,
+	note   text   NOT NULL,
+	before text   NOT NULL,
+	after  text   NOT NULL,
+	PRIMARY KEY (ns, seq),
+	UNIQUE (ns, key)
+);

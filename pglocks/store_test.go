@@ -23,7 +23,7 @@ import (
 
 func newStore(t *testing.T, p *pgxpool.Pool, ns string, history int) *pglocks.Store {
 	t.Helper()
-	s, err := pglocks.NewStore(pglocks.StoreOptions{Pool: p, Namespace: ns, History: history})
+	s, err := pglocks.NewStore(pglocks.StoreOptions{Pool: p, Namespace: ns, History: history, Trail: taskstatetest.Trail})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func lossyStores(url string, p *pgxpool.Pool, prefix string) taskstatetest.NewSt
 		}
 		t.Cleanup(a.Close)
 		return taskstatetest.Stores{A: newStore(t, a, ns, history), B: newStore(t, p, ns, history),
-			Loss: taskstatetest.Failed, LoseNextReply: d.LoseNextReply,
+			Loss: taskstatetest.Failed, LoseNextReply: d.LoseNextReply, Trail: taskstatetest.Trail,
 			Leaks: func(t *testing.T) error { return storeLeaks(context.Background(), p, ns, history) }}
 	}
 }
@@ -66,7 +66,9 @@ const racers = 8
 // default tables) that keep more runs than the Store's bound: history
 // (0: taskstate.DefaultHistory), or taskstate.MaxHistory if more (a
 // record's TaskRun.Keep), plus one per concurrent writer, racers of them
-// at most.
+// at most; and more entries of the trail than the stores keep
+// (taskstatetest.Trail), plus one per concurrent appender (whose entries an
+// append's trim may not see yet: the next one trims them).
 func storeLeaks(ctx context.Context, p *pgxpool.Pool, ns string, history int) error {
 	if history == 0 {
 		history = taskstate.DefaultHistory
@@ -89,6 +91,14 @@ func storeLeaks(ctx context.Context, p *pgxpool.Pool, ns string, history int) er
 	}
 	if err := rows.Err(); err != nil {
 		return err
+	}
+	var events int
+	if err := p.QueryRow(ctx, `SELECT count(*) FROM ndigo_tasks_events WHERE ns = $1`, pgx.QueryExecModeExec, ns).Scan(&events); err != nil {
+		return err
+	}
+	if events > taskstatetest.Trail+racers {
+		return fmt.Errorf("the trail of namespace %q holds %d entries, over the bound of %d (Trail %d, %d racing appenders)",
+			ns, events, taskstatetest.Trail+racers, taskstatetest.Trail, racers)
 	}
 	if len(over) > 0 {
 		return fmt.Errorf("tasks of namespace %q over the bound of %d runs (history %d, taskstate.MaxHistory %d, %d racing writers): %s",

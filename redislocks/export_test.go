@@ -22,7 +22,7 @@ var (
 	ScheduleSHA     = scheduleScript.Hash()
 	Scripts         = []*redis.Script{acquireScript, acquireClaimScript, extendScript, releaseScript, claimScript,
 		takeScript, recordScript, requestScript, pauseScript, scheduleScript, leaveWaitingScript, takeRetryScript,
-		backfillStartScript, backfillTakeScript, backfillEndScript, memberScript, takeRunScript}
+		backfillStartScript, backfillTakeScript, backfillEndScript, memberScript, takeRunScript, trailScript}
 )
 
 // LongHandoff makes handoff reservations last a minute until t ends, so

@@ -42,6 +42,8 @@ var (
 	pauseSource string
 	//go:embed takerun.lua
 	takeRunSource string
+	//go:embed trail.lua
+	trailSource string
 
 	recordScript    = redis.NewScript(recordSource)
 	takeScript      = redis.NewScript(takeSource)
@@ -49,6 +51,8 @@ var (
 	requestScript   = redis.NewScript(requestSource)
 	pauseScript     = redis.NewScript(pauseSource)
 	takeRunScript   = redis.NewScript(takeRunSource)
+	// trailScript carries no call's nonce: an event's Key is its own.
+	trailScript = redis.NewScript(trailSource)
 	// leaveWaitingScript carries no call's nonce: its answer is read from
 	// the retries hash, the same for a resend.
 	leaveWaitingScript = redis.NewScript(leaveWaitingSource)
@@ -65,6 +69,10 @@ type StoreOptions struct {
 	// History is how many runs per task the store keeps; zero means
 	// taskstate.DefaultHistory.
 	History int
+	// Trail is how many events of the trail of control actions the store
+	// keeps, the newest; zero means taskstate.DefaultTrail, at most
+	// taskstate.MaxTrail.
+	Trail int
 }
 
 // A Store is a taskstate.Store in Redis, shared by every node on the same
@@ -83,6 +91,9 @@ type StoreOptions struct {
 //	ndigo:{ns}:schedules         the stored schedules: name -> taskstate.EncodeSchedule's bytes; no expiry
 //	ndigo:{ns}:schedules:gen     the schedules' generation (taskstate.Poll.Schedules): INCR by each schedule call that changed them; no expiry
 //	ndigo:{ns}:runs:t            the newest runs, JSON each (a recorded run's ends with the ID it was recorded with, "id"), newest first; it expires 90 days after the last
+//	ndigo:{ns}:trail             the trail of control actions (AppendEvent): a sorted set, score the entry's Seq, member "<seq> <taskstate.Event JSON>"; no expiry, the newest StoreOptions.Trail entries
+//	ndigo:{ns}:trail:keys        the Keys of the trail's entries: Key -> Seq; no expiry, as many as the trail holds (a dropped entry's Key is forgotten)
+//	ndigo:{ns}:trail:seq         the last Seq given (INCR by each append that stored one); no expiry
 //	ndigo:{ns}:call:<n>          a RequestRun, TakeRequest, TakeRetry, TakeRun, Record, backfill or schedule call's nonce n (a take's: what it took; a recorded run's with an ID: record:<ID>), for a minute
 //
 // The runs are in the namespace's hash slot, with the requests and the
@@ -116,6 +127,11 @@ type StoreOptions struct {
 // nil (it stored the schedule), an UpdateSchedule does not undo a later
 // one, and a DeleteSchedule answers true and does not delete a schedule
 // created since.
+// AppendEvent (trail.lua) carries no nonce: the event's Key is its own,
+// and the script answers the entry stored for a Key held, so that a resend
+// (go-redis's or the caller's) stores nothing again. It numbers the entry
+// with an INCR in the script: scripts run one at a time, so that the Seqs
+// increase in the order the appends took effect.
 // A schedule call (schedule.lua) changes the schedules hash and moves their
 // generation on in one script, and Poll reads the generation with the rest.
 // A call whose every attempt lost its reply returns an error wrapping
@@ -136,6 +152,10 @@ type Store struct {
 	// schedules is the hash of the stored schedules, scheduleGen their
 	// generation's key.
 	schedules, scheduleGen string
+	// trail, trailKeys and trailSeq are the trail of control actions, the
+	// Keys it holds, its last Seq; keep is how many entries it keeps.
+	trail, trailKeys, trailSeq string
+	keep                       int
 }
 
 var _ taskstate.Store = (*Store)(nil)
@@ -152,6 +172,10 @@ func NewStore(opts StoreOptions) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	keep, err := taskstate.CheckTrail("redislocks: StoreOptions.Trail", opts.Trail)
+	if err != nil {
+		return nil, err
+	}
 	return &Store{client: opts.Client, ns: opts.Namespace, history: n, requests: "ndigo:{" + opts.Namespace + "}:requests",
 		retries:     "ndigo:{" + opts.Namespace + "}:retries",
 		backfills:   "ndigo:{" + opts.Namespace + "}:backfills",
@@ -159,6 +183,10 @@ func NewStore(opts StoreOptions) (*Store, error) {
 		pauses:      "ndigo:{" + opts.Namespace + "}:pauses",
 		schedules:   "ndigo:{" + opts.Namespace + "}:schedules",
 		scheduleGen: "ndigo:{" + opts.Namespace + "}:schedules:gen",
+		trail:       "ndigo:{" + opts.Namespace + "}:trail",
+		trailKeys:   "ndigo:{" + opts.Namespace + "}:trail:keys",
+		trailSeq:    "ndigo:{" + opts.Namespace + "}:trail:seq",
+		keep:        keep,
 		nonce:       strconv.FormatUint(rand.Uint64(), 36) + "."}, nil
 }
 
@@ -411,6 +439,60 @@ func (s *Store) TakeRun(ctx context.Context, task string, fire time.Time, max in
 		return 0, fail("TakeRun", task, err)
 	}
 	return n, nil
+}
+
+// AppendEvent appends e to the namespace's trail in one script
+// (trail.lua), which answers the entry stored for e.Key if the trail holds
+// one.
+func (s *Store) AppendEvent(ctx context.Context, e taskstate.Event) (taskstate.Event, error) {
+	if err := taskstate.CheckEvent(ctx, e); err != nil {
+		return taskstate.Event{}, err
+	}
+	b, err := json.Marshal(taskstate.StoredEvent(e, 0))
+	if err != nil {
+		return taskstate.Event{}, fmt.Errorf("redislocks: event %q: %w", e.Key, err)
+	}
+	m, err := trailScript.Run(ctx, s.client, []string{s.trail, s.trailKeys, s.trailSeq}, e.Key, b, s.keep).Text()
+	if err != nil {
+		return taskstate.Event{}, fmt.Errorf("%w: AppendEvent of event %q: %w", ErrRedis, e.Key, err)
+	}
+	return trailEntry(m)
+}
+
+// trailEntry decodes a member of the trail, "<seq> <JSON>".
+func trailEntry(m string) (taskstate.Event, error) {
+	seq, js, ok := strings.Cut(m, " ")
+	n, err := strconv.ParseInt(seq, 10, 64)
+	var e taskstate.Event
+	if ok && err == nil {
+		err = json.Unmarshal([]byte(js), &e)
+	}
+	if !ok || err != nil {
+		return taskstate.Event{}, fmt.Errorf("%w: a trail entry %.64q is not \"<seq> <JSON>\": %v", ErrRedis, m, err)
+	}
+	return taskstate.StoredEvent(e, n), nil
+}
+
+// Events reads the trail's entries of Seq above after, oldest first, at
+// most limit: one ZRANGEBYSCORE.
+func (s *Store) Events(ctx context.Context, after int64, limit int) ([]taskstate.Event, error) {
+	if err := taskstate.CheckEvents(ctx, after, limit); err != nil {
+		return nil, err
+	}
+	ms, err := s.client.ZRangeByScore(ctx, s.trail, &redis.ZRangeBy{Min: "(" + strconv.FormatInt(after, 10), Max: "+inf",
+		Count: int64(limit)}).Result()
+	if err != nil {
+		return nil, fmt.Errorf("%w: Events after %d: %w", ErrRedis, after, err)
+	}
+	var out []taskstate.Event
+	for _, m := range ms {
+		e, err := trailEntry(m)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
 }
 
 // retryName is the start of r's value in the retries hash that names it:

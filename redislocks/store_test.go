@@ -25,7 +25,8 @@ import (
 // newStore returns a store on c in the conformance namespace.
 func newStore(t *testing.T, c redis.Cmdable, history int) *redislocks.Store {
 	t.Helper()
-	s, err := redislocks.NewStore(redislocks.StoreOptions{Client: c, Namespace: "conformance", History: history})
+	s, err := redislocks.NewStore(redislocks.StoreOptions{Client: c, Namespace: "conformance", History: history,
+		Trail: taskstatetest.Trail})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func lossyStores(direct *redis.Client, addr string) taskstatetest.NewStores {
 		t.Cleanup(func() { _ = p.Close() })
 		c := redis.NewClient(&redis.Options{Addr: p.Addr()})
 		t.Cleanup(func() { _ = c.Close() })
-		return taskstatetest.Stores{A: newStore(t, c, history), B: newStore(t, direct, history), Loss: taskstatetest.Retried,
+		return taskstatetest.Stores{A: newStore(t, c, history), B: newStore(t, direct, history), Loss: taskstatetest.Retried, Trail: taskstatetest.Trail,
 			LoseNextReply: func(then func()) { p.DropReplyThen(storeCall, then) },
 			Leaks:         func(t *testing.T) error { return storeLeaks(context.Background(), direct, "conformance") }}
 	}
@@ -61,13 +62,14 @@ func lossyStores(direct *redis.Client, addr string) taskstatetest.NewStores {
 // permanentKey matches the keys of namespace ns that the Store's
 // documentation says do not expire: the paused flags and last resumes,
 // the namespace's requests, retries, backfills and runs-taken hashes, the
-// pause generation, the schedules and their generation.
+// pause generation, the schedules and their generation, the trail, its
+// Keys and its last Seq (which storeLeaks checks are within the bound).
 func permanentKey(ns, key string) bool {
 	if strings.HasPrefix(key, "ndigo:{"+ns+":") && (strings.HasSuffix(key, "}:task:paused") || strings.HasSuffix(key, "}:task:resumed")) {
 		return true
 	}
 	switch strings.TrimPrefix(key, "ndigo:{"+ns+"}:") {
-	case "requests", "retries", "backfills", "runcounts", "pauses", "schedules", "schedules:gen":
+	case "requests", "retries", "backfills", "runcounts", "pauses", "schedules", "schedules:gen", "trail", "trail:keys", "trail:seq":
 		return true
 	}
 	return false
@@ -115,6 +117,19 @@ func storeLeaks(ctx context.Context, c redis.UniversalClient, ns string) error {
 	if err != nil {
 		return err
 	}
+	// The trail and its Keys hold at most the conformance stores' bound.
+	trail := "ndigo:{" + ns + "}:trail"
+	n, err := c.ZCard(ctx, trail).Result()
+	if err != nil {
+		return err
+	}
+	keys, err := c.HLen(ctx, trail+":keys").Result()
+	if err != nil {
+		return err
+	}
+	if n > taskstatetest.Trail || keys > n {
+		return fmt.Errorf("the trail of namespace %q holds %d entries and %d Keys; want at most %d (the stores' Trail) and one Key each", ns, n, keys, taskstatetest.Trail)
+	}
 	if len(leaked) > 0 {
 		slices.Sort(leaked)
 		return fmt.Errorf("%d keys of namespace %q without an expiry that the Store does not state permanent: %q", len(leaked), ns, leaked)
@@ -144,6 +159,7 @@ func TestStoreConformanceCluster(t *testing.T) {
 	c := redistest.StartCluster(t, 3).Client()
 	taskstatetest.Run(t, func(t *testing.T, history int) taskstatetest.Stores {
 		return taskstatetest.Stores{A: newStore(t, c, history), B: newStore(t, c, history), Loss: taskstatetest.Retried,
+			Trail: taskstatetest.Trail,
 			Leaks: func(t *testing.T) error { return storeLeaks(context.Background(), c, "conformance") }}
 	})
 }

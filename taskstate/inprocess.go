@@ -2,6 +2,7 @@ package taskstate
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -34,6 +35,12 @@ type InProcess struct {
 	gen       int64
 	// takes are each task's counted runs (TakeRun).
 	takes map[string]*runTakes
+	// events are the trail, oldest first, at most trail; eventKeys, their
+	// Keys' indexes in events plus dropped; seq, the last Seq given.
+	trail     int
+	events    []Event
+	eventKeys map[string]int64
+	seq       int64
 }
 
 // runTakes are a task's counted runs: how many were taken, and the last
@@ -51,11 +58,23 @@ var _ Store = (*InProcess)(nil)
 // means [DefaultHistory]). A history out of [0, MaxHistory] is an error
 // wrapping ErrInvalid.
 func NewInProcess(history int) (*InProcess, error) {
+	return NewInProcessTrail(history, 0)
+}
+
+// NewInProcessTrail returns an empty store that keeps history runs per
+// task (0 means [DefaultHistory]) and the newest trail events (0 means
+// [DefaultTrail]). A history out of [0, MaxHistory], a trail out of [0,
+// MaxTrail], is an error wrapping ErrInvalid.
+func NewInProcessTrail(history, trail int) (*InProcess, error) {
 	n, err := CheckHistory("history", history)
 	if err != nil {
 		return nil, err
 	}
-	return &InProcess{history: n, paused: map[string]Pause{}, requests: map[string]time.Time{},
+	keep, err := CheckTrail("trail", trail)
+	if err != nil {
+		return nil, err
+	}
+	return &InProcess{history: n, trail: keep, eventKeys: map[string]int64{}, paused: map[string]Pause{}, requests: map[string]time.Time{},
 		retries: map[string]Retry{}, taken: map[string]bool{}, runs: map[string][]keptRun{},
 		backfills: map[string]Backfill{}, ran: map[string]map[int64]bool{}, schedules: map[string][]byte{},
 		takes: map[string]*runTakes{}}, nil
@@ -207,6 +226,53 @@ func (s *InProcess) TakeRun(ctx context.Context, task string, fire time.Time, ma
 	}
 	s.takes[task] = rt
 	return rt.taken, nil
+}
+
+// AppendEvent appends e to the trail under the store's mutex, unless the
+// trail holds an entry of its Key, which it answers.
+func (s *InProcess) AppendEvent(ctx context.Context, e Event) (Event, error) {
+	if err := CheckEvent(ctx, e); err != nil {
+		return Event{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if seq, ok := s.eventKeys[e.Key]; ok {
+		return s.events[s.eventIndex(seq)], nil
+	}
+	s.seq++
+	e = StoredEvent(e, s.seq)
+	s.events = append(s.events, e)
+	s.eventKeys[e.Key] = e.Seq
+	if n := len(s.events) - s.trail; n > 0 {
+		for _, old := range s.events[:n] {
+			delete(s.eventKeys, old.Key)
+		}
+		s.events = s.events[n:] // append copies the kept ones when it grows the array
+	}
+	return e, nil
+}
+
+// eventIndex returns the index in s.events of the entry of Seq seq, which
+// it holds.
+func (s *InProcess) eventIndex(seq int64) int {
+	i, _ := slices.BinarySearchFunc(s.events, seq, func(e Event, seq int64) int { return cmp.Compare(e.Seq, seq) })
+	return i
+}
+
+// Events returns the kept entries of Seq above after, oldest first, at
+// most limit.
+func (s *InProcess) Events(ctx context.Context, after int64, limit int) ([]Event, error) {
+	if err := CheckEvents(ctx, after, limit); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := s.eventIndex(after + 1)
+	out := s.events[i:min(len(s.events), i+limit)]
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return slices.Clone(out), nil
 }
 
 // Record adds each run to its task's runs, in place of its placeholder if it

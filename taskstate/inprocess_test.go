@@ -13,11 +13,11 @@ import (
 
 func TestInProcessConformance(t *testing.T) {
 	taskstatetest.Run(t, func(t *testing.T, history int) taskstatetest.Stores {
-		s, err := taskstate.NewInProcess(history)
+		s, err := taskstate.NewInProcessTrail(history, taskstatetest.Trail)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return taskstatetest.Stores{A: s, B: s, Loss: taskstatetest.NoWire}
+		return taskstatetest.Stores{A: s, B: s, Loss: taskstatetest.NoWire, Trail: taskstatetest.Trail}
 	})
 }
 
@@ -25,6 +25,14 @@ func TestNewInProcessRejectsBadHistory(t *testing.T) {
 	for _, n := range []int{-1, taskstate.MaxHistory + 1} {
 		if _, err := taskstate.NewInProcess(n); !errors.Is(err, taskstate.ErrInvalid) {
 			t.Errorf("NewInProcess(%d): err = %v, want taskstate.ErrInvalid", n, err)
+		}
+	}
+}
+
+func TestNewInProcessTrailRejectsBadTrail(t *testing.T) {
+	for _, n := range []int{-1, taskstate.MaxTrail + 1} {
+		if _, err := taskstate.NewInProcessTrail(0, n); !errors.Is(err, taskstate.ErrInvalid) || !strings.Contains(err.Error(), "trail "+strconv.Itoa(n)) {
+			t.Errorf("NewInProcessTrail(0, %d): err = %v, want taskstate.ErrInvalid naming the trail", n, err)
 		}
 	}
 }

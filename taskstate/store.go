@@ -68,6 +68,25 @@ type HistoryKeeper interface {
 // fire) answers the same number and takes nothing. Every node reads the
 // counts at each poll ([Poll].Runs).
 //
+// # The trail of control actions
+//
+// AppendEvent records a control action ([Event]: a pause, a resume, a run
+// now, a backfill, a stored schedule's or calendar's change, a
+// notification) with its actor, note, time and before/after; Events reads
+// the trail, oldest first. The store numbers each entry (Seq) in the order
+// the appends committed, never reusing a number, so that a reader tailing
+// the trail with Events(after: the last Seq it read) never misses an entry:
+// no entry with a Seq below one already read appears later. Each backend
+// orders them so: InProcess under its mutex, redislocks in one script
+// (scripts run one at a time), pglocks by a counter row that each append
+// updates in its statement (its row lock orders the appends' commits; a
+// plain sequence would not), etcdlocks by the revision of the append's
+// transaction. An append is idempotent by its Key: an append of a Key the
+// trail holds (a resend after a lost reply, the client's or the caller's)
+// stores nothing and answers the entry stored. A store keeps the newest
+// entries, as many as its trail option says ([DefaultTrail] if not set, at
+// most [MaxTrail]), and forgets the Keys of the entries it dropped.
+//
 // # Error texts
 //
 // A store keeps at most [MaxErrorLen] bytes of a run's Error, cut by
@@ -78,9 +97,9 @@ type HistoryKeeper interface {
 // A call to a store on a server can lose its reply after the server ran it
 // (a connection reset). What the caller then sees is each store's promise,
 // which the conformance suite checks for every mutating call (SetPaused,
-// RequestRun, TakeRequest, TakeRetry, TakeRun, Record, the backfills' and
-// the schedules' calls) with another node's call between the lost reply
-// and what follows:
+// RequestRun, TakeRequest, TakeRetry, TakeRun, AppendEvent, Record, the
+// backfills' and the schedules' calls) with another node's call between
+// the lost reply and what follows:
 //
 //   - a store whose client retries the call (redislocks: go-redis resends
 //     it on a new connection) makes each call carry a nonce, so that the
@@ -89,8 +108,10 @@ type HistoryKeeper interface {
 //     RequestRun makes at most one request (one call, at most one run), a
 //     TakeRequest returns the request its first attempt took and never a
 //     later one, a TakeRetry answers what its first attempt did (and so
-//     does a LeaveWaiting), a TakeRun answers the number its first attempt took (or 0) and takes
-//     nothing again, a Record records once (and leaves its retry once), a
+//     does a LeaveWaiting), a TakeRun answers the number its first attempt
+//     took (or 0) and takes nothing again, an AppendEvent answers the entry
+//     its first attempt stored (by its Key, without a nonce), a Record
+//     records once (and leaves its retry once), a
 //     CreateSchedule answers nil, an UpdateSchedule does not undo a later
 //     one, and a DeleteSchedule answers true and does not delete a
 //     schedule created since;
@@ -166,6 +187,17 @@ type Store interface {
 	// Of callers racing with different fires for the last run, exactly one gets it.
 	// A max below 1, a zero fire, is an error wrapping ErrInvalid (naming field, value, rule).
 	TakeRun(ctx context.Context, task string, fire time.Time, max int) (n int, err error)
+	// AppendEvent appends e to the trail of control actions, and answers
+	// the entry as stored: its Seq given by the store, At in UTC. If the
+	// trail holds an entry of e.Key (the call sent again, its reply lost),
+	// it stores nothing and answers that entry, whatever e's other fields.
+	// An e that CheckEvent refuses is an error wrapping ErrInvalid.
+	AppendEvent(ctx context.Context, e Event) (Event, error)
+	// Events returns the trail's entries of Seq above after, oldest first,
+	// at most limit (1 to MaxEventsLimit). Entries dropped by the trail's
+	// bound are not returned: a reader that fell behind by more than the
+	// bound sees a gap in Seq.
+	Events(ctx context.Context, after int64, limit int) ([]Event, error)
 	// Record adds each run to its task's runs, in order, in one call (one
 	// round trip on a server: the scheduler records the runs that end
 	// together at once). Each Run's Error is cut by [CutError]; the store

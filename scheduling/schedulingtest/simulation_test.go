@@ -1395,6 +1395,25 @@ func (n *nodeStore) TakeRun(ctx context.Context, task string, fire time.Time, ma
 	return k, err
 }
 
+// AppendEvent passes the call on under the node's faults (the scheduler
+// appends none yet).
+func (n *nodeStore) AppendEvent(ctx context.Context, e taskstate.Event) (got taskstate.Event, err error) {
+	err = n.call("AppendEvent", e.Target, func() error {
+		got, err = n.s.inner.AppendEvent(ctx, e)
+		return err
+	})
+	return got, err
+}
+
+// Events passes the call on under the node's faults.
+func (n *nodeStore) Events(ctx context.Context, after int64, limit int) (es []taskstate.Event, err error) {
+	err = n.call("Events", "", func() error {
+		es, err = n.s.inner.Events(ctx, after, limit)
+		return err
+	})
+	return es, err
+}
+
 func (n *nodeStore) Record(ctx context.Context, runs ...taskstate.TaskRun) error {
 	task := ""
 	if len(runs) > 0 {

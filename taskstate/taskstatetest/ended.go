@@ -131,6 +131,7 @@ func (s *suite) contextEnded(t *testing.T) {
 		takeRun(t, st.B, task, fireAt(1), 2, 1) // the call took run 1
 		takeRun(t, st.B, task, fireAt(3), 2, 0)
 	})
+	t.Run("AppendEvent", s.contextEndedAppendEvent)
 	t.Run("Record", func(t *testing.T) {
 		st, task := s.lossy(t), s.task(t)
 		r := retry(2)

@@ -6,12 +6,15 @@
 // replacement by the run), retries (left by a record, taken exactly once
 // per attempt, replaced by a later one), the runs counted by TakeRun (taken
 // once each under contention, answered again for a fire that took one),
+// the trail of control actions (Trail, TrailRace, TrailBound, BadEvents:
+// numbered in commit order, so that a reader tailing it misses nothing,
+// stored once per Key under racing appenders, bounded),
 // the bounded run history and its
 // reads of the newest runs, the cap on error texts, bad input, from two
 // stores on one backend, as two nodes see it; and faults:
 //
 //   - LostReply/<call>: every mutating call (SetPaused, RequestRun,
-//     TakeRequest, TakeRetry, LeaveWaiting, TakeRun, Record, StartBackfill,
+//     TakeRequest, TakeRetry, LeaveWaiting, TakeRun, AppendEvent, Record, StartBackfill,
 //     TakeBackfill, EndBackfill, Create/Update/DeleteSchedule) with its
 //     reply lost after the backend applied it and another node's calls
 //     before the client's resend (Retried) or the caller's error (Failed).
@@ -75,6 +78,10 @@ type Stores struct {
 	// shared across cases reports only what these stores could have left:
 	// their namespace, or what appeared since they were made.
 	Leaks func(t *testing.T) error
+	// Trail is how many events the stores keep (their trail option; 0
+	// meaning taskstate.DefaultTrail): [Trail], for the TrailBound case to
+	// append past it quickly.
+	Trail int
 }
 
 // A Loss is what a lost reply does to a store's call: what the store
@@ -130,6 +137,10 @@ func Run(t *testing.T, newStores NewStores) {
 	t.Run("LeaveWaitingOnce", s.leaveWaitingOnce)
 	t.Run("TakeRuns", s.takeRuns)
 	t.Run("TakeRunOnce", s.takeRunOnce)
+	t.Run("Trail", s.trail)
+	t.Run("TrailRace", s.trailRace)
+	t.Run("TrailBound", s.trailBound)
+	t.Run("BadEvents", s.badEvents)
 	t.Run("Backfill", s.backfill)
 	t.Run("TakeBackfillOnce", s.takeBackfillOnce)
 	t.Run("BackfillRefusesRecorded", s.backfillRefusesRecorded)
@@ -157,6 +168,7 @@ func Run(t *testing.T, newStores NewStores) {
 		t.Run("LeaveWaiting", s.lostLeaveWaiting)
 		t.Run("TakeRun", s.lostTakeRun)
 		t.Run("TakeRunPastRecentTakes", s.lostTakeRunPastRecentTakes)
+		t.Run("AppendEvent", s.lostAppendEvent)
 		t.Run("StartBackfill", s.lostStartBackfill)
 		t.Run("TakeBackfill", s.lostTakeBackfill)
 		t.Run("EndBackfill", s.lostEndBackfill)
