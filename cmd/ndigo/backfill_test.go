@@ -126,10 +126,10 @@ func TestBackfillWait(t *testing.T) {
 	b.StepTo(t, 3*time.Second)
 	r.waitStderr(t, "[####................] 2/10 (1 refused) running\n")
 	res := ndigo(t, b.env, "tasks")
-	if got := row(t, rows(t, res.stdout), "report"); res.code != 0 || got[13] != "running 2/10" {
+	if got := row(t, rows(t, res.stdout), "report"); res.code != 0 || got[14] != "running 2/10" {
 		t.Errorf("tasks while the backfill runs: exit %d, row %q; want BACKFILL running 2/10 (%s)", res.code, got, res.stderr)
 	}
-	if got := row(t, rows(t, res.stdout), "plain"); got[13] != "-" {
+	if got := row(t, rows(t, res.stdout), "plain"); got[14] != "-" {
 		t.Errorf("tasks: plain %q, want no backfill", got)
 	}
 
@@ -149,7 +149,7 @@ func TestBackfillWait(t *testing.T) {
 	}
 
 	res = ndigo(t, b.env, "tasks")
-	if got := row(t, rows(t, res.stdout), "report"); got[13] != "done 10/10" || got[6] != "ok" {
+	if got := row(t, rows(t, res.stdout), "report"); got[14] != "done 10/10" || got[7] != "ok" || got[5] != "ok" {
 		t.Errorf("tasks once the backfill is done: %q; want BACKFILL done 10/10", got)
 	}
 	res = ndigo(t, b.env, "runs", "report")
@@ -197,7 +197,7 @@ func TestBackfillWaitCancelled(t *testing.T) {
 		t.Errorf("stderr %q, want it to end with %q", res.stderr, want)
 	}
 	res = ndigo(t, b.env, "tasks")
-	if got := row(t, rows(t, res.stdout), "report"); got[13] != "cancelled 2/10" {
+	if got := row(t, rows(t, res.stdout), "report"); got[14] != "cancelled 2/10" {
 		t.Errorf("tasks once cancelled: %q; want BACKFILL cancelled 2/10", got)
 	}
 }

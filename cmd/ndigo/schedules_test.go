@@ -159,7 +159,7 @@ func TestScheduleCommands(t *testing.T) {
 	}
 
 	rs = rows(t, ndigo(t, n.env, "tasks").stdout)
-	if h := slices.Index(rs[0], "HANDLER"); h != 14 || row(t, rs, "report-acme")[h] != "tenant-report" || row(t, rs, "nightly")[h] != "-" {
+	if h := slices.Index(rs[0], "HANDLER"); h != 15 || row(t, rs, "report-acme")[h] != "tenant-report" || row(t, rs, "nightly")[h] != "-" {
 		t.Errorf("tasks: %q; want HANDLER last, tenant-report for report-acme, - for nightly (declared in code)", rs)
 	}
 
