@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
@@ -75,7 +74,7 @@ const DefaultDownFires = 3
 const MaxHealthSpan = 366 * 24 * time.Hour
 
 // maxHealthWalk bounds the instants a health judgement walks over.
-const maxHealthWalk = 100_000
+const maxHealthWalk = 10_000
 
 // Health returns the health of the task named name: its state, since when
 // and why, derived from the task's history that every node shares (read
@@ -173,8 +172,12 @@ type healthJudge struct {
 	excluded func(*entry, time.Time) string
 
 	walked   bool
-	unstated []time.Time // the fires since the last start that no record explains, oldest first
-	newest   time.Time   // the newest fire past its grace that no calendar excludes
+	// unstated are the first fires since the last start that no record
+	// explains, oldest first, at most DefaultDownFires of them.
+	unstated []time.Time
+	newest   time.Time // the newest fire past its grace that no calendar excludes
+	// newestUnexplained reports that no record explains newest.
+	newestUnexplained bool
 }
 
 // grace is how long after its start a fire of e may take to start, and to
@@ -255,29 +258,40 @@ func (j *healthJudge) walk() {
 		holders[i] = holder{e.name, r}
 	}
 	grace := j.grace()
-	var due []time.Time // past their grace, oldest first
+	gapBefore := func(t, prev time.Time) time.Duration {
+		if prev.IsZero() {
+			return e.sched.Next(t).Sub(t)
+		}
+		return t.Sub(prev)
+	}
+	// unexplained reports whether no record explains t, after the last
+	// start and not covered by the run going here, and no calendar
+	// excludes it.
+	unexplained := func(t, prev time.Time) bool {
+		if !t.After(base) || (!j.inFlight.IsZero() && !t.Before(j.inFlight)) {
+			return false // before the last start, or explained by the run going here
+		}
+		switch judge(t, byFire, holders, e, min(heldSlack, gapBefore(t, prev)/10)).Status {
+		case FireMissed, FireFailed:
+			return j.excluded == nil || j.excluded(e, t) == ""
+		}
+		return false
+	}
+	var due, before []time.Time // the instants past their grace, oldest first, and the instant before each
 	prev := time.Time{}
 	for t, n := e.sched.Next(from), 0; !t.IsZero() && !t.After(j.now) && n <= 2*maxHealthWalk; prev, t, n = t, e.sched.Next(t), n+1 {
 		if !t.Add(j.offset(t)).Add(grace).After(j.now) {
-			due = append(due, t)
+			due, before = append(due, t), append(before, prev)
 		}
-		if !t.After(base) || (!j.inFlight.IsZero() && !t.Before(j.inFlight)) {
-			continue // before the last start, or explained by the run going here
-		}
-		gap := t.Sub(prev)
-		if prev.IsZero() {
-			gap = e.sched.Next(t).Sub(t)
-		}
-		switch judge(t, byFire, holders, e, min(heldSlack, gap/10)).Status {
-		case FireMissed, FireFailed:
-			if j.excluded == nil || j.excluded(e, t) == "" {
-				j.unstated = append(j.unstated, t)
-			}
+		// Down needs the first few; late, the newest due (below).
+		if len(j.unstated) < DefaultDownFires && unexplained(t, prev) {
+			j.unstated = append(j.unstated, t)
 		}
 	}
 	for i := len(due) - 1; i >= 0; i-- {
 		if j.excluded == nil || j.excluded(e, due[i]) == "" {
 			j.newest = due[i]
+			j.newestUnexplained = unexplained(due[i], before[i])
 			break
 		}
 	}
@@ -323,8 +337,8 @@ func (j *healthJudge) down() (TaskHealth, bool) {
 	if at.After(j.now) {
 		return TaskHealth{}, false
 	}
-	return TaskHealth{State: HealthDown, Since: at, Reason: fmt.Sprintf("no run started since %s: %d fires in a row have not started, from %s",
-		stamp(j.lastStart()), len(j.unstated), stamp(first))}, true
+	return TaskHealth{State: HealthDown, Since: at, Reason: fmt.Sprintf("no run started since %s: the fire at %s and at least %d after it have not started",
+		stamp(j.lastStart()), stamp(first), DefaultDownFires-1)}, true
 }
 
 func (j *healthJudge) overrun() (TaskHealth, bool) {
@@ -391,10 +405,13 @@ func (j *healthJudge) late() (TaskHealth, bool) {
 		}
 		return TaskHealth{}, false
 	}
-	if !slices.ContainsFunc(j.unstated, t.Equal) {
+	if !j.newestUnexplained {
 		return TaskHealth{}, false // explained: skipped for a reason, or covered by a run
 	}
-	first := j.unstated[0]
+	first := t
+	if len(j.unstated) > 0 && j.unstated[0].Before(t) {
+		first = j.unstated[0]
+	}
 	return TaskHealth{State: HealthLate, Since: first.Add(j.offset(first)).Add(grace), Reason: fmt.Sprintf("the fire at %s has not started "+
 		"%s after it (its grace); no run started since %s", stamp(t), grace, stamp(j.lastStart()))}, true
 }
