@@ -171,7 +171,7 @@ type healthJudge struct {
 	inFlight time.Time // the start of the run in flight on this node; zero if none
 	excluded func(*entry, time.Time) string
 
-	walked   bool
+	walked bool
 	// unstated are the first fires since the last start that no record
 	// explains, oldest first, at most DefaultDownFires of them.
 	unstated []time.Time
