@@ -309,3 +309,39 @@ func TestHealthOptionValidation(t *testing.T) {
 		}
 	}
 }
+
+// A fire that a backfill ran later, as an operator asked, is not late;
+// one that a node reached late and ran is, until a fire starts on time.
+func TestHealthLateStartAndBackfill(t *testing.T) {
+	c := newCluster(t)
+	c.fc.Advance(30 * time.Second)
+	c.start(1, func() []Task {
+		return []Task{NewTask(func(context.Context) error { return nil }, Cron("@every 1m"), Lock("k"), Name("a"), LateAfter(10*time.Second))}
+	})
+	a := c.nodes[0]
+	c.step(time.Minute, time.Second) // 1m ran
+	c.stop()
+	record := func(r taskstate.Run) {
+		t.Helper()
+		r.Node, r.Outcome = "node-x", string(OutcomeOK)
+		if err := c.store.Record(context.Background(), taskstate.TaskRun{Task: "a", Run: r}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.fc.Advance(epoch.Add(2*time.Minute + 30*time.Second).Sub(c.fc.Now()))
+	wantHealth(t, a, "a", HealthLate, epoch.Add(2*time.Minute+10*time.Second))
+	// A backfill runs 2m.
+	record(taskstate.Run{Fire: epoch.Add(2 * time.Minute), Backfill: true, Start: c.fc.Now(), Duration: time.Second})
+	wantHealth(t, a, "a", HealthOK, time.Time{})
+	// 3m starts 20s late, over its 10s grace.
+	c.fc.Advance(time.Minute)
+	record(taskstate.Run{Fire: epoch.Add(3 * time.Minute), Start: epoch.Add(3*time.Minute + 20*time.Second), Duration: time.Second})
+	h := wantHealth(t, a, "a", HealthLate, epoch.Add(3*time.Minute+10*time.Second))
+	if !strings.Contains(h.Reason, "started 20s after it") {
+		t.Errorf("late reason %q, want how late it started", h.Reason)
+	}
+	// 4m on time.
+	c.fc.Advance(time.Minute)
+	record(taskstate.Run{Fire: epoch.Add(4 * time.Minute), Start: epoch.Add(4 * time.Minute), Duration: time.Second})
+	wantHealth(t, a, "a", HealthOK, time.Time{})
+}
