@@ -91,14 +91,15 @@ const maxHealthWalk = 10_000
 //   - late: the newest instant of the schedule whose grace ([LateAfter])
 //     has passed, and that no calendar excludes, did not start within it:
 //     no record of it explains it (a run; a skip for a reason: paused, a
-//     retry pending, the lock held by a run that was going then), or its
-//     run started later than the grace. The grace counts from the fire's
+//     retry pending, the lock held by a run that was going then; a
+//     backfill's run of it), or its run started later than the grace. The grace counts from the fire's
 //     start: its instant, plus its offset with [Jitter].
 //   - down: a fire due after the last run started is older than
 //     [DownAfter]; without it, the third such fire (calendars' exclusions
 //     aside) is late. The fires counted are those that no record explains,
-//     as for late. A task with no run in its history counts from this
-//     node's start, or its oldest record if older.
+//     as for late, or a backfill ran later. A task with no run in its
+//     history counts from this node's start, or its oldest record if
+//     older; a stored schedule, from its From.
 //   - failing: the newest [FailingAfter] fires that ran all failed.
 //   - overrun: with a [RunBudget], the run in flight on this node started
 //     longer ago than the budget, or, with none in flight here, the newest
@@ -108,7 +109,9 @@ const maxHealthWalk = 10_000
 // paused or completed task is never late nor down. A run in flight on this
 // node explains the fires due while it runs (they are skipped as still
 // running); one on another node is seen when its record lands, which the
-// default grace waits for.
+// default grace waits for. The judgement walks at most about 10,000
+// instants back from now: a task down for longer on a short period is
+// down since the oldest of them.
 //
 // It reads the task's history and pause flag. Without a task state store
 // it fails with [ErrNoState]; if the store fails, with its error:
