@@ -1,13 +1,13 @@
 # make test: every check CI runs. It installs redis-server, redis-sentinel,
-# PostgreSQL, PgBouncer, etcd-server and chromium from Debian's packages when
+# PostgreSQL, PgBouncer, etcd-server, chromium and promtool from Debian's packages when
 # they are missing (as root), or says what to install.
 GO          ?= go
 STATICCHECK := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 PKGS        := ./...
 
-.PHONY: test fmt vet staticcheck unit property redis-server postgresql etcd-server chromium bench chaos fuzz fuzz-short screenshots
+.PHONY: test fmt vet staticcheck unit property redis-server postgresql etcd-server chromium promtool bench chaos fuzz fuzz-short screenshots
 
-test: fmt vet staticcheck redis-server postgresql etcd-server chromium unit property fuzz-short
+test: fmt vet staticcheck redis-server postgresql etcd-server chromium promtool unit property fuzz-short
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); \
@@ -91,6 +91,23 @@ chromium:
 			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 		else \
 			echo "make test needs chromium for the web console's browser tests: install it (Debian: sudo apt-get install chromium)"; exit 1; \
+		fi; \
+	fi
+
+# promtool: Prometheus's rule checker, with which docs' TestAlertRules checks
+# the shipped alerting rules (docs/ndigo-rules.yml); package prometheus,
+# without its recommended node exporter. The package also enables a
+# prometheus service (port 9090): a container's policy-rc.d keeps it from
+# starting, and under systemd it is stopped and disabled again, since the
+# tests need the binary alone.
+promtool:
+	@if ! command -v promtool >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "installing promtool (package prometheus) from Debian's packages"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; \
+			if [ -d /run/systemd/system ]; then systemctl disable --now prometheus.service >/dev/null 2>&1 || true; fi; \
+		else \
+			echo "make test needs promtool: install it (Debian: sudo apt-get install --no-install-recommends prometheus)"; exit 1; \
 		fi; \
 	fi
 

@@ -109,7 +109,8 @@ func (h *Handler) calendars(w http.ResponseWriter, r *http.Request) {
 
 // createCalendar serves POST /calendars.
 func (h *Handler) createCalendar(w http.ResponseWriter, r *http.Request) {
-	if !h.authorized(w, r, "", "create-calendar") {
+	actor := h.authorized(w, r, "", "create-calendar")
+	if actor == "" {
 		return
 	}
 	c, err := calendarRequest(w, r, "")
@@ -117,7 +118,7 @@ func (h *Handler) createCalendar(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	h.putCalendar(w, r, c, "create-calendar")
+	h.putCalendar(w, r, c, "create-calendar", actor)
 }
 
 // calendarByName serves GET, PUT and DELETE /calendars/{name}.
@@ -135,7 +136,8 @@ func (h *Handler) calendarByName(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusOK, calendarJSON(info))
 		}
 	case http.MethodPut:
-		if !h.authorized(w, r, name, "update-calendar") {
+		actor := h.authorized(w, r, name, "update-calendar")
+		if actor == "" {
 			return
 		}
 		c, err := calendarRequest(w, r, name)
@@ -143,17 +145,18 @@ func (h *Handler) calendarByName(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadRequest, err.Error())
 			return
 		}
-		h.putCalendar(w, r, c, "update-calendar")
+		h.putCalendar(w, r, c, "update-calendar", actor)
 	case http.MethodDelete:
-		if !h.authorized(w, r, name, "delete-calendar") {
+		actor := h.authorized(w, r, name, "delete-calendar")
+		if actor == "" {
 			return
 		}
 		if err := h.s.DeleteCalendar(r.Context(), name); err != nil {
-			h.log.Warn("admin: calendar control failed", "calendar", name, "action", "delete-calendar", "remote", r.RemoteAddr, "err", err)
+			h.log.Warn("admin: calendar control failed", "calendar", name, "action", "delete-calendar", "actor", actor, "remote", r.RemoteAddr, "err", err)
 			writeError(w, calendarErrorCode(err), err.Error())
 			return
 		}
-		h.log.Info("admin: calendar control", "calendar", name, "action", "delete-calendar", "remote", r.RemoteAddr)
+		h.log.Info("admin: calendar control", "calendar", name, "action", "delete-calendar", "actor", actor, "remote", r.RemoteAddr)
 		writeJSON(w, http.StatusOK, CalendarActionJSON{Calendar: name, Action: "delete-calendar", Status: "deleted"})
 	default:
 		w.Header().Set("Allow", "GET, PUT, DELETE")
@@ -177,8 +180,8 @@ func (h *Handler) calendar(r *http.Request, name string) (scheduling.CalendarInf
 }
 
 // putCalendar creates or updates c (action create-calendar or
-// update-calendar), answering with the calendar as stored.
-func (h *Handler) putCalendar(w http.ResponseWriter, r *http.Request, c taskstate.Calendar, action string) {
+// update-calendar) for actor, answering with the calendar as stored.
+func (h *Handler) putCalendar(w http.ResponseWriter, r *http.Request, c taskstate.Calendar, action, actor string) {
 	ctx := r.Context()
 	var err error
 	code := http.StatusCreated
@@ -188,7 +191,7 @@ func (h *Handler) putCalendar(w http.ResponseWriter, r *http.Request, c taskstat
 		err, code = h.s.UpdateCalendar(ctx, c), http.StatusOK
 	}
 	if err != nil {
-		h.log.Warn("admin: calendar control failed", "calendar", c.Name, "action", action, "remote", r.RemoteAddr, "err", err)
+		h.log.Warn("admin: calendar control failed", "calendar", c.Name, "action", action, "actor", actor, "remote", r.RemoteAddr, "err", err)
 		status := calendarErrorCode(err)
 		if errors.Is(err, scheduling.ErrUnknownCalendar) {
 			// The calendar itself is unknown (an update of none): 404. An
@@ -201,7 +204,7 @@ func (h *Handler) putCalendar(w http.ResponseWriter, r *http.Request, c taskstat
 		writeError(w, status, err.Error())
 		return
 	}
-	h.log.Info("admin: calendar control", "calendar", c.Name, "action", action, "remote", r.RemoteAddr)
+	h.log.Info("admin: calendar control", "calendar", c.Name, "action", action, "actor", actor, "remote", r.RemoteAddr)
 	info, ok, err := h.calendar(r, c.Name)
 	switch {
 	case err != nil:

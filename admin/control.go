@@ -2,9 +2,6 @@ package admin
 
 import (
 	"bytes"
-	"cmp"
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -188,8 +185,8 @@ type ErrorJSON struct {
 //
 // It names the node's own setting: the CLI's NDIGO_ADMIN_TOKEN is a client's
 // variable, which configures no node.
-const noToken = "task control is off: this node has no admin token; set admin.token in its configuration " +
-	"(or admin.Options.Token) and restart it, then send the token as 'Authorization: Bearer <token>'"
+const noToken = "task control is off: this node has no admin token; set admin.token or admin.tokens in its configuration " +
+	"(or admin.Options.Token or Tokens) and restart it, then send the token as 'Authorization: Bearer <token>'"
 
 // nameParam is the query parameter of /scheduledtasks/{action}?name=NAME.
 const nameParam = "name"
@@ -271,16 +268,18 @@ func (h *Handler) scheduledTask(w http.ResponseWriter, r *http.Request, name, ac
 		if allow(w, r, http.MethodGet) {
 			h.nextFires(w, r, name)
 		}
-	case "run", "pause", "resume", "cancel-backfill":
-		if !allow(w, r, http.MethodPost) || !h.authorized(w, r, name, action) {
+	case "run", "pause", "resume", "cancel-backfill", "backfill":
+		if !allow(w, r, http.MethodPost) {
 			return
 		}
-		h.mutate(w, r, name, action)
-	case "backfill":
-		if !allow(w, r, http.MethodPost) || !h.authorized(w, r, name, action) {
-			return
+		actor := h.authorized(w, r, name, action)
+		switch {
+		case actor == "":
+		case action == "backfill":
+			h.backfill(w, r, name, actor)
+		default:
+			h.mutate(w, r, name, action, actor)
 		}
-		h.backfill(w, r, name)
 	default:
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.URL.Path+noEndpoint)
 	}
@@ -297,8 +296,8 @@ func (h *Handler) retries(name string) int {
 	return 0
 }
 
-// mutate performs an authorized action and logs it.
-func (h *Handler) mutate(w http.ResponseWriter, r *http.Request, name, action string) {
+// mutate performs an action authorized for actor and logs it.
+func (h *Handler) mutate(w http.ResponseWriter, r *http.Request, name, action, actor string) {
 	ctx := r.Context()
 	var err error
 	switch action {
@@ -306,7 +305,7 @@ func (h *Handler) mutate(w http.ResponseWriter, r *http.Request, name, action st
 		err = h.s.RunNow(ctx, name)
 	case "pause", "resume":
 		var opts []scheduling.ControlOption
-		if opts, err = pauseRequest(r); err != nil {
+		if opts, err = pauseRequest(r, actor); err != nil {
 			break
 		}
 		if action == "pause" {
@@ -318,11 +317,11 @@ func (h *Handler) mutate(w http.ResponseWriter, r *http.Request, name, action st
 		err = h.s.CancelBackfill(ctx, name)
 	}
 	if err != nil {
-		h.log.Warn("admin: task control failed", "task", name, "action", action, "remote", r.RemoteAddr, "err", err)
+		h.log.Warn("admin: task control failed", "task", name, "action", action, "actor", actor, "remote", r.RemoteAddr, "err", err)
 		writeError(w, errorCode(err), err.Error())
 		return
 	}
-	h.log.Info("admin: task control", "task", name, "action", action, "remote", r.RemoteAddr)
+	h.log.Info("admin: task control", "task", name, "action", action, "actor", actor, "remote", r.RemoteAddr)
 	out := ActionJSON{Task: name, Action: action}
 	code := http.StatusOK
 	switch action {
@@ -339,14 +338,16 @@ func (h *Handler) mutate(w http.ResponseWriter, r *http.Request, name, action st
 
 // PauseRequestJSON is the body that POST .../pause and .../resume may
 // take: why, and who. Fields it does not name are refused; no body is a
-// pause or resume without a note, by "admin API".
+// pause or resume without a note. The pause's "by" is the actor, the name
+// of the token's holder ("admin" for admin.token), which By follows as
+// what the client says of itself: "ops: ndigo CLI (alice)".
 type PauseRequestJSON struct {
 	Note string `json:"note"` // at most taskstate.MaxNoteLen bytes of printable text, line breaks allowed
-	By   string `json:"by"`   // who: the CLI sends "ndigo CLI (USER)"; "admin API" if empty
+	By   string `json:"by"`   // what the client says of who: the CLI sends "ndigo CLI (USER)"
 }
 
-// pauseRequest reads the optional body of a pause or resume.
-func pauseRequest(r *http.Request) ([]scheduling.ControlOption, error) {
+// pauseRequest reads the optional body of a pause or resume by actor.
+func pauseRequest(r *http.Request, actor string) ([]scheduling.ControlOption, error) {
 	var req PauseRequestJSON
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxPauseBody+1))
 	switch {
@@ -361,7 +362,11 @@ func pauseRequest(r *http.Request) ([]scheduling.ControlOption, error) {
 			return nil, fmt.Errorf("%w: the body must be {\"note\": string, \"by\": string}: %v", taskstate.ErrInvalid, err)
 		}
 	}
-	return []scheduling.ControlOption{scheduling.WithNote(req.Note), scheduling.By(cmp.Or(req.By, "admin API"))}, nil
+	by := actor
+	if req.By != "" {
+		by += ": " + req.By
+	}
+	return []scheduling.ControlOption{scheduling.WithNote(req.Note), scheduling.By(by)}, nil
 }
 
 // maxPauseBody bounds the body of a pause or resume: a note and a name.
@@ -374,22 +379,22 @@ const maxBackfillBody = 4 << 10
 // backfillShape is the body a POST .../backfill takes, for its errors.
 const backfillShape = `{"from": RFC 3339, "to": RFC 3339, "force": bool, "overlap": string}`
 
-// backfill starts an authorized backfill of the task named name from the
-// request's body, and logs it.
-func (h *Handler) backfill(w http.ResponseWriter, r *http.Request, name string) {
+// backfill starts a backfill of the task named name, authorized for
+// actor, from the request's body, and logs it.
+func (h *Handler) backfill(w http.ResponseWriter, r *http.Request, name, actor string) {
 	from, to, opts, err := backfillRequest(w, r)
 	if err != nil {
-		h.log.Warn("admin: task control refused: bad backfill request", "task", name, "action", "backfill", "remote", r.RemoteAddr, "err", err)
+		h.log.Warn("admin: task control refused: bad backfill request", "task", name, "action", "backfill", "actor", actor, "remote", r.RemoteAddr, "err", err)
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	b, err := h.s.Backfill(r.Context(), name, from, to, opts)
 	if err != nil {
-		h.log.Warn("admin: task control failed", "task", name, "action", "backfill", "remote", r.RemoteAddr, "err", err)
+		h.log.Warn("admin: task control failed", "task", name, "action", "backfill", "actor", actor, "remote", r.RemoteAddr, "err", err)
 		writeError(w, errorCode(err), err.Error())
 		return
 	}
-	h.log.Info("admin: task control", "task", name, "action", "backfill", "remote", r.RemoteAddr, "backfill", b.ID,
+	h.log.Info("admin: task control", "task", name, "action", "backfill", "actor", actor, "remote", r.RemoteAddr, "backfill", b.ID,
 		"from", b.From, "to", b.To, "instants", b.Total, "force", b.Force, "overlap", b.Overlap)
 	writeJSON(w, http.StatusAccepted, backfillJSON(b))
 }
@@ -430,23 +435,26 @@ func backfillTime(field, what, v string) (time.Time, error) {
 	return t, nil
 }
 
-// authorized checks the request's bearer token against the configured one
-// in constant time, answering 403 when none is configured and 401 when the
-// request's is missing or wrong. Refusals are logged, without the token.
-func (h *Handler) authorized(w http.ResponseWriter, r *http.Request, name, action string) bool {
-	if h.token == nil {
+// authorized checks the request's bearer token against the configured
+// ones, each in constant time, and returns the actor, the name of its
+// holder; it answers 403 when none is configured and 401 when the
+// request's is missing or wrong, and returns "". Refusals are logged,
+// without the token.
+func (h *Handler) authorized(w http.ResponseWriter, r *http.Request, name, action string) string {
+	if len(h.tokens) == 0 {
 		h.log.Warn("admin: task control refused: no token configured", "task", name, "action", action, "remote", r.RemoteAddr)
 		writeError(w, http.StatusForbidden, noToken)
-		return false
+		return ""
 	}
 	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if sum := sha256.Sum256([]byte(got)); !ok || subtle.ConstantTimeCompare(sum[:], h.token) != 1 {
+	who := actor(h.tokens, got)
+	if !ok || who == "" {
 		h.log.Warn("admin: task control refused: missing or wrong bearer token", "task", name, "action", action, "remote", r.RemoteAddr)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="ndigo"`)
-		writeError(w, http.StatusUnauthorized, "missing or wrong bearer token: send 'Authorization: Bearer <admin.token>'")
-		return false
+		writeError(w, http.StatusUnauthorized, "missing or wrong bearer token: send 'Authorization: Bearer <token>' with admin.token or a token of admin.tokens")
+		return ""
 	}
-	return true
+	return who
 }
 
 // allow answers 405 with the Allow header unless r's method is method.

@@ -39,6 +39,13 @@ const name = "Payroll.Close/eu west"
 
 func newControlled(t *testing.T, token Token) controlled {
 	t.Helper()
+	return newControlledWith(t, Options{Token: token})
+}
+
+// newControlledWith is newControlled with the handler's options (its
+// Scheduler and Logger set here).
+func newControlledWith(t *testing.T, opts Options) controlled {
+	t.Helper()
 	fc := clockwork.NewFakeClockAt(epoch)
 	store, err := taskstate.NewInProcess(0)
 	if err != nil {
@@ -55,7 +62,8 @@ func newControlled(t *testing.T, token Token) controlled {
 	}
 	t.Cleanup(func() { _ = s.Stop(context.Background()) })
 	buf := &syncbuf.Buffer{}
-	h, err := New(Options{Scheduler: s, Token: token, Logger: slog.New(slog.NewJSONHandler(buf, nil))})
+	opts.Scheduler, opts.Logger = s, slog.New(slog.NewJSONHandler(buf, nil))
+	h, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,8 +169,8 @@ func TestPauseResumeAndRunOverHTTP(t *testing.T) {
 	}
 	logs := c.log.String()
 	for _, action := range []string{"pause", "run", "resume"} {
-		if !strings.Contains(logs, `"action":"`+action+`","remote":"192.0.2.7:5555"`) {
-			t.Errorf("no log line of %s with the remote address in %s", action, logs)
+		if !strings.Contains(logs, `"action":"`+action+`","actor":"admin","remote":"192.0.2.7:5555"`) {
+			t.Errorf("no log line of %s with its actor and the remote address in %s", action, logs)
 		}
 	}
 	if strings.Contains(logs, secret) {
@@ -243,7 +251,8 @@ func TestScheduledTasksWithoutTheState(t *testing.T) {
 }
 
 // A pause or resume keeps the note and who sent it, shown in the task
-// list; without a body, by "admin API"; a bad note is a 400 naming it and
+// list, by the token's holder ("admin" for Options.Token) and what the
+// client says; without a body, by the holder; a bad note is a 400 naming it and
 // changes nothing.
 func TestPauseNoteOverHTTP(t *testing.T) {
 	c := newControlled(t, secret)
@@ -268,7 +277,7 @@ func TestPauseNoteOverHTTP(t *testing.T) {
 	if code, body := send("pause", `{"note": "ledger migration\nback at 14:00", "by": "ndigo CLI (ops)"}`); code != http.StatusOK {
 		t.Fatalf("POST pause with a note: %d %v", code, body)
 	}
-	if p := note(); p["paused"] != true || p["note"] != "ledger migration\nback at 14:00" || p["by"] != "ndigo CLI (ops)" || p["at"] != "2026-01-01T00:00:00Z" {
+	if p := note(); p["paused"] != true || p["note"] != "ledger migration\nback at 14:00" || p["by"] != "admin: ndigo CLI (ops)" || p["at"] != "2026-01-01T00:00:00Z" {
 		t.Fatalf("pauseNote %v, want the pause's note, by and at", p)
 	}
 	if code, body := send("resume", `{"note": "bad\u0001note"}`); code != http.StatusBadRequest || !strings.Contains(fmt.Sprint(body["error"]), "pause note") {
@@ -283,7 +292,7 @@ func TestPauseNoteOverHTTP(t *testing.T) {
 	if code, body := send("resume", ""); code != http.StatusOK {
 		t.Fatalf("POST resume without a body: %d %v", code, body)
 	}
-	if p := note(); p["paused"] != false || p["by"] != "admin API" || p["note"] != nil {
-		t.Fatalf("pauseNote %v after a resume without a body, want resumed by admin API without a note", p)
+	if p := note(); p["paused"] != false || p["by"] != "admin" || p["note"] != nil {
+		t.Fatalf("pauseNote %v after a resume without a body, want resumed by admin without a note", p)
 	}
 }

@@ -3,7 +3,6 @@ package admin
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,8 +42,16 @@ type Options struct {
 	// whitespace (spaces, tabs, CR, LF, such as a secret file's final
 	// newline) is ignored, with a warning on Logger: no client can send it
 	// in a header. The ndigo CLI and the web console trim it from the token
-	// they send the same way.
+	// they send the same way. A request with it is by [DefaultActor],
+	// "admin".
 	Token Token
+	// Tokens are further bearer tokens of the control endpoints, by the
+	// name of their holder (a person, a team, a CI job): a request with one
+	// is by that name, which its log line, a pause's "by" and the task
+	// list show. Names follow [CheckTokenName]; each token must be its
+	// own (two holders with one token could not be told apart), and
+	// whitespace at its ends is ignored as Token's is.
+	Tokens map[string]Token
 	// Logger receives one line per control request, with the task, the
 	// action and the remote address (never the token); nil means
 	// slog.Default().
@@ -78,8 +85,9 @@ type Route struct {
 //	GET  /healthz                                200 if every check passes, 503 naming the failing ones (run at once)
 //
 // The POST, PUT and DELETE endpoints need the header "Authorization: Bearer <token>" with
-// [Options].Token (401 without it or with another, 403 when no token is
-// configured), and each is logged. Responses are JSON, errors
+// [Options].Token or one of [Options].Tokens (401 without one or with
+// another, 403 when no token is configured), and each is logged with its
+// actor, the name of the token's holder. Responses are JSON, errors
 // {"error": "..."} (404 for an unknown task, 405 with an Allow header for a
 // wrong method); timestamps are RFC 3339 in UTC.
 //
@@ -110,7 +118,7 @@ type Handler struct {
 	timeout      time.Duration
 	stateTimeout time.Duration // Options.StateTimeout
 	mux          *http.ServeMux
-	token        []byte // SHA-256 of Options.Token; nil without one
+	tokens       []actorToken // Options.Token and Tokens; none refuses the control endpoints
 	log          *slog.Logger
 }
 
@@ -159,12 +167,11 @@ func New(opts Options) (*Handler, error) {
 			"such as a secret file's final newline, which no client can send: it is ignored, and clients send the token without it",
 			"setting", "admin.token", "trimmed_bytes", len(opts.Token)-len(token))
 	}
-	if token != "" {
-		// Hashed, so that the constant-time comparison does not reveal the
-		// token's length either.
-		sum := sha256.Sum256([]byte(token))
-		h.token = sum[:]
+	tokens, err := actorTokens(opts, h.log)
+	if err != nil {
+		return nil, err
 	}
+	h.tokens = tokens
 	h.mux.HandleFunc("/scheduledtasks", func(w http.ResponseWriter, r *http.Request) {
 		if allow(w, r, http.MethodGet) {
 			h.tasks(w, r)

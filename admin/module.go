@@ -35,6 +35,9 @@ type Config struct {
 	// Token is the handler's [Options].Token: the bearer token of the
 	// control endpoints; "" refuses them.
 	Token Token
+	// Tokens are the handler's [Options].Tokens: further bearer tokens by
+	// the name of their holder, the actor of the requests sent with them.
+	Tokens map[string]Token
 	// ReadHeaderTimeout bounds reading a request's headers; zero means
 	// DefaultReadHeaderTimeout.
 	ReadHeaderTimeout time.Duration
@@ -98,7 +101,8 @@ type handlerParams struct {
 
 func newModuleHandler(p handlerParams) (*Handler, error) {
 	checks := append(BackendChecks(p.Driver, p.State), p.Checks...)
-	return New(Options{Scheduler: p.Scheduler, Checks: checks, Routes: p.Routes, Token: p.Config.Token, Logger: p.Logger})
+	return New(Options{Scheduler: p.Scheduler, Checks: checks, Routes: p.Routes, Token: p.Config.Token, Tokens: p.Config.Tokens,
+		Logger: p.Logger})
 }
 
 // A Server serves a Handler on its own address.

@@ -93,7 +93,8 @@ func (h *Handler) schedules(w http.ResponseWriter, r *http.Request) {
 
 // createSchedule serves POST /schedules.
 func (h *Handler) createSchedule(w http.ResponseWriter, r *http.Request) {
-	if !h.authorized(w, r, "", "create-schedule") {
+	actor := h.authorized(w, r, "", "create-schedule")
+	if actor == "" {
 		return
 	}
 	sc, err := scheduleRequest(w, r, "")
@@ -101,7 +102,7 @@ func (h *Handler) createSchedule(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	h.putSchedule(w, r, sc, "create-schedule")
+	h.putSchedule(w, r, sc, "create-schedule", actor)
 }
 
 // scheduleByName serves PUT and DELETE /schedules/{name}.
@@ -109,7 +110,8 @@ func (h *Handler) scheduleByName(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	switch r.Method {
 	case http.MethodPut:
-		if !h.authorized(w, r, name, "update-schedule") {
+		actor := h.authorized(w, r, name, "update-schedule")
+		if actor == "" {
 			return
 		}
 		sc, err := scheduleRequest(w, r, name)
@@ -117,17 +119,18 @@ func (h *Handler) scheduleByName(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadRequest, err.Error())
 			return
 		}
-		h.putSchedule(w, r, sc, "update-schedule")
+		h.putSchedule(w, r, sc, "update-schedule", actor)
 	case http.MethodDelete:
-		if !h.authorized(w, r, name, "delete-schedule") {
+		actor := h.authorized(w, r, name, "delete-schedule")
+		if actor == "" {
 			return
 		}
 		if err := h.s.DeleteSchedule(r.Context(), name); err != nil {
-			h.log.Warn("admin: task control failed", "task", name, "action", "delete-schedule", "remote", r.RemoteAddr, "err", err)
+			h.log.Warn("admin: task control failed", "task", name, "action", "delete-schedule", "actor", actor, "remote", r.RemoteAddr, "err", err)
 			writeError(w, scheduleErrorCode(err), err.Error())
 			return
 		}
-		h.log.Info("admin: task control", "task", name, "action", "delete-schedule", "remote", r.RemoteAddr)
+		h.log.Info("admin: task control", "task", name, "action", "delete-schedule", "actor", actor, "remote", r.RemoteAddr)
 		writeJSON(w, http.StatusOK, ActionJSON{Task: name, Action: "delete-schedule", Status: "deleted"})
 	default:
 		w.Header().Set("Allow", "PUT, DELETE")
@@ -136,8 +139,8 @@ func (h *Handler) scheduleByName(w http.ResponseWriter, r *http.Request) {
 }
 
 // putSchedule creates or updates sc (action create-schedule or
-// update-schedule), answering with the schedule as stored.
-func (h *Handler) putSchedule(w http.ResponseWriter, r *http.Request, sc taskstate.Schedule, action string) {
+// update-schedule) for actor, answering with the schedule as stored.
+func (h *Handler) putSchedule(w http.ResponseWriter, r *http.Request, sc taskstate.Schedule, action, actor string) {
 	ctx := r.Context()
 	var err error
 	code := http.StatusCreated
@@ -147,11 +150,11 @@ func (h *Handler) putSchedule(w http.ResponseWriter, r *http.Request, sc tasksta
 		err, code = h.s.UpdateSchedule(ctx, sc), http.StatusOK
 	}
 	if err != nil {
-		h.log.Warn("admin: task control failed", "task", sc.Name, "action", action, "remote", r.RemoteAddr, "err", err)
+		h.log.Warn("admin: task control failed", "task", sc.Name, "action", action, "actor", actor, "remote", r.RemoteAddr, "err", err)
 		writeError(w, scheduleErrorCode(err), err.Error())
 		return
 	}
-	h.log.Info("admin: task control", "task", sc.Name, "action", action, "remote", r.RemoteAddr, "handler", sc.Handler, "cron", sc.Cron)
+	h.log.Info("admin: task control", "task", sc.Name, "action", action, "actor", actor, "remote", r.RemoteAddr, "handler", sc.Handler, "cron", sc.Cron)
 	infos, err := h.s.Schedules(ctx)
 	if err != nil {
 		writeError(w, scheduleErrorCode(err), err.Error())

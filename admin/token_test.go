@@ -1,7 +1,10 @@
 package admin
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -31,5 +34,74 @@ func TestTokenWhitespaceIsTrimmed(t *testing.T) {
 	c = newControlled(t, secret)
 	if logs := c.log.String(); strings.Contains(logs, "whitespace") {
 		t.Errorf("a token without whitespace: %s", logs)
+	}
+}
+
+// Each token of Options.Tokens is its holder's: a control request with it
+// is logged and kept by that name, whatever the client says it is; a
+// token of no holder is refused; bad names, empty tokens and a token two
+// holders share are refused at New, naming the holder and never a token.
+func TestNamedTokens(t *testing.T) {
+	c := newControlledWith(t, Options{Token: secret, Tokens: map[string]Token{"ops": "ops-token\n", "ci.deploy": "ci-token"}})
+	pause := func(token, body string) int {
+		t.Helper()
+		req := httptest.NewRequest(http.MethodPost, taskPath("pause"), strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		rec := httptest.NewRecorder()
+		c.h.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	by := func() string {
+		t.Helper()
+		_, _, tasks := c.do(t, http.MethodGet, "/scheduledtasks", "")
+		p, _ := tasks["tasks"].([]any)[0].(map[string]any)["pauseNote"].(map[string]any)
+		return fmt.Sprint(p["by"])
+	}
+	for _, tc := range []struct{ token, body, by string }{
+		{"ops-token", `{"by": "ndigo CLI (alice)"}`, "ops: ndigo CLI (alice)"},
+		{"ci-token", "", "ci.deploy"},
+		{secret, `{"by": "ops"}`, "admin: ops"}, // what a client says is not who it is
+	} {
+		if code := pause(tc.token, tc.body); code != http.StatusOK {
+			t.Fatalf("POST pause with %s's token: %d, want 200", tc.by, code)
+		}
+		if got := by(); got != tc.by {
+			t.Errorf("paused by %q, want %q", got, tc.by)
+		}
+	}
+	if code := pause("ops-token\n", ""); code != http.StatusUnauthorized {
+		t.Errorf("POST pause with a token no holder has: %d, want 401", code)
+	}
+	logs := c.log.String()
+	for _, want := range []string{`"actor":"ops"`, `"actor":"ci.deploy"`, `"actor":"admin"`,
+		`"msg":"admin: an admin token has leading or trailing whitespace`} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("the log lacks %s:\n%s", want, logs)
+		}
+	}
+	for _, tok := range []string{secret, "ops-token", "ci-token"} {
+		if strings.Contains(logs, tok) {
+			t.Errorf("the log shows a token:\n%s", logs)
+		}
+	}
+
+	s := c.s
+	for _, tc := range []struct {
+		opts Options
+		want string
+	}{
+		{Options{Tokens: map[string]Token{"": "x"}}, `Tokens[""] (admin.tokens): the name must be 1 to 64 letters`},
+		{Options{Tokens: map[string]Token{"a b": "x"}}, `Tokens["a b"] (admin.tokens): the name must be 1 to 64 letters`},
+		{Options{Tokens: map[string]Token{strings.Repeat("a", 65): "x"}}, `the name must be 1 to 64 letters`},
+		{Options{Tokens: map[string]Token{"admin": "x"}}, `Tokens["admin"] (admin.tokens): the name is the name of admin.token's holder`},
+		{Options{Tokens: map[string]Token{"ops": " \n"}}, `Tokens["ops"] (admin.tokens): the token is empty or only whitespace`},
+		{Options{Token: "same", Tokens: map[string]Token{"ops": "same\n"}}, `Tokens["ops"] (admin.tokens): the same token as admin's`},
+		{Options{Tokens: map[string]Token{"a": "same", "b": "same"}}, `Tokens["b"] (admin.tokens): the same token as a's`},
+	} {
+		tc.opts.Scheduler = s
+		_, err := New(tc.opts)
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "same\"") {
+			t.Errorf("New(%v): %v, want ErrInvalid with %q", tc.opts.Tokens, err, tc.want)
+		}
 	}
 }

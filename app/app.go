@@ -55,7 +55,9 @@ import (
 // pglocks.ModuleConfig, the lock driver and task state they choose (a
 // [Backend]), the scheduler, and package admin's Module, which serves the admin
 // endpoints on admin.addr (and, with admin.metrics, the scheduler's
-// Prometheus metrics at /metrics there). [New] includes it; use it directly
+// Prometheus metrics at /metrics there), and, with ping.url, a package ping
+// Pinger that pings the monitor outside the cluster while the scheduler
+// runs. [New] includes it; use it directly
 // to compose an fx.App by hand. Do not add admin.Module again.
 var Module = fx.Options(
 	fx.Module("settings",

@@ -8,6 +8,7 @@ import (
 	"github.com/ndigo/ndigo/admin"
 	"github.com/ndigo/ndigo/config"
 	"github.com/ndigo/ndigo/pglocks"
+	"github.com/ndigo/ndigo/ping"
 	"github.com/ndigo/ndigo/redislocks"
 )
 
@@ -15,9 +16,11 @@ import (
 // namespaces).
 func init() {
 	config.Rule("listen_addr", admin.CheckAddr)
+	config.Rule("token_name", admin.CheckTokenName)
 	config.Rule("redis_url", redislocks.CheckURL)
 	config.Rule("postgres_url", pglocks.CheckURL)
 	config.Rule("lock_namespace", redislocks.CheckNamespace)
+	config.Rule("ping_url", ping.CheckURL)
 }
 
 // Framework holds the settings ndigo itself reads, which [Module] hands to
@@ -38,6 +41,10 @@ func init() {
 //	  addr: 127.0.0.1:8081
 //	  metrics: true
 //	  token: a-long-random-string
+//	ping:
+//	  url: https://hc-ping.com/your-check-uuid
+//	  every: 1m
+//	  timeout: 10s
 type Framework struct {
 	// Node names this process in logs and lock diagnostics. Empty lets the
 	// application choose, e.g. from the host name.
@@ -66,6 +73,29 @@ type Framework struct {
 	// a Redis or PostgreSQL driver), "on" or "off" (every node tries every
 	// fire). See scheduling.Config.Spread.
 	Spread string `yaml:"spread" default:"auto" validate:"oneof=auto on off"`
+	// Ping configures the pings to a monitor outside the cluster.
+	Ping Ping `yaml:"ping"`
+}
+
+// Ping configures the pings that tell a monitor outside the cluster
+// (healthchecks.io, an Uptime Kuma push monitor) that a node is
+// scheduling: while its scheduler runs, each node sends a GET to URL at
+// start and every period after (package ping), so that the monitor alarms
+// once every node has been silent for longer than its own grace. A failed
+// ping is logged, with the URL's path redacted, and counted in
+// ndigo_ping_failures_total when admin.metrics is on.
+type Ping struct {
+	// URL is the monitor's ping URL, http or https; empty sends no pings.
+	// It is a secret (a healthchecks URL holds the check's UUID): printed
+	// or logged, it shows as [REDACTED], and a failed ping's line shows its
+	// scheme and host only.
+	URL config.Secret `yaml:"url" validate:"omitempty,ping_url"`
+	// Every is the period between two pings of a node. Set the monitor's
+	// period to it, and its grace to a few periods.
+	Every time.Duration `yaml:"every" default:"1m" validate:"min=1s"`
+	// Timeout bounds each ping; a ping that takes longer than Every
+	// delays the next one.
+	Timeout time.Duration `yaml:"timeout" default:"10s" validate:"min=1ms"`
 }
 
 // Admin configures the operations endpoints that app.Module serves: the
@@ -78,9 +108,16 @@ type Admin struct {
 	// Metrics counts every task's runs, skips and lock calls, and serves
 	// them at /metrics on Addr.
 	Metrics bool `yaml:"metrics"`
-	// Token is the bearer token that the task control endpoints (run,
-	// pause, resume) require; empty refuses them. Reading needs none.
+	// Token is the bearer token that the control endpoints (run, pause,
+	// resume, backfill, stored schedules and calendars) require; empty
+	// refuses them unless Tokens has one. Reading needs none. Its
+	// requests are by "admin".
 	Token config.Secret `yaml:"token"`
+	// Tokens are further tokens of the control endpoints by the name of
+	// their holder (a person, a team, a CI job), which the log and a
+	// pause's "by" name as the actor of each request: 1 to 64 letters,
+	// digits, '.', '_', '@' or '-'; each token its own.
+	Tokens map[string]config.Secret `yaml:"tokens" validate:"dive,keys,token_name,endkeys,required"`
 }
 
 // Redis configures the Redis lock driver.

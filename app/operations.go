@@ -1,14 +1,21 @@
 package app
 
 import (
+	"context"
+	"log/slog"
+
+	"github.com/jonboulle/clockwork"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/fx"
 
 	"github.com/ndigo/ndigo/admin"
+	"github.com/ndigo/ndigo/locks"
 	"github.com/ndigo/ndigo/metrics"
+	"github.com/ndigo/ndigo/ping"
 	"github.com/ndigo/ndigo/scheduling"
+	"github.com/ndigo/ndigo/taskstate"
 )
 
 // operations serves what the configuration's admin section asks for: the
@@ -18,15 +25,25 @@ import (
 // nothing, and without metrics no listener or driver wrapper is added, so
 // the scheduler's hot path is the bare one. /healthz checks the lock driver
 // and the task state store that the scheduler runs on (admin.BackendChecks),
-// whatever the driver.
+// whatever the driver, and ndigo_backend_up serves the same checks.
+//
+// With ping.url, a ping.Pinger pings the monitor outside the cluster while
+// the scheduler runs: started after it, stopped before it.
 var operations = fx.Module("operations",
 	fx.Provide(adminConfig, newOperationsMetrics),
-	fx.Invoke(initOperationsMetrics),
+	fx.Invoke(initOperationsMetrics, startPinging),
 	admin.Module,
 )
 
 func adminConfig(p frameworkParams) admin.Config {
-	return admin.Config{Addr: p.Framework.Admin.Addr, Token: admin.Token(p.Framework.Admin.Token.Reveal())}
+	c := admin.Config{Addr: p.Framework.Admin.Addr, Token: admin.Token(p.Framework.Admin.Token.Reveal())}
+	for name, token := range p.Framework.Admin.Tokens {
+		if c.Tokens == nil {
+			c.Tokens = map[string]admin.Token{}
+		}
+		c.Tokens[name] = admin.Token(token.Reveal())
+	}
+	return c
 }
 
 type operationsMetrics struct {
@@ -62,15 +79,64 @@ func newOperationsMetrics(p frameworkParams) (operationsMetrics, error) {
 	}, nil
 }
 
+type initMetricsParams struct {
+	fx.In
+	Metrics   *enabledMetrics
+	Scheduler *scheduling.Scheduler
+	Driver    locks.Driver    `optional:"true"`
+	State     taskstate.Store `optional:"true"`
+}
+
 // initOperationsMetrics puts every task's counters at zero from the start,
 // and serves the audit's gauges (the missed fires the docs tell operators
-// to alert on) beside them, as metrics.Module does.
-func initOperationsMetrics(e *enabledMetrics, s *scheduling.Scheduler) error {
+// to alert on) and the backends' health beside them, as metrics.Module
+// does.
+func initOperationsMetrics(p initMetricsParams) error {
+	e := p.Metrics
 	if e.m == nil {
 		return nil
 	}
-	for _, t := range s.Tasks() {
+	for _, t := range p.Scheduler.Tasks() {
 		e.m.Init(t.Name)
 	}
-	return e.reg.Register(metrics.NewAuditCollector(s, 0))
+	if err := e.reg.Register(metrics.NewAuditCollector(p.Scheduler, 0)); err != nil {
+		return err
+	}
+	return e.reg.Register(metrics.NewBackendCollector(p.Driver, p.State))
+}
+
+type pingParams struct {
+	fx.In
+	Framework Framework `optional:"true"`
+	Lifecycle fx.Lifecycle
+	Metrics   *enabledMetrics
+	Scheduler *scheduling.Scheduler // its start hook comes first, its stop hook last
+	Clock     clockwork.Clock       `optional:"true"` // the scheduler's
+	Logger    *slog.Logger
+	Node      string `name:"scheduling.node" optional:"true"` // scheduling.NodeName
+}
+
+// startPinging pings the configuration's ping.url while the scheduler
+// runs, on the scheduler's clock, and serves the pings' figures with the
+// metrics.
+func startPinging(p pingParams) error {
+	cfg := p.Framework.Ping
+	if cfg.URL == "" {
+		return nil
+	}
+	pg, err := ping.New(ping.Config{URL: cfg.URL.Reveal(), Every: cfg.Every, Timeout: cfg.Timeout,
+		Clock: p.Clock, Logger: p.Logger, Node: p.Node})
+	if err != nil {
+		return err // validated: a Framework that config.Load did not make
+	}
+	if p.Metrics.reg != nil {
+		if err := p.Metrics.reg.Register(metrics.NewPingCollector(pg)); err != nil {
+			return err
+		}
+	}
+	p.Lifecycle.Append(fx.Hook{
+		OnStart: func(context.Context) error { return pg.Start() },
+		OnStop:  pg.Stop,
+	})
+	return nil
 }

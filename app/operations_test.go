@@ -387,3 +387,31 @@ func metricValue(body, name string) (float64, bool) {
 	}
 	return 0, false
 }
+
+// admin.tokens load from the configuration by the name of their holder,
+// which each request with one is by; a bad name or an empty token is
+// refused at load naming the key, never a token.
+func TestAdminTokensByName(t *testing.T) {
+	type appConfig struct {
+		app.Framework `yaml:",inline"`
+	}
+	c, err := config.Load[appConfig](config.LoadOptions{Path: "app.yaml",
+		Data: []byte("admin:\n  addr: 127.0.0.1:0\n  tokens:\n    ops: s3cret-ops\n    ci.deploy: s3cret-ci\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := startOperations(t, c.Framework)
+	if code, body := post(t, base+"/scheduledtasks/close-books/pause", "s3cret-ci"); code != http.StatusOK {
+		t.Fatalf("pause with ci.deploy's token = %d %s, want 200", code, body)
+	}
+	if code, body := get(t, base+"/scheduledtasks"); code != http.StatusOK || !strings.Contains(body, `"by": "ci.deploy"`) {
+		t.Fatalf("/scheduledtasks after ci.deploy's pause = %d %s, want it paused by ci.deploy", code, body)
+	}
+	_, err = config.Load[appConfig](config.LoadOptions{Path: "app.yaml",
+		Data: []byte("admin:\n  tokens:\n    \"a b\": s3cret-ab\n    ops: \"\"\n")})
+	for _, want := range []string{`admin.tokens[a b]`, `must be 1 to 64 letters`, `admin.tokens[ops]`} {
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("Load = %v; want %q, without a token", err, want)
+		}
+	}
+}

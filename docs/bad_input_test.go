@@ -276,6 +276,8 @@ func badInputs() []badInput {
 		{"config.Load", "`zone: Mars/Olympus`", config.ErrInvalid, load("zone: Mars/Olympus\n")},
 		{"config.Load", "`stop-timeout: -1s`", config.ErrInvalid, load("stop-timeout: -1s\n")},
 		{"config.Load", "`spread: yes`", config.ErrInvalid, load("spread: yes\n")},
+		{"config.Load", "`ping: {url: \"ftp://hc-ping.com/a-check-uuid\"}`", config.ErrInvalid, load("ping: {url: \"ftp://hc-ping.com/a-check-uuid\"}\n")},
+		{"config.Load", "`ping: {every: 10ms}`", config.ErrInvalid, load("ping: {every: 10ms}\n")},
 	}
 }
 

@@ -49,6 +49,19 @@
 // that an alert on ndigo_task_health{state=~"late|failing|overrun|down"} == 1
 // fires on each task's state and clears when it changes.
 //
+// The backends the scheduler runs on ([BackendCollector], checked at each
+// scrape as /healthz checks them; a backend kept in the process is always
+// up): alert on ndigo_backend_up == 0:
+//
+//	ndigo_backend_up{backend="locks|taskstate"}            1 if its health check passed, 0 if not
+//
+// The pings to the monitor outside the cluster (package ping;
+// [PingCollector]), when the application sends them:
+//
+//	ndigo_pings_total                                      pings sent
+//	ndigo_ping_failures_total                              those that failed
+//	ndigo_ping_last_success_timestamp_seconds              when the last one succeeded; absent until one did
+//
 // Lock keys are not labels: fire claims name their instant, so keys are
 // unbounded. Task names are bounded by the application's code.
 //

@@ -7,7 +7,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/fx"
 
+	"github.com/ndigo/ndigo/locks"
 	"github.com/ndigo/ndigo/scheduling"
+	"github.com/ndigo/ndigo/taskstate"
 )
 
 // Module builds a *Metrics on the graph's prometheus.Registerer (optional;
@@ -21,8 +23,10 @@ import (
 // may sit anywhere in the application.
 //
 // Every task's counters exist at zero from the start ([Metrics.Init]).
-// With a scheduler in the graph, an [AuditCollector] of it is registered
-// while the application runs (registered at start, unregistered at stop).
+// With a scheduler in the graph, an [AuditCollector] of it, and a
+// [BackendCollector] of the graph's locks.Driver and taskstate.Store, are
+// registered while the application runs (registered at start, unregistered
+// at stop).
 var Module = fx.Module("metrics",
 	fx.Provide(newModuleMetrics),
 	fx.Invoke(initTasks),
@@ -46,6 +50,8 @@ type initParams struct {
 	Metrics    *Metrics
 	Scheduler  *scheduling.Scheduler `optional:"true"`
 	Registerer prometheus.Registerer `optional:"true"`
+	Driver     locks.Driver          `optional:"true"`
+	State      taskstate.Store       `optional:"true"`
 	Lifecycle  fx.Lifecycle
 }
 
@@ -60,15 +66,21 @@ func initTasks(p initParams) {
 	if reg == nil {
 		reg = prometheus.DefaultRegisterer
 	}
-	audits := NewAuditCollector(p.Scheduler, 0)
+	collectors := []prometheus.Collector{NewAuditCollector(p.Scheduler, 0), NewBackendCollector(p.Driver, p.State)}
 	p.Lifecycle.Append(fx.StartStopHook(
 		func() error {
-			// Another application of the process, on the same registry,
-			// serves its own: as with the other collectors, not an error.
-			if err := reg.Register(audits); err != nil && !errors.As(err, &prometheus.AlreadyRegisteredError{}) {
-				return fmt.Errorf("metrics: register the audit collector: %w", err)
+			for _, c := range collectors {
+				// Another application of the process, on the same registry,
+				// serves its own: as with the other collectors, not an error.
+				if err := reg.Register(c); err != nil && !errors.As(err, &prometheus.AlreadyRegisteredError{}) {
+					return fmt.Errorf("metrics: register the %T: %w", c, err)
+				}
 			}
 			return nil
 		},
-		func() { reg.Unregister(audits) }))
+		func() {
+			for _, c := range collectors {
+				reg.Unregister(c)
+			}
+		}))
 }

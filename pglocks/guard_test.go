@@ -140,7 +140,9 @@ func TestGuardKeepsSuccessorOut(t *testing.T) {
 			ctx := context.Background()
 			holder, successor := newDriver(t, p, "guard"), newDriver(t, p, "guard")
 			key := unique("out")
-			l, err := holder.Acquire(ctx, key, guardTTL)
+			// A lease long enough to be extended under any load; the Extend
+			// below shortens it to guardTTL, which then runs out.
+			l, err := holder.Acquire(ctx, key, time.Minute)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -156,7 +158,8 @@ func TestGuardKeepsSuccessorOut(t *testing.T) {
 				t.Fatal(err)
 			}
 			notAcquired(t, successor, key)
-			// The holder's own Extend does not wait on its guard.
+			// The holder's own Extend does not wait on its guard (it sets
+			// the lease's TTL to guardTTL from now).
 			short, cancel := context.WithTimeout(ctx, immediate)
 			err = l.Extend(short, guardTTL)
 			cancel()

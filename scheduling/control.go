@@ -66,8 +66,8 @@ type ControlOption func(*taskstate.Pause)
 // [taskstate.MaxNoteLen] bytes of printable text (line breaks allowed).
 func WithNote(note string) ControlOption { return func(p *taskstate.Pause) { p.Note = note } }
 
-// By keeps who made a pause or resume: the admin API passes its token's
-// name, the CLI its user's.
+// By keeps who made a pause or resume: the admin API passes the name of
+// its token's holder, then what the client says (the CLI its user's).
 func By(who string) ControlOption { return func(p *taskstate.Pause) { p.By = who } }
 
 func (s *Scheduler) setPaused(ctx context.Context, name string, paused bool, opts []ControlOption) error {

@@ -276,8 +276,8 @@ func TestPauseNote(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := infos[0].PauseNote; !p.Paused || p.Note != "ledger migration" || p.By != "ndigo CLI (ops)" {
-		t.Fatalf("pause %+v, want paused with the note, by ndigo CLI (ops)", p)
+	if p := infos[0].PauseNote; !p.Paused || p.Note != "ledger migration" || p.By != "admin: ndigo CLI (ops)" {
+		t.Fatalf("pause %+v, want paused with the note, by admin (the token's holder): ndigo CLI (ops)", p)
 	}
 	if res := ndigo(t, env, "resume", "nightly", "--note", "bad\x01"); res.code == 0 || !strings.Contains(res.stderr, "pause note") {
 		t.Fatalf("resume with a control character in the note: exit %d, stderr %q; want the note refused", res.code, res.stderr)
