@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ndigo/ndigo/admin"
+	"github.com/ndigo/ndigo/internal/admintest"
 	"github.com/ndigo/ndigo/internal/fakenode"
 	"github.com/ndigo/ndigo/internal/syncbuf"
 	"github.com/ndigo/ndigo/taskstate"
@@ -279,7 +280,7 @@ func TestBackfillRefusals(t *testing.T) {
 		{b.env, []string{"backfill", "nope", "--from", from, "--to", to}, `404 Not Found`},
 		{b.env, []string{"backfill", "report", "--cancel"}, `409 Conflict: scheduling: no backfill running: task "report"`},
 		{map[string]string{"NDIGO_ADMIN": b.env["NDIGO_ADMIN"]}, []string{"backfill", "report", "--from", from, "--to", to},
-			"401 Unauthorized: missing or wrong bearer token: send 'Authorization: Bearer <admin.token>' (set NDIGO_ADMIN_TOKEN to the node's admin token)"},
+			"401 Unauthorized: " + admintest.WrongTokenMessage + " (set NDIGO_ADMIN_TOKEN to the node's admin token)"},
 	} {
 		res := ndigo(t, c.env, c.args...)
 		if res.code != exitFailure || !strings.Contains(res.stderr, c.want) {

@@ -183,9 +183,9 @@ func (n *node) act(w http.ResponseWriter, r *http.Request) {
 
 // The refusals' messages, as admin.Handler words them.
 const (
-	NoTokenMessage = "task control is off: this node has no admin token; set admin.token in its configuration " +
-		"(or admin.Options.Token) and restart it, then send the token as 'Authorization: Bearer <token>'"
-	WrongTokenMessage = "missing or wrong bearer token: send 'Authorization: Bearer <admin.token>'"
+	NoTokenMessage = "task control is off: this node has no admin token; set admin.token or admin.tokens in its configuration " +
+		"(or admin.Options.Token or Tokens) and restart it, then send the token as 'Authorization: Bearer <token>'"
+	WrongTokenMessage = "missing or wrong bearer token: send 'Authorization: Bearer <token>' with admin.token or a token of admin.tokens"
 )
 
 // authorized answers 403 when the cluster has no token and 401 when the
