@@ -216,13 +216,13 @@ func (h *Handler) scheduledTaskByQuery(w http.ResponseWriter, r *http.Request) {
 }
 
 // taskActions are the {action} values of a task's endpoints.
-var taskActions = map[string]bool{"runs": true, "audit": true, "next": true, "run": true, "pause": true, "resume": true,
+var taskActions = map[string]bool{"runs": true, "audit": true, "health": true, "next": true, "run": true, "pause": true, "resume": true,
 	"backfill": true, "cancel-backfill": true}
 
 // noEndpoint is the 404 message of a task path with an unknown action.
-const noEndpoint = "; a task has runs, audit and next (GET), run, pause, resume, backfill and cancel-backfill (POST)"
+const noEndpoint = "; a task has runs, audit, health and next (GET), run, pause, resume, backfill and cancel-backfill (POST)"
 
-// scheduledTask serves a task's endpoints: runs, audit and next (GET), and run,
+// scheduledTask serves a task's endpoints: runs, audit, health and next (GET), and run,
 // pause, resume, backfill and cancel-backfill (POST, with the bearer
 // token).
 func (h *Handler) scheduledTask(w http.ResponseWriter, r *http.Request, name, action string) {
@@ -251,6 +251,19 @@ func (h *Handler) scheduledTask(w http.ResponseWriter, r *http.Request, name, ac
 			return
 		}
 		writeJSON(w, http.StatusOK, auditJSON(a))
+	case "health":
+		if !allow(w, r, http.MethodGet) {
+			return
+		}
+		th, err := h.s.Health(r.Context(), name)
+		if err != nil {
+			writeError(w, errorCode(err), err.Error())
+			return
+		}
+		writeJSON(w, http.StatusOK, struct {
+			Task string `json:"task"`
+			TaskHealthJSON
+		}{name, taskHealthJSON(th)})
 	case "next":
 		if allow(w, r, http.MethodGet) {
 			h.nextFires(w, r, name)

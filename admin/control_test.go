@@ -240,6 +240,14 @@ func TestScheduledTasksWithoutTheState(t *testing.T) {
 	if code != http.StatusOK || len(tasks) != 1 || !strings.Contains(fmt.Sprint(body["stateError"]), "store down") {
 		t.Fatalf("GET /scheduledtasks with the store down: %d %v; want the task and stateError", code, body)
 	}
+	// Its health is unknown, and says why.
+	if h, _ := tasks[0].(map[string]any)["health"].(map[string]any); h["state"] != "unknown" || !strings.Contains(fmt.Sprint(h["reason"]), "store down") {
+		t.Errorf("health with the store down: %v; want unknown, with the store's error", h)
+	}
+	if code, body := get(t, quietHandler(t, s), "/scheduledtasks/report/health"); code != http.StatusServiceUnavailable && code != http.StatusInternalServerError ||
+		!strings.Contains(fmt.Sprint(body["error"]), "store down") {
+		t.Errorf("GET .../health with the store down: %d %v; want an error naming the store's", code, body)
+	}
 }
 
 // A pause or resume keeps the note and who sent it, shown in the task

@@ -318,6 +318,41 @@ type TaskJSON struct {
 	// (POST .../backfill), as this node's last poll of the task state read
 	// it; absent if it never had one.
 	Backfill *BackfillJSON `json:"backfill,omitempty"`
+	// Health is the task's health (scheduling.Scheduler.Health): unknown,
+	// with the reason, without the shared state.
+	Health TaskHealthJSON `json:"health"`
+	// The health options as set; "" or 0 for their defaults.
+	LateAfter    string `json:"lateAfter,omitempty"`
+	DownAfter    string `json:"downAfter,omitempty"`
+	FailingAfter int    `json:"failingAfter,omitempty"`
+	RunBudget    string `json:"runBudget,omitempty"`
+}
+
+// TaskHealthJSON is a task's health: GET /scheduledtasks/{name}/health, and
+// each task's in GET /scheduledtasks.
+type TaskHealthJSON struct {
+	// State is ok, late, failing, overrun, down, paused, completed or
+	// unknown (scheduling.Health).
+	State  string     `json:"state"`
+	Since  *time.Time `json:"since"`  // when the state began; null for ok, completed and unknown
+	Reason string     `json:"reason"` // why; "" for ok
+}
+
+// taskHealthJSON returns h as JSON.
+func taskHealthJSON(h scheduling.TaskHealth) TaskHealthJSON {
+	j := TaskHealthJSON{State: string(cmp.Or(h.State, scheduling.HealthUnknown)), Reason: h.Reason}
+	if !h.Since.IsZero() {
+		j.Since = utc(h.Since)
+	}
+	return j
+}
+
+// durationText is d as JSON's text: "" for zero.
+func durationText(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return d.String()
 }
 
 // TasksJSON is the body of GET /scheduledtasks.
@@ -362,7 +397,10 @@ func (h *Handler) tasks(w http.ResponseWriter, r *http.Request) {
 	infos, err := h.s.ClusterTasks(r.Context())
 	if err != nil {
 		h.log.Warn("admin: task state unavailable; /scheduledtasks shows this node's view", "err", err)
-		infos, stateErr = h.s.Tasks(), "task state unavailable, paused and clusterLastRun unknown: "+err.Error()
+		infos, stateErr = h.s.Tasks(), "task state unavailable, paused, clusterLastRun and health unknown: "+err.Error()
+		for i := range infos {
+			infos[i].Health.Reason = "the task state could not be read: " + err.Error()
+		}
 	}
 	out := make([]TaskJSON, len(infos))
 	for i, ti := range infos {
@@ -370,7 +408,8 @@ func (h *Handler) tasks(w http.ResponseWriter, r *http.Request) {
 			Renew: ti.Spec.Renew, Running: ti.Running, Waiting: ti.Waiting, Runs: ti.Runs, Skips: ti.Skips,
 			Failures: ti.Failures, LastFire: fireJSON(ti.Last), LastRun: fireJSON(ti.LastRan), Paused: ti.Paused, Owner: ti.Owner,
 			Completed: ti.Completed, Calendar: ti.Spec.Calendars, StartAt: ti.Spec.StartAt, EndAt: ti.Spec.EndAt, MaxRuns: ti.Spec.MaxRuns,
-			PauseAfterFailures: ti.Spec.PauseAfterFailures}
+			PauseAfterFailures: ti.Spec.PauseAfterFailures, Health: taskHealthJSON(ti.Health), LateAfter: durationText(ti.Spec.LateAfter),
+			DownAfter: durationText(ti.Spec.DownAfter), FailingAfter: ti.Spec.FailingAfter, RunBudget: durationText(ti.Spec.RunBudget)}
 		if ti.Schedule != nil {
 			t.Handler = ti.Schedule.Handler
 		}

@@ -32,6 +32,10 @@
 //	endAt         the task fires only before this, as scheduling.EndAt
 //	maxRuns       runs the task makes in the cluster, as scheduling.MaxRuns (needs lock)
 //	pauseAfterFailures  pause after this many failed fires in a row, as scheduling.PauseAfterFailures
+//	lateAfter     a fire's grace before the task's health is late, as scheduling.LateAfter
+//	downAfter     how long a fire may not start before the task is down, as scheduling.DownAfter
+//	failingAfter  failed fires in a row that make the task failing (default 1), as scheduling.FailingAfter
+//	runBudget     how long a run may go before the task is overrun, as scheduling.RunBudget
 //	name          task name (default "Type.Method", Type declaring Method)
 //
 // Values may hold ${path} placeholders, resolved from the configuration

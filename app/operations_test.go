@@ -350,7 +350,21 @@ func TestMetricsServeTheAudit(t *testing.T) {
 	if audit.Missed == 0 {
 		t.Fatalf("the audit found no miss: %+v", audit)
 	}
+	health, err := s.Health(context.Background(), "audited-report")
+	if err != nil {
+		t.Fatal(err)
+	}
 	_, body := get(t, "http://"+srv.Addr()+"/metrics")
+	for _, st := range scheduling.HealthStates {
+		want := 0.0
+		if st == health.State {
+			want = 1
+		}
+		name := `ndigo_task_health{state="` + string(st) + `",task="audited-report"}`
+		if got, ok := metricValue(body, name); !ok || got != want {
+			t.Errorf("/metrics: %s = %v (served: %v), want %v", name, got, ok, want)
+		}
+	}
 	for name, want := range map[string]float64{
 		`ndigo_task_missed_fires{task="audited-report"}`:                       float64(audit.Missed),
 		`ndigo_task_last_missed_fire_timestamp_seconds{task="audited-report"}`: float64(audit.LastMissed.Unix()),

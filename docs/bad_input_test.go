@@ -224,6 +224,10 @@ func badInputs() []badInput {
 			task(scheduling.Cron("@hourly"), scheduling.Lock("k"), scheduling.Overlap(scheduling.OverlapAllow))},
 		{"scheduling.Validate", `MaxConcurrent(65)`, scheduling.ErrInvalidSpec,
 			task(scheduling.Cron("@hourly"), scheduling.Lock("k"), scheduling.Overlap(scheduling.OverlapAllow), scheduling.MaxConcurrent(65))},
+		{"scheduling.Validate", `LateAfter(time.Hour), DownAfter(time.Minute)`, scheduling.ErrInvalidSpec,
+			task(scheduling.Cron("@hourly"), scheduling.LateAfter(time.Hour), scheduling.DownAfter(time.Minute))},
+		{"scheduling.Validate", `MaxRunTime(time.Minute), RunBudget(time.Hour)`, scheduling.ErrInvalidSpec,
+			task(scheduling.Cron("@hourly"), scheduling.MaxRunTime(time.Minute), scheduling.RunBudget(time.Hour))},
 		{"locks.AcquireSlot", `n 0`, locks.ErrInvalid, func() error { _, err := locks.AcquireSlot(bg, d, "k", 0, time.Second, nil); return err }},
 		{"locks.AcquireSlot", `n locks.MaxSlots+1`, locks.ErrInvalid, func() error {
 			_, err := locks.AcquireSlot(bg, d, "k", locks.MaxSlots+1, time.Second, nil)
@@ -239,6 +243,8 @@ func badInputs() []badInput {
 		}},
 		{"Scheduler.CreateSchedule", "`Options: {\"lockTtl\": \"-1s\"}`", scheduling.ErrInvalidSpec,
 			stored(taskstate.Schedule{Name: "report-acme", Handler: "report", Cron: "@daily", Lock: "r", Options: map[string]string{"lockTtl": "-1s"}})},
+		{"Scheduler.CreateSchedule", "`Options: {\"failingAfter\": \"0\"}`", scheduling.ErrInvalidSpec,
+			stored(taskstate.Schedule{Name: "report-acme", Handler: "report", Cron: "@daily", Options: map[string]string{"failingAfter": "0"}})},
 		{"Scheduler.CreateSchedule", "`Options: {\"lockTTL\": \"5s\"}`", scheduling.ErrInvalidSpec,
 			stored(taskstate.Schedule{Name: "report-acme", Handler: "report", Cron: "@daily", Options: map[string]string{"lockTTL": "5s"}})},
 		{"Scheduler.CreateSchedule", "`Handler: \"export\"`, not registered", scheduling.ErrUnknownHandler,

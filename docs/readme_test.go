@@ -186,6 +186,13 @@ func defineHolidays(ctx context.Context, s *scheduling.Scheduler) error {
 
 func (c *ClosingController) Close(context.Context) error { return nil }
 
+// The health options of docs/TASKS.md.
+type WatchedController struct {
+	_ annotations.Scheduled `method:"Close" cron:"0 18 * * *" lock:"closing" lateAfter:"5m" downAfter:"2h" failingAfter:"2" runBudget:"20m"`
+}
+
+func (c *WatchedController) Close(context.Context) error { return nil }
+
 // The pager listener.
 type pager struct {
 	scheduling.NopListener
@@ -201,7 +208,7 @@ func (p *pager) Skipped(e scheduling.Event) {
 
 func page(string) {}
 
-var _ = []any{builderForm, onEtcd, manyNodes, ownClient, directLock, operated, kit, &pager{}, tenantReports, &ClosingController{}, defineHolidays}
+var _ = []any{builderForm, onEtcd, manyNodes, ownClient, directLock, operated, kit, &pager{}, tenantReports, &ClosingController{}, &WatchedController{}, defineHolidays}
 
 // pages are the documents whose Go blocks must compile: the README and the
 // reference pages it links.

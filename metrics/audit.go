@@ -23,6 +23,12 @@ const (
 	// AuditUp is a gauge: 1 if the last audit of every task could read the
 	// shared history, 0 if some could not (the store is down).
 	AuditUp = "ndigo_audit_up"
+	// TaskHealth is a gauge by task and state: 1 for the task's health
+	// state (scheduling.Scheduler.Health), 0 for each other state of
+	// scheduling.HealthStates, so that every state of every task is a
+	// series. Alert on ndigo_task_health{state=~"late|down|failing|overrun"} == 1.
+	// A task whose health could not be read is unknown.
+	TaskHealth = "ndigo_task_health"
 )
 
 // auditBudget bounds the audits of one scrape, below Prometheus's default
@@ -37,16 +43,20 @@ const DefaultAuditEvery = time.Minute
 // for each task of a scheduler ([scheduling.Scheduler.Audit]): the fires
 // that ran nowhere, so that an alert fires when a schedule falls silent.
 //
+// It exposes each task's health too ([scheduling.Scheduler.Health]),
+// derived with its audit: as of the task's last audit.
+//
 // Each audit reads the task's history from the store (and that of the tasks
-// on its lock key); a task is audited again at a scrape only once its last
-// audit is older than the collector's interval, so that T tasks cost at
-// most T reads per interval per node scraped, and nothing without scrapes.
+// on its lock key), and its health the task's pause flag and history; a
+// task is audited again at a scrape only once its last audit is older than
+// the collector's interval, so that T tasks cost at most 3T reads per
+// interval per node scraped, and nothing without scrapes.
 type AuditCollector struct {
 	s     *scheduling.Scheduler
 	every time.Duration
 	now   func() time.Time
 
-	missed, last, up *prometheus.Desc
+	missed, last, up, health *prometheus.Desc
 
 	mu    sync.Mutex
 	cache map[string]audited
@@ -55,6 +65,7 @@ type AuditCollector struct {
 type audited struct {
 	at     time.Time
 	audit  scheduling.Audit
+	health scheduling.Health
 	failed bool
 }
 
@@ -73,6 +84,9 @@ func NewAuditCollector(s *scheduling.Scheduler, every time.Duration) *AuditColle
 			"The task's newest missed fire, in Unix seconds; absent while none is.", []string{"task"}, nil),
 		up: prometheus.NewDesc(AuditUp,
 			"1 if the last audit of every task could read the shared history, 0 if some could not.", nil, nil),
+		health: prometheus.NewDesc(TaskHealth,
+			"1 for the task's health state (scheduling.Scheduler.Health: ok, late, failing, overrun, down, paused, completed, unknown), 0 for the others.",
+			[]string{"task", "state"}, nil),
 	}
 }
 
@@ -81,6 +95,7 @@ func (c *AuditCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.missed
 	ch <- c.last
 	ch <- c.up
+	ch <- c.health
 }
 
 // Collect audits the tasks whose audit is older than the interval, and
@@ -103,9 +118,16 @@ func (c *AuditCollector) Collect(ch chan<- prometheus.Metric) {
 			if errors.Is(err, scheduling.ErrNoState) {
 				return // no shared history: nothing to audit, nothing down
 			}
-			a = audited{at: now, audit: au, failed: err != nil}
+			a = audited{at: now, audit: au, failed: err != nil, health: scheduling.HealthUnknown}
 			if err != nil && ok {
 				a.audit = c.cache[t.Name].audit // the last figures known
+			}
+			if err == nil {
+				if h, err := c.s.Health(ctx, t.Name); err == nil {
+					a.health = h.State
+				} else {
+					down, a.failed = true, true
+				}
 			}
 			c.cache[t.Name] = a
 		}
@@ -113,6 +135,13 @@ func (c *AuditCollector) Collect(ch chan<- prometheus.Metric) {
 			up = 0
 		}
 		ch <- prometheus.MustNewConstMetric(c.missed, prometheus.GaugeValue, float64(a.audit.Missed), t.Name)
+		for _, st := range scheduling.HealthStates {
+			v := 0.0
+			if st == a.health || (a.health == "" && st == scheduling.HealthUnknown) {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(c.health, prometheus.GaugeValue, v, t.Name, string(st))
+		}
 		if !a.audit.LastMissed.IsZero() {
 			ch <- prometheus.MustNewConstMetric(c.last, prometheus.GaugeValue,
 				float64(a.audit.LastMissed.UnixNano())/1e9, t.Name)

@@ -54,6 +54,7 @@ func TestAuditCollectorReportsMissedFires(t *testing.T) {
 	if missed, up := sample(t, reg, TaskMissedFires, "task", "report"), sample(t, reg, AuditUp); missed != 0 || up != 1 {
 		t.Fatalf("running: missed %v, up %v; want 0 and 1", missed, up)
 	}
+	wantHealth(t, reg, scheduling.HealthOK)
 	if n := testutil.CollectAndCount(c, TaskLastMissedFire); n != 0 {
 		t.Errorf("running: %d last-missed series, want none", n)
 	}
@@ -75,12 +76,31 @@ func TestAuditCollectorReportsMissedFires(t *testing.T) {
 	if last := sample(t, reg, TaskLastMissedFire, "task", "report"); last != float64(horizon.Unix()) {
 		t.Errorf("last missed %v, want %v", last, float64(horizon.Unix()))
 	}
+	// Its third fire without a run is past its grace (the lock TTL and a
+	// minute) since 00:02:15.
+	wantHealth(t, reg, scheduling.HealthDown)
 	store.down.Store(true)
 	fc.Advance(time.Minute)
 	if missed, up := sample(t, reg, TaskMissedFires, "task", "report"), sample(t, reg, AuditUp); missed != want || up != 0 {
 		t.Errorf("history unreadable: missed %v, up %v; want the last figure, %v, and 0", missed, up, want)
 	}
+	wantHealth(t, reg, scheduling.HealthUnknown)
 	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) != 0 {
 		t.Errorf("lint: %v %v", problems, err)
+	}
+}
+
+// wantHealth checks that ndigo_task_health of the task "report" is 1 for
+// state and 0 for every other state.
+func wantHealth(t *testing.T, reg *prometheus.Registry, state scheduling.Health) {
+	t.Helper()
+	for _, st := range scheduling.HealthStates {
+		want := 0.0
+		if st == state {
+			want = 1
+		}
+		if got := sample(t, reg, TaskHealth, "task", "report", "state", string(st)); got != want {
+			t.Errorf("%s{state=%q} = %v, want %v", TaskHealth, st, got, want)
+		}
 	}
 }

@@ -41,6 +41,13 @@
 //	ndigo_task_missed_fires{task}                          fires that ran nowhere, over the history's span
 //	ndigo_task_last_missed_fire_timestamp_seconds{task}    the newest of them; absent while none
 //	ndigo_audit_up                                         0 when some task's history could not be read
+//	ndigo_task_health{task, state}                         1 for the task's health state, 0 for the others
+//
+// The health (scheduling.Scheduler.Health) is derived with each task's
+// audit: state is one of ok, late, failing, overrun, down, paused,
+// completed and unknown (its history unreadable), every one a series, so
+// that an alert on ndigo_task_health{state=~"late|failing|overrun|down"} == 1
+// fires on each task's state and clears when it changes.
 //
 // The backends the scheduler runs on ([BackendCollector], checked at each
 // scrape as /healthz checks them; a backend kept in the process is always

@@ -361,16 +361,7 @@ func auditSpans(spans []span, runs []taskstate.Run, holders []holder, now, start
 		return a // not started, nothing recorded
 	}
 	from = maxTime(from, now.Add(-AuditWindow))
-	byFire := map[int64]taskstate.Run{}
-	for _, r := range runs {
-		if r.Manual {
-			continue
-		}
-		k := r.Fire.UnixNano()
-		if prev, ok := byFire[k]; !ok || rank(r.Outcome) < rank(prev.Outcome) {
-			byFire[k] = r
-		}
-	}
+	byFire := recordsByFire(runs)
 	from = maxTime(from, spans[len(spans)-1].from)
 	from = walkable(e.sched, from, now)
 	a.From = from
@@ -429,13 +420,18 @@ const maxAuditWalk = 1_000_000
 // walkable returns from, or a later instant from which sched has at most
 // about maxAuditWalk instants up to now, judged by its first interval.
 func walkable(sched schedule, from, now time.Time) time.Time {
+	return walkableWithin(sched, from, now, maxAuditWalk)
+}
+
+// walkableWithin is walkable with at most about limit instants.
+func walkableWithin(sched schedule, from, now time.Time, limit int64) time.Time {
 	a := sched.Next(from.Add(-time.Nanosecond))
 	b := sched.Next(a)
 	if a.IsZero() || b.IsZero() || !b.After(a) {
 		return from
 	}
-	if gap := b.Sub(a); now.Sub(from)/gap > maxAuditWalk { // a product could overflow
-		return now.Add(-gap * maxAuditWalk)
+	if gap := b.Sub(a); int64(now.Sub(from)/gap) > limit { // a product could overflow
+		return now.Add(-gap * time.Duration(limit))
 	}
 	return from
 }

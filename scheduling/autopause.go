@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -65,21 +64,7 @@ func (s *Scheduler) pauseIfFailing(e *entry, seq uint64, last error) {
 		s.log.Warn("reading the history to count failures in a row failed", "task", e.name, "err", err)
 		return
 	}
-	failed := 0
-	seen := map[time.Time]bool{}
-	for _, r := range runs { // newest first
-		if r.Manual || r.Start.IsZero() || seen[r.Fire] {
-			continue // not a run of a fire, or an earlier attempt of one counted
-		}
-		seen[r.Fire] = true
-		if o := Outcome(r.Outcome); o != OutcomeError && o != OutcomePanic {
-			break
-		}
-		if failed++; failed == n {
-			break
-		}
-	}
-	if failed < n {
+	if len(failedInARow(runs, n)) < n {
 		return
 	}
 	if p, err := s.state.Paused(ctx, e.name); err != nil || p.Paused {

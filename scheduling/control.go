@@ -130,14 +130,17 @@ func (s *Scheduler) History(ctx context.Context, name string) ([]taskstate.Run, 
 const RecentFires = 20
 
 // ClusterTasks returns [Scheduler.Tasks] with each task's paused flag, the
-// note of its last pause or resume ([TaskInfo].PauseNote), and its newest
-// fires recorded on any node (at most RecentFires), read from the task
-// state: two reads per task, the flag with its note and the newest
-// records.
-// Without a task state store it is Tasks.
+// note of its last pause or resume ([TaskInfo].PauseNote), its newest
+// fires recorded on any node (at most RecentFires) and its health
+// ([Scheduler.Health]), read from the task state: two reads per task, the
+// flag with its note and the history.
+// Without a task state store it is Tasks, each task's health unknown.
 func (s *Scheduler) ClusterTasks(ctx context.Context) ([]TaskInfo, error) {
 	infos := s.Tasks()
 	if s.state == nil {
+		for i := range infos {
+			infos[i].Health.Reason = "no task state store: the health is read from the history the nodes share"
+		}
 		return infos, nil
 	}
 	for i := range infos {
@@ -146,11 +149,17 @@ func (s *Scheduler) ClusterTasks(ctx context.Context) ([]TaskInfo, error) {
 		if err != nil {
 			return nil, err
 		}
-		runs, err := s.state.Runs(ctx, ti.Name, RecentFires)
+		// The whole history, for the health; the newest of it, for the
+		// recent fires.
+		all, err := s.state.Runs(ctx, ti.Name, 0)
 		if err != nil {
 			return nil, err
 		}
 		ti.Paused, ti.PauseNote = pause.Paused, pause
+		if e, err := s.lookup(ti.Name); err == nil { // not removed since Tasks
+			ti.Health = s.health(e, all, pause)
+		}
+		runs := slices.Clone(all[:min(len(all), RecentFires)])
 		if len(runs) > 0 {
 			// By fire, not by when each was recorded: a node's records of
 			// an outage land after the runs that followed it.

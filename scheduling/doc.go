@@ -447,6 +447,17 @@
 // is one that no node recorded and no recorded run held the lock over,
 // older than the time its run could still be going.
 //
+// # Health
+//
+// [Scheduler.Health] derives each task's state from the same history,
+// its pause flag and the run of it in flight on this node: ok, late (its
+// newest fire did not start within its grace, [LateAfter]), failing (its
+// newest fires that ran failed, [FailingAfter]), overrun (a run went past
+// its [RunBudget]), down (no run started for [DownAfter] after a fire was
+// due), paused or completed; with since when and why. It costs two reads
+// of the store per task (the flag and the history), which
+// [Scheduler.ClusterTasks] makes anyway ([TaskInfo].Health).
+//
 // # Stopping
 //
 // [Scheduler.Stop] stops new fires at once, ends lock waits, and waits for

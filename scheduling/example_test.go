@@ -169,3 +169,29 @@ func ExampleScheduler_RunNow() {
 	// manual: true fenced: true
 	// history: 1 run, manual: true
 }
+
+// A task's health on a fake clock: its run fails, and it is failing; its
+// node stops, and once the next fire is past its grace it is down after
+// the third.
+func ExampleScheduler_Health() {
+	clock := clockwork.NewFakeClockAt(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
+	state, _ := taskstate.NewInProcess(0)
+	s := scheduling.New(scheduling.Config{Clock: clock, State: state, Logger: slog.New(slog.DiscardHandler),
+		Driver: locks.NewInProcessDriver(locks.WithClock(clock))})
+	_ = s.Add(scheduling.NewTask(func(context.Context) error { return errors.New("ledger locked") },
+		scheduling.Cron("@every 1m"), scheduling.Lock("payroll-window"), scheduling.Name("close-books"),
+		scheduling.LateAfter(30*time.Second)))
+	_ = s.Start()
+	ctx := context.Background()
+	_ = schedulingtest.Step(ctx, clock, time.Minute, time.Second, s) // 09:01 runs and fails
+	h, _ := s.Health(ctx, "close-books")
+	fmt.Println(h.State, "since", h.Since.Format("15:04:05"))
+
+	_ = s.Stop(ctx)
+	clock.Advance(4 * time.Minute) // 09:05: 09:02, 09:03 and 09:04 did not start
+	h, _ = s.Health(ctx, "close-books")
+	fmt.Println(h.State, "since", h.Since.Format("15:04:05"))
+	// Output:
+	// failing since 09:01:00
+	// down since 09:04:30
+}

@@ -957,6 +957,7 @@ func (s *Scheduler) execute(ctx context.Context, f firing, lease locks.Lease, k 
 	ctx = &runContext{Context: ctx, run: Run{Task: e.name, Fire: f.fire, Node: s.node, Lease: runLease(lease), Manual: f.manual(), Attempt: f.attempt(),
 		Backfill: f.kind == kindBackfill}}
 	start := s.clock.Now()
+	e.runStart.Store(start.UnixNano())
 	err, panicked := call(ctx, e.fn)
 	s.finish(f, lease, k, start, err, panicked, nil)
 }
@@ -978,6 +979,7 @@ func (s *Scheduler) executeObserved(ctx context.Context, f firing, lease locks.L
 	ctx = &runContext{Context: ctx, run: Run{Task: e.name, Fire: f.fire, Node: s.node, Lease: runLease(lease), Manual: f.manual(), Attempt: f.attempt(),
 		Backfill: f.kind == kindBackfill}}
 	start := s.clock.Now()
+	e.runStart.Store(start.UnixNano())
 	ctx, ev := s.started(ctx, f, lease, start, s.debugOn())
 	err, panicked := call(ctx, e.fn)
 	s.finish(f, lease, k, start, err, panicked, ev)
@@ -1014,6 +1016,7 @@ func (s *Scheduler) finish(f firing, lease locks.Lease, k *keeper, start time.Ti
 	err error, panicked bool, ev *runEvent) {
 	last := LastRun{Fire: f.fire, Start: start, Duration: s.clock.Since(start), Outcome: OutcomeOK,
 		Err: err, Node: s.node, Manual: f.manual(), Attempt: f.attempt(), Backfill: f.kind == kindBackfill}
+	f.e.runStart.CompareAndSwap(start.UnixNano(), 0) // a later run of allow keeps its own
 	var end leaseEnd
 	if lease != nil {
 		last.Token = lease.Token()

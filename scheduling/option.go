@@ -230,6 +230,46 @@ func PauseAfterFailures(n int) Option {
 	return func(t *Task) { t.decl.PauseAfter = &n }
 }
 
+// LateAfter sets the grace of the task's fires for its health
+// ([Scheduler.Health]): a fire that has not started d after its instant
+// (after its jittered start, with [Jitter]) makes the task late. The
+// default is what the audit waits for before it judges a fire: the lock
+// wait, the longest a run can take before its record lands ([MaxRunTime];
+// the lock TTL of a locked task that does not renew; else the longest run
+// in the history) and a minute. A run is recorded when it ends: a grace
+// shorter than a run lets the nodes that do not run it see the task late
+// while it runs. Positive, at most [MaxHealthSpan]. Requires a task state
+// store.
+func LateAfter(d time.Duration) Option {
+	return func(t *Task) { t.decl.LateAfter = &d }
+}
+
+// DownAfter makes the task down ([HealthDown]) once a fire due after its
+// last run started has not started for d (and its grace, [LateAfter], has
+// passed). The default is the third fire in a row that has not started
+// being late. Not below LateAfter, positive, at most [MaxHealthSpan].
+// Requires a task state store.
+func DownAfter(d time.Duration) Option {
+	return func(t *Task) { t.decl.DownAfter = &d }
+}
+
+// FailingAfter makes the task failing ([HealthFailing]) once its newest n
+// fires that ran all failed (an error or a panic; a fire's retries are
+// one fire, manual runs aside). The default is [DefaultFailingAfter], 1.
+// At most taskstate.MaxHistory. Requires a task state store.
+func FailingAfter(n int) Option {
+	return func(t *Task) { t.decl.FailingAfter = &n }
+}
+
+// RunBudget makes the task overrun ([HealthOverrun]) while a run of it
+// has gone on for longer than d, as the node running it sees it, and,
+// once its record lands, for every node until a run ends within it. The
+// run goes on: [MaxRunTime] cuts it. Below MaxRunTime, positive, at most
+// [MaxHealthSpan]; no budget by default. Requires a task state store.
+func RunBudget(d time.Duration) Option {
+	return func(t *Task) { t.decl.RunBudget = &d }
+}
+
 // Name sets the task's name, used in logs, metrics, [Scheduler.Tasks] and
 // the fire claim. The default is "Type.Method" for a method value, Type
 // being the type that declares the method (for a method promoted from an

@@ -108,6 +108,10 @@ type TaskInfo struct {
 	// ClusterRecent are the newest fires recorded on any node, newest
 	// first, at most RecentFires; ClusterLast is the first.
 	ClusterRecent []taskstate.Run
+	// Health is the task's health ([Scheduler.Health]), as ClusterTasks
+	// derives it from the history it reads; [Scheduler.Tasks] leaves it
+	// unknown, with the reason.
+	Health TaskHealth
 }
 
 // A LeaseInfo describes a lease this node holds for a locked run in flight.
@@ -190,6 +194,9 @@ type flight struct {
 	waiting  atomic.Bool  // that fire is waiting for its lock
 	tried    atomic.Int64 // the latest fire (Unix ns) this node owned or found busy: a takeover does not try it again
 	late     lateFires    // the fires a takeover left this node to run late
+	// runStart is the start (Unix ns) of the newest run in flight on this
+	// node, for its health; 0 when none is.
+	runStart atomic.Int64
 
 	mu   sync.Mutex // protects hist, apart from Scheduler.mu so runs do not contend
 	hist *history   // nil until the first fire, so that an idle task keeps none
@@ -257,7 +264,8 @@ func (s *Scheduler) Tasks() []TaskInfo {
 	out := make([]TaskInfo, len(s.entries))
 	for i, e := range s.entries {
 		out[i] = TaskInfo{Name: e.name, Type: e.typ, Method: e.method, Spec: e.Spec(), Next: e.next,
-			Running: e.running(), Waiting: e.waiting.Load(), Schedule: e.stored, Completed: e.completed()}
+			Running: e.running(), Waiting: e.waiting.Load(), Schedule: e.stored, Completed: e.completed(),
+			Health: TaskHealth{State: HealthUnknown, Reason: "the shared task state was not read (Scheduler.Tasks reads none)"}}
 		if e.spec.Calendars != "" && !e.next.IsZero() {
 			// The next fire that no calendar excludes, by their rules now.
 			if cs, err := s.cals.at(calendarNames(e.spec.Calendars), s.clock.Now()); err == nil {

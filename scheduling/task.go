@@ -104,6 +104,18 @@ func (t Task) Spec() Spec {
 	if t.decl.PauseAfter != nil {
 		s.PauseAfterFailures = *t.decl.PauseAfter
 	}
+	if t.decl.LateAfter != nil {
+		s.LateAfter = *t.decl.LateAfter
+	}
+	if t.decl.DownAfter != nil {
+		s.DownAfter = *t.decl.DownAfter
+	}
+	if t.decl.FailingAfter != nil {
+		s.FailingAfter = *t.decl.FailingAfter
+	}
+	if t.decl.RunBudget != nil {
+		s.RunBudget = *t.decl.RunBudget
+	}
 	if t.decl.Retry != nil && *t.decl.Retry > 0 {
 		s.Retries, s.RetryBackoff = *t.decl.Retry, DefaultRetryBackoff
 		if t.decl.RetryBackoff != nil {
@@ -153,6 +165,15 @@ type Spec struct {
 	// PauseAfterFailures pauses the task after that many failed fires in a
 	// row ([PauseAfterFailures]); 0 never does.
 	PauseAfterFailures int
+	// LateAfter, DownAfter, FailingAfter and RunBudget tune the task's
+	// health ([Scheduler.Health]), as set ([LateAfter], [DownAfter],
+	// [FailingAfter], [RunBudget]); zero for the defaults, which depend on
+	// the schedule and the history: a fire's grace, three fires late, one
+	// failure, no budget.
+	LateAfter    time.Duration
+	DownAfter    time.Duration
+	FailingAfter int
+	RunBudget    time.Duration
 }
 
 // funcOrigin splits the runtime name of fn, such as

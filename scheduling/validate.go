@@ -37,6 +37,10 @@ type declared struct {
 	EndAt        *string        `opt:"endAt"`
 	MaxRuns      *int           `opt:"maxRuns"`
 	PauseAfter   *int           `opt:"pauseAfterFailures"`
+	LateAfter    *time.Duration `opt:"lateAfter"`
+	DownAfter    *time.Duration `opt:"downAfter"`
+	FailingAfter *int           `opt:"failingAfter"`
+	RunBudget    *time.Duration `opt:"runBudget"`
 	Name         *string        `opt:"name"`
 }
 
@@ -307,6 +311,9 @@ func validateTasks(tasks []Task, taken func(string) bool, rules lockRules, cache
 			add(p)
 		}
 		for _, p := range vocabularyProblems(t.decl, unread, rules, cache.loc) {
+			add(p)
+		}
+		for _, p := range healthProblems(t.decl, unread, rules) {
 			add(p)
 		}
 		if d := t.decl.DST; d != nil && !unread["dst"] {

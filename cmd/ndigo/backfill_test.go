@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ndigo/ndigo/admin"
+	"github.com/ndigo/ndigo/internal/admintest"
 	"github.com/ndigo/ndigo/internal/fakenode"
 	"github.com/ndigo/ndigo/internal/syncbuf"
 	"github.com/ndigo/ndigo/taskstate"
@@ -126,10 +127,10 @@ func TestBackfillWait(t *testing.T) {
 	b.StepTo(t, 3*time.Second)
 	r.waitStderr(t, "[####................] 2/10 (1 refused) running\n")
 	res := ndigo(t, b.env, "tasks")
-	if got := row(t, rows(t, res.stdout), "report"); res.code != 0 || got[13] != "running 2/10" {
+	if got := row(t, rows(t, res.stdout), "report"); res.code != 0 || got[14] != "running 2/10" {
 		t.Errorf("tasks while the backfill runs: exit %d, row %q; want BACKFILL running 2/10 (%s)", res.code, got, res.stderr)
 	}
-	if got := row(t, rows(t, res.stdout), "plain"); got[13] != "-" {
+	if got := row(t, rows(t, res.stdout), "plain"); got[14] != "-" {
 		t.Errorf("tasks: plain %q, want no backfill", got)
 	}
 
@@ -149,7 +150,7 @@ func TestBackfillWait(t *testing.T) {
 	}
 
 	res = ndigo(t, b.env, "tasks")
-	if got := row(t, rows(t, res.stdout), "report"); got[13] != "done 10/10" || got[6] != "ok" {
+	if got := row(t, rows(t, res.stdout), "report"); got[14] != "done 10/10" || got[7] != "ok" || got[5] != "ok" {
 		t.Errorf("tasks once the backfill is done: %q; want BACKFILL done 10/10", got)
 	}
 	res = ndigo(t, b.env, "runs", "report")
@@ -197,7 +198,7 @@ func TestBackfillWaitCancelled(t *testing.T) {
 		t.Errorf("stderr %q, want it to end with %q", res.stderr, want)
 	}
 	res = ndigo(t, b.env, "tasks")
-	if got := row(t, rows(t, res.stdout), "report"); got[13] != "cancelled 2/10" {
+	if got := row(t, rows(t, res.stdout), "report"); got[14] != "cancelled 2/10" {
 		t.Errorf("tasks once cancelled: %q; want BACKFILL cancelled 2/10", got)
 	}
 }
@@ -279,7 +280,7 @@ func TestBackfillRefusals(t *testing.T) {
 		{b.env, []string{"backfill", "nope", "--from", from, "--to", to}, `404 Not Found`},
 		{b.env, []string{"backfill", "report", "--cancel"}, `409 Conflict: scheduling: no backfill running: task "report"`},
 		{map[string]string{"NDIGO_ADMIN": b.env["NDIGO_ADMIN"]}, []string{"backfill", "report", "--from", from, "--to", to},
-			"401 Unauthorized: missing or wrong bearer token: send 'Authorization: Bearer <admin.token>' (set NDIGO_ADMIN_TOKEN to the node's admin token)"},
+			"401 Unauthorized: " + admintest.WrongTokenMessage + " (set NDIGO_ADMIN_TOKEN to the node's admin token)"},
 	} {
 		res := ndigo(t, c.env, c.args...)
 		if res.code != exitFailure || !strings.Contains(res.stderr, c.want) {

@@ -32,6 +32,15 @@ type task struct {
 	Backfill       *backfill  `json:"backfill"`  // the task's last backfill as the node's last poll read it; nil if none, or the node predates backfills
 	Handler        string     `json:"handler"`   // the handler of the stored schedule the task runs; "" for a task declared in code, or from a node that predates stored schedules
 	Completed      bool       `json:"completed"` // it fires no more: past its endAt, its one-off instant or its maxRuns; false from a node that predates them
+	Health         *health    `json:"health"`    // nil from a node that predates health states
+}
+
+// health is a task's health: in GET /scheduledtasks, and the answer to GET
+// /scheduledtasks/{name}/health.
+type health struct {
+	State  string     `json:"state"` // ok, late, failing, overrun, down, paused, completed, unknown
+	Since  *time.Time `json:"since"`
+	Reason string     `json:"reason"`
 }
 
 // backfill is a backfill: the answer to POST

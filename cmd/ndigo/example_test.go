@@ -22,7 +22,7 @@ func Example() {
 	run(context.Background(), []string{"tasks"}, func(k string) string { return env[k] }, os.Stdout, os.Stderr)
 	run(context.Background(), []string{"pause", "Payroll.Close"}, func(k string) string { return env[k] }, os.Stdout, os.Stderr)
 	// Output:
-	// NAME           CRON       LOCK            NEXT                  PAUSED  LAST FIRE (CLUSTER)   OUTCOME  ATTEMPT  NODE  TOKEN  LAST FIRE HERE  RETRY DUE  FAILURES HERE  BACKFILL  HANDLER
-	// Payroll.Close  0 2 * * *  payroll-window  2026-01-02T02:00:00Z  no      2026-01-01T02:00:00Z  ok       -        b     42     -               -          0              -         -
+	// NAME           CRON       LOCK            NEXT                  PAUSED  HEALTH  LAST FIRE (CLUSTER)   OUTCOME  ATTEMPT  NODE  TOKEN  LAST FIRE HERE  RETRY DUE  FAILURES HERE  BACKFILL  HANDLER
+	// Payroll.Close  0 2 * * *  payroll-window  2026-01-02T02:00:00Z  no      ok      2026-01-01T02:00:00Z  ok       -        b     42     -               -          0              -         -
 	// "Payroll.Close" paused: every node skips its fires until it is resumed
 }

@@ -36,14 +36,14 @@ func TestOverlapInTheTables(t *testing.T) {
 	env := map[string]string{"NDIGO_ADMIN": url}
 	n.StepTo(t, 2*time.Minute+30*time.Second)
 	res := ndigo(t, env, "tasks")
-	if want := []string{"sync", "@every 1m", "sync", "2026-01-01T00:03:00Z", "no", "2026-01-01T00:02:00Z", "buffered", "-",
+	if want := []string{"sync", "@every 1m", "sync", "2026-01-01T00:03:00Z", "no", "ok", "2026-01-01T00:02:00Z", "buffered", "-",
 		"node-a", "-", "buffered", "-", "0", "-", "-"}; res.code != 0 || !slices.Equal(row(t, rows(t, res.stdout), "sync"), want) {
 		t.Errorf("tasks with 00:02 waiting: exit %d, row %q, want %q (%s)", res.code, row(t, rows(t, res.stdout), "sync"), want, res.stderr)
 	}
 
 	n.StepTo(t, 3*time.Minute+30*time.Second)
 	res = ndigo(t, env, "tasks")
-	if want := []string{"sync", "@every 1m", "sync", "2026-01-01T00:04:00Z", "no", "2026-01-01T00:03:00Z", "skipped: one waiting", "-",
+	if want := []string{"sync", "@every 1m", "sync", "2026-01-01T00:04:00Z", "no", "ok", "2026-01-01T00:03:00Z", "skipped: one waiting", "-",
 		"node-a", "-", "skipped: one waiting", "-", "0", "-", "-"}; res.code != 0 || !slices.Equal(row(t, rows(t, res.stdout), "sync"), want) {
 		t.Errorf("tasks with 00:03 skipped: exit %d, row %q, want %q (%s)", res.code, row(t, rows(t, res.stdout), "sync"), want, res.stderr)
 	}
@@ -69,7 +69,7 @@ func TestOverlapInTheTables(t *testing.T) {
 		}
 	}
 	res = ndigo(t, env, "tasks")
-	if got := row(t, rows(t, res.stdout), "sync"); got[5] != "2026-01-01T00:04:00Z" || got[6] != "ok" || got[7] != "1/3" || got[11] != "-" {
+	if got := row(t, rows(t, res.stdout), "sync"); got[6] != "2026-01-01T00:04:00Z" || got[7] != "ok" || got[8] != "1/3" || got[12] != "-" {
 		t.Errorf("tasks once the waiting fire ran: %q, want 00:04's first attempt and no retry due", got)
 	}
 	res = ndigo(t, env, "--json", "tasks")

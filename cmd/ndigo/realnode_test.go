@@ -158,7 +158,7 @@ func TestTasksShowsAFailingBackend(t *testing.T) {
 	url := serveAdmin(t, n.S)
 	c.Step(t)
 	res := ndigo(t, nil, "--admin", url, "tasks")
-	if got := row(t, rows(t, res.stdout), backendnode.Task); res.code != 0 || res.stderr != "" || got[10] != "ok" || got[12] != "0" {
+	if got := row(t, rows(t, res.stdout), backendnode.Task); res.code != 0 || res.stderr != "" || got[11] != "ok" || got[13] != "0" {
 		t.Fatalf("with Redis up: exit %d, stderr %q, row %q; want the run, no failure, no warning", res.code, res.stderr, got)
 	}
 
@@ -168,7 +168,7 @@ func TestTasksShowsAFailingBackend(t *testing.T) {
 	if !strings.Contains(res.stderr, "ndigo: warning: the node cannot read the cluster's task state") || res.code != 0 {
 		t.Errorf("with Redis down: exit %d, stderr %q; want the warning", res.code, res.stderr)
 	}
-	if got := row(t, rows(t, res.stdout), backendnode.Task); got[10] != "failed: lock" || got[12] != "1" {
+	if got := row(t, rows(t, res.stdout), backendnode.Task); got[11] != "failed: lock" || got[13] != "1" {
 		t.Errorf("with Redis down: row %q; want the failed fire and one failure", got)
 	}
 

@@ -48,23 +48,23 @@ func TestRetriesInTheTables(t *testing.T) {
 
 	res := ndigo(t, env, "tasks")
 	rs := rows(t, res.stdout)
-	if want := []string{"Payroll.Close", "@every 1m", "payroll-window", "2026-01-01T00:02:00Z", "no", "2026-01-01T00:01:00Z", "error", "1/4",
+	if want := []string{"Payroll.Close", "@every 1m", "payroll-window", "2026-01-01T00:02:00Z", "no", "failing", "2026-01-01T00:01:00Z", "error", "1/4",
 		"node-a", "1", "error", dueCell, "1", "-", "-"}; res.code != 0 || !slices.Equal(row(t, rs, "Payroll.Close"), want) {
 		t.Errorf("tasks with the retry pending: exit %d, row %q, want %q (%s)", res.code, row(t, rs, "Payroll.Close"), want, res.stderr)
 	}
-	if got := row(t, rs, "reports"); got[7] != "-" || got[11] != "-" {
+	if got := row(t, rs, "reports"); got[8] != "-" || got[12] != "-" {
 		t.Errorf("a task that does not retry: %q, want no attempt and no retry due", got)
 	}
 
 	n.StepTo(t, 2*time.Minute+30*time.Second)
 	res = ndigo(t, env, "tasks")
-	if got := row(t, rows(t, res.stdout), "Payroll.Close"); got[6] != "skipped: retrying" || got[7] != "-" || got[10] != "skipped: retrying" || got[11] != dueCell {
+	if got := row(t, rows(t, res.stdout), "Payroll.Close"); got[7] != "skipped: retrying" || got[8] != "-" || got[11] != "skipped: retrying" || got[12] != dueCell {
 		t.Errorf("tasks after 00:02: %q, want it skipped, the retry still due", got)
 	}
 
 	n.StepTo(t, 3*time.Minute+30*time.Second)
 	res = ndigo(t, env, "tasks")
-	if got := row(t, rows(t, res.stdout), "Payroll.Close"); got[5] != "2026-01-01T00:03:00Z" || got[7] != "1/4" || got[11] != "-" {
+	if got := row(t, rows(t, res.stdout), "Payroll.Close"); got[6] != "2026-01-01T00:03:00Z" || got[8] != "1/4" || got[12] != "-" {
 		t.Errorf("tasks after the retry: %q, want 00:03's first attempt and no retry due", got)
 	}
 	res = ndigo(t, env, "runs", "Payroll.Close")

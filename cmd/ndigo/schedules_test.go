@@ -16,6 +16,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/ndigo/ndigo/admin"
+	"github.com/ndigo/ndigo/internal/admintest"
 	"github.com/ndigo/ndigo/internal/fakenode"
 	"github.com/ndigo/ndigo/scheduling"
 	"github.com/ndigo/ndigo/taskstate"
@@ -159,7 +160,7 @@ func TestScheduleCommands(t *testing.T) {
 	}
 
 	rs = rows(t, ndigo(t, n.env, "tasks").stdout)
-	if h := slices.Index(rs[0], "HANDLER"); h != 14 || row(t, rs, "report-acme")[h] != "tenant-report" || row(t, rs, "nightly")[h] != "-" {
+	if h := slices.Index(rs[0], "HANDLER"); h != 15 || row(t, rs, "report-acme")[h] != "tenant-report" || row(t, rs, "nightly")[h] != "-" {
 		t.Errorf("tasks: %q; want HANDLER last, tenant-report for report-acme, - for nightly (declared in code)", rs)
 	}
 
@@ -283,10 +284,10 @@ func TestScheduleRefusals(t *testing.T) {
 			`schedule update: no stored schedule is named "report-beta" (ndigo schedules lists them): create it first`},
 		{n.env, []string{"schedule", "delete", "report-beta"}, "DELETE " + n.url + `/schedules/report-beta: 404 Not Found: scheduling: unknown schedule: "report-beta"`},
 		{n.env, []string{"schedule", "delete", "nightly"}, `409 Conflict: scheduling: the task is declared in code: task "nightly" cannot be deleted at runtime: remove it from the code and deploy`},
-		{noToken, []string{"schedule", "delete", "report-acme"}, "401 Unauthorized: missing or wrong bearer token: send 'Authorization: Bearer <admin.token>' (set NDIGO_ADMIN_TOKEN to the node's admin token)"},
+		{noToken, []string{"schedule", "delete", "report-acme"}, "401 Unauthorized: " + admintest.WrongTokenMessage + " (set NDIGO_ADMIN_TOKEN to the node's admin token)"},
 		{noToken, create, "401 Unauthorized"},
 		{map[string]string{"NDIGO_ADMIN": n.url, "NDIGO_ADMIN_TOKEN": "guess"}, []string{"schedule", "update", "report-acme", "--handler", "tenant-report", "--cron", "@daily"},
-			"401 Unauthorized: missing or wrong bearer token: send 'Authorization: Bearer <admin.token>' (the node refused the token in NDIGO_ADMIN_TOKEN)"},
+			"401 Unauthorized: " + admintest.WrongTokenMessage + " (the node refused the token in NDIGO_ADMIN_TOKEN)"},
 	} {
 		res := ndigo(t, c.env, c.args...)
 		if res.code != exitFailure || res.stdout != "" || !strings.Contains(res.stderr, c.want) || strings.Contains(res.stderr, "Usage:") {

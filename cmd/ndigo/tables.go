@@ -19,7 +19,7 @@ func writeTasks(w io.Writer, tasks []task) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tCRON\tLOCK\tNEXT\tPAUSED\tLAST FIRE (CLUSTER)\tOUTCOME\tATTEMPT\tNODE\tTOKEN\tLAST FIRE HERE\tRETRY DUE\tFAILURES HERE\tBACKFILL\tHANDLER")
+	fmt.Fprintln(tw, "NAME\tCRON\tLOCK\tNEXT\tPAUSED\tHEALTH\tLAST FIRE (CLUSTER)\tOUTCOME\tATTEMPT\tNODE\tTOKEN\tLAST FIRE HERE\tRETRY DUE\tFAILURES HERE\tBACKFILL\tHANDLER")
 	for _, t := range tasks {
 		paused := "unknown" // a handler without the control API
 		if t.Paused != nil {
@@ -38,8 +38,12 @@ func writeTasks(w io.Writer, tasks []task) error {
 		if t.Completed && t.Next == nil {
 			next = "completed"
 		}
+		health := none // a node that predates health states
+		if t.Health != nil {
+			health = cell(t.Health.State)
+		}
 		// HANDLER marks a task that runs a stored schedule (ndigo schedules).
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", cell(t.Name), cell(t.Cron), cell(t.Lock), next, paused,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", cell(t.Name), cell(t.Cron), cell(t.Lock), next, paused, health,
 			strings.Join(cells(last), "\t"), cell(here), stamp(t.RetryAt), t.Failures, backfillCell(t.Backfill), cell(t.Handler))
 	}
 	return tw.Flush()

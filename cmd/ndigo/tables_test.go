@@ -37,16 +37,16 @@ func TestTasksTable(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", res.code, res.stderr)
 	}
 	rs := rows(t, res.stdout)
-	if want := []string{"NAME", "CRON", "LOCK", "NEXT", "PAUSED", "LAST FIRE (CLUSTER)", "OUTCOME", "ATTEMPT", "NODE", "TOKEN", "LAST FIRE HERE", "RETRY DUE", "FAILURES HERE", "BACKFILL", "HANDLER"}; !slices.Equal(rs[0], want) {
+	if want := []string{"NAME", "CRON", "LOCK", "NEXT", "PAUSED", "HEALTH", "LAST FIRE (CLUSTER)", "OUTCOME", "ATTEMPT", "NODE", "TOKEN", "LAST FIRE HERE", "RETRY DUE", "FAILURES HERE", "BACKFILL", "HANDLER"}; !slices.Equal(rs[0], want) {
 		t.Fatalf("header %q, want %q", rs[0], want)
 	}
 	for _, want := range [][]string{
 		// The cluster's last run is node b's, though this is node a, whose
 		// own last fire is its manual run's error.
 		// A node that does not report attempts: none.
-		{"Payroll.Close", "@every 1s", "payroll-window", "2026-01-01T00:00:01Z", "no", "2026-01-01T00:00:00Z", "ok", "-", "b", "7", "error", "-", "0", "-", "-"},
-		{"reports daily", "0 2 * * *", "-", "-", "no", "-", "-", "-", "-", "-", "-", "-", "0", "-", "-"},
-		{"billing/export", "@hourly", "export", "-", "yes", "-", "-", "-", "-", "-", "-", "-", "0", "-", "-"},
+		{"Payroll.Close", "@every 1s", "payroll-window", "2026-01-01T00:00:01Z", "no", "ok", "2026-01-01T00:00:00Z", "ok", "-", "b", "7", "error", "-", "0", "-", "-"},
+		{"reports daily", "0 2 * * *", "-", "-", "no", "ok", "-", "-", "-", "-", "-", "-", "-", "0", "-", "-"},
+		{"billing/export", "@hourly", "export", "-", "yes", "paused", "-", "-", "-", "-", "-", "-", "-", "0", "-", "-"},
 	} {
 		if got := row(t, rs, want[0]); !slices.Equal(got, want) {
 			t.Errorf("row %q, want %q", got, want)
@@ -66,7 +66,7 @@ func TestTasksTablePausedUnknown(t *testing.T) {
 	if res.code != 0 {
 		t.Fatalf("exit %d: %s", res.code, res.stderr)
 	}
-	if got, want := row(t, rows(t, res.stdout), "Payroll.Close"), []string{"Payroll.Close", "@every 1s", "-", "-", "unknown", "-", "-", "-", "-", "-", "-", "-", "0", "-", "-"}; !slices.Equal(got, want) {
+	if got, want := row(t, rows(t, res.stdout), "Payroll.Close"), []string{"Payroll.Close", "@every 1s", "-", "-", "unknown", "-", "-", "-", "-", "-", "-", "-", "-", "0", "-", "-"}; !slices.Equal(got, want) {
 		t.Errorf("row %q, want %q", got, want)
 	}
 }

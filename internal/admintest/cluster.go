@@ -16,6 +16,9 @@ type Task struct {
 	// Next is the next fire; zero when the schedule has no further fire.
 	Next   time.Time
 	Paused bool
+	// Health is the task's health state, as admin's health.state says
+	// it; "" for "ok" (a paused task's is "paused").
+	Health string
 	// Runs is the cluster-wide history, newest first.
 	Runs []Run
 }

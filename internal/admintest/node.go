@@ -56,6 +56,13 @@ type taskJSON struct {
 	LastRun        *runJSON   `json:"lastRun"`
 	Paused         bool       `json:"paused"`
 	ClusterLastRun *runJSON   `json:"clusterLastRun"`
+	Health         healthJSON `json:"health"`
+}
+
+type healthJSON struct {
+	State  string     `json:"state"`
+	Since  *time.Time `json:"since"`
+	Reason string     `json:"reason"`
 }
 
 type runJSON struct {
@@ -83,7 +90,15 @@ func (n *node) tasks(w http.ResponseWriter, r *http.Request) {
 	n.c.mu.Lock()
 	out := make([]taskJSON, len(n.c.tasks))
 	for i, t := range n.c.tasks {
-		j := taskJSON{Name: t.Name, Cron: t.Cron, Lock: t.Lock, Paused: t.Paused}
+		j := taskJSON{Name: t.Name, Cron: t.Cron, Lock: t.Lock, Paused: t.Paused, Health: healthJSON{State: t.Health}}
+		switch {
+		case t.Paused:
+			j.Health = healthJSON{State: "paused", Reason: "paused in the cluster"}
+		case t.Health == "":
+			j.Health.State = "ok"
+		case t.Health != "ok":
+			j.Health.Reason = "the fixture's task is " + t.Health
+		}
 		if t.Lock != "" {
 			j.LockTTL = "30s"
 		}
@@ -168,9 +183,9 @@ func (n *node) act(w http.ResponseWriter, r *http.Request) {
 
 // The refusals' messages, as admin.Handler words them.
 const (
-	NoTokenMessage = "task control is off: this node has no admin token; set admin.token in its configuration " +
-		"(or admin.Options.Token) and restart it, then send the token as 'Authorization: Bearer <token>'"
-	WrongTokenMessage = "missing or wrong bearer token: send 'Authorization: Bearer <admin.token>'"
+	NoTokenMessage = "task control is off: this node has no admin token; set admin.token or admin.tokens in its configuration " +
+		"(or admin.Options.Token or Tokens) and restart it, then send the token as 'Authorization: Bearer <token>'"
+	WrongTokenMessage = "missing or wrong bearer token: send 'Authorization: Bearer <token>' with admin.token or a token of admin.tokens"
 )
 
 // authorized answers 403 when the cluster has no token and 401 when the

@@ -23,6 +23,8 @@ const (
 	ColLastRun
 	ColClusterLastRun
 	ColLastFire // the last fire on this node, run or not, and the node's counts
+	ColBackfill
+	ColHealth // the task's health state, since when; its reason in the title
 )
 
 // waitTimeout bounds every wait for the page: its refresh is every 2s.
