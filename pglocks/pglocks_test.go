@@ -21,6 +21,7 @@ import (
 	"github.com/ndigo/ndigo/locks"
 	"github.com/ndigo/ndigo/locks/lockstest"
 	"github.com/ndigo/ndigo/pglocks"
+	"github.com/ndigo/ndigo/taskstate"
 )
 
 // shared is the server most tests of the package use; tests that kill or
@@ -71,6 +72,35 @@ func newSchema(t *testing.T, p *pgxpool.Pool, name string) string {
 		t.Fatal(err)
 	}
 	return schema
+}
+
+// earlierStore stands for the tables of a version before some of them: a
+// store's schema in a schema of its own, without the tables named (their
+// names after the store's table prefix, such as "_events"), and a store on
+// it whose task Payroll.Close is paused. It returns the store's options, to
+// open the current version on the same tables, and the store.
+func earlierStore(t *testing.T, p *pgxpool.Pool, name string, dropped ...string) (pglocks.StoreOptions, *pglocks.Store) {
+	t.Helper()
+	ctx := context.Background()
+	schema := newSchema(t, p, name)
+	opts := pglocks.StoreOptions{Pool: p, Namespace: "earlier", Table: schema + ".tasks"}
+	earlier, err := pglocks.NewStore(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := earlier.CreateSchema(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range dropped {
+		dropped[i] = opts.Table + d
+	}
+	if _, err := p.Exec(ctx, "DROP TABLE "+strings.Join(dropped, ", ")); err != nil {
+		t.Fatal(err)
+	}
+	if err := earlier.SetPaused(ctx, "Payroll.Close", taskstate.Pause{Paused: true}); err != nil {
+		t.Fatal(err)
+	}
+	return opts, earlier
 }
 
 func newDriver(t testing.TB, p *pgxpool.Pool, ns string) *pglocks.Driver {

@@ -19,21 +19,7 @@ import (
 func TestStoreSchedulesOnAnEarlierSchema(t *testing.T) {
 	p := pgtest.Wrap(t, shared).Pool()
 	ctx := context.Background()
-	schema := newSchema(t, p, "earlier_schedules")
-	opts := pglocks.StoreOptions{Pool: p, Namespace: "earlier", Table: schema + ".tasks"}
-	earlier, err := pglocks.NewStore(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := earlier.CreateSchema(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.Exec(ctx, "DROP TABLE "+schema+".tasks_schedules, "+schema+".tasks_generations"); err != nil {
-		t.Fatal(err)
-	}
-	if err := earlier.SetPaused(ctx, "Payroll.Close", taskstate.Pause{Paused: true}); err != nil {
-		t.Fatal(err)
-	}
+	opts, _ := earlierStore(t, p, "earlier_schedules", "_schedules", "_generations")
 
 	s, _ := pglocks.NewStore(opts)
 	if err := s.CreateSchema(ctx); err != nil {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/ndigo/ndigo/internal/pgtest"
 	"github.com/ndigo/ndigo/pglocks"
-	"github.com/ndigo/ndigo/taskstate"
 )
 
 // TestStoreTakeRunOnAnEarlierSchema: the tables of a version before the
@@ -18,22 +17,8 @@ import (
 func TestStoreTakeRunOnAnEarlierSchema(t *testing.T) {
 	p := pgtest.Wrap(t, shared).Pool()
 	ctx := context.Background()
-	schema := newSchema(t, p, "earlier_runcounts")
-	opts := pglocks.StoreOptions{Pool: p, Namespace: "earlier", Table: schema + ".tasks"}
-	earlier, err := pglocks.NewStore(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := earlier.CreateSchema(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.Exec(ctx, "DROP TABLE "+schema+".tasks_runcounts"); err != nil {
-		t.Fatal(err)
-	}
+	opts, earlier := earlierStore(t, p, "earlier_runcounts", "_runcounts")
 	at := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
-	if err := earlier.SetPaused(ctx, "Payroll.Close", taskstate.Pause{Paused: true}); err != nil {
-		t.Fatal(err)
-	}
 	if err := earlier.RequestRun(ctx, "Payroll.Close", at); err != nil {
 		t.Fatal(err)
 	}

@@ -19,21 +19,7 @@ import (
 func TestStoreTrailOnAnEarlierSchema(t *testing.T) {
 	p := pgtest.Wrap(t, shared).Pool()
 	ctx := context.Background()
-	schema := newSchema(t, p, "earlier_trail")
-	opts := pglocks.StoreOptions{Pool: p, Namespace: "earlier", Table: schema + ".tasks"}
-	earlier, err := pglocks.NewStore(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := earlier.CreateSchema(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.Exec(ctx, "DROP TABLE "+schema+".tasks_events, "+schema+".tasks_eventseq"); err != nil {
-		t.Fatal(err)
-	}
-	if err := earlier.SetPaused(ctx, "Payroll.Close", taskstate.Pause{Paused: true}); err != nil {
-		t.Fatal(err)
-	}
+	opts, _ := earlierStore(t, p, "earlier_trail", "_events", "_eventseq")
 
 	s, _ := pglocks.NewStore(opts)
 	if err := s.CreateSchema(ctx); err != nil {
