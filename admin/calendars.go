@@ -151,7 +151,7 @@ func (h *Handler) calendarByName(w http.ResponseWriter, r *http.Request) {
 		if actor == "" {
 			return
 		}
-		if err := h.s.DeleteCalendar(r.Context(), name); err != nil {
+		if err := h.s.DeleteCalendar(r.Context(), name, controlOptions(r, actor)...); err != nil {
 			h.log.Warn("admin: calendar control failed", "calendar", name, "action", "delete-calendar", "actor", actor, "remote", r.RemoteAddr, "err", err)
 			writeError(w, calendarErrorCode(err), err.Error())
 			return
@@ -186,9 +186,9 @@ func (h *Handler) putCalendar(w http.ResponseWriter, r *http.Request, c taskstat
 	var err error
 	code := http.StatusCreated
 	if action == "create-calendar" {
-		err = h.s.CreateCalendar(ctx, c)
+		err = h.s.CreateCalendar(ctx, c, controlOptions(r, actor)...)
 	} else {
-		err, code = h.s.UpdateCalendar(ctx, c), http.StatusOK
+		err, code = h.s.UpdateCalendar(ctx, c, controlOptions(r, actor)...), http.StatusOK
 	}
 	if err != nil {
 		h.log.Warn("admin: calendar control failed", "calendar", c.Name, "action", action, "actor", actor, "remote", r.RemoteAddr, "err", err)

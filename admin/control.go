@@ -302,7 +302,7 @@ func (h *Handler) mutate(w http.ResponseWriter, r *http.Request, name, action, a
 	var err error
 	switch action {
 	case "run":
-		err = h.s.RunNow(ctx, name)
+		err = h.s.RunNow(ctx, name, controlOptions(r, actor)...)
 	case "pause", "resume":
 		var opts []scheduling.ControlOption
 		if opts, err = pauseRequest(r, actor); err != nil {
@@ -314,7 +314,7 @@ func (h *Handler) mutate(w http.ResponseWriter, r *http.Request, name, action, a
 			err = h.s.Resume(ctx, name, opts...)
 		}
 	case "cancel-backfill":
-		err = h.s.CancelBackfill(ctx, name)
+		err = h.s.CancelBackfill(ctx, name, controlOptions(r, actor)...)
 	}
 	if err != nil {
 		h.log.Warn("admin: task control failed", "task", name, "action", action, "actor", actor, "remote", r.RemoteAddr, "err", err)
@@ -362,11 +362,11 @@ func pauseRequest(r *http.Request, actor string) ([]scheduling.ControlOption, er
 			return nil, fmt.Errorf("%w: the body must be {\"note\": string, \"by\": string}: %v", taskstate.ErrInvalid, err)
 		}
 	}
-	by := actor
+	opts := controlOptions(r, actor)
 	if req.By != "" {
-		by += ": " + req.By
+		opts = append(opts, scheduling.By(actor+": "+req.By))
 	}
-	return []scheduling.ControlOption{scheduling.WithNote(req.Note), scheduling.By(by)}, nil
+	return append(opts, scheduling.WithNote(req.Note)), nil
 }
 
 // maxPauseBody bounds the body of a pause or resume: a note and a name.
@@ -388,7 +388,7 @@ func (h *Handler) backfill(w http.ResponseWriter, r *http.Request, name, actor s
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	b, err := h.s.Backfill(r.Context(), name, from, to, opts)
+	b, err := h.s.Backfill(r.Context(), name, from, to, opts, controlOptions(r, actor)...)
 	if err != nil {
 		h.log.Warn("admin: task control failed", "task", name, "action", "backfill", "actor", actor, "remote", r.RemoteAddr, "err", err)
 		writeError(w, errorCode(err), err.Error())

@@ -77,6 +77,7 @@ type Route struct {
 //	POST /scheduledtasks/{name}/backfill         run the task once for each instant of its schedule in a range, cluster-wide (202, the backfill)
 //	POST /scheduledtasks/{name}/cancel-backfill  cancel its running backfill
 //	     /scheduledtasks/{action}?name=N         the same eight, with the name in the query (for "." and "..")
+//	GET  /events?after=SEQ&limit=N               the trail of control actions after SEQ, oldest first: who, what, when, before and after
 //	GET  /schedules                              the stored schedules (tasks declared at runtime)
 //	POST /schedules                              store one (201); PUT and DELETE /schedules/{name} replace and delete it
 //	GET  /calendars                              the calendars: named exclusions that tasks name (the option calendar)
@@ -87,7 +88,9 @@ type Route struct {
 // The POST, PUT and DELETE endpoints need the header "Authorization: Bearer <token>" with
 // [Options].Token or one of [Options].Tokens (401 without one or with
 // another, 403 when no token is configured), and each is logged with its
-// actor, the name of the token's holder. Responses are JSON, errors
+// actor, the name of the token's holder, and kept in the trail (GET
+// /events) under the request's Idempotency-Key header, if it has one
+// (a request sent again with it is kept once). Responses are JSON, errors
 // {"error": "..."} (404 for an unknown task, 405 with an Allow header for a
 // wrong method); timestamps are RFC 3339 in UTC.
 //
@@ -179,6 +182,7 @@ func New(opts Options) (*Handler, error) {
 	})
 	h.mux.HandleFunc("/scheduledtasks/{name}/{action}", h.scheduledTaskByPath)
 	h.mux.HandleFunc("/scheduledtasks/{action}", h.scheduledTaskByQuery)
+	h.mux.HandleFunc("GET /events", h.events)
 	h.mux.HandleFunc("GET /schedules", h.schedules)
 	h.mux.HandleFunc("POST /schedules", h.createSchedule)
 	h.mux.HandleFunc("/schedules/{name}", h.scheduleByName)

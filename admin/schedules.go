@@ -125,7 +125,7 @@ func (h *Handler) scheduleByName(w http.ResponseWriter, r *http.Request) {
 		if actor == "" {
 			return
 		}
-		if err := h.s.DeleteSchedule(r.Context(), name); err != nil {
+		if err := h.s.DeleteSchedule(r.Context(), name, controlOptions(r, actor)...); err != nil {
 			h.log.Warn("admin: task control failed", "task", name, "action", "delete-schedule", "actor", actor, "remote", r.RemoteAddr, "err", err)
 			writeError(w, scheduleErrorCode(err), err.Error())
 			return
@@ -145,9 +145,9 @@ func (h *Handler) putSchedule(w http.ResponseWriter, r *http.Request, sc tasksta
 	var err error
 	code := http.StatusCreated
 	if action == "create-schedule" {
-		err = h.s.CreateSchedule(ctx, sc)
+		err = h.s.CreateSchedule(ctx, sc, controlOptions(r, actor)...)
 	} else {
-		err, code = h.s.UpdateSchedule(ctx, sc), http.StatusOK
+		err, code = h.s.UpdateSchedule(ctx, sc, controlOptions(r, actor)...), http.StatusOK
 	}
 	if err != nil {
 		h.log.Warn("admin: task control failed", "task", sc.Name, "action", action, "actor", actor, "remote", r.RemoteAddr, "err", err)

@@ -105,3 +105,52 @@ func TestNamedTokens(t *testing.T) {
 		}
 	}
 }
+
+// GET /events lists the control actions with their actor, the name of the
+// token's holder; a request sent again with its Idempotency-Key is kept
+// once; bad queries are refused naming the parameter.
+func TestEventsOverHTTP(t *testing.T) {
+	c := newControlledWith(t, Options{Token: secret, Tokens: map[string]Token{"ops": "ops-token"}})
+	send := func(action, token, key string) {
+		t.Helper()
+		req := httptest.NewRequest(http.MethodPost, taskPath(action), nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		if key != "" {
+			req.Header.Set(IdempotencyHeader, key)
+		}
+		rec := httptest.NewRecorder()
+		c.h.ServeHTTP(rec, req)
+		if rec.Code/100 != 2 {
+			t.Fatalf("POST %s: %d %s", action, rec.Code, rec.Body)
+		}
+	}
+	send("pause", "ops-token", "req-1")
+	send("pause", "ops-token", "req-1") // a retry of the same request
+	send("resume", secret, "")
+	send("run", "ops-token", "")
+	code, _, body := c.do(t, http.MethodGet, "/events", "")
+	evs, _ := body["events"].([]any)
+	if code != http.StatusOK || len(evs) != 3 {
+		t.Fatalf("GET /events: %d %v, want 3 events", code, body)
+	}
+	for i, w := range []struct{ action, actor string }{{"pause", "ops"}, {"resume", "admin"}, {"run", "ops"}} {
+		e := evs[i].(map[string]any)
+		if e["action"] != w.action || e["actor"] != w.actor || e["target"] != name || e["node"] != "node-a" {
+			t.Errorf("event %d: %v, want %s by %s", i, e, w.action, w.actor)
+		}
+	}
+	if k := evs[0].(map[string]any)["key"]; k != "req-1" {
+		t.Errorf("the pause's key %v, want the request's req-1", k)
+	}
+	last := body["last"].(float64)
+	code, _, body = c.do(t, http.MethodGet, fmt.Sprintf("/events?after=%d&limit=5", int64(last)), "")
+	if evs, _ := body["events"].([]any); code != http.StatusOK || len(evs) != 0 || body["last"] != last {
+		t.Errorf("GET /events after the last: %d %v, want none and the same last", code, body)
+	}
+	for q, want := range map[string]string{"after=-1": "after", "limit=0": "limit", "limit=1001": "limit", "after=x": "after"} {
+		code, _, body := c.do(t, http.MethodGet, "/events?"+q, "")
+		if code != http.StatusBadRequest || !strings.Contains(fmt.Sprint(body["error"]), want) {
+			t.Errorf("GET /events?%s: %d %v, want 400 naming %s", q, code, body, want)
+		}
+	}
+}

@@ -71,8 +71,12 @@ type BackfillOptions struct {
 // backfill waits for the resume; a failed instant is recorded and not
 // retried. A task has one backfill running at a time; another gets an error
 // wrapping [taskstate.ErrBackfillRunning].
-func (s *Scheduler) Backfill(ctx context.Context, name string, from, to time.Time, opts BackfillOptions) (taskstate.Backfill, error) {
+func (s *Scheduler) Backfill(ctx context.Context, name string, from, to time.Time, opts BackfillOptions, co ...ControlOption) (taskstate.Backfill, error) {
 	e, err := s.lookup(name)
+	if err != nil {
+		return taskstate.Backfill{}, err
+	}
+	ev, err := s.event(ctx, co, "backfill", e.name)
 	if err != nil {
 		return taskstate.Backfill{}, err
 	}
@@ -132,13 +136,17 @@ func (s *Scheduler) Backfill(ctx context.Context, name string, from, to time.Tim
 	if drive {
 		go s.drive(e, b)
 	}
-	return b, nil
+	return b, s.toTrail(ctx, ev, nil, b)
 }
 
 // CancelBackfill cancels the running backfill of the task named name: no
 // node takes its next instant; a run of it in flight finishes.
-func (s *Scheduler) CancelBackfill(ctx context.Context, name string) error {
+func (s *Scheduler) CancelBackfill(ctx context.Context, name string, opts ...ControlOption) error {
 	e, err := s.lookup(name)
+	if err != nil {
+		return err
+	}
+	ev, err := s.event(ctx, opts, "cancel-backfill", e.name)
 	if err != nil {
 		return err
 	}
@@ -156,7 +164,9 @@ func (s *Scheduler) CancelBackfill(ctx context.Context, name string) error {
 		return fmt.Errorf("%w: task %q", ErrNoBackfill, e.name)
 	}
 	s.log.Info("backfill cancelled", "task", e.name, "backfill", b.ID, "taken", b.Taken, "refused", b.Refused, "of", b.Total)
-	return nil
+	after := b
+	after.State = taskstate.BackfillCancelled
+	return s.toTrail(ctx, ev, b, after)
 }
 
 // backfillPolicy returns the overlap policy of e's backfills given policy

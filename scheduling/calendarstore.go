@@ -110,8 +110,8 @@ type calendarView struct {
 // wrapping ErrUnknownCalendar, a name already defined one wrapping
 // ErrCalendarExists. Node and Updated are set here. Calendars may be created
 // before Start, so that the tasks that name them start.
-func (s *Scheduler) CreateCalendar(ctx context.Context, c taskstate.Calendar) error {
-	return s.putCalendar(ctx, c, true)
+func (s *Scheduler) CreateCalendar(ctx context.Context, c taskstate.Calendar, opts ...ControlOption) error {
+	return s.putCalendar(ctx, c, true, opts)
 }
 
 // UpdateCalendar replaces the rules and note of the calendar of c's name,
@@ -120,13 +120,21 @@ func (s *Scheduler) CreateCalendar(ctx context.Context, c taskstate.Calendar) er
 // stored schedule applies, so that every node has read it by then); the
 // fires before it keep the rules they had. A name that no calendar has is
 // an error wrapping ErrUnknownCalendar.
-func (s *Scheduler) UpdateCalendar(ctx context.Context, c taskstate.Calendar) error {
-	return s.putCalendar(ctx, c, false)
+func (s *Scheduler) UpdateCalendar(ctx context.Context, c taskstate.Calendar, opts ...ControlOption) error {
+	return s.putCalendar(ctx, c, false, opts)
 }
 
-func (s *Scheduler) putCalendar(ctx context.Context, c taskstate.Calendar, create bool) error {
+func (s *Scheduler) putCalendar(ctx context.Context, c taskstate.Calendar, create bool, opts []ControlOption) error {
 	if s.state == nil {
 		return fmt.Errorf("%w: calendar %q cannot be stored: give the scheduler a taskstate.Store (Config.State)", ErrNoState, c.Name)
+	}
+	action := "update-calendar"
+	if create {
+		action = "create-calendar"
+	}
+	ev, err := s.event(ctx, opts, action, c.Name)
+	if err != nil {
+		return err
 	}
 	c.Node, c.Updated = s.node, s.clock.Now().UTC()
 	if err := taskstate.CheckCalendar(c); err != nil {
@@ -160,17 +168,45 @@ func (s *Scheduler) putCalendar(ctx context.Context, c taskstate.Calendar, creat
 		return fmt.Errorf("%w: %q: update it instead", ErrCalendarExists, c.Name)
 	case errors.Is(err, ErrUnknownSchedule):
 		return fmt.Errorf("%w: %q: create it first", ErrUnknownCalendar, c.Name)
+	case err != nil:
+		return err
 	}
-	return err
+	return s.toTrail(ctx, ev, calendarValue(scs, c.Name), rulesOf(c))
+}
+
+// rulesOf is what the trail keeps of a calendar: its rules and note.
+func rulesOf(c taskstate.Calendar) any {
+	return struct {
+		taskstate.CalendarRules
+		Note string `json:"note,omitempty"`
+	}{c.CalendarRules, c.Note}
+}
+
+// calendarValue is what the trail keeps of the calendar named name among
+// the stored documents scs, nil if none (or one this version cannot read).
+func calendarValue(scs []taskstate.Schedule, name string) any {
+	i := slices.IndexFunc(scs, func(sc taskstate.Schedule) bool { return sc.Name == calendarPrefix+name })
+	if i < 0 {
+		return nil
+	}
+	c, err := docCalendar(scs[i])
+	if err != nil {
+		return nil
+	}
+	return rulesOf(c)
 }
 
 // DeleteCalendar deletes the calendar named name, unless a task (of this
 // node, or a stored schedule) or another calendar names it: then it returns
 // an error wrapping ErrCalendarInUse that names them. A name that no
 // calendar has is an error wrapping ErrUnknownCalendar.
-func (s *Scheduler) DeleteCalendar(ctx context.Context, name string) error {
+func (s *Scheduler) DeleteCalendar(ctx context.Context, name string, opts ...ControlOption) error {
 	if s.state == nil {
 		return fmt.Errorf("%w: calendar %q cannot be deleted: give the scheduler a taskstate.Store (Config.State)", ErrNoState, name)
+	}
+	ev, err := s.event(ctx, opts, "delete-calendar", name)
+	if err != nil {
+		return err
 	}
 	scs, err := s.state.Schedules(ctx)
 	if err != nil {
@@ -186,7 +222,10 @@ func (s *Scheduler) DeleteCalendar(ctx context.Context, name string) error {
 	case !ok:
 		return fmt.Errorf("%w: %q", ErrUnknownCalendar, name)
 	}
-	return s.readSchedules(ctx, -1)
+	if err := s.readSchedules(ctx, -1); err != nil {
+		return err
+	}
+	return s.toTrail(ctx, ev, calendarValue(scs, name), nil)
 }
 
 // Calendars returns the calendars, read from the task state, ordered by

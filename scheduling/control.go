@@ -59,34 +59,31 @@ func (s *Scheduler) Resume(ctx context.Context, name string, opts ...ControlOpti
 	return s.setPaused(ctx, name, false, opts)
 }
 
-// A ControlOption says why an operator paused or resumed a task, and who.
-type ControlOption func(*taskstate.Pause)
-
-// WithNote keeps note with a pause or resume: why it was made. At most
-// [taskstate.MaxNoteLen] bytes of printable text (line breaks allowed).
-func WithNote(note string) ControlOption { return func(p *taskstate.Pause) { p.Note = note } }
-
-// By keeps who made a pause or resume: the admin API passes the name of
-// its token's holder, then what the client says (the CLI its user's).
-func By(who string) ControlOption { return func(p *taskstate.Pause) { p.By = who } }
-
 func (s *Scheduler) setPaused(ctx context.Context, name string, paused bool, opts []ControlOption) error {
 	e, err := s.lookup(name)
 	if err != nil {
 		return err
 	}
-	p := taskstate.Pause{Paused: paused, At: s.clock.Now()}
-	for _, o := range opts {
-		if o != nil {
-			o(&p)
-		}
+	action := "resume"
+	if paused {
+		action = "pause"
 	}
+	c := controlOf(opts)
+	p := taskstate.Pause{Paused: paused, At: s.clock.Now(), Note: c.note, By: c.by}
 	if err := taskstate.CheckPause(e.name, p); err != nil {
+		return err
+	}
+	ev, err := s.event(ctx, opts, action, e.name)
+	if err != nil {
 		return err
 	}
 	err = s.state.SetPaused(ctx, e.name, p)
 	s.pauses.forget(true) // this node sees its own change at its next fire
-	return err
+	if err != nil {
+		return err
+	}
+	// What it replaced is the trail's previous pause or resume of the task.
+	return s.toTrail(ctx, ev, nil, p)
 }
 
 // RunNow asks for one run of the task named name, as soon as one node of
@@ -96,12 +93,17 @@ func (s *Scheduler) setPaused(ctx context.Context, name string, paused bool, opt
 // whose [Run].Manual is set; the others find it taken. Requests made while
 // one is pending are merged into it. A paused task runs too. An unlocked
 // task runs on the node that takes the request from the store.
-func (s *Scheduler) RunNow(ctx context.Context, name string) error {
+func (s *Scheduler) RunNow(ctx context.Context, name string, opts ...ControlOption) error {
 	e, err := s.lookup(name)
 	if err != nil {
 		return err
 	}
-	if err := s.state.RequestRun(ctx, e.name, s.clock.Now()); err != nil {
+	ev, err := s.event(ctx, opts, "run", e.name)
+	if err != nil {
+		return err
+	}
+	at := s.clock.Now()
+	if err := s.state.RequestRun(ctx, e.name, at); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -110,7 +112,7 @@ func (s *Scheduler) RunNow(ctx context.Context, name string) error {
 		s.nudge()
 	}
 	s.mu.Unlock()
-	return nil
+	return s.toTrail(ctx, ev, nil, map[string]time.Time{"requested": at.UTC()})
 }
 
 // History returns the last recorded fires of the task named name on every

@@ -114,8 +114,8 @@ func (s *Scheduler) Handle(name string, fn HandlerFunc) error {
 // wrapping ErrUnknownHandler, the name of a task declared in code one
 // wrapping ErrDeclaredInCode, a name already stored one wrapping
 // taskstate.ErrScheduleExists. Node and Updated are set here.
-func (s *Scheduler) CreateSchedule(ctx context.Context, sc taskstate.Schedule) error {
-	return s.putSchedule(ctx, sc, true)
+func (s *Scheduler) CreateSchedule(ctx context.Context, sc taskstate.Schedule, opts ...ControlOption) error {
+	return s.putSchedule(ctx, sc, true, opts)
 }
 
 // UpdateSchedule replaces the stored schedule of sc's name, as
@@ -124,13 +124,21 @@ func (s *Scheduler) CreateSchedule(ctx context.Context, sc taskstate.Schedule) e
 // wait for it as for any run of the task: its overlap policy and lock
 // decide). A name that no stored schedule has is an error wrapping
 // ErrUnknownSchedule.
-func (s *Scheduler) UpdateSchedule(ctx context.Context, sc taskstate.Schedule) error {
-	return s.putSchedule(ctx, sc, false)
+func (s *Scheduler) UpdateSchedule(ctx context.Context, sc taskstate.Schedule, opts ...ControlOption) error {
+	return s.putSchedule(ctx, sc, false, opts)
 }
 
-func (s *Scheduler) putSchedule(ctx context.Context, sc taskstate.Schedule, create bool) error {
+func (s *Scheduler) putSchedule(ctx context.Context, sc taskstate.Schedule, create bool, opts []ControlOption) error {
 	if s.state == nil {
 		return fmt.Errorf("%w: schedule %q cannot be stored: give the scheduler a taskstate.Store (Config.State)", ErrNoState, sc.Name)
+	}
+	action := "update-schedule"
+	if create {
+		action = "create-schedule"
+	}
+	ev, err := s.event(ctx, opts, action, sc.Name)
+	if err != nil {
+		return err
 	}
 	sc.Node, sc.Updated = s.node, s.clock.Now().UTC()
 	if err := taskstate.CheckSchedule(sc); err != nil {
@@ -162,7 +170,30 @@ func (s *Scheduler) putSchedule(ctx context.Context, sc taskstate.Schedule, crea
 	if errors.Is(err, ErrUnknownSchedule) {
 		err = fmt.Errorf("%w: %q: create it first", ErrUnknownSchedule, sc.Name)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return s.toTrail(ctx, ev, scheduleValue(scs, sc.Name), specOf(sc))
+}
+
+// specOf is what the trail keeps of a stored schedule: its spec and args.
+func specOf(sc taskstate.Schedule) any {
+	return struct {
+		Handler string            `json:"handler"`
+		Cron    string            `json:"cron"`
+		Lock    string            `json:"lock,omitempty"`
+		Options map[string]string `json:"options,omitempty"`
+		Args    json.RawMessage   `json:"args,omitempty"`
+	}{sc.Handler, sc.Cron, sc.Lock, sc.Options, sc.Args}
+}
+
+// scheduleValue is what the trail keeps of the stored schedule named name
+// among scs, nil if none.
+func scheduleValue(scs []taskstate.Schedule, name string) any {
+	if i := slices.IndexFunc(scs, func(sc taskstate.Schedule) bool { return sc.Name == name }); i >= 0 {
+		return specOf(scs[i])
+	}
+	return nil
 }
 
 // storeDoc creates or updates sc, a stored schedule's or a calendar's
@@ -228,9 +259,13 @@ func replaced(old taskstate.Schedule, from time.Time) []taskstate.PastSpec {
 // finishes. Its history and paused flag stay with its name. A name that no
 // stored schedule has is an error wrapping ErrUnknownSchedule; a task
 // declared in code, one wrapping ErrDeclaredInCode.
-func (s *Scheduler) DeleteSchedule(ctx context.Context, name string) error {
+func (s *Scheduler) DeleteSchedule(ctx context.Context, name string, opts ...ControlOption) error {
 	if s.state == nil {
 		return fmt.Errorf("%w: schedule %q cannot be deleted: give the scheduler a taskstate.Store (Config.State)", ErrNoState, name)
+	}
+	ev, err := s.event(ctx, opts, "delete-schedule", name)
+	if err != nil {
+		return err
 	}
 	s.mu.Lock()
 	e := s.byName[name]
@@ -241,6 +276,10 @@ func (s *Scheduler) DeleteSchedule(ctx context.Context, name string) error {
 	if strings.HasPrefix(name, calendarPrefix) {
 		return fmt.Errorf("%w: %q names a calendar's document, not a schedule: delete the calendar (DeleteCalendar)", ErrUnknownSchedule, name)
 	}
+	scs, err := s.state.Schedules(ctx)
+	if err != nil {
+		return fmt.Errorf("scheduling: reading the stored schedules: %w", err)
+	}
 	ok, err := s.state.DeleteSchedule(ctx, name)
 	switch {
 	case err != nil:
@@ -248,7 +287,10 @@ func (s *Scheduler) DeleteSchedule(ctx context.Context, name string) error {
 	case !ok:
 		return fmt.Errorf("%w: %q", ErrUnknownSchedule, name)
 	}
-	return s.readSchedules(ctx, -1)
+	if err := s.readSchedules(ctx, -1); err != nil {
+		return err
+	}
+	return s.toTrail(ctx, ev, scheduleValue(scs, name), nil)
 }
 
 // Schedules returns the stored schedules, read from the task state, ordered

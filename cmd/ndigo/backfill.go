@@ -33,7 +33,8 @@ type cmdFlags struct {
 	dates, weekdays, windows, includes listFlag        // calendar create and update's rules, as given
 	note, file                         string          // --note, --file
 	calendar                           calendarRequest // the calendar to send, set by checkCalendar
-	n                                  int             // next -n
+	n                                  int             // next -n, events -n
+	after                              int64           // events --after
 
 	set map[string]bool // the flags given, by name
 }

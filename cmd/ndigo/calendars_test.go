@@ -152,7 +152,7 @@ func TestCalendarRefusals(t *testing.T) {
 		{[]string{"calendar", "create", "x", "--handler", "h"}, "ndigo: --handler is a flag of schedule create and schedule update, not of calendar create"},
 		{[]string{"next", "nightly", "-n", "0"}, "ndigo: next: -n 0: must be at least 1"},
 		{[]string{"next", "nightly", "-n", "ten"}, `ndigo: invalid value "ten" for flag -n`},
-		{[]string{"tasks", "-n", "3"}, "ndigo: --n is a flag of next, not of tasks"},
+		{[]string{"tasks", "-n", "3"}, "ndigo: --n is a flag of events and next, not of tasks"},
 		{[]string{"calendars", "x"}, "ndigo: calendars takes no argument, got 1"},
 	} {
 		res := ndigo(t, n.env, c.args...)

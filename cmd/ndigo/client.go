@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +23,7 @@ type client struct {
 	base  *url.URL // scheme, host and the path prefix the handler is mounted under
 	token string   // NDIGO_ADMIN_TOKEN; sent on mutations only, never printed
 	user  string   // USER: who a pause or resume says sent it
+	key   string   // the Idempotency-Key of this command's control requests, made at the first
 	http  *http.Client
 }
 
@@ -151,6 +154,16 @@ func (c *client) do(ctx context.Context, method, u string, body []byte) ([]byte,
 	req.Header.Set("Accept", "application/json")
 	if method != http.MethodGet && c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	if method != http.MethodGet {
+		// One key per command: the trail keeps the action once, were it
+		// sent again.
+		if c.key == "" {
+			var k [12]byte
+			_, _ = rand.Read(k[:]) // never fails
+			c.key = "ndigo-cli-" + hex.EncodeToString(k[:])
+		}
+		req.Header.Set("Idempotency-Key", c.key)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

@@ -192,7 +192,7 @@ func TestUsage(t *testing.T) {
 	}{
 		{nil, nil, "ndigo: no command given"},
 		{nil, []string{"list"}, `ndigo: unknown command "list": the commands are tasks, runs, audit, next, run, pause, resume, backfill, schedules, schedule create, schedule update, schedule delete, ` +
-			`calendars, calendar create, calendar update, calendar delete and help`},
+			`calendars, calendar create, calendar update, calendar delete, events and help`},
 		{nil, []string{"runs"}, "ndigo: runs takes one argument, the task's name, got 0"},
 		{nil, []string{"tasks", "Payroll.Close"}, "ndigo: tasks takes no argument, got 1"},
 		{nil, []string{"pause", ""}, "ndigo: pause: the task name is empty"},

@@ -45,6 +45,7 @@ var commands = map[string]command{
 	"calendar create": {args: 1, noun: "calendar", sendToken: true, flags: calendarFlags, check: checkCalendar("create"), do: putCalendar("create")},
 	"calendar update": {args: 1, noun: "calendar", sendToken: true, flags: calendarFlags, check: checkCalendar("update"), do: putCalendar("update")},
 	"calendar delete": {args: 1, noun: "calendar", sendToken: true, check: checkCalendarDelete, do: deleteCalendar},
+	"events":          {args: 0, flags: eventsFlags, check: checkEvents, do: listEvents},
 }
 
 // scheduleVerbs are the second words of the schedule commands.
@@ -52,7 +53,7 @@ const scheduleVerbs = "create, update or delete"
 
 // ownFlags are the flags that only some commands take, in the order the
 // usage errors check them.
-var ownFlags = slices.Concat(backfillFlags, updateFlags, calendarFlags, nextFlags)
+var ownFlags = slices.Concat(backfillFlags, updateFlags, calendarFlags, nextFlags, []string{"after"})
 
 // flagOwners names the commands that take flag: "backfill", "schedule
 // create and schedule update".

@@ -104,6 +104,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.StringVar(&f.note, "note", "", "")
 	fs.StringVar(&f.file, "file", "", "")
 	fs.IntVar(&f.n, "n", 0, "")
+	fs.Int64Var(&f.after, "after", 0, "")
 	fs.StringVar(&f.lock, "lock", "", "")
 	fs.BoolVar(&f.unlocked, "unlocked", false, "")
 	fs.Var(&f.options, "option", "")

@@ -6,7 +6,7 @@ const defaultAdmin = "http://127.0.0.1:8081"
 
 // unknownCommand follows an unknown command's name in its error.
 const unknownCommand = "the commands are tasks, runs, audit, next, run, pause, resume, backfill, schedules, schedule create, schedule update, schedule delete, " +
-	"calendars, calendar create, calendar update, calendar delete and help"
+	"calendars, calendar create, calendar update, calendar delete, events and help"
 
 const usage = `Usage: ndigo [flags] COMMAND [NAME]
 
@@ -90,6 +90,12 @@ Commands:
   calendar delete NAME
                  delete the calendar; refused while a task or a calendar names it (the
                  error names them)
+  events [--after SEQ] [-n N]
+                 the trail of control actions, oldest first, after SEQ (default: the
+                 oldest kept), N of them (default 100, at most 1000): each pause, resume,
+                 run, backfill and its cancel, and change of a stored schedule or a
+                 calendar, by whom (the token's holder), on which node, when, with its
+                 note; each command here is kept once (it sends an Idempotency-Key)
   help           print this help
 
 Flags (before or after the command):
