@@ -137,14 +137,15 @@ fuzz:
 # simulated day of a task every second on PostgreSQL, a linearizability
 # history of 100,000 operations under Redis pauses, 100 stalls of a lease
 # holder on PostgreSQL and on etcd, every fault test three times, and the
-# payroll failover tests on Redis, PostgreSQL and etcd.
+# payroll failover tests on Redis, PostgreSQL and etcd, and the alerts of
+# three payroll nodes on PostgreSQL through a paused database and a kill.
 chaos: redis-server postgresql etcd-server
 	$(GO) test -race -count=1 -run '^TestClusterSimulation$$' -v ./scheduling/schedulingtest -sim.fires 100000
 	$(GO) test -race -count=1 -timeout 60m -run '^TestDayOfFiresLeavesBoundedRows$$' -v ./pglocks -pg.fires 86400
 	$(GO) test -race -count=1 -run '^TestLinearizable$$' -v ./internal/chaos -lin.ops 100000
 	$(GO) test -race -count=1 -timeout 60m -run '^TestStalledHoldersAreFenced$$' -v ./internal/chaos -stall.n 100
 	$(GO) test -race -count=3 ./internal/chaos
-	$(GO) test -count=1 -tags $(TAGS) -run '^(TestOwnerKilledLosesNoFire|TestRollingRestartLosesNoFire)$$' -v ./examples/payroll -failover.all
+	$(GO) test -count=1 -tags $(TAGS) -run '^(TestOwnerKilledLosesNoFire|TestRollingRestartLosesNoFire|TestAlertsFromThreeNodesOnPostgres)$$' -v ./examples/payroll -failover.all
 
 # screenshots: renders the web console of a live 3-node payroll cluster on
 # Redis in chromium (the task list, a task's page with its audit and

@@ -57,8 +57,9 @@ import (
 // endpoints on admin.addr (and, with admin.metrics, the scheduler's
 // Prometheus metrics at /metrics there), and, with ping.url, a package ping
 // Pinger that pings the monitor outside the cluster while the scheduler
-// runs. [New] includes it; use it directly
-// to compose an fx.App by hand. Do not add admin.Module again.
+// runs, and, with a notify section, a scheduling.Alerter that sends each
+// task's health changes to its webhook or Slack. [New] includes it; use
+// it directly to compose an fx.App by hand. Do not add admin.Module again.
 var Module = fx.Options(
 	fx.Module("settings",
 		fx.Provide(newLogger),

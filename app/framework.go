@@ -21,6 +21,7 @@ func init() {
 	config.Rule("postgres_url", pglocks.CheckURL)
 	config.Rule("lock_namespace", redislocks.CheckNamespace)
 	config.Rule("ping_url", ping.CheckURL)
+	config.Rule("notify_url", ping.CheckURL) // an http or https URL with a host, not quoted in errors
 }
 
 // Framework holds the settings ndigo itself reads, which [Module] hands to
@@ -45,6 +46,13 @@ func init() {
 //	  url: https://hc-ping.com/your-check-uuid
 //	  every: 1m
 //	  timeout: 10s
+//	notify:
+//	  webhook:
+//	    url: https://hooks.example.com/ndigo
+//	    secret: a-long-random-string
+//	  slack:
+//	    url: https://hooks.slack.com/services/T000/B000/XXXX
+//	  every: 15s
 type Framework struct {
 	// Node names this process in logs and lock diagnostics. Empty lets the
 	// application choose, e.g. from the host name.
@@ -75,6 +83,43 @@ type Framework struct {
 	Spread string `yaml:"spread" default:"auto" validate:"oneof=auto on off"`
 	// Ping configures the pings to a monitor outside the cluster.
 	Ping Ping `yaml:"ping"`
+	// Notify configures the messages sent when a task's health changes.
+	Notify Notify `yaml:"notify"`
+}
+
+// Notify configures the messages that tell an operator a task's health
+// changed (scheduling.Alerter): "late", "down", "failing" or "overrun" when
+// it enters the state, "recovered" when it is ok again. Each is sent by one
+// node of the cluster, retried with backoff until delivered (eight attempts
+// over about four minutes), and kept in the trail (GET /events, ndigo
+// events). It needs a task state store: Redis, PostgreSQL or etcd, or the
+// in-process default on one node.
+type Notify struct {
+	// Webhook receives each message as a JSON POST (package notify).
+	Webhook NotifyWebhook `yaml:"webhook"`
+	// Slack receives each message as a Slack incoming webhook's text.
+	Slack NotifySlack `yaml:"slack"`
+	// Every is how often each task's health is judged: a change is sent
+	// within about Every.
+	Every time.Duration `yaml:"every" default:"15s" validate:"min=1s"`
+	// Timeout bounds each attempt to deliver a message.
+	Timeout time.Duration `yaml:"timeout" default:"10s" validate:"min=1ms"`
+}
+
+// NotifyWebhook is a receiver of signed JSON messages.
+type NotifyWebhook struct {
+	// URL is the receiver's, http or https; empty sends none. A secret:
+	// errors show its scheme and host only.
+	URL config.Secret `yaml:"url" validate:"omitempty,notify_url"`
+	// Secret keys each body's HMAC-SHA256 signature in the Ndigo-Signature
+	// header, which notify.Verify checks. Required with URL.
+	Secret config.Secret `yaml:"secret" validate:"required_with=URL"`
+}
+
+// NotifySlack is a Slack (or compatible) incoming webhook.
+type NotifySlack struct {
+	// URL is the incoming webhook's; empty sends none. A secret.
+	URL config.Secret `yaml:"url" validate:"omitempty,notify_url"`
 }
 
 // Ping configures the pings that tell a monitor outside the cluster

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 
 	"github.com/jonboulle/clockwork"
@@ -13,6 +14,7 @@ import (
 	"github.com/ndigo/ndigo/admin"
 	"github.com/ndigo/ndigo/locks"
 	"github.com/ndigo/ndigo/metrics"
+	"github.com/ndigo/ndigo/notify"
 	"github.com/ndigo/ndigo/ping"
 	"github.com/ndigo/ndigo/scheduling"
 	"github.com/ndigo/ndigo/taskstate"
@@ -28,10 +30,12 @@ import (
 // whatever the driver, and ndigo_backend_up serves the same checks.
 //
 // With ping.url, a ping.Pinger pings the monitor outside the cluster while
-// the scheduler runs: started after it, stopped before it.
+// the scheduler runs: started after it, stopped before it. With
+// notify.webhook.url or notify.slack.url, a scheduling.Alerter sends each
+// task's health changes there, started and stopped the same way.
 var operations = fx.Module("operations",
 	fx.Provide(adminConfig, newOperationsMetrics),
-	fx.Invoke(initOperationsMetrics, startPinging),
+	fx.Invoke(initOperationsMetrics, startPinging, startAlerting),
 	admin.Module,
 )
 
@@ -138,5 +142,34 @@ func startPinging(p pingParams) error {
 		OnStart: func(context.Context) error { return pg.Start() },
 		OnStop:  pg.Stop,
 	})
+	return nil
+}
+
+type alertParams struct {
+	fx.In
+	Framework Framework `optional:"true"`
+	Lifecycle fx.Lifecycle
+	Scheduler *scheduling.Scheduler // its start hook comes first, its stop hook last
+}
+
+// startAlerting sends the messages of the configuration's notify section
+// while the scheduler runs.
+func startAlerting(p alertParams) error {
+	cfg := p.Framework.Notify
+	var ns []notify.Notifier
+	if cfg.Webhook.URL != "" {
+		ns = append(ns, notify.Webhook{URL: cfg.Webhook.URL.Reveal(), Secret: cfg.Webhook.Secret.Reveal(), Timeout: cfg.Timeout})
+	}
+	if cfg.Slack.URL != "" {
+		ns = append(ns, notify.Slack{URL: cfg.Slack.URL.Reveal(), Timeout: cfg.Timeout})
+	}
+	if len(ns) == 0 {
+		return nil
+	}
+	a, err := scheduling.NewAlerter(p.Scheduler, scheduling.AlertConfig{Notifiers: ns, Every: cfg.Every})
+	if err != nil {
+		return fmt.Errorf("notify: %w", err)
+	}
+	p.Lifecycle.Append(fx.Hook{OnStart: func(context.Context) error { return a.Start() }, OnStop: a.Stop})
 	return nil
 }

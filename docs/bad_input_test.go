@@ -278,6 +278,10 @@ func badInputs() []badInput {
 		{"config.Load", "`spread: yes`", config.ErrInvalid, load("spread: yes\n")},
 		{"config.Load", "`ping: {url: \"ftp://hc-ping.com/a-check-uuid\"}`", config.ErrInvalid, load("ping: {url: \"ftp://hc-ping.com/a-check-uuid\"}\n")},
 		{"config.Load", "`ping: {every: 10ms}`", config.ErrInvalid, load("ping: {every: 10ms}\n")},
+		{"config.Load", "`notify: {webhook: {url: \"https://hooks.example.com/a-secret\"}}`", config.ErrInvalid,
+			load("notify: {webhook: {url: \"https://hooks.example.com/a-secret\"}}\n")},
+		{"config.Load", "`notify: {slack: {url: \"hooks.slack.com/services/T/B/X\"}}`", config.ErrInvalid,
+			load("notify: {slack: {url: \"hooks.slack.com/services/T/B/X\"}}\n")},
 	}
 }
 

@@ -19,10 +19,11 @@ const fireFormat = "2006-01-02T15:04:05.000Z07:00"
 // PayrollController closes the books on a schedule. Its CloseBooks task is
 // declared with struct tags; its schedule, lease and retries come from
 // configuration (payroll.cron or --cron, payroll.lock-ttl, payroll.retry,
-// payroll.retry-backoff). A run that fails (the ledger refused the write)
-// is retried as the same fire, by another node if this one died.
+// payroll.retry-backoff, payroll.late-after, payroll.down-after). A run
+// that fails (the ledger refused the write) is retried as the same fire,
+// by another node if this one died.
 type PayrollController struct {
-	_ annotations.Scheduled `method:"CloseBooks" cron:"${payroll.cron}" lock:"payroll-window" lockTtl:"${payroll.lock-ttl}" catchUp:"${payroll.catch-up}" retry:"${payroll.retry}" retryBackoff:"${payroll.retry-backoff}"`
+	_ annotations.Scheduled `method:"CloseBooks" cron:"${payroll.cron}" lock:"payroll-window" lockTtl:"${payroll.lock-ttl}" catchUp:"${payroll.catch-up}" retry:"${payroll.retry}" retryBackoff:"${payroll.retry-backoff}" lateAfter:"${payroll.late-after}" downAfter:"${payroll.down-after}"`
 
 	ledger ledger
 	log    *slog.Logger
@@ -52,7 +53,7 @@ func (c *PayrollController) CloseBooks(ctx context.Context) error {
 
 // reconcile is the builder-option form: a second task, checked on its own
 // lock, that waits briefly for a busy lock instead of skipping at once.
-func reconcile(log *slog.Logger) scheduling.Task {
+func reconcile(log *slog.Logger, cfg Config) scheduling.Task {
 	return scheduling.NewTask(func(ctx context.Context) error {
 		run, _ := scheduling.RunFromContext(ctx)
 		log.Info("accounts reconciled", "fire", run.Fire.UTC().Format(fireFormat), "node", run.Node)
@@ -63,6 +64,8 @@ func reconcile(log *slog.Logger) scheduling.Task {
 		scheduling.Lock("reconcile"),
 		scheduling.LockWait(time.Second),
 		scheduling.LockTTL(10*time.Second),
+		scheduling.LateAfter(cfg.Payroll.LateAfter),
+		scheduling.DownAfter(cfg.Payroll.DownAfter),
 	)
 }
 

@@ -72,6 +72,11 @@ type Payroll struct {
 	// RetryBackoff is the backoff before CloseBooks's first retry of a fire,
 	// doubled for each next one; each delay is drawn below it.
 	RetryBackoff time.Duration `yaml:"retry-backoff" env:"PAYROLL_RETRY_BACKOFF" default:"10s" validate:"gt=0"`
+	// LateAfter is the grace of a fire of CloseBooks and Reconcile for their
+	// health: one not started this long after its instant makes the task
+	// late. DownAfter makes it down (see scheduling.LateAfter and DownAfter).
+	LateAfter time.Duration `yaml:"late-after" env:"PAYROLL_LATE_AFTER" default:"2m" validate:"gt=0"`
+	DownAfter time.Duration `yaml:"down-after" env:"PAYROLL_DOWN_AFTER" default:"5m" validate:"gtfield=LateAfter"`
 	// For stops the process cleanly after this long; zero runs until a signal.
 	For time.Duration `yaml:"for" env:"PAYROLL_FOR" validate:"min=0"`
 }
