@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"context"
+	"encoding/json"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -125,18 +126,38 @@ func (s *Scheduler) Backfill(ctx context.Context, name string, from, to time.Tim
 	_, _ = rand.Read(id[:]) // never fails
 	b := taskstate.Backfill{ID: hex.EncodeToString(id[:]), Task: e.name, From: from.UTC(), To: to.UTC(), Force: opts.Force,
 		Overlap: opts.Overlap, Total: total, State: taskstate.BackfillRunning, Node: s.node, Created: s.clock.Now().UTC()}
-	if err := s.state.StartBackfill(ctx, b, ran); err != nil {
+	err = s.act(ctx, ev, nil, b, func(kept taskstate.Event, again bool) error {
+		if again {
+			// The backfill first asked, unless it started.
+			if err := json.Unmarshal([]byte(kept.After), &b); err != nil {
+				return fmt.Errorf("scheduling: backfill %s: the trail's entry %d: %w", e.name, kept.Seq, err)
+			}
+			p, err := s.state.Poll(ctx)
+			if err != nil {
+				return err
+			}
+			if cur, ok := p.Backfills[e.name]; ok && cur.ID == b.ID {
+				b = cur
+				return nil
+			}
+		}
+		if err := s.state.StartBackfill(ctx, b, ran); err != nil {
+			return err
+		}
+		s.log.Info("backfill started", "task", e.name, "from", b.From, "to", b.To, "instants", total, "force", opts.Force,
+			"backfill", b.ID)
+		s.mu.Lock()
+		drive := s.status == started && !s.stopping() && s.toDrive(e)
+		s.mu.Unlock()
+		if drive {
+			go s.drive(e, b)
+		}
+		return nil
+	})
+	if err != nil {
 		return taskstate.Backfill{}, err
 	}
-	s.log.Info("backfill started", "task", e.name, "from", b.From, "to", b.To, "instants", total, "force", opts.Force,
-		"backfill", b.ID)
-	s.mu.Lock()
-	drive := s.status == started && !s.stopping() && s.toDrive(e)
-	s.mu.Unlock()
-	if drive {
-		go s.drive(e, b)
-	}
-	return b, s.toTrail(ctx, ev, nil, b)
+	return b, nil
 }
 
 // CancelBackfill cancels the running backfill of the task named name: no
@@ -155,18 +176,40 @@ func (s *Scheduler) CancelBackfill(ctx context.Context, name string, opts ...Con
 		return err
 	}
 	b, ok := p.Backfills[e.name]
+	var before, after any // the backfill found, and cancelled if it runs
+	if ok {
+		before = b
+	}
 	if ok && b.State == taskstate.BackfillRunning {
-		if ok, err = s.state.EndBackfill(ctx, e.name, b.ID, taskstate.BackfillCancelled); err != nil {
-			return err
+		cancelled := b
+		cancelled.State = taskstate.BackfillCancelled
+		after = cancelled
+	}
+	return s.act(ctx, ev, before, after, func(kept taskstate.Event, again bool) error {
+		if again {
+			// The backfill the first call found, cancelled by it or ended.
+			var first taskstate.Backfill
+			if err := json.Unmarshal([]byte(kept.Before), &first); err == nil && first.ID != "" {
+				if p, err = s.state.Poll(ctx); err != nil {
+					return err
+				}
+				b, ok = p.Backfills[e.name]
+				if !ok || b.ID != first.ID || b.State != taskstate.BackfillRunning {
+					return nil
+				}
+			}
 		}
-	}
-	if !ok || b.State != taskstate.BackfillRunning {
-		return fmt.Errorf("%w: task %q", ErrNoBackfill, e.name)
-	}
-	s.log.Info("backfill cancelled", "task", e.name, "backfill", b.ID, "taken", b.Taken, "refused", b.Refused, "of", b.Total)
-	after := b
-	after.State = taskstate.BackfillCancelled
-	return s.toTrail(ctx, ev, b, after)
+		if ok && b.State == taskstate.BackfillRunning {
+			if ok, err = s.state.EndBackfill(ctx, e.name, b.ID, taskstate.BackfillCancelled); err != nil {
+				return err
+			}
+		}
+		if !ok || b.State != taskstate.BackfillRunning {
+			return fmt.Errorf("%w: task %q", ErrNoBackfill, e.name)
+		}
+		s.log.Info("backfill cancelled", "task", e.name, "backfill", b.ID, "taken", b.Taken, "refused", b.Refused, "of", b.Total)
+		return nil
+	})
 }
 
 // backfillPolicy returns the overlap policy of e's backfills given policy

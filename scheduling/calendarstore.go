@@ -162,16 +162,21 @@ func (s *Scheduler) putCalendar(ctx context.Context, c taskstate.Calendar, creat
 	if err != nil {
 		return err
 	}
-	err = s.storeDoc(ctx, doc, scs, create)
-	switch {
-	case errors.Is(err, taskstate.ErrScheduleExists):
-		return fmt.Errorf("%w: %q: update it instead", ErrCalendarExists, c.Name)
-	case errors.Is(err, ErrUnknownSchedule):
-		return fmt.Errorf("%w: %q: create it first", ErrUnknownCalendar, c.Name)
-	case err != nil:
+	return s.act(ctx, ev, calendarValue(scs, c.Name), rulesOf(c), func(kept taskstate.Event, again bool) error {
+		if again {
+			if done, err := s.docDone(ctx, calendarPrefix+c.Name, c.Name, kept, calendarValue); done || err != nil {
+				return err
+			}
+		}
+		err := s.storeDoc(ctx, doc, scs, create)
+		switch {
+		case errors.Is(err, taskstate.ErrScheduleExists):
+			return fmt.Errorf("%w: %q: update it instead", ErrCalendarExists, c.Name)
+		case errors.Is(err, ErrUnknownSchedule):
+			return fmt.Errorf("%w: %q: create it first", ErrUnknownCalendar, c.Name)
+		}
 		return err
-	}
-	return s.toTrail(ctx, ev, calendarValue(scs, c.Name), rulesOf(c))
+	})
 }
 
 // rulesOf is what the trail keeps of a calendar: its rules and note.
@@ -215,17 +220,16 @@ func (s *Scheduler) DeleteCalendar(ctx context.Context, name string, opts ...Con
 	if users := s.calendarUsers(scs)[name]; len(users) > 0 {
 		return fmt.Errorf("%w: calendar %q is named by %s; remove it from them first", ErrCalendarInUse, name, strings.Join(users, ", "))
 	}
-	ok, err := s.state.DeleteSchedule(ctx, calendarPrefix+name)
-	switch {
-	case err != nil:
-		return err
-	case !ok:
-		return fmt.Errorf("%w: %q", ErrUnknownCalendar, name)
-	}
-	if err := s.readSchedules(ctx, -1); err != nil {
-		return err
-	}
-	return s.toTrail(ctx, ev, calendarValue(scs, name), nil)
+	return s.act(ctx, ev, calendarValue(scs, name), nil, func(kept taskstate.Event, again bool) error {
+		ok, err := s.state.DeleteSchedule(ctx, calendarPrefix+name)
+		switch {
+		case err != nil:
+			return err
+		case !ok && !again: // sent again, it was deleted the first time, or since
+			return fmt.Errorf("%w: %q", ErrUnknownCalendar, name)
+		}
+		return s.readSchedules(ctx, -1)
+	})
 }
 
 // Calendars returns the calendars, read from the task state, ordered by

@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -77,13 +78,23 @@ func (s *Scheduler) setPaused(ctx context.Context, name string, paused bool, opt
 	if err != nil {
 		return err
 	}
-	err = s.state.SetPaused(ctx, e.name, p)
-	s.pauses.forget(true) // this node sees its own change at its next fire
-	if err != nil {
+	// What it replaces is the trail's previous pause or resume of the task.
+	return s.act(ctx, ev, nil, p, func(kept taskstate.Event, again bool) error {
+		if again {
+			// The pause first asked, unless it or a later one is set.
+			if err := json.Unmarshal([]byte(kept.After), &p); err != nil {
+				return fmt.Errorf("scheduling: %s %s: the trail's entry %d: %w", action, e.name, kept.Seq, err)
+			}
+			if cur, err := s.state.Paused(ctx, e.name); err != nil {
+				return err
+			} else if cur.At.After(p.At) || (cur.Paused == p.Paused && cur.At.Equal(p.At) && cur.By == p.By && cur.Note == p.Note) {
+				return nil
+			}
+		}
+		err := s.state.SetPaused(ctx, e.name, p)
+		s.pauses.forget(true) // this node sees its own change at its next fire
 		return err
-	}
-	// What it replaced is the trail's previous pause or resume of the task.
-	return s.toTrail(ctx, ev, nil, p)
+	})
 }
 
 // RunNow asks for one run of the task named name, as soon as one node of
@@ -102,17 +113,48 @@ func (s *Scheduler) RunNow(ctx context.Context, name string, opts ...ControlOpti
 	if err != nil {
 		return err
 	}
-	at := s.clock.Now()
-	if err := s.state.RequestRun(ctx, e.name, at); err != nil {
-		return err
+	at := s.clock.Now().UTC()
+	return s.act(ctx, ev, nil, map[string]time.Time{"requested": at}, func(kept taskstate.Event, again bool) error {
+		if again {
+			var req map[string]time.Time
+			if err := json.Unmarshal([]byte(kept.After), &req); err != nil {
+				return fmt.Errorf("scheduling: run %s: the trail's entry %d: %w", e.name, kept.Seq, err)
+			}
+			at = req["requested"]
+			if asked, err := s.runAsked(ctx, e.name, at); err != nil || asked {
+				return err
+			}
+		}
+		if err := s.state.RequestRun(ctx, e.name, at); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		if s.status == started {
+			s.nextPoll = s.clock.Now()
+			s.nudge()
+		}
+		s.mu.Unlock()
+		return nil
+	})
+}
+
+// runAsked reports whether a manual run of task asked at at was asked in
+// the store: a request pending, or a manual run recorded at or after it
+// (a request merges into one pending, and a run takes the request). A run
+// taken and still going is not known yet: a retry then asks another.
+func (s *Scheduler) runAsked(ctx context.Context, task string, at time.Time) (bool, error) {
+	p, err := s.state.Poll(ctx)
+	if err != nil {
+		return false, err
 	}
-	s.mu.Lock()
-	if s.status == started {
-		s.nextPoll = s.clock.Now()
-		s.nudge()
+	if _, ok := p.Requests[task]; ok {
+		return true, nil
 	}
-	s.mu.Unlock()
-	return s.toTrail(ctx, ev, nil, map[string]time.Time{"requested": at.UTC()})
+	runs, err := s.state.Runs(ctx, task, 0)
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(runs, func(r taskstate.Run) bool { return r.Manual && !r.Fire.Before(at) }), nil
 }
 
 // History returns the last recorded fires of the task named name on every

@@ -104,6 +104,8 @@ type Scheduler struct {
 	pollFailing   atomic.Bool     // the last look for requests failed
 	recordFailing atomic.Bool     // the last Record call failed
 	startedAt     time.Time       // when Start ran; guarded by mu
+	trailMu       sync.Mutex      // guards trailAt
+	trailAt       time.Time       // the instant of this node's last trail attempt (attemptAt)
 	pauses        pauseCache      // the paused flags read, kept while the store's pause generation holds
 	records       recorder        // the runs on their way to the shared history
 	stored        schedules       // the stored schedules and the handlers that run them

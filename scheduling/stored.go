@@ -166,14 +166,36 @@ func (s *Scheduler) putSchedule(ctx context.Context, sc taskstate.Schedule, crea
 	if err != nil {
 		return err
 	}
-	err = s.storeDoc(ctx, sc, scs, create)
-	if errors.Is(err, ErrUnknownSchedule) {
-		err = fmt.Errorf("%w: %q: create it first", ErrUnknownSchedule, sc.Name)
-	}
-	if err != nil {
+	return s.act(ctx, ev, scheduleValue(scs, sc.Name), specOf(sc), func(kept taskstate.Event, again bool) error {
+		if again {
+			if done, err := s.docDone(ctx, sc.Name, sc.Name, kept, scheduleValue); done || err != nil {
+				return err
+			}
+		}
+		err := s.storeDoc(ctx, sc, scs, create)
+		if errors.Is(err, ErrUnknownSchedule) {
+			err = fmt.Errorf("%w: %q: create it first", ErrUnknownSchedule, sc.Name)
+		}
 		return err
+	})
+}
+
+// docDone reports whether the change of the stored document doc (a
+// schedule's or a calendar's, named name) that the trail kept as kept is
+// done, for a client that sends it again: the document is what the change
+// made (as value gives it, nil if none), or it changed after the change
+// was kept (another change since).
+func (s *Scheduler) docDone(ctx context.Context, doc, name string, kept taskstate.Event, value func([]taskstate.Schedule, string) any) (bool, error) {
+	scs, err := s.state.Schedules(ctx)
+	if err != nil {
+		return false, fmt.Errorf("scheduling: reading the stored schedules: %w", err)
 	}
-	return s.toTrail(ctx, ev, scheduleValue(scs, sc.Name), specOf(sc))
+	cur, err := jsonOf(value(scs, name))
+	if err != nil || cur == kept.After {
+		return err == nil, err
+	}
+	i := slices.IndexFunc(scs, func(sc taskstate.Schedule) bool { return sc.Name == doc })
+	return i >= 0 && scs[i].Updated.After(kept.At), nil
 }
 
 // specOf is what the trail keeps of a stored schedule: its spec and args.
@@ -280,17 +302,16 @@ func (s *Scheduler) DeleteSchedule(ctx context.Context, name string, opts ...Con
 	if err != nil {
 		return fmt.Errorf("scheduling: reading the stored schedules: %w", err)
 	}
-	ok, err := s.state.DeleteSchedule(ctx, name)
-	switch {
-	case err != nil:
-		return err
-	case !ok:
-		return fmt.Errorf("%w: %q", ErrUnknownSchedule, name)
-	}
-	if err := s.readSchedules(ctx, -1); err != nil {
-		return err
-	}
-	return s.toTrail(ctx, ev, scheduleValue(scs, name), nil)
+	return s.act(ctx, ev, scheduleValue(scs, name), nil, func(kept taskstate.Event, again bool) error {
+		ok, err := s.state.DeleteSchedule(ctx, name)
+		switch {
+		case err != nil:
+			return err
+		case !ok && !again: // sent again, it was deleted the first time, or since
+			return fmt.Errorf("%w: %q", ErrUnknownSchedule, name)
+		}
+		return s.readSchedules(ctx, -1)
+	})
 }
 
 // Schedules returns the stored schedules, read from the task state, ordered

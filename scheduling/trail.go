@@ -3,9 +3,13 @@ package scheduling
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/ndigo/ndigo/taskstate"
 )
@@ -65,27 +69,130 @@ func (s *Scheduler) event(ctx context.Context, opts []ControlOption, action, tar
 	return ev, nil
 }
 
-// toTrail keeps ev, an action that was made, in the trail, with what it
-// replaced and what it made (as JSON; nil for nothing). Without a task
-// state store there is no trail. An error says the action was made and
-// not kept: made again with the same key, it is kept once.
-func (s *Scheduler) toTrail(ctx context.Context, ev taskstate.Event, before, after any) error {
+// act makes the action that ev describes, write-ahead: ev is kept in the
+// trail first, with what the action replaces (before) and makes (after),
+// and make makes the action only then, so that no action made is missing
+// from the trail. make gets the entry kept, and again set when it is an
+// earlier one of ev's key: the client sent the action again (its answer
+// was lost, its node died), and make completes what that entry says,
+// without making again what was made. A refusal after the entry was kept
+// (a name taken or missing, a backfill running: see refusal) is kept too,
+// as an entry "refused" that names the action's key. Without a task state
+// store there is no trail: make makes the action.
+func (s *Scheduler) act(ctx context.Context, ev taskstate.Event, before, after any, make func(kept taskstate.Event, again bool) error) error {
 	if s.state == nil {
-		return nil
+		return make(ev, false)
 	}
-	ev.At = s.clock.Now().UTC()
+	ev.At = s.attemptAt()
 	var err error
 	if ev.Before, err = jsonOf(before); err == nil {
 		ev.After, err = jsonOf(after)
 	}
+	kept := ev
 	if err == nil {
-		_, err = s.state.AppendEvent(ctx, ev)
+		kept, err = s.state.AppendEvent(ctx, ev)
 	}
 	if err != nil {
-		return fmt.Errorf("scheduling: %s %s was made, but the trail did not keep it (made again with the same key, it is kept once): %w",
+		return fmt.Errorf("scheduling: %s %s was not made: the trail did not answer whether it kept it (send it again with the same key): %w",
 			ev.Action, ev.Target, err)
 	}
-	return nil
+	again := !kept.At.Equal(ev.At) || kept.Node != ev.Node
+	if again {
+		// Refused the first time: refused again, not made now.
+		if note, refused, err := s.refusedBefore(ctx, kept); err != nil || refused {
+			if err == nil {
+				err = fmt.Errorf("%w: %s", ErrRefused, note)
+			}
+			return err
+		}
+	}
+	err = make(kept, again)
+	if err != nil && refusal(err) {
+		if rerr := s.refuse(ctx, kept, err); rerr != nil {
+			return fmt.Errorf("scheduling: %w; the trail did not keep the refusal (send it again with the same key): %w", err, rerr)
+		}
+	}
+	return err
+}
+
+// attemptAt returns now, or a nanosecond after the last instant it
+// returned if not later: each attempt of this node has an instant of its
+// own, so that act tells its own entry from an earlier attempt's.
+func (s *Scheduler) attemptAt() time.Time {
+	s.trailMu.Lock()
+	defer s.trailMu.Unlock()
+	at := s.clock.Now().UTC().Round(0)
+	if !at.After(s.trailAt) {
+		at = s.trailAt.Add(time.Nanosecond)
+	}
+	s.trailAt = at
+	return at
+}
+
+// ActionRefused is the trail's action of an action refused after it was
+// kept: its Target is the action's, its Note why, its Before the action's
+// key and name.
+const ActionRefused = "refused"
+
+// ErrRefused: an action sent again with its key was refused the first
+// time; the error gives the refusal as the trail keeps it.
+var ErrRefused = errors.New("scheduling: the action was refused when first sent")
+
+// refusedKey is the trail's key of the refusal of the action kept under
+// key.
+func refusedKey(key string) string {
+	if k := key + "/refused"; len(k) <= taskstate.MaxEventLabelLen {
+		return k
+	}
+	sum := sha256.Sum256([]byte(key))
+	return "refused/" + hex.EncodeToString(sum[:16])
+}
+
+// refusedBefore looks in the trail, after the action kept as ev, for its
+// refusal, and returns its note if there is one.
+func (s *Scheduler) refusedBefore(ctx context.Context, ev taskstate.Event) (string, bool, error) {
+	key := refusedKey(ev.Key)
+	for after := ev.Seq; ; {
+		evs, err := s.state.Events(ctx, after, MaxEvents)
+		if err != nil {
+			return "", false, err
+		}
+		for _, e := range evs {
+			if e.Key == key {
+				return e.Note, true, nil
+			}
+			after = e.Seq
+		}
+		if len(evs) < MaxEvents {
+			return "", false, nil
+		}
+	}
+}
+
+// refuse keeps in the trail that the action kept as ev was refused with
+// err.
+func (s *Scheduler) refuse(ctx context.Context, ev taskstate.Event, err error) error {
+	key := refusedKey(ev.Key)
+	note := ev.Action + " refused: " + err.Error()
+	if len(note) > taskstate.MaxNoteLen {
+		note = strings.ToValidUTF8(note[:taskstate.MaxNoteLen], "")
+	}
+	r := taskstate.Event{Key: key, At: s.clock.Now().UTC(), Node: s.node, Actor: ev.Actor, Action: ActionRefused, Target: ev.Target, Note: note}
+	r.Before, _ = jsonOf(map[string]string{"key": ev.Key, "action": ev.Action})
+	_, aerr := s.state.AppendEvent(ctx, r)
+	return aerr
+}
+
+// refusal reports whether err is a refusal of an action by the state it
+// found, which no retry mends: not a failure of the store.
+func refusal(err error) bool {
+	for _, r := range []error{ErrRefused, ErrUnknownSchedule, ErrUnknownCalendar, ErrCalendarExists, ErrCalendarInUse, ErrNoBackfill,
+		taskstate.ErrBackfillRunning, taskstate.ErrScheduleExists, taskstate.ErrNoSchedule} {
+		if errors.Is(err, r) {
+			return true
+		}
+	}
+	return false
 }
 
 // jsonOf is v as JSON, "" for nil.
