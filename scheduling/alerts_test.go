@@ -3,6 +3,7 @@ package scheduling
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -95,21 +96,9 @@ func notices(t *testing.T, st taskstate.Store) []taskstate.Event {
 
 func wantEvents(t *testing.T, b *inbox, want ...string) {
 	t.Helper()
-	if got := b.events(); !equalStrings(got, want) {
+	if got := b.events(); !slices.Equal(got, want) {
 		t.Fatalf("messages %q, want %q", got, want)
 	}
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // While the task state store is down, a task whose fires fail (their flag
